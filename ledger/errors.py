@@ -1,0 +1,161 @@
+"""The one error hierarchy of the ledger.
+
+Every failure the core reports is a :class:`LedgerError` subclass.  Each carries the
+fields it is about and builds its message in ``__str__``; ``exit_code`` is what the
+CLI exits with.  ``ledger/cli.py`` catches :class:`LedgerError` once, prints
+``error: <message>`` on stderr and exits; ``--debug`` re-raises with the traceback.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+
+class LedgerError(Exception):
+    """Base of every error the ledger reports to the operator."""
+
+    exit_code = 1
+
+    def __init__(self, message: str = "") -> None:
+        super().__init__(message)
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class UsageError(LedgerError):
+    """The command line asks for something that does not make sense."""
+
+    exit_code = 2
+
+
+class WorkspaceNotFound(LedgerError):
+    def __init__(self, start: str) -> None:
+        super().__init__()
+        self.start = start
+
+    def __str__(self) -> str:
+        return (
+            f"no ledger workspace found at or above {self.start} "
+            "(run `ledger init`, pass -C DIR or set LEDGER_WORKSPACE)"
+        )
+
+
+class ConfigError(LedgerError):
+    """A workspace file (ledger.yaml, an entry file) is malformed."""
+
+    def __init__(self, path: str, problem: str, line: int | None = None) -> None:
+        super().__init__()
+        self.path = path
+        self.problem = problem
+        self.line = line
+
+    def __str__(self) -> str:
+        where = f"{self.path}:{self.line}" if self.line else self.path
+        return f"{where}: {self.problem}"
+
+
+class EntryNotFound(LedgerError):
+    def __init__(self, ref: str) -> None:
+        super().__init__()
+        self.ref = ref
+
+    def __str__(self) -> str:
+        return f"no entry matches {self.ref!r} (see `ledger list`)"
+
+
+class AmbiguousEntry(LedgerError):
+    def __init__(self, ref: str, candidates: Sequence[str]) -> None:
+        super().__init__()
+        self.ref = ref
+        self.candidates = list(candidates)
+
+    def __str__(self) -> str:
+        shown = ", ".join(self.candidates[:8])
+        more = " …" if len(self.candidates) > 8 else ""
+        return f"{self.ref!r} is ambiguous: it matches {shown}{more}"
+
+
+class InvalidValue(LedgerError):
+    """A knob name, knob value, class, target name or path the user gave is invalid."""
+
+
+class TargetError(LedgerError):
+    """A target file cannot be read, parsed or edited."""
+
+    def __init__(self, path: str, problem: str) -> None:
+        super().__init__()
+        self.path = path
+        self.problem = problem
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.problem}"
+
+
+class Drift:
+    """One live value that differs from what the ledger expects."""
+
+    __slots__ = ("path", "knob", "expected", "found")
+
+    def __init__(self, path: str, knob: str, expected: str | None, found: str | None) -> None:
+        self.path = path
+        self.knob = knob
+        self.expected = expected
+        self.found = found
+
+    def describe(self) -> str:
+        def show(v: str | None) -> str:
+            return "unset" if v is None else repr(v)
+
+        return f"{self.path}: {self.knob} expected {show(self.expected)}, found {show(self.found)}"
+
+
+class DriftError(LedgerError):
+    """Live files differ from the ledger; mutating commands refuse unless --force."""
+
+    def __init__(self, drifts: Sequence[Drift]) -> None:
+        super().__init__()
+        self.drifts = list(drifts)
+
+    def __str__(self) -> str:
+        lines = [d.describe() for d in self.drifts]
+        return (
+            "live configuration differs from the ledger (edited by hand?):\n  "
+            + "\n  ".join(lines)
+            + "\nrecord the change with `ledger record knob --adopt`, put the file back, "
+            "or pass --force to overwrite"
+        )
+
+
+class Refused(LedgerError):
+    """The command is valid but the ledger's rules say no (stated in the message)."""
+
+
+class LockHeld(LedgerError):
+    def __init__(self, path: str, holder: str) -> None:
+        super().__init__()
+        self.path = path
+        self.holder = holder
+
+    def __str__(self) -> str:
+        return (
+            f"another ledger command is changing this workspace ({self.holder}); "
+            f"lock file {self.path}. Try again when it has finished."
+        )
+
+
+class PatchError(LedgerError):
+    """A patch cannot be stored, applied, reverted or restored."""
+
+
+class GitError(LedgerError):
+    """A git operation on the workspace or the engine repo failed."""
+
+
+class EvidenceError(LedgerError):
+    """Evidence cannot be collected, imported or read."""
+
+
+class BackupError(LedgerError):
+    """The backup store cannot snapshot, find or restore a backup."""
