@@ -1,0 +1,82 @@
+"""The ledger's view of an entry's evidence: its headline, verdict and staleness.
+
+Evidence lives under ``evidence/<entry-id>/<run-id>/`` (see :mod:`ledger.evidence.store`);
+this module answers the questions the other commands ask of it, and stays cheap when an
+entry has no evidence at all (no pandas, no YAML parsing).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable
+
+from ledger.model import Entry
+from ledger.workspace import Workspace
+
+NO_EVIDENCE = "no evidence"
+
+
+@dataclass(frozen=True)
+class EvidenceInfo:
+    headline: str
+    verdict: str | None
+    stale: bool
+    summary: dict | None
+
+    @property
+    def text(self) -> str:
+        return f"{self.headline} [stale]" if self.stale else self.headline
+
+
+NONE = EvidenceInfo(NO_EVIDENCE, None, False, None)
+
+
+def has_evidence(ws: Workspace, entry: Entry) -> bool:
+    return (ws.evidence_dir / entry.id).is_dir()
+
+
+def evidence_for(ws: Workspace, entry: Entry, context: dict | None = None) -> EvidenceInfo:
+    """The latest evidence of ``entry`` (or NONE), with staleness against the live state."""
+    if not has_evidence(ws, entry):
+        return NONE
+    from ledger.evidence import store
+
+    summary = store.latest_summary(ws.root, entry.id)
+    if summary is None:
+        return NONE
+    stale = False
+    engine_commit = current_engine_commit(ws)
+    if context is None:
+        context = knob_context(ws, entry)
+    stale = store.is_stale(summary, engine_commit, context)
+    return EvidenceInfo(store.headline(summary), summary.get("verdict"), stale, summary)
+
+
+def verdicts_for(ws: Workspace, entries: Iterable[Entry]) -> dict[str, str | None]:
+    return {e.id: evidence_for(ws, e).verdict for e in entries if has_evidence(ws, e)}
+
+
+def current_engine_commit(ws: Workspace) -> str | None:
+    path = ws.engine_repo_path
+    if path is None or not (path / ".git").exists():
+        return None
+    from ledger import wsgit
+
+    try:
+        return wsgit.head(path)
+    except Exception:  # an unreadable engine repo only makes evidence unjudgeable
+        return None
+
+
+def knob_context(ws: Workspace, entry: Entry) -> dict | None:
+    """The other knobs of the entry's target as they are live (None for patch entries)."""
+    if entry.kind != "knob":
+        return None
+    from ledger.errors import LedgerError
+    from ledger.targets import read_target
+
+    try:
+        tf = read_target(ws, ws.target(entry.target))
+    except LedgerError:
+        return None
+    return {k: v for k, v in tf.values.items() if k != entry.knob}

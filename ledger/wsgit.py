@@ -1,0 +1,157 @@
+"""The workspace's own git repository, driven through GitPython.
+
+One successful command is one commit.  Hooks never run on the ledger's behalf
+(``core.hooksPath=/dev/null``), and when the machine has no git identity configured the
+ledger commits as "knob ledger" rather than failing half-way through a command.
+Paths are always passed after ``--``.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Iterable
+from typing import Sequence
+
+from ledger.errors import GitError
+
+IDENTITY = {
+    "GIT_AUTHOR_NAME": "knob ledger",
+    "GIT_AUTHOR_EMAIL": "ledger@localhost",
+    "GIT_COMMITTER_NAME": "knob ledger",
+    "GIT_COMMITTER_EMAIL": "ledger@localhost",
+}
+# git's argument list limit is the OS's; add paths in chunks well below it.
+_CHUNK = 500
+
+
+def _git(root: Path):
+    import git
+
+    try:
+        repo = git.Repo(root)
+    except (git.InvalidGitRepositoryError, git.NoSuchPathError) as e:
+        raise GitError(f"{root} is not a git repository: {e}") from e
+    repo.git.set_persistent_git_options(c="core.hooksPath=/dev/null")
+    return repo
+
+
+def _env(repo) -> dict[str, str]:
+    """Fallback identity only for the parts git has no configuration for."""
+    env = {}
+    reader = repo.config_reader()
+    if not reader.has_option("user", "name") and "GIT_AUTHOR_NAME" not in os.environ:
+        env.update({k: v for k, v in IDENTITY.items() if k.endswith("_NAME")})
+    if not reader.has_option("user", "email") and "GIT_AUTHOR_EMAIL" not in os.environ:
+        env.update({k: v for k, v in IDENTITY.items() if k.endswith("_EMAIL")})
+    return env
+
+
+def _run(repo, *args: str, **kwargs) -> str:
+    import git
+
+    try:
+        return repo.git.execute(["git", "-c", "core.hooksPath=/dev/null", *args], **kwargs)
+    except git.GitCommandError as e:
+        detail = (e.stderr or e.stdout or "").strip()
+        raise GitError(f"git {args[0]} failed in {repo.working_dir}: {detail}") from e
+
+
+def init(root: Path) -> None:
+    import git
+
+    try:
+        git.Repo.init(root, initial_branch="main")
+    except git.GitCommandError as e:
+        raise GitError(f"cannot create a git repository in {root}: {e.stderr}") from e
+
+
+def head(root: Path) -> str | None:
+    repo = _git(root)
+    try:
+        return repo.head.commit.hexsha
+    except ValueError:
+        return None  # no commits yet
+
+
+def commit(root: Path, paths: Iterable[str], message: str) -> str:
+    """Stage ``paths`` (added, changed or deleted) and commit; return the new sha."""
+    repo = _git(root)
+    paths = sorted(set(paths))
+    for i in range(0, len(paths), _CHUNK):
+        _run(repo, "add", "--all", "--", *paths[i : i + _CHUNK])
+    env = {**os.environ, **_env(repo)}
+    _run(repo, "commit", "--quiet", "--allow-empty", "--no-verify", "-F", "-",
+         istream=_pipe(message), env=env)
+    return repo.head.commit.hexsha
+
+
+def _pipe(text: str):
+    """A file object holding ``text``, for git's stdin (messages are data, never argv)."""
+    f = tempfile.TemporaryFile()
+    f.write(text.encode("utf-8"))
+    f.seek(0)
+    return f
+
+
+def restore_paths(root: Path, rev: str | None, paths: Sequence[str]) -> None:
+    """Put ``paths`` back as they are in ``rev`` (index and work tree)."""
+    if not paths or rev is None:
+        return
+    repo = _git(root)
+    for i in range(0, len(paths), _CHUNK):
+        chunk = list(paths[i : i + _CHUNK])
+        _run(repo, "reset", "--quiet", rev, "--", *chunk)
+        _run(repo, "checkout", rev, "--", *chunk)
+
+
+def dirty(root: Path, paths: Sequence[str]) -> list[str]:
+    """Files under ``paths`` with changes not committed (what a command would mix in)."""
+    repo = _git(root)
+    out = _run(repo, "status", "--porcelain", "--untracked-files=all", "--", *paths)
+    return [line[3:] for line in out.splitlines() if line.strip()]
+
+
+def message_of(root: Path, rev: str) -> str:
+    return _run(_git(root), "log", "-1", "--format=%B", rev, "--")
+
+
+def log(root: Path, limit: int | None = None, revs: Sequence[str] = ()) -> list[dict]:
+    """Commits, newest first: sha, time, subject, body."""
+    repo = _git(root)
+    args = ["log", "--format=%H%x1f%aI%x1f%s%x1f%b%x1e"]
+    if limit:
+        args.append(f"--max-count={limit}")
+    args += [*revs, "--"]
+    out = _run(repo, *args)
+    commits = []
+    for record in out.split("\x1e"):
+        record = record.strip("\n")
+        if not record:
+            continue
+        sha, time, subject, body = (record.split("\x1f") + ["", "", ""])[:4]
+        commits.append({"sha": sha, "time": time, "subject": subject, "body": body.strip()})
+    return commits
+
+
+def verify_rev(root: Path, rev: str) -> str:
+    """Resolve a user-given revision of the workspace; never taken as an option."""
+    if rev.startswith("-"):
+        raise GitError(f"{rev!r} is not a revision")
+    return _run(_git(root), "rev-parse", "--verify", "--end-of-options", f"{rev}^{{commit}}")
+
+
+def show_file(root: Path, rev: str, path: str) -> str | None:
+    import git
+
+    repo = _git(root)
+    try:
+        return repo.git.execute(["git", "show", f"{rev}:{path}"])
+    except git.GitCommandError:
+        return None
+
+
+def ls_tree(root: Path, rev: str, path: str) -> list[str]:
+    out = _run(_git(root), "ls-tree", "--name-only", "-r", rev, "--", path)
+    return [line for line in out.splitlines() if line]

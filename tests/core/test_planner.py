@@ -1,0 +1,156 @@
+"""The planner alone: no files, no git, no clock."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+from hypothesis import given
+from hypothesis import settings
+from hypothesis import strategies as st
+
+from ledger import planner
+from ledger.errors import Refused
+from ledger.model import Action
+from ledger.model import Entry
+
+AT = "2026-12-02T00:00:00Z"
+
+
+def knob(seq, cls, before, after, target="decode", name="K", state="applied", **kw) -> Entry:
+    return Entry(
+        id=f"e{seq:07d}", seq=seq, kind="knob", cls=cls, title=f"entry {seq}", slug=f"entry-{seq}",
+        recorded=AT, state=state, target=target, knob=name, before=before, after=after,
+        history=(Action(AT, "record"),), **kw,
+    )
+
+
+def patch(seq, cls, state="applied") -> Entry:
+    return Entry(id=f"p{seq:07d}", seq=seq, kind="patch", cls=cls, title=f"patch {seq}",
+                 slug=f"patch-{seq}", recorded=AT, state=state, patch=f"patches/p{seq}.patch",
+                 sha256="0" * 64, files=("engine/x.py",))
+
+
+def apply_all(entries, plan):
+    return plan.new_entries(entries)
+
+
+def test_live_value_is_after_of_last_applied_else_base():
+    layer = [knob(1, "perf", "256", "512"), knob(2, "bugfix", "512", "384")]
+    assert planner.layer_value(layer) == "384"
+    assert planner.layer_value(layer, {layer[1].id: False}) == "512"
+    assert planner.layer_value(layer, {layer[0].id: False}) == "384"
+    assert planner.layer_value(layer, {layer[0].id: False, layer[1].id: False}) == "256"
+
+
+def test_unset_before_and_after():
+    layer = [knob(1, "perf", None, "1"), knob(2, "perf", "1", None)]
+    assert planner.layer_value(layer) is None
+    assert planner.layer_value(layer, {layer[1].id: False}) == "1"
+    assert planner.layer_value(layer, {layer[0].id: False, layer[1].id: False}) is None
+
+
+def _run(entries, ops):
+    """Apply a sequence of (op, entry index) commands through the planner."""
+    for op, i in ops:
+        e = entries[i]
+        if op == "revert":
+            plan = planner.plan_revert(entries, [e], why="", at=AT, command="t")
+        else:
+            plan = planner.plan_restore(entries, [e], why="", at=AT, command="t", explicit=True)
+        entries = apply_all(entries, plan)
+    return entries
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    values=st.lists(st.sampled_from(["1", "2", "3", None]), min_size=2, max_size=6),
+    ops=st.lists(st.tuples(st.sampled_from(["revert", "restore"]), st.integers(0, 4)), max_size=12),
+)
+def test_any_command_order_reaching_a_subset_gives_one_value(values, ops):
+    # A chain of entries on one knob, then any sequence of reverts/restores.
+    chain = []
+    for i, (before, after) in enumerate(zip(values, values[1:]), start=1):
+        if before == after:
+            continue
+        chain.append(knob(i, "perf" if i % 2 else "bugfix", before, after))
+    if not chain:
+        return
+    ops = [(op, i % len(chain)) for op, i in ops]
+    final = _run(chain, ops)
+    applied = [e for e in final if e.applied]
+    expected = applied[-1].after if applied else chain[0].before
+    assert planner.expected_knobs(final)[("decode", "K")] == expected
+
+
+def test_revert_perf_only_touches_no_bugfix():
+    entries = [
+        knob(1, "perf", "256", "512", name="CTAS"),
+        knob(2, "bugfix", None, "30", name="TIMEOUT"),
+        patch(3, "perf"),
+        patch(4, "bugfix"),
+    ]
+    chosen = planner.select(entries, cls="perf", state="applied")
+    plan = planner.plan_revert(entries, chosen, why="hang", at=AT, command="revert --perf-only")
+    assert {new.id for _, new in plan.changes} == {entries[0].id, entries[2].id}
+    assert plan.knob_edits == {("decode", "CTAS"): ("512", "256")}
+    assert [e.id for e in plan.patch_flips] == [entries[2].id]
+    after = plan.new_entries(entries)
+    assert [e.state for e in after] == ["reverted", "applied", "reverted", "applied"]
+    assert after[0].history[-1].why == "hang"
+
+
+def test_restore_holds_back_suspects_until_cleared():
+    e = knob(1, "perf", "256", "512")
+    entries = [e]
+    entries = apply_all(entries, planner.plan_revert(entries, [e], why="hangs", at=AT,
+                                                      command="suspect", suspect=True))
+    assert entries[0].suspected and not entries[0].applied
+    plan = planner.plan_restore(entries, planner.select(entries, cls="perf", state="reverted"),
+                                why="", at=AT, command="restore", explicit=False)
+    assert plan.empty and "suspicion" in plan.skipped[0].reason
+    with pytest.raises(Refused, match="suspicion"):
+        planner.plan_restore(entries, entries, why="", at=AT, command="r", explicit=True)
+    included = planner.plan_restore(entries, entries, why="", at=AT, command="r", explicit=False,
+                                    include_suspects=True)
+    assert len(included.changes) == 1
+    entries = apply_all(entries, planner.plan_clear(entries[0], why="proxy", at=AT, command="c"))
+    assert entries[0].suspicion == "cleared" and not entries[0].applied
+    plan = planner.plan_restore(entries, entries, why="", at=AT, command="r", explicit=False)
+    assert plan.knob_edits == {("decode", "K"): ("256", "512")}
+
+
+def test_regression_needs_force_and_require_evidence_needs_gain():
+    e = knob(1, "perf", "1", "2", state="reverted")
+    for verdict, flags, allowed in [
+        ("regression", {}, False),
+        ("regression", {"force": True}, True),
+        (None, {"require_evidence": True}, False),
+        ("neutral", {"require_evidence": True}, False),
+        ("gain", {"require_evidence": True}, True),
+        (None, {}, True),
+    ]:
+        plan = planner.plan_restore([e], [e], why="", at=AT, command="r", explicit=False,
+                                    verdicts={e.id: verdict}, **flags)
+        assert (not plan.empty) == allowed, (verdict, flags)
+
+
+def test_clear_requires_a_suspect():
+    with pytest.raises(Refused, match="not under suspicion"):
+        planner.plan_clear(knob(1, "perf", "1", "2"), why="x", at=AT, command="c")
+
+
+def test_drift_names_path_knob_expected_found():
+    entries = [knob(1, "perf", "256", "512")]
+    drifts = planner.find_drift(entries, {("decode", "K"): "999"}, {"decode": "/srv/decode.sh"})
+    assert [d.describe() for d in drifts] == ["/srv/decode.sh: K expected '512', found '999'"]
+    assert planner.find_drift(entries, {("decode", "K"): "512"}, {}) == []
+
+
+def test_every_subset_of_three_layers():
+    chain = [knob(1, "perf", "a", "b"), knob(2, "bugfix", "b", "c"), knob(3, "perf", "c", "d")]
+    for mask in itertools.product([True, False], repeat=3):
+        states = {e.id: m for e, m in zip(chain, mask)}
+        applied = [e for e, m in zip(chain, mask) if m]
+        want = applied[-1].after if applied else "a"
+        assert planner.layer_value(chain, states) == want
