@@ -7,7 +7,8 @@ Layout, under the store's root (``<workspace>/.ledger/backups`` by default)::
     <backup-id>/manifest.json which files, with their sha256, mode and size, when,
                               and the command that made the backup
 
-Backup ids sort by time (``20261202T160102Z-3fa1``).  A manifest is written last and
+Backup ids carry the time and a counter (``20261202T160102Z-0007``); listing is in
+the order backups were taken.  A manifest is written last and
 atomically, so a backup that is listed is complete.  The store is local safety state,
 not history: it is kept out of the workspace's git history (see ``.gitignore`` written
 by ``ledger init``).
@@ -19,7 +20,6 @@ import difflib
 import hashlib
 import json
 import os
-import secrets
 import stat
 from dataclasses import dataclass
 from pathlib import Path
@@ -85,10 +85,16 @@ class BackupStore:
         return self.root / "objects"
 
     def _new_id(self, time: str) -> str:
+        """``<UTC stamp>-<n>``: n counts up, so ids sort in the order backups were taken."""
         stamp = time.replace("-", "").replace(":", "").split(".")[0]
         if not stamp.endswith("Z"):
             stamp += "Z"
-        return f"{stamp}-{secrets.token_hex(2)}"
+        n = 1 + sum(1 for c in self.root.iterdir() if c.name != "objects") if self.root.is_dir() else 1
+        candidate = f"{stamp}-{n:04d}"
+        while (self.root / candidate).exists():
+            n += 1
+            candidate = f"{stamp}-{n:04d}"
+        return candidate
 
     def snapshot(self, paths: Iterable[str | Path], *, command: str, time: str) -> Backup:
         """Copy each of ``paths`` into the store; return the (complete) backup record."""
@@ -118,7 +124,7 @@ class BackupStore:
         if not self.root.is_dir():
             return []
         out = []
-        for child in sorted(self.root.iterdir()):
+        for child in sorted(self.root.iterdir(), key=lambda c: (c.name.rsplit("-", 1)[-1].zfill(9), c.name)):
             if child.name == "objects" or not (child / "manifest.json").is_file():
                 continue
             out.append(self._load(child / "manifest.json"))

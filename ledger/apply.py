@@ -26,7 +26,8 @@ from ledger.targets import edit_target
 from ledger.targets import read_target
 from ledger.txn import Transaction
 from ledger.workspace import Workspace
-from ledger.workspace import entry_bytes
+from ledger.workspace import ENTRIES_NAME
+from ledger.workspace import entries_bytes
 
 
 @dataclass
@@ -66,17 +67,37 @@ def drift_in(ws: Workspace, entries: Sequence[Entry], files: dict[str, TargetFil
     return planner.find_drift(entries, live, paths)
 
 
+def layer_anchors(entries: Sequence[Entry]) -> dict[str, dict[str, dict | None]]:
+    """target -> every knob the ledger manages there -> its anchor (None if unknown).
+
+    A layer's anchor is its first entry's that has one (see :mod:`ledger.layout`).
+    """
+    out: dict[str, dict[str, dict | None]] = {}
+    for (target, knob), layer in planner.knob_layers(entries).items():
+        anchor = next((e.anchor for e in layer if e.anchor is not None), None)
+        out.setdefault(target, {})[knob] = anchor
+    return out
+
+
 def new_target_bytes(
-    files: dict[str, TargetFile], edits: dict[planner.KnobKey, tuple[str | None, str | None]]
+    files: dict[str, TargetFile],
+    edits: dict[planner.KnobKey, tuple[str | None, str | None]],
+    entries: Sequence[Entry] = (),
 ) -> dict[Path, tuple[bytes, bytes]]:
-    """(old, new) bytes per target path for the planned knob values."""
+    """(old, new) bytes per target path for the planned knob values.
+
+    Knobs are edited in the record order of their layers, so re-added knobs go back in
+    a deterministic order whatever the order of the commands that removed them.
+    """
+    order = {key: layer[0].seq for key, layer in planner.knob_layers(entries).items()}
     by_target: dict[str, dict[str, str | None]] = {}
-    for (target, knob), (_, new_value) in sorted(edits.items()):
-        by_target.setdefault(target, {})[knob] = new_value
+    for key, (_, new_value) in sorted(edits.items(), key=lambda kv: (order.get(kv[0], 0), kv[0])):
+        by_target.setdefault(key[0], {})[key[1]] = new_value
+    anchors = layer_anchors(entries)
     out = {}
-    for target, knob_values in by_target.items():
+    for target, knob_values in sorted(by_target.items()):
         tf = files[target]
-        new = edit_target(tf, knob_values)
+        new = edit_target(tf, knob_values, anchors.get(target))
         if new != tf.raw:
             out[tf.path] = (tf.raw, new)
     return out
@@ -104,10 +125,15 @@ def apply_plan(
     message: str,
     force: bool = False,
     dry_run: bool = False,
+    new_entries: Sequence[Entry] = (),
     extra_ledger_writes: dict[str, bytes | None] | None = None,
     engine: Callable[[Sequence[Entry], planner.Plan], EnginePlan | None] | None = None,
 ) -> Applied:
-    """Carry out ``plan``: all of it or none of it."""
+    """Carry out ``plan``: all of it or none of it.
+
+    ``new_entries`` are entries this command records (added after the plan's changes);
+    ``extra_ledger_writes`` are other workspace files it writes (a stored patch).
+    """
     entries = ws.entries()
     result = Applied(op=plan.op, changed=[new for _, new in plan.changes],
                      skipped=list(plan.skipped), dry_run=dry_run)
@@ -116,7 +142,7 @@ def apply_plan(
     drifts = drift_in(ws, entries, files)
     if drifts and not force:
         raise DriftError(drifts)
-    writes = new_target_bytes(files, plan.knob_edits)
+    writes = new_target_bytes(files, plan.knob_edits, entries)
     for path, (old, new) in writes.items():
         result.files[str(path)] = unified(str(path), old, new)
     engine_plan = None
@@ -126,11 +152,10 @@ def apply_plan(
         engine_plan = engine(entries, plan)
         if engine_plan is not None:
             result.patch_diff = engine_plan.diff
-    if dry_run or plan.empty and not extra_ledger_writes:
+    if dry_run or (plan.empty and not new_entries):
         return result
-    ledger_writes: dict[str, bytes | None] = {
-        ws.rel(ws.entry_path(new.id)): entry_bytes(new) for _, new in plan.changes
-    }
+    after = plan.new_entries(entries) + list(new_entries)
+    ledger_writes: dict[str, bytes | None] = {ENTRIES_NAME: entries_bytes(after)}
     ledger_writes.update(extra_ledger_writes or {})
     txn = Transaction(ws, command, now)
     try:

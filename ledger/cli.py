@@ -67,9 +67,36 @@ def emit_json(data) -> None:
     click.echo(json.dumps(data, indent=2, sort_keys=True, default=str))
 
 
-@click.group(context_settings=CONTEXT)
-@click.option("-C", "--workspace", metavar="DIR", help="Workspace directory (default: search "
-              "upward for ledger.yaml; env LEDGER_WORKSPACE).")
+class LedgerGroup(click.Group):
+    """Catches LedgerError once: `error: …` on stderr, the error's exit code.
+
+    ``--debug`` re-raises, so the traceback shows.  OS errors that escape the library
+    (a disk full, a permission denied) get the same treatment with the file named.
+    """
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except LedgerError as e:
+            if isinstance(ctx.obj, State) and ctx.obj.debug:
+                raise
+            click.echo(f"error: {e}", err=True)
+            ctx.exit(e.exit_code)
+        except OSError as e:
+            if isinstance(ctx.obj, State) and ctx.obj.debug:
+                raise
+            where = f"{e.filename}: " if getattr(e, "filename", None) else ""
+            click.echo(f"error: {where}{e.strerror or e}", err=True)
+            ctx.exit(1)
+
+
+@click.group(cls=LedgerGroup, context_settings=CONTEXT)
+@click.option(
+    "-C",
+    "--workspace",
+    metavar="DIR",
+    help="Workspace directory (default: search upward for ledger.yaml; env LEDGER_WORKSPACE).",
+)
 @click.option("--json", "json_out", is_flag=True, help="JSON output on read commands.")
 @click.option("--debug", is_flag=True, help="Show tracebacks on errors.")
 @click.version_option(package_name="knob-ledger", prog_name="ledger")
@@ -396,19 +423,26 @@ def safe_diff(text: str) -> str:
 # -- revert / restore / suspect / clear --------------------------------------------------
 
 
-def _print_applied(applied, verb: str, ctx, json_out: bool) -> None:
+def _print_applied(applied, verb: str, ctx, json_out: bool, infinitive: str = "") -> None:
     if wants_json(ctx, json_out):
-        return emit_json({
-            "op": applied.op, "dry_run": applied.dry_run,
-            "changed": [e.to_dict() for e in applied.changed],
-            "skipped": [{"id": k.entry.id, "title": k.entry.title, "reason": k.reason}
-                        for k in applied.skipped],
-            "files": applied.files, "patch_diff": applied.patch_diff,
-            "backup": applied.backup_id, "commit": applied.commit,
-        })
+        return emit_json(
+            {
+                "op": applied.op,
+                "dry_run": applied.dry_run,
+                "changed": [e.to_dict() for e in applied.changed],
+                "skipped": [
+                    {"id": k.entry.id, "title": k.entry.title, "reason": k.reason}
+                    for k in applied.skipped
+                ],
+                "files": applied.files,
+                "patch_diff": applied.patch_diff,
+                "backup": applied.backup_id,
+                "commit": applied.commit,
+            }
+        )
     prefix = "would " if applied.dry_run else ""
     if not applied.changed:
-        click.echo(f"nothing to {verb}")
+        click.echo(f"nothing to {infinitive or verb}")
     for e in applied.changed:
         click.echo(f"{prefix}{verb} {e.id} [{e.cls}] {safe(e.title)}  ({safe(_change(e))})")
     for k in applied.skipped:
@@ -447,9 +481,10 @@ def revert(ctx, refs, perf_only, cls, why, force, json_out, dry_run) -> None:
     from ledger import ops
 
     s = ctx.find_object(State).session(ctx)
-    r = ops.revert(s, refs=refs, perf_only=perf_only, cls=cls, why=why, force=force,
-                   dry_run=dry_run)
-    _print_applied(r, "reverted", ctx, json_out)
+    r = ops.revert(
+        s, refs=refs, perf_only=perf_only, cls=cls, why=why, force=force, dry_run=dry_run
+    )
+    _print_applied(r, "reverted", ctx, json_out, "revert")
 
 
 @cli.command()
@@ -475,7 +510,7 @@ def restore(ctx, refs, perf_only, include_suspects, force, require_evidence, why
     if not wants_json(ctx, json_out):
         _print_restore(s, r)
         return
-    _print_applied(r, "restored", ctx, json_out)
+    _print_applied(r, "restored", ctx, json_out, "restore")
 
 
 def _print_restore(s, applied) -> None:
@@ -506,8 +541,13 @@ def suspect(ctx, ref, why, force, json_out, dry_run) -> None:
     from ledger import ops
 
     s = ctx.find_object(State).session(ctx)
-    _print_applied(ops.suspect(s, ref, why, force=force, dry_run=dry_run), "suspected", ctx,
-                   json_out)
+    _print_applied(
+        ops.suspect(s, ref, why, force=force, dry_run=dry_run),
+        "suspected",
+        ctx,
+        json_out,
+        "suspect",
+    )
 
 
 @cli.command()
@@ -521,7 +561,7 @@ def clear(ctx, ref, why, json_out, dry_run) -> None:
     from ledger import ops
 
     s = ctx.find_object(State).session(ctx)
-    _print_applied(ops.clear(s, ref, why, dry_run=dry_run), "cleared", ctx, json_out)
+    _print_applied(ops.clear(s, ref, why, dry_run=dry_run), "cleared", ctx, json_out, "clear")
 
 
 # -- backups and log -------------------------------------------------------------------
@@ -613,34 +653,8 @@ def log(ctx, limit, json_out) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Entry point: run the CLI, turning LedgerError into `error: …` and an exit code."""
-    debug = "--debug" in (argv if argv is not None else sys.argv[1:])
-    try:
-        rv = cli.main(args=argv, prog_name="ledger", standalone_mode=False)
-        if isinstance(rv, int) and rv:
-            sys.exit(rv)
-    except LedgerError as e:
-        if debug:
-            raise
-        click.echo(f"error: {e}", err=True)
-        sys.exit(e.exit_code)
-    except click.exceptions.Exit as e:
-        sys.exit(e.exit_code)
-    except click.ClickException as e:
-        e.show()
-        sys.exit(e.exit_code)
-    except click.Abort:
-        click.echo("aborted", err=True)
-        sys.exit(1)
-    except KeyboardInterrupt:
-        click.echo("interrupted", err=True)
-        sys.exit(130)
-    except OSError as e:
-        if debug:
-            raise
-        where = f"{e.filename}: " if getattr(e, "filename", None) else ""
-        click.echo(f"error: {where}{e.strerror or e}", err=True)
-        sys.exit(1)
+    """Console-script entry point."""
+    cli.main(args=argv, prog_name="ledger")
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -108,6 +108,8 @@ class Entry:
     knob: str | None = None
     before: str | None = None
     after: str | None = None
+    # where the knob's line sits, to put it back there (see ledger.layout)
+    anchor: dict | None = None
     # patch entries
     patch: str | None = None
     sha256: str | None = None
@@ -182,6 +184,8 @@ class Entry:
         }
         if self.kind == "knob":
             d.update(target=self.target, knob=self.knob, before=self.before, after=self.after)
+            if self.anchor is not None:
+                d["anchor"] = self.anchor
         else:
             d.update(patch=self.patch, sha256=self.sha256, files=list(self.files), commit=self.commit)
         d["history"] = [a.to_dict() for a in self.history]
@@ -210,6 +214,7 @@ class Entry:
             knob=opt("knob"),
             before=opt("before"),
             after=opt("after"),
+            anchor=d.get("anchor") if isinstance(d.get("anchor"), dict) else None,
             patch=opt("patch"),
             sha256=opt("sha256"),
             files=tuple(str(f) for f in d.get("files") or ()),

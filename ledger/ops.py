@@ -21,6 +21,7 @@ from ledger import wsgit
 from ledger.apply import Applied
 from ledger.apply import apply_plan
 from ledger.apply import commit_message
+from ledger.apply import layer_anchors
 from ledger.apply import read_targets
 from ledger.errors import InvalidValue
 from ledger.errors import LedgerError
@@ -33,6 +34,8 @@ from ledger.model import Target
 from ledger.model import check_class
 from ledger.model import check_target_name
 from ledger.model import slugify
+from ledger.targets import anchor_in
+from ledger.targets import edit_target
 from ledger.targets import read_target
 from ledger.txn import Transaction
 from ledger.txn import WriterLock
@@ -43,7 +46,8 @@ from ledger.workspace import Config
 from ledger.workspace import Workspace
 from ledger.workspace import check_target_file
 from ledger.workspace import dump_config
-from ledger.workspace import entry_bytes
+from ledger.workspace import ENTRIES_NAME
+from ledger.workspace import entries_bytes
 from ledger.workspace import new_entry_id
 from ledger.workspace import utc_now
 
@@ -94,8 +98,8 @@ def init_workspace(directory: Path, engine_repo: str | None = None) -> Path:
     config = Config(engine_repo=repo_setting, bench_command=DEFAULT_BENCH_COMMAND)
     (root / CONFIG_NAME).write_text(dump_config(config), encoding="utf-8")
     (root / ".gitignore").write_text(GITIGNORE, encoding="utf-8")
-    (root / "entries").mkdir(exist_ok=True)
-    wsgit.commit(root, [CONFIG_NAME, ".gitignore"], "init: new ledger workspace\n")
+    (root / ENTRIES_NAME).write_bytes(entries_bytes([]))
+    wsgit.commit(root, [CONFIG_NAME, ".gitignore", ENTRIES_NAME], "init: new ledger workspace\n")
     return root
 
 
@@ -232,8 +236,13 @@ def record_knob(
             entry_before = live if force else entry_before
         if entry_before == value:
             raise Refused(f"{knob} in {target} is already {_show(value)}: nothing to record")
+        # Where the knob's line sits while present, so a later revert/restore can put it back.
+        holding = tf.text if value is None else edit_target(tf, {knob: value}).decode(
+            "utf-8", "surrogateescape")
         entry = new_entry(s, kind="knob", cls=cls, title=title, why=why, adopt=adopt,
-                          target=target, knob=knob, before=entry_before, after=value)
+                          target=target, knob=knob, before=entry_before, after=value,
+                          anchor=anchor_in(tf, holding, knob,
+                                           layer_anchors(entries).get(target)))
         edits = {} if adopt else {(target, knob): (entry_before, value)}
         plan = planner.Plan("record", (), (), edits)
         message = f"record {cls} {knob}={_show(value)} in {target}: {entry.title}\n\n" \
@@ -241,7 +250,7 @@ def record_knob(
         applied = apply_plan(
             s.ws, plan, command=s.command, now=s.now, message=message, force=force,
             dry_run=dry_run,
-            extra_ledger_writes={s.ws.rel(s.ws.entry_path(entry.id)): entry_bytes(entry)},
+            new_entries=[entry],
         )
         applied.changed = [entry]
         return Recorded(entry, applied, warnings)

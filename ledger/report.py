@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from dataclasses import field
 from typing import Sequence
@@ -13,12 +12,14 @@ from ledger.apply import new_target_bytes
 from ledger.apply import read_targets
 from ledger.apply import unified
 from ledger.errors import Drift
-from ledger.errors import GitError
 from ledger.errors import LedgerError
 from ledger.evidence_view import EvidenceInfo
 from ledger.evidence_view import evidence_for
 from ledger.model import Entry
+from ledger.workspace import CONFIG_NAME
+from ledger.workspace import ENTRIES_NAME
 from ledger.workspace import Workspace
+from ledger.workspace import parse_entries
 
 
 def display_state(e: Entry) -> str:
@@ -191,7 +192,7 @@ def off_the_table(ws: Workspace, with_files: bool = False) -> OffTable:
     if with_files:
         full = planner.full_knobs(entries)
         edits = {k: (live_of.get(k), v) for k, v in full.items() if k[0] in files}
-        for path, (old, new) in new_target_bytes(files, edits).items():
+        for path, (old, new) in new_target_bytes(files, edits, entries).items():
             out.files[str(path)] = unified(str(path), old, new)
         if any(e.kind == "patch" and not e.applied for e in entries):
             from ledger.patchstack import full_restore_diff
@@ -221,38 +222,25 @@ def history_diff(ws: Workspace, rev1: str, rev2: str | None) -> list[dict]:
     """What changed in the ledger between two commits of the workspace (rev2: HEAD)."""
     a = wsgit.verify_rev(ws.root, rev1)
     b = wsgit.verify_rev(ws.root, rev2 or "HEAD")
-    import git
-
-    repo = git.Repo(ws.root)
-    try:
-        names = repo.git.execute(["git", "diff", "--name-status", a, b, "--", "entries/", "ledger.yaml"])
-    except git.GitCommandError as e:
-        raise GitError(f"git diff failed: {e.stderr}") from e
+    old = {e.id: e for e in _entries_at(ws, a)}
+    new = {e.id: e for e in _entries_at(ws, b)}
     changes = []
-    for line in names.splitlines():
-        status, _, path = line.partition("\t")
-        if path == "ledger.yaml":
-            changes.append({"what": "config", "path": path, "change": "ledger.yaml changed"})
-            continue
-        old = _entry_at(ws, a, path)
-        new = _entry_at(ws, b, path)
-        changes.append(_describe_entry_change(old, new))
+    if wsgit.show_file(ws.root, a, CONFIG_NAME) != wsgit.show_file(ws.root, b, CONFIG_NAME):
+        changes.append({"what": "config", "path": CONFIG_NAME, "change": "targets or settings changed"})
+    for entry_id in sorted(old.keys() | new.keys(), key=lambda i: (new.get(i) or old[i]).seq):
+        before, after = old.get(entry_id), new.get(entry_id)
+        if before != after:
+            changes.append(_describe_entry_change(before, after))
     return changes
 
 
-def _entry_at(ws: Workspace, rev: str, path: str) -> Entry | None:
-    text = wsgit.show_file(ws.root, rev, path)
-    if text is None:
-        return None
-    try:
-        return Entry.from_dict(json.loads(text))
-    except (ValueError, KeyError, LedgerError):
-        return None
+def _entries_at(ws: Workspace, rev: str) -> list[Entry]:
+    text = wsgit.show_file(ws.root, rev, ENTRIES_NAME)
+    return parse_entries(text, f"{ENTRIES_NAME} at {rev[:10]}") if text else []
 
 
 def _describe_entry_change(old: Entry | None, new: Entry | None) -> dict:
-    e = new or old
-    assert e is not None  # git reported a change, so one side exists
+    e = new if new is not None else old
     row = {"what": "entry", "id": e.id, "class": e.cls, "title": e.title}
     if old is None:
         row["change"] = f"recorded ({change_text(e)}, {display_state(e)})"

@@ -13,6 +13,8 @@ from typing import Mapping
 
 from envknobs.registry import KnobError
 from ledger.errors import InvalidValue
+from ledger.layout import add_knob
+from ledger.layout import anchor_for
 from ledger.errors import TargetError
 from ledger.model import Target
 from ledger.workspace import Workspace
@@ -32,6 +34,22 @@ class TargetFile:
     @property
     def text(self) -> str:
         return self.raw.decode(ENCODING, ERRORS)
+
+
+def anchor_in(
+    tf: TargetFile, text: str, knob: str, managed: Mapping[str, dict | None] | None = None
+) -> dict | None:
+    """Where ``knob`` sits in ``text`` (a version of ``tf`` holding it), for re-adding it later.
+
+    ``managed``: the target's other ledger knobs and their anchors (see :mod:`ledger.layout`).
+    """
+    from envknobs.formats import FormatError
+
+    fmt = _format(tf.target)
+    try:
+        return anchor_for(fmt, text, knob, fmt.parse(text), managed or {})
+    except (FormatError, KnobError):
+        return None
 
 
 def _format(target: Target):
@@ -57,15 +75,30 @@ def read_target(ws: Workspace, target: Target) -> TargetFile:
     return TargetFile(target, path, raw, values)
 
 
-def edit_target(tf: TargetFile, edits: Mapping[str, str | None]) -> bytes:
-    """The file's bytes with each knob in ``edits`` set (or unset, for None)."""
+def edit_target(
+    tf: TargetFile, edits: Mapping[str, str | None],
+    anchors: Mapping[str, dict | None] | None = None,
+) -> bytes:
+    """The file's bytes with each knob in ``edits`` set (or unset, for None).
+
+    Removals go first, then changes in place, then knobs that are absent, in the order
+    given, each put back at its anchor when it has one (see :mod:`ledger.layout`).
+    """
     from envknobs.formats import FormatError
 
     fmt = _format(tf.target)
     text = tf.text
+    present = tf.values
+    removals = [k for k, v in edits.items() if v is None]
+    changes = [k for k, v in edits.items() if v is not None and k in present]
+    additions = [k for k, v in edits.items() if v is not None and k not in present]
     try:
-        for knob, value in edits.items():
-            text = fmt.unset(text, knob) if value is None else fmt.set(text, knob, value)
+        for knob in removals:
+            text = fmt.unset(text, knob)
+        for knob in changes:
+            text = fmt.set(text, knob, edits[knob])
+        for knob in additions:
+            text = add_knob(fmt, text, knob, edits[knob], anchors or {})
     except FormatError as e:
         raise TargetError(str(tf.path), str(e)) from e
     except KnobError as e:

@@ -32,6 +32,7 @@ import hashlib
 import json
 import os
 import secrets
+import signal
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -48,6 +49,21 @@ from ledger.workspace import Workspace
 
 INTENT = "intent.json"
 LOCK = "lock"
+
+# Fault injection for the crash-safety tests: `LEDGER_CRASH_AT=<point>` makes the
+# process SIGKILL itself at that point of a transaction, exactly as a power cut would.
+CRASH_POINTS = (
+    "after-intent",
+    "after-targets",
+    "after-engine",
+    "after-ledger-files",
+    "after-commit",
+)
+
+
+def _crash_point(point: str) -> None:
+    if os.environ.get("LEDGER_CRASH_AT") == point:
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 def sha256_or_none(path: Path) -> str | None:
@@ -155,13 +171,18 @@ class Transaction:
         self.ws.state_dir.mkdir(parents=True, exist_ok=True)
         atomic_write(self.intent_path, (json.dumps(intent, indent=2) + "\n").encode())
         try:
+            _crash_point("after-intent")
             if target_writes:
                 write_many(target_writes)
+            _crash_point("after-targets")
             if engine_step is not None:
                 engine_step()
+            _crash_point("after-engine")
             self._write_ledger_files(ledger_writes)
+            _crash_point("after-ledger-files")
             full_message = f"{message.rstrip()}\n\nLedger-Op: {self.op_id}\n"
             commit = wsgit.commit(self.ws.root, ledger_writes, full_message)
+            _crash_point("after-commit")
         except BaseException:
             rollback(self.ws, intent, store)
             raise

@@ -1,0 +1,157 @@
+"""How the ledger scales: N knob entries over M bash serve scripts.
+
+    python benchmarks/ledger_scale.py --entries 10000 --targets 100 --keep /tmp/ledger-scale
+
+Builds a workspace through the library API (targets added with ``ops.add_target``, entries
+made by the planner's helpers, the files edited by the real target formats, everything
+written through one ``Transaction``), leaves it in ``--keep``, then times the commands as
+an operator runs them (a fresh ``ledger`` process each) and prints the figures:
+
+    ledger --help            (and whether it imported torch or pandas)
+    ledger status --json
+    ledger diff --json
+    ledger revert --perf-only
+    ledger restore --perf-only
+
+Targets from the issue, on a 2-core machine: status and diff under 1.5 s, revert and
+restore under 5 s, --help under 0.3 s.  It also checks each target file is written once
+per command (one backup copy and one intent line per file).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from ledger import ops  # noqa: E402
+from ledger import planner  # noqa: E402
+from ledger.model import Action  # noqa: E402
+from ledger.model import Entry  # noqa: E402
+from ledger.targets import edit_target  # noqa: E402
+from ledger.targets import read_target  # noqa: E402
+from ledger.txn import Transaction  # noqa: E402
+from ledger.workspace import Workspace  # noqa: E402
+from ledger.workspace import ENTRIES_NAME  # noqa: E402
+from ledger.workspace import entries_bytes  # noqa: E402
+from ledger.workspace import utc_now  # noqa: E402
+
+SCRIPT = """#!/usr/bin/env bash
+# decode server {i}
+export SGLANG_DISAGGREGATION_QUEUE_SIZE=4
+
+exec python -m sglang.launch_server --port {port}
+"""
+
+
+def build(root: Path, n_entries: int, n_targets: int, seed: int = 0) -> None:
+    rng = random.Random(seed)
+    scripts = root.parent / f"{root.name}-scripts"
+    shutil.rmtree(scripts, ignore_errors=True)
+    scripts.mkdir(parents=True)
+    ops.init_workspace(root)
+    s = ops.open_session(str(root), "bench target add")
+    for i in range(n_targets):
+        p = scripts / f"serve_{i:03d}.sh"
+        p.write_text(SCRIPT.format(i=i, port=30000 + i))
+        ops.add_target(s, f"t{i:03d}", str(p), "bash", None, root, dry_run=False)
+    ws = Workspace(root)
+    now = utc_now()
+    entries: list[Entry] = []
+    live: dict[tuple[str, str], str | None] = {}
+    knobs_per_target = max(1, n_entries // n_targets // 4)
+    for seq in range(1, n_entries + 1):
+        target = f"t{rng.randrange(n_targets):03d}"
+        knob = f"SGLANG_BENCH_KNOB_{rng.randrange(knobs_per_target)}"
+        before = live.get((target, knob))
+        after = str(rng.randrange(1, 10_000))
+        if after == before:
+            after += "0"
+        cls = "perf" if rng.random() < 0.5 else "bugfix"
+        entries.append(Entry(
+            id=f"{seq:08x}", seq=seq, kind="knob", cls=cls, title=f"{cls} change {seq}",
+            slug=f"change-{seq}", recorded=now, target=target, knob=knob, before=before,
+            after=after, history=(Action(now, "record", command="bench"),),
+        ))
+        live[(target, knob)] = after
+    writes = {}
+    expected = planner.expected_knobs(entries)
+    for name, t in ws.config.targets.items():
+        tf = read_target(ws, t)
+        values = {k: v for (tn, k), v in expected.items() if tn == name}
+        writes[tf.path] = edit_target(tf, values)
+    ledger_writes = {ENTRIES_NAME: entries_bytes(entries)}
+    Transaction(ws, "bench build", now).execute(
+        message=f"bench: {n_entries} entries over {n_targets} targets\n",
+        target_writes=writes, ledger_writes=ledger_writes)
+
+
+def timed(cmd: list[str], env: dict | None = None) -> tuple[float, subprocess.CompletedProcess]:
+    t0 = time.perf_counter()
+    r = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **(env or {})})
+    elapsed = time.perf_counter() - t0
+    if r.returncode not in (0, 3):
+        raise SystemExit(f"{' '.join(cmd)} failed ({r.returncode}):\n{r.stderr}")
+    return elapsed, r
+
+
+def heavy_imports(ledger_bin: str) -> list[str]:
+    r = subprocess.run([sys.executable, "-X", "importtime", "-c",
+                        "import sys; sys.argv=['ledger','--help']\n"
+                        "from ledger.cli import main\n"
+                        "try:\n    main()\nexcept SystemExit:\n    pass"],
+                       capture_output=True, text=True)
+    mods = {line.split("|")[-1].strip() for line in r.stderr.splitlines() if "import time" in line}
+    return sorted(m for m in mods if m in ("torch", "pandas", "matplotlib", "scipy", "numpy"))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--entries", type=int, default=10_000)
+    ap.add_argument("--targets", type=int, default=100)
+    ap.add_argument("--keep", type=Path, required=True, help="where the workspace is built")
+    args = ap.parse_args()
+    root = args.keep.absolute()
+    if root.exists():
+        shutil.rmtree(root)
+    t0 = time.perf_counter()
+    build(root, args.entries, args.targets)
+    print(f"built {args.entries} entries over {args.targets} targets in "
+          f"{time.perf_counter() - t0:.1f} s -> {root}")
+    ledger = shutil.which("ledger", path=str(Path(sys.executable).parent)) or "ledger"
+    rows = []
+    help_times = [timed([ledger, "--help"])[0] for _ in range(3)]
+    rows.append(("ledger --help (best of 3)", min(help_times), 0.3))
+    for label, cmd, goal in [
+        ("ledger status --json", ["status", "--json"], 1.5),
+        ("ledger diff --json", ["diff", "--json"], 1.5),
+        ("ledger revert --perf-only", ["revert", "--perf-only", "--why", "bench"], 5.0),
+        ("ledger restore --perf-only", ["restore", "--perf-only"], 5.0),
+    ]:
+        elapsed, r = timed([ledger, "-C", str(root), *cmd])
+        rows.append((label, elapsed, goal))
+        if cmd[0] in ("revert", "restore"):
+            backups = sorted((root / ".ledger" / "backups").glob("*/manifest.json"))
+            manifest = json.loads(backups[-1].read_text())
+            paths = [f["path"] for f in manifest["files"]]
+            assert len(paths) == len(set(paths)), "a target was backed up twice"
+            print(f"  {cmd[0]}: {len(paths)} target files written, each once")
+    print(f"\n{'command':34} {'seconds':>8} {'goal':>6}")
+    for label, elapsed, goal in rows:
+        flag = "ok" if elapsed <= goal else "SLOW"
+        print(f"{label:34} {elapsed:8.3f} {goal:6.1f}  {flag}")
+    heavy = heavy_imports(ledger)
+    print(f"\nledger --help imports: {', '.join(heavy) if heavy else 'none of torch/pandas/numpy'}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,150 @@
+"""Where a knob's line goes back when the ledger re-adds it.
+
+Reverting an entry that introduced a knob (or restoring one that removed it) takes the
+knob's line out of the file; undoing that must put it back *where it was*, not wherever
+the format appends new knobs — otherwise the file would not come back byte-identical,
+and two command orders reaching the same set of applied entries could leave different
+files.
+
+The file is seen as a *skeleton* — every line that is not a line of a knob the ledger
+manages; the ledger never touches those — with the managed knobs' lines in between.
+Each knob entry carries an *anchor*, taken while its knob's line is in the file:
+
+* ``{"knob": K}``: the knob sits right after managed knob K (whose own anchor takes over
+  when K is absent too), or
+* ``{"lines": [...]}``: the knob sits right after these skeleton lines (up to three, so
+  a blank line or a repeated comment still pins one place).
+
+Re-adding a knob lets the format write its line(s), then moves that block to its
+anchor.  The move is kept only if the file then parses to exactly the intended values;
+otherwise the format's own placement stands.  Anchors work on lines, using the format's
+own ``unset`` to learn which lines a knob occupies, so they serve every format.
+"""
+
+from __future__ import annotations
+
+import difflib
+from typing import Iterable
+from typing import Mapping
+
+CONTEXT = 3
+
+
+def _lines(text: str) -> list[str]:
+    return text.splitlines(keepends=True)
+
+
+def knob_span(fmt, text: str, knob: str) -> tuple[int, int] | None:
+    """Line range [start, end) that ``knob`` occupies, if it is whole lines."""
+    old = _lines(text)
+    new = _lines(fmt.unset(text, knob))
+    ops = [op for op in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes()
+           if op[0] != "equal"]
+    if len(ops) != 1 or ops[0][0] != "delete":
+        return None
+    return ops[0][1], ops[0][2]
+
+
+def _spans(fmt, text: str, knobs: Iterable[str]) -> dict[str, tuple[int, int]]:
+    out = {}
+    for k in knobs:
+        span = knob_span(fmt, text, k)
+        if span is not None:
+            out[k] = span
+    return out
+
+
+def _skeleton(text: str, spans: Mapping[str, tuple[int, int]]) -> list[tuple[int, str]]:
+    """(line index, line) for every line outside the managed knobs' spans."""
+    inside = {i for a, b in spans.values() for i in range(a, b)}
+    return [(i, line.rstrip("\r\n")) for i, line in enumerate(_lines(text)) if i not in inside]
+
+
+def anchor_for(
+    fmt, text: str, knob: str, values: Mapping[str, str], managed: Mapping[str, dict | None]
+) -> dict | None:
+    """The anchor of ``knob`` in ``text`` (where it is present), or None.
+
+    ``managed``: the target's other ledger knobs, with their anchors (None if unknown).
+    """
+    span = knob_span(fmt, text, knob)
+    if span is None:
+        return None
+    start = span[0]
+    present = {k for k in managed if k in values and k != knob}
+    spans = _spans(fmt, text, present)
+    for k, (_, end) in spans.items():
+        if end == start:
+            return {"knob": k}
+    absent = {k: a for k, a in managed.items() if k not in values and k != knob and a}
+    here = [k for k, a in absent.items()
+            if _position(fmt, text, a, absent, spans) == start]
+    if here:
+        # An absent knob that would go back exactly here was above this one.  Of
+        # several, take the last of their chain: the one no other candidate anchors to.
+        referenced = {absent[k].get("knob") for k in here}
+        last = [k for k in here if k not in referenced] or here
+        return {"knob": sorted(last)[-1]}
+    above = [line for i, line in _skeleton(text, {**spans, knob: span}) if i < start]
+    return {"lines": above[-CONTEXT:]}
+
+
+def _position(
+    fmt, text: str, anchor: dict, anchors: Mapping[str, dict],
+    spans: Mapping[str, tuple[int, int]], depth: int = 0,
+) -> int | None:
+    """Index of the line before which the block goes (0: top of file), or None."""
+    if depth > 32:
+        return None
+    if "knob" in anchor:
+        other = anchor["knob"]
+        if other in spans:
+            return spans[other][1]
+        if anchors.get(other):
+            return _position(fmt, text, anchors[other], anchors, spans, depth + 1)
+        return None
+    context = anchor.get("lines")
+    if not isinstance(context, list):
+        return None
+    if not context:
+        return 0
+    skeleton = _skeleton(text, spans)
+    lines = [line for _, line in skeleton]
+    # The longest run of the skeleton lines that were above the knob that occurs once.
+    for k in range(len(context), 0, -1):
+        tail = context[-k:]
+        hits = [j for j in range(k, len(lines) + 1) if lines[j - k:j] == tail]
+        if len(hits) == 1:
+            return skeleton[hits[0] - 1][0] + 1
+    return None
+
+
+def add_knob(
+    fmt, text: str, knob: str, value: str, managed: Mapping[str, dict | None]
+) -> str:
+    """``fmt.set`` for a knob absent from ``text``, placed at its anchor when possible."""
+    placed = fmt.set(text, knob, value)
+    anchor = managed.get(knob)
+    if not anchor:
+        return placed
+    old, new = _lines(text), _lines(placed)
+    ops = [op for op in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes()
+           if op[0] != "equal"]
+    if len(ops) != 1 or ops[0][0] != "insert":
+        return placed
+    block = new[ops[0][3]:ops[0][4]]
+    present = fmt.parse(text)
+    spans = _spans(fmt, text, [k for k in managed if k in present and k != knob])
+    anchors = {k: a for k, a in managed.items() if a}
+    pos = _position(fmt, text, anchor, anchors, spans)
+    if pos is None or pos == ops[0][1]:
+        return placed
+    if pos > 0 and not old[pos - 1].endswith(("\n", "\r")):
+        return placed  # the anchor is a last line without a newline: keep the format's way
+    moved = "".join(old[:pos] + block + old[pos:])
+    try:
+        if fmt.parse(moved) != {**present, knob: value}:
+            return placed
+    except ValueError:
+        return placed
+    return moved
