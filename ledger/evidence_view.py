@@ -25,7 +25,7 @@ class EvidenceInfo:
 
     @property
     def text(self) -> str:
-        return f"{self.headline} [stale]" if self.stale else self.headline
+        return f"[stale] {self.headline}" if self.stale else self.headline
 
 
 NONE = EvidenceInfo(NO_EVIDENCE, None, False, None)

@@ -51,8 +51,10 @@ def paint(text: str, style: str, colour: bool) -> str:
 
 def table(rows: Sequence[Sequence[object]], headers: Sequence[str] | None = None,
           max_width: int = 60) -> str:
-    """Left-aligned columns; long cells cut with an ellipsis; last column never padded."""
-    cells = [[_cut(safe(c), max_width) for c in row] for row in rows]
+    """Left-aligned columns; long cells cut with an ellipsis, except in the last column,
+    which is never padded or cut (it is where headlines and reasons go)."""
+    cells = [[safe(c) if i == len(row) - 1 else _cut(safe(c), max_width)
+              for i, c in enumerate(row)] for row in rows]
     if headers:
         cells.insert(0, list(headers))
     if not cells:

@@ -1,15 +1,164 @@
-"""Bridge between the ledger's plans and the engine repo's patch stack (ledger.patches)."""
+"""Patch entries in the workspace, over the engine repo's patch stack.
+
+The mechanism lives in :mod:`ledger.patches` (one commit per applied patch with a
+``Ledger-Entry`` trailer; reverts and restores computed in a private index and committed
+as one commit per command, so ``git log`` in the engine repo tells the same story as the
+ledger).  This module connects it to the workspace: it reads each entry's stored patch
+(``patches/<id>.patch``) and checks its sha256, turns a plan's flips into stack items,
+and hands :mod:`ledger.apply` an engine step that the transaction runs — and undoes, by
+resetting the engine repo to its HEAD before, if anything else in the command fails.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping
 from typing import Sequence
 
 from ledger import planner
+from ledger.apply import Applied
 from ledger.apply import EnginePlan
+from ledger.apply import apply_plan
 from ledger.errors import PatchError
 from ledger.model import Entry
 from ledger.workspace import Workspace
 
+PATCH_DIR = "patches"
 
-def engine_step_for(ws: Workspace, entries: Sequence[Entry], plan: planner.Plan) -> EnginePlan | None:
-    raise PatchError("patch entries are not supported yet")
+
+def engine_repo(ws: Workspace):
+    """The workspace's engine repo, or a clear error when there is none."""
+    from ledger.patches import EngineRepo
+
+    path = ws.engine_repo_path
+    if path is None:
+        raise PatchError(
+            "this workspace has no engine repo: set engine_repo in ledger.yaml "
+            "(or `ledger init --engine-repo PATH`)"
+        )
+    return EngineRepo(path)
+
+
+def patch_text(ws: Workspace, e: Entry) -> str:
+    """The stored patch of entry ``e``, verified against its recorded sha256."""
+    from ledger.patches import verify_sha256
+
+    path = ws.root / (e.patch or "")
+    try:
+        text = path.read_bytes().decode("utf-8", "surrogateescape")
+    except OSError as err:
+        raise PatchError(f"entry {e.id}: cannot read its patch {path}: {err.strerror}") from err
+    verify_sha256(text, e.sha256 or "", entry_id=e.id)
+    return text
+
+
+def stack_items(ws: Workspace, entries: Sequence[Entry], after: Mapping[str, bool]):
+    """Every patch entry in record order, with its state now and after the command."""
+    from ledger.patches import StackItem
+
+    return [
+        StackItem(e.id, e.title, patch_text(ws, e), applied_now=e.applied,
+                  applied_after=after.get(e.id, e.applied), cls=e.cls)
+        for e in sorted(entries, key=lambda e: e.seq) if e.kind == "patch"
+    ]
+
+
+def engine_step_for(ws: Workspace, entries: Sequence[Entry], plan: planner.Plan) -> EnginePlan:
+    """Plan the engine tree for ``plan`` (refusing conflicts now) and return its step."""
+    repo = engine_repo(ws)
+    repo.require_clean()
+    items = stack_items(ws, entries, {e.id: e.applied for e in plan.patch_flips})
+    stack = repo.plan_stack(items)
+    subject = f"ledger {plan.op}: " + ", ".join(e.title for e in plan.patch_flips)
+
+    def step() -> None:
+        repo.apply_plan(stack, message=subject[:200])
+
+    return EnginePlan(Path(repo.path), stack.head, step, repo.plan_diff(stack))
+
+
+def patch_liveness(ws: Workspace, patches: Sequence[Entry]) -> dict[str, bool]:
+    """For each patch entry, whether its change is present in the engine tree now."""
+    repo = engine_repo(ws)
+    return repo.stack_live(stack_items(ws, patches, {}))
+
+
+def full_restore_diff(ws: Workspace, entries: Sequence[Entry]) -> str:
+    """The diff a restore of every patch entry would make to the engine tree."""
+    repo = engine_repo(ws)
+    items = stack_items(ws, entries, {e.id: True for e in entries if e.kind == "patch"})
+    return repo.plan_diff(repo.plan_stack(items))
+
+
+@dataclass
+class RecordedPatch:
+    entry: Entry
+    applied: Applied
+
+
+def record_patch(
+    s, *, patch_file: str | None, rev: str | None, cls: str, title: str, why: str = "",
+    dry_run: bool = False,
+) -> RecordedPatch:
+    """Apply a patch file to the engine repo and record it — or adopt commit ``rev``."""
+    from ledger.ops import _maybe_lock
+    from ledger.ops import new_entry
+    from ledger.patches import parse_patch_files
+    from ledger.patches import patch_sha256
+
+    repo = engine_repo(s.ws)
+    with _maybe_lock(s, dry_run):
+        if rev is not None:
+            text, commit = repo.adopt_commit(rev)
+        else:
+            text, commit = _read_patch_file(Path(patch_file)), None
+        files = tuple(parse_patch_files(text))
+        entry = new_entry(
+            s, kind="patch", cls=cls, title=title, why=why, adopt=rev is not None,
+            patch=f"{PATCH_DIR}/{{id}}.patch", sha256=patch_sha256(text), files=files,
+            commit=commit,
+        )
+        entry = _with_patch_path(entry)
+        engine = None
+        if rev is None:
+            repo.require_clean()
+            from ledger.patches import StackItem
+
+            repo.plan_stack([StackItem(entry.id, entry.title, text, False, True, cls)])
+
+            def engine(entries, plan):
+                def step() -> None:
+                    repo.record_patch(text, entry_id=entry.id, title=entry.title, cls=cls)
+
+                return EnginePlan(Path(repo.path), repo.head(), step, text)
+
+        verb = "adopt" if rev else "record"
+        message = f"{verb} {cls} patch: {entry.title}\n\n- {entry.id} [{cls}] {entry.title}\n" + \
+            "".join(f"  {f}\n" for f in files)
+        plan = planner.Plan(verb, (), (), {}, (entry,) if rev is None else ())
+        applied = apply_plan(
+            s.ws, plan, command=s.command, now=s.now, message=message, dry_run=dry_run,
+            new_entries=[entry], engine=engine,
+            extra_ledger_writes={entry.patch: text.encode("utf-8", "surrogateescape")},
+        )
+        applied.changed = [entry]
+        return RecordedPatch(entry, applied)
+
+
+def _with_patch_path(entry: Entry) -> Entry:
+    from dataclasses import replace
+
+    return replace(entry, patch=f"{PATCH_DIR}/{entry.id}.patch")
+
+
+def _read_patch_file(path: Path) -> str:
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise PatchError(f"{path}: no such patch file") from None
+    except OSError as e:
+        raise PatchError(f"{path}: cannot read: {e.strerror}") from e
+    if not data.strip():
+        raise PatchError(f"{path}: the patch is empty")
+    return data.decode("utf-8", "surrogateescape")

@@ -112,14 +112,9 @@ class Outcome:
 
 def engine_reset(repo_path: Path, head: str) -> None:
     """Put the engine repo's branch and work tree back at ``head`` (it was clean before)."""
-    import git
+    from ledger.patches import EngineRepo
 
-    repo = git.Repo(repo_path)
-    try:
-        repo.git.execute(["git", "-c", "core.hooksPath=/dev/null", "cherry-pick", "--abort"])
-    except git.GitCommandError:
-        pass
-    repo.git.execute(["git", "-c", "core.hooksPath=/dev/null", "reset", "--quiet", "--hard", head])
+    EngineRepo(repo_path).rollback(head)
 
 
 class Transaction:

@@ -98,7 +98,12 @@ def _mark_line(err: Exception) -> int | None:
 
 
 def load_config(path: Path) -> Config:
-    """Parse ledger.yaml, with errors naming the file and line."""
+    """Parse ledger.yaml, with errors naming the file and line.
+
+    Read with the (faster) safe loader; only when the content is wrong is the file read
+    again with the round-trip loader, which knows the line of every key.
+    """
+    from ruamel.yaml import YAML
     from ruamel.yaml import YAMLError
 
     try:
@@ -106,30 +111,42 @@ def load_config(path: Path) -> Config:
     except OSError as e:
         raise ConfigError(str(path), f"cannot read: {e.strerror}") from e
     try:
-        data = _yaml_rt().load(text)
+        data = YAML(typ="safe", pure=True).load(text)
     except YAMLError as e:
         problem = getattr(e, "problem", None) or str(e).splitlines()[0]
         raise ConfigError(str(path), f"not valid YAML: {problem}", _mark_line(e)) from e
-    if not isinstance(data, dict):
-        raise ConfigError(str(path), "expected a mapping with version, targets, engine_repo", 1)
+    try:
+        return _config_from(data, str(path), lambda *keys: None)
+    except ConfigError:
+        lines = _yaml_rt().load(text)
+        return _config_from(data, str(path), lambda *keys: _line_of(lines, keys))
 
-    def line_of(node, key) -> int | None:
-        try:
-            return node.lc.key(key)[0] + 1
-        except Exception:
-            return None
+
+def _line_of(node, keys) -> int | None:
+    """1-based line of the last of ``keys`` (a path of mapping keys) in a round-trip tree."""
+    try:
+        for key in keys[:-1]:
+            node = node[key]
+        return node.lc.key(keys[-1])[0] + 1
+    except Exception:  # any shape problem: the message still names the file
+        return None
+
+
+def _config_from(data, path: str, line_of) -> Config:
+    if not isinstance(data, dict):
+        raise ConfigError(path, "expected a mapping with version, targets, engine_repo", 1)
 
     version = data.get("version", CONFIG_VERSION)
     if version != CONFIG_VERSION:
-        raise ConfigError(str(path), f"unsupported version {version!r}", line_of(data, "version"))
+        raise ConfigError(path, f"unsupported version {version!r}", line_of("version"))
     targets_node = data.get("targets") or {}
     if not isinstance(targets_node, dict):
-        raise ConfigError(str(path), "targets must be a mapping", line_of(data, "targets"))
+        raise ConfigError(path, "targets must be a mapping", line_of("targets"))
     targets = {}
     for name, spec in targets_node.items():
-        line = line_of(targets_node, name)
+        line = line_of("targets", name)
         if not isinstance(spec, dict) or "path" not in spec or "format" not in spec:
-            raise ConfigError(str(path), f"target {name!r} needs path and format", line)
+            raise ConfigError(path, f"target {name!r} needs path and format", line)
         try:
             targets[str(name)] = Target(
                 name=str(name),
@@ -138,11 +155,11 @@ def load_config(path: Path) -> Config:
                 container=None if spec.get("container") is None else str(spec["container"]),
             )
         except InvalidValue as e:
-            raise ConfigError(str(path), str(e), line) from None
+            raise ConfigError(path, str(e), line) from None
     engine_repo = data.get("engine_repo")
     bench = data.get("bench") or {}
     if not isinstance(bench, dict):
-        raise ConfigError(str(path), "bench must be a mapping", line_of(data, "bench"))
+        raise ConfigError(path, "bench must be a mapping", line_of("bench"))
     command = bench.get("command")
     return Config(
         targets=targets,

@@ -1,0 +1,334 @@
+"""Run a bench command for two sides, alternating A B A B …, and collect the rows.
+
+The bench command is a template (user data, e.g. from ``ledger.yaml``)::
+
+    {python} -m engine bench --mode offline --preset tiny --concurrency {concurrency}
+        --num-prompts 8 --input-len 32 --output-len 16 --json {out}
+
+It is split with :func:`shlex.split` *first*; then the placeholders ``{out}``,
+``{concurrency}``, ``{engine_dir}``, ``{env_file}`` and ``{python}`` are substituted
+inside each token, so a value can never add, remove or re-quote an argument.  It runs
+without a shell, in the side's ``engine_dir``, with ``os.environ`` plus the side's env.
+``{env_file}`` is a file with the side's env as ``K='V'`` lines that bash ``source``
+and python-dotenv read alike.
+
+Order: one warm-up run per side first (at the first concurrency; not stored), then for
+each concurrency and each repeat A then B, so a machine drifting (thermal, noisy
+neighbours) shifts both sides alike.  Each run writes engine-format JSON to ``{out}``.
+
+Ctrl-C (KeyboardInterrupt) kills the running bench and its whole process group (the
+engine starts worker processes), removes the temp files and re-raises: nothing is
+returned, so nothing is stored.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from dataclasses import field
+from pathlib import Path
+from typing import Any
+from typing import Callable
+from typing import Mapping
+from typing import Sequence
+
+from envknobs.registry import KnobError
+from envknobs.registry import check_knob_name
+from envknobs.registry import check_knob_value
+from ledger.errors import EvidenceError
+from ledger.evidence.importers import ImportFormatError
+from ledger.evidence.importers import parse_objects
+from ledger.evidence.importers import rows_from_objects
+from ledger.evidence.store import host_info
+from ledger.evidence.store import now_iso
+
+DEFAULT_BENCH_COMMAND = (
+    "{python} -m engine bench --mode offline --preset tiny --concurrency {concurrency} "
+    "--num-prompts 8 --input-len 32 --output-len 16 --json {out}"
+)
+PLACEHOLDERS = ("out", "concurrency", "engine_dir", "env_file", "python")
+_PLACEHOLDER_RE = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+STDERR_TAIL = 2000
+
+Progress = Callable[[int, int, float, str], None]
+
+
+@dataclass(frozen=True)
+class Side:
+    """One side of an A/B: its name (``A``/``B``), env overrides and engine checkout.
+
+    An env value of None means *unset*: the knob is removed from the bench's environment
+    (even if the calling shell exports it) and left out of ``{env_file}``.
+    """
+
+    name: str
+    env: Mapping[str, str | None] = field(default_factory=dict)
+    engine_dir: Path = Path(".")
+
+    def __post_init__(self) -> None:
+        if self.name not in ("A", "B"):
+            raise EvidenceError(f"side name must be A or B, got {self.name!r}")
+        try:
+            for k, v in self.env.items():
+                check_knob_name(k)
+                if v is not None:
+                    check_knob_value(v)
+        except KnobError as e:
+            raise EvidenceError(f"side {self.name}: {e}") from None
+
+
+@dataclass
+class AbResult:
+    """What :func:`run_ab` measured: run rows (``side, concurrency, repeat, metrics…``) and meta."""
+
+    rows: list[dict[str, Any]]
+    meta: dict[str, Any]
+    started: str
+    finished: str
+
+
+def check_template(template: str) -> list[str]:
+    """Split a bench template and check its placeholders; returns the tokens."""
+    try:
+        tokens = shlex.split(template)
+    except ValueError as e:
+        raise EvidenceError(f"bench command {template!r} cannot be split: {e}") from e
+    if not tokens:
+        raise EvidenceError("the bench command is empty")
+    used = {m.group(1) for t in tokens for m in _PLACEHOLDER_RE.finditer(t)}
+    unknown = sorted(used - set(PLACEHOLDERS))
+    if unknown:
+        raise EvidenceError(
+            "bench command has unknown placeholder(s) "
+            + ", ".join("{" + u + "}" for u in unknown)
+            + "; known: "
+            + ", ".join("{" + p + "}" for p in PLACEHOLDERS)
+        )
+    if "out" not in used:
+        raise EvidenceError("the bench command must write its JSON to {out}")
+    return tokens
+
+
+def render_command(tokens: Sequence[str], values: Mapping[str, str]) -> list[str]:
+    """Substitute placeholders inside each already-split token (never re-split)."""
+
+    def sub(m: re.Match[str]) -> str:
+        return values[m.group(1)] if m.group(1) in values else m.group(0)
+
+    return [_PLACEHOLDER_RE.sub(sub, t) for t in tokens]
+
+
+def env_file_text(env: Mapping[str, str | None]) -> str:
+    """``K='V'`` lines that bash ``source`` and python-dotenv both read back as V.
+
+    Single quotes are literal in bash; python-dotenv also unescapes ``\\\\`` and ``\\'``
+    inside them, so values with a backslash or a quote use double quotes instead, where
+    both unescape ``\\\\`` and ``\\"`` alike, and ``$`` or a backtick would expand in bash
+    but not in dotenv.  So a value with a quote or backslash *and* a ``$`` or backtick has
+    no spelling the two agree on, and is refused.
+    """
+    lines = []
+    for k, v in sorted(env.items()):
+        if v is None:
+            continue  # unset: a K=V file cannot say "unset", and absent is what the bench sees
+        check_knob_name(k)
+        check_knob_value(v)
+        if "'" not in v and "\\" not in v:
+            lines.append(f"{k}='{v}'")
+        elif "$" in v or "`" in v:
+            raise EvidenceError(
+                f"{k}={v!r}: a value with a quote or backslash and a '$' or '`' cannot be "
+                "written to an env file that bash and dotenv read alike"
+            )
+        else:
+            lines.append(f'{k}="' + v.replace("\\", "\\\\").replace('"', '\\"') + '"')
+    return "".join(line + "\n" for line in lines)
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    proc.wait()
+
+
+def _run_once(
+    argv: list[str], cwd: Path, env: dict[str, str], err_path: Path, timeout_s: float | None
+) -> None:
+    """Run one bench; raise EvidenceError with the stderr tail on failure."""
+    with open(err_path, "wb") as err:
+        try:
+            # Own session: Ctrl-C reaches us, not the bench, and we can kill its whole group.
+            proc = subprocess.Popen(
+                argv,
+                cwd=cwd,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=err,
+                stderr=err,
+                start_new_session=True,
+            )
+        except OSError as e:
+            raise EvidenceError(f"cannot start bench {shlex.join(argv)}: {e.strerror or e}") from e
+        try:
+            rc = proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            _kill_group(proc)
+            raise EvidenceError(
+                f"bench timed out after {timeout_s:g}s: {shlex.join(argv)}"
+            ) from None
+        except BaseException:
+            _kill_group(proc)
+            raise
+    if rc != 0:
+        tail = err_path.read_bytes()[-STDERR_TAIL:].decode("utf-8", "replace").strip()
+        raise EvidenceError(
+            f"bench failed (exit {rc}) in {cwd}: {shlex.join(argv)}" + (f"\n{tail}" if tail else "")
+        )
+
+
+def run_ab(
+    command: str,
+    side_a: Side,
+    side_b: Side,
+    concurrencies: Sequence[int],
+    runs: int,
+    *,
+    progress: Progress | None = None,
+    python: str = sys.executable,
+    timeout_s: float | None = None,
+    warmup: bool = True,
+) -> AbResult:
+    """Run the bench alternately A B A B … and return the measured rows and meta.
+
+    ``progress(done, total, eta_s, label)`` is called after every run (warm-ups count);
+    ``eta_s`` extrapolates the mean run time so far.  Raises EvidenceError when the
+    template is invalid, a run fails or its JSON is not engine-format.
+    """
+    tokens = check_template(command)
+    if side_a.name != "A" or side_b.name != "B":
+        raise EvidenceError("run_ab takes side A then side B")
+    concs = list(concurrencies)
+    if not concs or any(isinstance(c, bool) or not isinstance(c, int) or c < 1 for c in concs):
+        raise EvidenceError(f"concurrencies must be positive integers, got {concs!r}")
+    if isinstance(runs, bool) or not isinstance(runs, int) or runs < 1:
+        raise EvidenceError(f"runs per side must be a positive integer, got {runs!r}")
+
+    plan: list[tuple[Side, int, int | None]] = []  # (side, concurrency, repeat or None = warm-up)
+    if warmup:
+        plan += [(side_a, concs[0], None), (side_b, concs[0], None)]
+    for c in concs:
+        for r in range(runs):
+            plan += [(side_a, c, r), (side_b, c, r)]
+
+    started, t0 = now_iso(), time.monotonic()
+    rows: list[dict[str, Any]] = []
+    devices: set[str] = set()
+    with tempfile.TemporaryDirectory(prefix="ledger-ab-") as tmpdir:
+        tmp = Path(tmpdir)
+        env_files = {}
+        for side in (side_a, side_b):
+            env_files[side.name] = tmp / f"side-{side.name}.env"
+            env_files[side.name].write_text(env_file_text(side.env), encoding="utf-8")
+        for done, (side, conc, repeat) in enumerate(plan, 1):
+            what = "warm-up" if repeat is None else f"run {repeat + 1}/{runs}"
+            label = f"{what} {side.name} @c{conc}"
+            out = tmp / f"out-{done}.json"
+            argv = render_command(
+                tokens,
+                {
+                    "out": str(out),
+                    "concurrency": str(conc),
+                    "engine_dir": str(side.engine_dir),
+                    "env_file": str(env_files[side.name]),
+                    "python": python,
+                },
+            )
+            env = _side_environ(side)
+            _run_once(argv, Path(side.engine_dir), env, tmp / "stderr.txt", timeout_s)
+            if repeat is not None:
+                row, device = _read_result(out, conc, argv)
+                if device:
+                    devices.add(device)
+                rows.append({"side": side.name, "concurrency": conc, "repeat": repeat, **row})
+            if progress is not None:
+                elapsed = time.monotonic() - t0
+                progress(done, len(plan), elapsed / done * (len(plan) - done), label)
+
+    meta = _meta(command, side_a, side_b, concs, runs, started)
+    meta["device"] = ", ".join(sorted(devices)) or None
+    meta["warmup_per_side"] = 1 if warmup else 0
+    return AbResult(rows=rows, meta=meta, started=started, finished=meta["finished"])
+
+
+def _side_environ(side: Side) -> dict[str, str]:
+    env = dict(os.environ)
+    for k, v in side.env.items():
+        if v is None:
+            env.pop(k, None)
+        else:
+            env[k] = v
+    return env
+
+
+def _read_result(out: Path, conc: int, argv: list[str]) -> tuple[dict[str, Any], str | None]:
+    """The metrics row for ``conc`` from a run's JSON, and the device it reports (if any)."""
+    try:
+        text = out.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise EvidenceError(f"bench wrote no readable result to {out}: {shlex.join(argv)}") from e
+    where = f"bench output of {shlex.join(argv)}"
+    try:
+        objs = parse_objects(text, where)
+        found = rows_from_objects(objs, where, shapes=("engine",))[1]
+    except ImportFormatError as e:
+        raise EvidenceError(str(e)) from e
+    matching = [(r, o) for r, o in zip(found, objs, strict=True) if r["concurrency"] == conc]
+    if len(matching) != 1:
+        raise EvidenceError(
+            f"bench output has {len(matching)} result(s) for concurrency {conc} "
+            f"(expected one): {shlex.join(argv)}"
+        )
+    row, obj = dict(matching[0][0]), matching[0][1]
+    del row["concurrency"]
+    device = obj.get("device")
+    return row, (str(device) if device is not None else None)
+
+
+def _meta(
+    command: str, a: Side, b: Side, concs: list[int], runs: int, started: str
+) -> dict[str, Any]:
+    keys = sorted(set(a.env) | set(b.env))
+    env_diff = {
+        k: {"A": a.env.get(k), "B": b.env.get(k)} for k in keys if a.env.get(k) != b.env.get(k)
+    }
+    return {
+        "command": command,
+        "env": env_diff,
+        "engine_dir": {"A": str(a.engine_dir), "B": str(b.engine_dir)},
+        "concurrencies": concs,
+        "runs": runs,
+        **host_info(),
+        "started": started,
+        "finished": now_iso(),
+    }
+
+
+__all__ = [
+    "AbResult",
+    "DEFAULT_BENCH_COMMAND",
+    "PLACEHOLDERS",
+    "Side",
+    "check_template",
+    "env_file_text",
+    "render_command",
+    "run_ab",
+]

@@ -1,0 +1,73 @@
+"""runs.csv: the raw runs table of one evidence run, one row per side x concurrency x repeat.
+
+Columns: ``side,concurrency,repeat``, then every metric (sorted by name), then
+``output_digest`` when any run reported one.  Rows are ordered by concurrency, repeat,
+side, i.e. the order ``run_ab`` ran them in.  Floats are written with ``repr`` so they
+read back exactly; a missing value is an empty cell.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from typing import Any
+from typing import Mapping
+from typing import Sequence
+
+from ledger.errors import EvidenceError
+
+ID_COLUMNS = ("side", "concurrency", "repeat")
+DIGEST_COLUMN = "output_digest"
+
+
+def _cell_text(value: Any) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    if isinstance(value, float):
+        return repr(value)
+    return str(value)
+
+
+def runs_csv_text(rows: Sequence[Mapping[str, Any]]) -> str:
+    """runs.csv content: fixed id columns, sorted metrics, digest last; rows in run order."""
+    extra = sorted({k for r in rows for k in r} - set(ID_COLUMNS) - {DIGEST_COLUMN})
+    has_digest = any(r.get(DIGEST_COLUMN) for r in rows)
+    columns = list(ID_COLUMNS) + extra + ([DIGEST_COLUMN] if has_digest else [])
+    ordered = sorted(rows, key=lambda r: (int(r["concurrency"]), int(r["repeat"]), str(r["side"])))
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(columns)
+    for r in ordered:
+        w.writerow([_cell_text(r.get(c)) for c in columns])
+    return buf.getvalue()
+
+
+def parse_runs_csv(text: str, where: str) -> list[dict[str, Any]]:
+    """Rows back from runs.csv text (metrics as floats, missing as None)."""
+    reader = csv.DictReader(io.StringIO(text))
+    missing = [c for c in ID_COLUMNS if c not in (reader.fieldnames or [])]
+    if missing:
+        raise EvidenceError(f"{where}: not a runs table (missing {', '.join(missing)})")
+    rows = []
+    try:
+        for rec in reader:
+            row: dict[str, Any] = {
+                "side": rec["side"],
+                "concurrency": int(rec["concurrency"]),
+                "repeat": int(rec["repeat"]),
+            }
+            for k, v in rec.items():
+                if k in ID_COLUMNS:
+                    continue
+                if k == DIGEST_COLUMN:
+                    row[k] = v or None
+                else:
+                    row[k] = float(v) if v else None
+            rows.append(row)
+    except (TypeError, ValueError) as e:
+        raise EvidenceError(f"{where}: malformed row {reader.line_num}: {e}") from e
+    return rows
+
+
+__all__ = ["DIGEST_COLUMN", "ID_COLUMNS", "parse_runs_csv", "runs_csv_text"]

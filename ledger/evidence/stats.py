@@ -1,0 +1,373 @@
+"""A/B statistics: from a runs table to per-concurrency deltas, intervals and a verdict.
+
+Pure: no files, no clock, no printing.  numpy, pandas and scipy are imported inside the
+functions so that importing this module (and ``ledger --help``) stays cheap.
+
+Input is a *runs table*: one row per side x concurrency x repeat, as mappings (or a
+DataFrame) with ``side`` (``A`` = entry reverted, ``B`` = entry applied), ``concurrency``,
+``repeat``, numeric bench metrics, and optionally ``output_digest``.
+
+Per concurrency and metric we report
+  * ``median_a``, ``median_b`` and ``delta_pct`` = 100 * (median_b / median_a - 1);
+  * a 95% percentile-bootstrap interval of that delta (``scipy.stats.bootstrap``, each side
+    resampled independently, seeded from the data so the same input gives the same
+    interval);
+  * the two-sided Mann-Whitney U p-value (``scipy.stats.mannwhitneyu``), Holm-adjusted
+    across the concurrencies of that metric (scipy has no Holm step-down, so it is the
+    five lines in :func:`_holm`).
+
+Metric direction comes from the name: ``*_ms`` is a latency (lower is better);
+``*throughput*``, ``*goodput*`` and ``*_per_s`` are rates (higher is better).  Columns
+with neither (``duration``, ``completed``, token counts) are kept in ``runs.csv`` but not
+judged.
+
+Verdict rules (per concurrency and metric, then for the entry):
+  * ``inconclusive`` - fewer than :data:`MIN_RUNS` runs on either side, or a median of A
+    that is zero (no percentage change is defined).
+  * ``gain`` / ``regression`` - *significant* in the good / bad direction: the
+    Holm-adjusted p-value is below :data:`ALPHA` **and** the bootstrap interval lies
+    entirely on that side of zero.  Both are required: at n=5 a percentile bootstrap of
+    medians is too narrow (it under-covers), so on its own it would call noise a gain; the
+    rank test is exact for small samples without ties and keeps the false-call rate at or
+    below ALPHA for the whole set of concurrencies of a metric.
+  * ``neutral`` - otherwise.
+  * The entry verdict looks only at the primary metric (default ``output_throughput``):
+    ``inconclusive`` when no concurrency has enough runs; ``regression`` when any
+    concurrency is a regression; ``gain`` when at least one is a gain (and none is a
+    regression); ``neutral`` otherwise.  Other metrics carry their own per-concurrency
+    verdicts but do not change the entry verdict: judging twenty correlated metrics at
+    once would multiply false alarms, and the operator chose the metric that matters.
+
+Honest limits: with 5 runs per side the smallest exact two-sided Mann-Whitney p is
+2/252 = 0.0079 and the test's real size at ALPHA = 0.05 is 8/252 = 0.032; with three
+concurrencies Holm needs p <= 0.0167, i.e. at most one A/B pair out of order.  Small
+effects (5% at 3% noise) therefore need more runs; ``benchmarks/ab_power.py`` measures
+how many.
+
+Outputs: ``identical`` when, at every concurrency that has digests, A and B produced one
+and the same ``output_digest``; ``differ`` when any concurrency shows two digests;
+``unknown`` when the bench gave none (or only one side did).
+
+Headline: the concurrency shown is the most significant one supporting the verdict
+(smallest adjusted p, then the largest effect, then the highest concurrency); for
+``neutral`` and ``inconclusive`` it is the concurrency with the smallest p / largest
+effect, so the operator sees the best case the data could not confirm.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import warnings
+from typing import TYPE_CHECKING
+from typing import Any
+from typing import Iterable
+from typing import Mapping
+
+from ledger.errors import EvidenceError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+ALPHA = 0.05
+CONFIDENCE = 0.95
+MIN_RUNS = 3
+N_RESAMPLES = 2000
+PRIMARY_METRIC = "output_throughput"
+ID_COLUMNS = ("side", "concurrency", "repeat")
+DIGEST_COLUMN = "output_digest"
+SIDES = ("A", "B")
+VERDICTS = ("gain", "neutral", "regression", "inconclusive")
+
+
+def metric_direction(name: str) -> bool | None:
+    """True when higher is better, False when lower is better, None when not a judged metric."""
+    if name.endswith("_ms"):
+        return False
+    if "throughput" in name or "goodput" in name or name.endswith("_per_s"):
+        return True
+    return None
+
+
+def runs_frame(rows: Iterable[Mapping[str, Any]] | "pd.DataFrame") -> "pd.DataFrame":
+    """Validate a runs table and return it as a DataFrame with typed id columns."""
+    import pandas as pd
+
+    df = rows.copy() if isinstance(rows, pd.DataFrame) else pd.DataFrame(list(rows))
+    if df.empty:
+        return pd.DataFrame(columns=list(ID_COLUMNS))
+    missing = [c for c in ID_COLUMNS if c not in df.columns]
+    if missing:
+        raise EvidenceError(f"runs table lacks column(s) {', '.join(missing)}")
+    bad_sides = sorted(set(df["side"].astype(str)) - set(SIDES))
+    if bad_sides:
+        raise EvidenceError(f"runs table has unknown side(s) {bad_sides}: use A or B")
+    df["side"] = df["side"].astype(str)
+    try:
+        df["concurrency"] = df["concurrency"].astype(int)
+        df["repeat"] = df["repeat"].astype(int)
+    except (TypeError, ValueError) as e:
+        raise EvidenceError(f"runs table: concurrency and repeat must be integers ({e})") from e
+    return df
+
+
+def judged_metrics(df: "pd.DataFrame") -> list[str]:
+    """Numeric columns whose direction is known, sorted for a stable report."""
+    import pandas as pd
+
+    out = []
+    for col in df.columns:
+        if col in ID_COLUMNS or col == DIGEST_COLUMN or metric_direction(col) is None:
+            continue
+        if pd.api.types.is_numeric_dtype(df[col]):
+            out.append(col)
+    return sorted(out)
+
+
+def _seed(a: Any, b: Any) -> int:
+    # Seed from the data itself: the same runs always give the same interval.
+    h = hashlib.sha256(a.tobytes() + b"|" + b.tobytes()).digest()
+    return int.from_bytes(h[:8], "little")
+
+
+def _delta_ci(a: Any, b: Any) -> tuple[float | None, float | None]:
+    """95% percentile-bootstrap interval of 100*(median(b)/median(a) - 1)."""
+    import numpy as np
+    from scipy import stats
+
+    def delta_pct(x: Any, y: Any, axis: int = -1) -> Any:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return 100.0 * (np.median(y, axis=axis) / np.median(x, axis=axis) - 1.0)
+
+    with warnings.catch_warnings():
+        # Degenerate resamples (all values equal) are legitimate here, not a problem.
+        warnings.simplefilter("ignore")
+        res = stats.bootstrap(
+            (a, b),
+            delta_pct,
+            n_resamples=N_RESAMPLES,
+            confidence_level=CONFIDENCE,
+            method="percentile",
+            vectorized=True,
+            paired=False,
+            random_state=np.random.default_rng(_seed(a, b)),
+        )
+    lo, hi = float(res.confidence_interval.low), float(res.confidence_interval.high)
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return None, None
+    return lo, hi
+
+
+def _mann_whitney(a: Any, b: Any) -> float:
+    import numpy as np
+    from scipy import stats
+
+    if np.all(a == a[0]) and np.all(b == a[0]):
+        return 1.0  # every value identical: no evidence of any difference
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        p = float(stats.mannwhitneyu(b, a, alternative="two-sided").pvalue)
+    return 1.0 if math.isnan(p) else p
+
+
+def _holm(pvalues: list[float]) -> list[float]:
+    """Holm step-down adjusted p-values (family-wise error control), in input order."""
+    m = len(pvalues)
+    adjusted = [1.0] * m
+    running = 0.0
+    for rank, i in enumerate(sorted(range(m), key=lambda k: pvalues[k])):
+        running = max(running, min(1.0, (m - rank) * pvalues[i]))
+        adjusted[i] = running
+    return adjusted
+
+
+def compare_metric(a: Any, b: Any, higher_is_better: bool) -> dict[str, Any]:
+    """Medians, delta %, bootstrap CI and raw Mann-Whitney p for one metric at one concurrency.
+
+    ``verdict`` is filled in by :func:`analyze` once p-values are adjusted.
+    """
+    import numpy as np
+
+    a = np.asarray(a, dtype=float)
+    b = np.asarray(b, dtype=float)
+    # Sorted: the result must not depend on the order rows were stored in (the seed does).
+    a = np.sort(a[np.isfinite(a)])
+    b = np.sort(b[np.isfinite(b)])
+    out: dict[str, Any] = {
+        "median_a": float(np.median(a)) if a.size else None,
+        "median_b": float(np.median(b)) if b.size else None,
+        "delta_pct": None,
+        "ci_low_pct": None,
+        "ci_high_pct": None,
+        "p_value": None,
+        "verdict": "inconclusive",
+        "higher_is_better": higher_is_better,
+        "n_a": int(a.size),
+        "n_b": int(b.size),
+    }
+    if out["median_a"] is not None and out["median_b"] is not None and out["median_a"] != 0:
+        out["delta_pct"] = 100.0 * (out["median_b"] / out["median_a"] - 1.0)
+    if a.size >= MIN_RUNS and b.size >= MIN_RUNS and out["delta_pct"] is not None:
+        out["ci_low_pct"], out["ci_high_pct"] = _delta_ci(a, b)
+        out["p_value"] = _mann_whitney(a, b)
+    return out
+
+
+def _judge(m: dict[str, Any], p_adj: float) -> str:
+    lo, hi = m["ci_low_pct"], m["ci_high_pct"]
+    if lo is None or hi is None or p_adj >= ALPHA:
+        return "neutral"
+    good_side = lo > 0 if m["higher_is_better"] else hi < 0
+    bad_side = hi < 0 if m["higher_is_better"] else lo > 0
+    if good_side:
+        return "gain"
+    if bad_side:
+        return "regression"
+    return "neutral"
+
+
+def analyze(
+    rows: Iterable[Mapping[str, Any]] | "pd.DataFrame", metric: str = PRIMARY_METRIC
+) -> dict[str, Any]:
+    """Judge a runs table.
+
+    Returns ``{"metric", "higher_is_better", "verdict", "outputs", "by_concurrency"}``
+    where ``by_concurrency`` is a list (ascending concurrency) of
+    ``{"concurrency", "n_a", "n_b", "metrics": {name: {...}}}`` as in summary.yaml.
+    Raises EvidenceError when the primary metric is not a judged metric of the table.
+    """
+    direction = metric_direction(metric)
+    if direction is None:
+        raise EvidenceError(
+            f"cannot judge {metric!r}: the primary metric must be a rate "
+            "(…throughput, …_per_s: higher is better) or a latency (…_ms: lower is better)"
+        )
+    df = runs_frame(rows)
+    metrics = judged_metrics(df)
+    if len(df) and metric not in metrics:
+        raise EvidenceError(
+            f"the runs have no {metric!r} column; judged metrics present: "
+            + (", ".join(metrics) or "none")
+        )
+    by_conc: list[dict[str, Any]] = []
+    for conc, group in sorted(df.groupby("concurrency"), key=lambda kv: kv[0]):
+        side_a = group[group["side"] == "A"]
+        side_b = group[group["side"] == "B"]
+        block = {"concurrency": int(conc), "n_a": len(side_a), "n_b": len(side_b), "metrics": {}}
+        for name in metrics:
+            cmp = compare_metric(
+                side_a[name].to_numpy(), side_b[name].to_numpy(), bool(metric_direction(name))
+            )
+            if cmp["n_a"] == 0 and cmp["n_b"] == 0:
+                continue  # this bench did not report the metric at this concurrency
+            block["metrics"][name] = cmp
+        by_conc.append(block)
+    # Holm across concurrencies, separately for each metric.
+    for name in metrics:
+        cells = [b["metrics"][name] for b in by_conc if name in b["metrics"]]
+        tested = [c for c in cells if c["p_value"] is not None]
+        for cell, p_adj in zip(tested, _holm([c["p_value"] for c in tested]), strict=True):
+            cell["p_adjusted"] = p_adj
+            cell["verdict"] = _judge(cell, p_adj)
+    primary = [b["metrics"][metric] for b in by_conc if metric in b["metrics"]]
+    return {
+        "metric": metric,
+        "higher_is_better": direction,
+        "verdict": entry_verdict(c["verdict"] for c in primary),
+        "outputs": outputs_check(df),
+        "by_concurrency": by_conc,
+    }
+
+
+def entry_verdict(verdicts: Iterable[str]) -> str:
+    """Combine the primary metric's per-concurrency verdicts into the entry verdict."""
+    vs = list(verdicts)
+    judged = [v for v in vs if v != "inconclusive"]
+    if not judged:
+        return "inconclusive"
+    if "regression" in judged:
+        return "regression"
+    if "gain" in judged:
+        return "gain"
+    return "neutral"
+
+
+def outputs_check(df: "pd.DataFrame") -> str:
+    """``identical``, ``differ`` or ``unknown`` from the ``output_digest`` column."""
+    if DIGEST_COLUMN not in df.columns:
+        return "unknown"
+    have = df[df[DIGEST_COLUMN].notna() & (df[DIGEST_COLUMN].astype(str) != "")]
+    if have.empty:
+        return "unknown"
+    complete = True
+    for _, group in have.groupby("concurrency"):
+        if group[DIGEST_COLUMN].astype(str).nunique() > 1:
+            return "differ"
+        if set(group["side"]) != set(SIDES):
+            complete = False  # only one side reported digests here: nothing to compare
+    return "identical" if complete else "unknown"
+
+
+def pick_headline_cell(analysis: Mapping[str, Any]) -> tuple[int, dict[str, Any]] | None:
+    """The (concurrency, metric cell) the headline shows; rules in the module docs."""
+    metric, verdict = analysis["metric"], analysis["verdict"]
+    cells = [
+        (b["concurrency"], b["metrics"][metric])
+        for b in analysis["by_concurrency"]
+        if metric in b["metrics"]
+    ]
+    if not cells:
+        return None
+    if verdict in ("gain", "regression"):
+        cells = [c for c in cells if c[1]["verdict"] == verdict]
+
+    def strength(item: tuple[int, dict[str, Any]]) -> tuple[float, float, int, int]:
+        conc, cell = item
+        p = cell.get("p_adjusted", cell["p_value"])
+        effect = abs(cell["delta_pct"]) if cell["delta_pct"] is not None else -1.0
+        runs = min(cell["n_a"], cell["n_b"])
+        return (p if p is not None else 2.0, -effect, -runs, -conc)
+
+    return min(cells, key=strength)
+
+
+def _pct(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:+.1f}"
+
+
+def format_headline(analysis: Mapping[str, Any] | None) -> str:
+    """One line for `ledger show/list/diff/restore`, e.g.
+    ``gain +12.8% output_throughput @c64 (CI +9.1..+16.0%, n=5/5, outputs identical)``.
+    """
+    if not analysis:
+        return "no evidence"
+    picked = pick_headline_cell(analysis)
+    verdict, metric, outputs = analysis["verdict"], analysis["metric"], analysis["outputs"]
+    if picked is None:
+        return f"{verdict} {metric} (no runs, outputs {outputs})"
+    conc, cell = picked
+    delta = "n/a" if cell["delta_pct"] is None else f"{cell['delta_pct']:+.1f}%"
+    if cell["ci_low_pct"] is None:
+        ci = "CI n/a"
+    else:
+        ci = f"CI {_pct(cell['ci_low_pct'])}..{_pct(cell['ci_high_pct'])}%"
+    return (
+        f"{verdict} {delta} {metric} @c{conc} "
+        f"({ci}, n={cell['n_a']}/{cell['n_b']}, outputs {outputs})"
+    )
+
+
+__all__ = [
+    "ALPHA",
+    "MIN_RUNS",
+    "PRIMARY_METRIC",
+    "analyze",
+    "compare_metric",
+    "entry_verdict",
+    "format_headline",
+    "judged_metrics",
+    "metric_direction",
+    "outputs_check",
+    "pick_headline_cell",
+    "runs_frame",
+]

@@ -1,0 +1,148 @@
+"""summary.yaml: building it from an analysis, its headline, and staleness.
+
+Pure (no files).  The schema is the contract with the render engineer and the CLI::
+
+    entry, run_id, source (ab|import), metric, higher_is_better, verdict, outputs,
+    engine_commit, context {KNOB: value}, started, finished, headline,
+    by_concurrency: [{concurrency, n_a, n_b, metrics: {name: {median_a, median_b,
+        delta_pct, ci_low_pct, ci_high_pct, p_value, p_adjusted, verdict,
+        higher_is_better, n_a, n_b}}}]
+
+``p_value`` is the raw two-sided Mann-Whitney p; ``p_adjusted`` the Holm-adjusted one
+the verdict used.  Per-metric ``n_a``/``n_b`` can be lower than the concurrency's when a
+bench did not report that metric on every run.  Numbers are rounded for a stable,
+readable file: medians to 6 significant digits, percentages to 2 decimals, p-values to
+4 decimals (0.0 means below 0.0001).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from typing import Mapping
+
+from ledger.evidence.stats import format_headline
+
+SOURCES = ("ab", "import")
+CELL_KEYS = (
+    "median_a",
+    "median_b",
+    "delta_pct",
+    "ci_low_pct",
+    "ci_high_pct",
+    "p_value",
+    "p_adjusted",
+    "verdict",
+    "higher_is_better",
+    "n_a",
+    "n_b",
+)
+
+
+def _sig(x: float | None, digits: int = 6) -> float | None:
+    return None if x is None else float(f"{x:.{digits}g}")
+
+
+def _dec(x: float | None, places: int) -> float | None:
+    return None if x is None else round(float(x), places) + 0.0  # +0.0 turns -0.0 into 0.0
+
+
+def _cell(cell: Mapping[str, Any]) -> dict[str, Any]:
+    rounded = {
+        "median_a": _sig(cell.get("median_a")),
+        "median_b": _sig(cell.get("median_b")),
+        "delta_pct": _dec(cell.get("delta_pct"), 2),
+        "ci_low_pct": _dec(cell.get("ci_low_pct"), 2),
+        "ci_high_pct": _dec(cell.get("ci_high_pct"), 2),
+        "p_value": _dec(cell.get("p_value"), 4),
+        "p_adjusted": _dec(cell.get("p_adjusted"), 4),
+        "verdict": cell["verdict"],
+        "higher_is_better": bool(cell["higher_is_better"]),
+        "n_a": int(cell["n_a"]),
+        "n_b": int(cell["n_b"]),
+    }
+    return {k: rounded[k] for k in CELL_KEYS}
+
+
+def build_summary(
+    analysis: Mapping[str, Any],
+    *,
+    entry: str,
+    run_id: str,
+    source: str,
+    engine_commit: str | None,
+    context: Mapping[str, str | None] | None,
+    started: str,
+    finished: str,
+) -> dict[str, Any]:
+    """The summary.yaml mapping (fixed key order) for an :func:`stats.analyze` result."""
+    if source not in SOURCES:
+        raise ValueError(f"source must be one of {SOURCES}, got {source!r}")
+    return {
+        "entry": entry,
+        "run_id": run_id,
+        "source": source,
+        "metric": analysis["metric"],
+        "higher_is_better": bool(analysis["higher_is_better"]),
+        "verdict": analysis["verdict"],
+        "outputs": analysis["outputs"],
+        "engine_commit": engine_commit,
+        "context": {
+            str(k): (None if v is None else str(v)) for k, v in sorted((context or {}).items())
+        },
+        "started": started,
+        "finished": finished,
+        # From the unrounded analysis, so the headline never shows a double rounding.
+        "headline": format_headline(analysis),
+        "by_concurrency": [
+            {
+                "concurrency": int(block["concurrency"]),
+                "n_a": int(block["n_a"]),
+                "n_b": int(block["n_b"]),
+                "metrics": {name: _cell(c) for name, c in sorted(block["metrics"].items())},
+            }
+            for block in analysis["by_concurrency"]
+        ],
+    }
+
+
+def headline(summary: Mapping[str, Any] | None) -> str:
+    """The evidence headline of a summary, or ``no evidence`` for None."""
+    if not summary:
+        return "no evidence"
+    stored = summary.get("headline")
+    return stored if isinstance(stored, str) and stored else format_headline(summary)
+
+
+def _same_commit(a: str, b: str) -> bool:
+    # Operators and tools mix short and full shas; a prefix of 7+ hex digits is the same commit.
+    a, b = a.strip().lower(), b.strip().lower()
+    if a == b:
+        return True
+    short, full = sorted((a, b), key=len)
+    return len(short) >= 7 and full.startswith(short)
+
+
+def is_stale(
+    summary: Mapping[str, Any],
+    engine_commit: str | None,
+    context: Mapping[str, str | None] | None,
+) -> bool:
+    """True when the evidence no longer describes the live setup.
+
+    Stale when it was recorded at another engine commit (unknown on either side is not
+    proof of a change), or when any other knob of the target had another value (``None``
+    = unset; a knob present on one side only counts as a change).
+    """
+    recorded = summary.get("engine_commit")
+    if recorded and engine_commit and not _same_commit(str(recorded), engine_commit):
+        return True
+    if context is None:
+        return False
+    then = {
+        str(k): (None if v is None else str(v)) for k, v in (summary.get("context") or {}).items()
+    }
+    now = {str(k): (None if v is None else str(v)) for k, v in context.items()}
+    return any(then.get(k) != now.get(k) for k in then.keys() | now.keys())
+
+
+__all__ = ["SOURCES", "build_summary", "headline", "is_stale"]

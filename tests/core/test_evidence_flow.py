@@ -1,0 +1,113 @@
+"""Evidence through the CLI: `ledger ab` measures, `restore` shows and gates on it."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+FAKE_BENCH = Path(__file__).resolve().parents[1] / "evidence" / "fake_bench.py"
+BENCH = f"{{python}} {FAKE_BENCH} --out {{out}} --concurrency {{concurrency}}"
+
+SCRIPT = """\
+#!/usr/bin/env bash
+export FAKE_NOISE=0.03
+export FAKE_SHIFT=0
+exec python -m engine serve
+"""
+
+
+@pytest.fixture
+def bench_ws(tmp_path, ledger):
+    script = tmp_path / "serve.sh"
+    script.write_text(SCRIPT)
+    root = tmp_path / "ws"
+    ledger("init", root)
+    assert ledger("-C", root, "target", "add", "s", script, "--format", "bash").exit_code == 0
+    return root, script
+
+
+def record(ledger, root, value, title):
+    r = ledger("-C", root, "record", "knob", "s", f"FAKE_SHIFT={value}", "--class", "perf",
+               "--title", title, "--no-validate", "--json")
+    assert r.exit_code == 0, r.stderr
+    return r.json()["entry"]["id"]
+
+
+def test_ab_gain_is_stored_shown_and_restored_with_its_headline(bench_ws, ledger, git_log):
+    root, script = bench_ws
+    entry = record(ledger, root, "0.10", "faster kernel")
+    r = ledger("-C", root, "ab", entry, "--runs", "5", "--concurrency", "1,4", "--bench", BENCH)
+    assert r.exit_code == 0, r.stderr
+    assert "gain +" in r.stdout and "@c" in r.stdout
+    assert "[ab] " in r.stderr  # progress on stderr
+    runs = list((root / "evidence" / entry).iterdir())
+    assert len(runs) == 1
+    assert {p.name for p in runs[0].iterdir()} >= {"runs.csv", "meta.yaml", "summary.yaml"}
+    assert git_log(root)[0].startswith(f"ab {entry}: gain")
+    assert "gain +" in ledger("-C", root, "list").stdout
+    shown = ledger("-C", root, "evidence", "show", entry, "--json").json()
+    assert shown["runs"][-1]["verdict"] == "gain" and not shown["stale"]
+
+    assert ledger("-C", root, "revert", "--perf-only", "--why", "incident").exit_code == 0
+    r = ledger("-C", root, "diff")
+    assert "gain +" in r.stdout
+    r = ledger("-C", root, "restore", "--perf-only")
+    assert r.exit_code == 0
+    assert "restored" in r.stdout and "evidence: gain +" in r.stdout
+    assert "FAKE_SHIFT=0.10" in script.read_text()
+
+
+def test_regression_is_held_back_without_force(bench_ws, ledger):
+    root, script = bench_ws
+    entry = record(ledger, root, "-0.10", "slower kernel")
+    r = ledger("-C", root, "ab", entry, "--runs", "5", "--concurrency", "1", "--bench", BENCH)
+    assert r.exit_code == 0, r.stderr
+    assert "regression" in r.stdout
+    assert ledger("-C", root, "revert", entry).exit_code == 0
+    r = ledger("-C", root, "restore", "--perf-only")
+    assert "held back" in r.stdout and "regression" in r.stdout
+    assert "FAKE_SHIFT=0\n" in script.read_text()
+    r = ledger("-C", root, "restore", entry)
+    assert r.exit_code == 1 and "regression" in r.stderr
+    r = ledger("-C", root, "restore", entry, "--force")
+    assert r.exit_code == 0 and "FAKE_SHIFT=-0.10" in script.read_text()
+
+
+def test_evidence_becomes_stale_when_other_knobs_change(bench_ws, ledger):
+    root, script = bench_ws
+    entry = record(ledger, root, "0.10", "faster kernel")
+    assert ledger("-C", root, "ab", entry, "--runs", "3", "--concurrency", "1",
+                  "--bench", BENCH).exit_code == 0
+    assert "[stale]" not in ledger("-C", root, "list").stdout
+    r = ledger("-C", root, "record", "knob", "s", "FAKE_NOISE=0.2", "--class", "bugfix",
+               "--title", "noisier", "--no-validate")
+    assert r.exit_code == 0
+    assert "[stale]" in ledger("-C", root, "list").stdout
+
+
+def test_import_and_bad_files(bench_ws, ledger, tmp_path):
+    root, _ = bench_ws
+    entry = record(ledger, root, "0.10", "faster kernel")
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"hello": 1}')
+    r = ledger("-C", root, "evidence", "add", entry, str(bad), "--side", "A")
+    assert r.exit_code == 1 and "error:" in r.stderr and "bad.json" in r.stderr
+    assert not (root / "evidence" / entry).exists()
+
+
+def test_render_through_the_cli(bench_ws, ledger, tmp_path):
+    root, _ = bench_ws
+    entry = record(ledger, root, "0.10", "<script>alert(1)</script> | pipe")
+    assert ledger("-C", root, "ab", entry, "--runs", "3", "--concurrency", "1,2",
+                  "--bench", BENCH).exit_code == 0
+    out = tmp_path / "docs"
+    r = ledger("-C", root, "render", "--out", out)
+    assert r.exit_code == 0, r.stderr
+    html = (out / "index.html").read_text()
+    assert "<script>alert(1)</script>" not in html and "&lt;script&gt;" in html
+    assert (out / "entries" / f"{entry}.md").exists()
+    first = {p.name: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    assert ledger("-C", root, "render", "--out", out).exit_code == 0
+    assert {p.name: p.read_bytes() for p in out.rglob("*") if p.is_file()} == first
