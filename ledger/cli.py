@@ -45,10 +45,32 @@ class State:
         return s
 
 
+# The arguments of the command being run, when not sys.argv (the demo runs commands
+# in-process).
+_ARGV: list[str] | None = None
+
+
 def command_line(ctx: click.Context) -> str:
     """The command as typed after `ledger`, for history and backups (quoted, as data)."""
-    args = sys.argv[1:] if sys.argv and "ledger" in Path(sys.argv[0]).name else []
+    if _ARGV is not None:
+        args = _ARGV
+    else:
+        args = sys.argv[1:] if sys.argv and "ledger" in Path(sys.argv[0]).name else []
+    args = _without_workspace_flag(args)
     return " ".join(shlex.quote(a) for a in args) or ctx.command_path
+
+
+def _without_workspace_flag(args: list[str]) -> list[str]:
+    """`-C DIR` says where, not what: history keeps the command itself."""
+    out, skip = [], False
+    for a in args:
+        if skip:
+            skip = False
+        elif a in ("-C", "--workspace"):
+            skip = True
+        elif not a.startswith("--workspace="):
+            out.append(a)
+    return out
 
 
 def json_option(f):
@@ -466,8 +488,9 @@ def _print_files(applied, dry_run: bool) -> None:
             click.echo(safe_diff(text), nl=False)
         if applied.patch_diff:
             click.echo(safe_diff(applied.patch_diff), nl=False)
-    elif applied.backup_id:
-        click.echo(f"backup {applied.backup_id}; workspace commit {applied.commit[:10]}")
+    elif applied.commit:
+        backup = f"backup {applied.backup_id}; " if applied.backup_id else ""
+        click.echo(f"{backup}workspace commit {applied.commit[:10]}")
 
 
 @cli.command()
@@ -703,6 +726,47 @@ def render(ctx, out, formats) -> None:
     for p in written:
         if p.name in ("CHANGELOG.md", "index.html"):
             click.echo(f"  {safe(p)}")
+
+
+@cli.command()
+@click.argument("directory", type=click.Path(file_okay=False))
+@click.option("--force", is_flag=True, help="Use DIRECTORY even if it is not empty.")
+@click.option("--runs", type=int, default=3, show_default=True, help="A/B runs per side.")
+@click.pass_context
+def demo(ctx, directory, force, runs) -> None:
+    """The whole story on the bundled engine, printed as a transcript you can retype."""
+    from ledger.demo import prepare
+
+    d = prepare(Path(directory), force=force, runs=runs)
+    click.echo(f"# knob ledger demo in {d.root}: the bundled engine as a git repo "
+               "(engine-repo/), its serve scripts (deploy/), two patches (patches/)")
+    click.echo(f"$ ledger init {shlex.quote(str(d.workspace))} --engine-repo "
+               f"{shlex.quote(str(d.root / 'engine-repo'))}")
+    click.echo(f"$ cd {shlex.quote(str(d.workspace))}")
+    for step in d.steps:
+        click.echo(f"\n# {step.note}")
+        click.echo("$ ledger " + " ".join(shlex.quote(a) for a in step.args))
+        rc = run_nested(["-C", str(d.workspace), *step.args])
+        if rc:
+            raise LedgerError(f"demo step `ledger {' '.join(step.args)}` failed (exit {rc})")
+    click.echo(f"\n# done. The docs: {d.root / 'docs' / 'index.html'} and "
+               f"{d.root / 'docs' / 'CHANGELOG.md'}; the workspace: {d.workspace}")
+
+
+def run_nested(argv: list[str]) -> int:
+    """Run one `ledger` command in this process; return its exit code."""
+    global _ARGV
+    previous, _ARGV = _ARGV, argv
+    try:
+        rv = cli.main(args=argv, prog_name="ledger", standalone_mode=False)
+    except click.exceptions.Exit as e:
+        return e.exit_code
+    except click.ClickException as e:
+        e.show()
+        return e.exit_code
+    finally:
+        _ARGV = previous
+    return rv if isinstance(rv, int) else 0
 
 
 # -- backups and log -------------------------------------------------------------------

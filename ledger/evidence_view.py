@@ -44,8 +44,13 @@ def evidence_for(ws: Workspace, entry: Entry, context: dict | None = None) -> Ev
     summary = store.latest_summary(ws.root, entry.id)
     if summary is None:
         return NONE
-    stale = False
     engine_commit = current_engine_commit(ws)
+    recorded_at = summary.get("engine_commit")
+    if recorded_at and engine_commit and recorded_at != engine_commit \
+            and same_tree(ws, recorded_at, engine_commit):
+        # A revert and a restore make new commits of the same tree: same engine source,
+        # so the evidence still describes it.
+        engine_commit = recorded_at
     if context is None:
         context = knob_context(ws, entry)
     stale = store.is_stale(summary, engine_commit, context)
@@ -66,6 +71,20 @@ def current_engine_commit(ws: Workspace) -> str | None:
         return wsgit.head(path)
     except Exception:  # an unreadable engine repo only makes evidence unjudgeable
         return None
+
+
+def same_tree(ws: Workspace, a: str, b: str) -> bool:
+    """Whether two engine commits hold the same source tree."""
+    path = ws.engine_repo_path
+    if path is None:
+        return False
+    from ledger.gitrepo import Git
+
+    git = Git(path)
+    try:
+        return git.tree_of(a) == git.tree_of(b)
+    except Exception:  # an unknown commit (history rewritten): not the same engine
+        return False
 
 
 def knob_context(ws: Workspace, entry: Entry) -> dict | None:

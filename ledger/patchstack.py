@@ -123,9 +123,7 @@ def record_patch(
         engine = None
         if rev is None:
             repo.require_clean()
-            from ledger.patches import StackItem
-
-            repo.plan_stack([StackItem(entry.id, entry.title, text, False, True, cls)])
+            repo.plan_record(text, entry_id=entry.id, title=entry.title, cls=cls)
 
             def engine(entries, plan):
                 def step() -> None:

@@ -49,10 +49,7 @@ ENTRIES_NAME = "entries.jsonl"
 CONFIG_VERSION = 1
 STATE_DIR = ".ledger"
 
-DEFAULT_BENCH_COMMAND = (
-    "{python} -m engine bench --mode offline --preset tiny --concurrency {concurrency} "
-    "--num-prompts 8 --input-len 32 --output-len 16 --json {out}"
-)
+from ledger.evidence.runner import DEFAULT_BENCH_COMMAND  # noqa: E402  (the one default)
 
 
 def utc_now() -> str:

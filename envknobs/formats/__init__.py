@@ -1,0 +1,88 @@
+"""Target formats: read, set and unset env knobs in config files, byte-preservingly.
+
+A *target format* knows one kind of config file a serving stack reads its environment
+from, and edits it the way a careful operator would by hand:
+
+* ``bash``   -- serve scripts (``export K=V``, ``K=V``, ``K=V exec python ...``),
+  see :mod:`envknobs.formats.bash`;
+* ``dotenv`` -- python-dotenv / systemd ``EnvironmentFile`` files,
+  see :mod:`envknobs.formats.dotenv`;
+* ``k8s``    -- the ``env:`` list of one container in Kubernetes manifests,
+  see :mod:`envknobs.formats.k8s`.
+
+Every format works on the whole file as one ``str`` (decoded as UTF-8 with
+``errors="surrogateescape"`` by the caller, who encodes it back the same way) and returns
+the whole new text.  Bytes outside the change come back identical: comments, order,
+quoting, blank lines, CRLF line endings, a missing final newline, indentation.  Setting a
+knob to the value it already has returns the text unchanged, so a no-op save is
+byte-identical.
+
+Errors are :class:`FormatError` (a ``ValueError``); invalid knob names or values raise
+:class:`~envknobs.registry.KnobError` (also a ``ValueError``) from
+:func:`~envknobs.registry.check_knob_name` / :func:`~envknobs.registry.check_knob_value`.
+A ``FormatError`` message says what and where (``line N``), never the file path: the
+caller knows the path and prefixes it.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+from typing import runtime_checkable
+
+
+class FormatError(ValueError):
+    """A target file cannot be parsed or edited; the message says what and at which line."""
+
+
+@runtime_checkable
+class TargetFormat(Protocol):
+    """What the ledger core needs from a file format."""
+
+    name: str
+
+    def parse(self, text: str) -> dict[str, str]:
+        """Map each knob to the value the launched process sees."""
+        ...
+
+    def set(self, text: str, knob: str, value: str) -> str:
+        """Return ``text`` with ``knob`` set to ``value`` (unchanged if it already is)."""
+        ...
+
+    def unset(self, text: str, knob: str) -> str:
+        """Return ``text`` without ``knob`` (unchanged if it is absent)."""
+        ...
+
+
+FORMAT_NAMES = ("bash", "dotenv", "k8s")
+
+
+def get_format(name: str, *, container: str | None = None) -> TargetFormat:
+    """The format called ``name``; ``container`` selects the container for ``k8s``.
+
+    ``container`` is a container name, or ``WORKLOAD/NAME`` (the ``metadata.name`` of
+    the document, then the container name) when the same container name appears in
+    several workloads of the file.  Raises :class:`FormatError` for an unknown format,
+    a ``k8s`` format without a container, or a container given to another format.
+    """
+    # Imported here so that loading one format does not pay for the others
+    # (the k8s format imports ruamel.yaml).
+    if name == "k8s":
+        if not container:
+            raise FormatError("the k8s format needs a container name")
+        from envknobs.formats.k8s import K8sFormat
+
+        return K8sFormat(container)
+    if container is not None:
+        raise FormatError(f"a container is only meaningful for k8s targets, not {name}")
+    if name == "bash":
+        from envknobs.formats.bash import BashFormat
+
+        return BashFormat()
+    if name == "dotenv":
+        from envknobs.formats.dotenv import DotenvFormat
+
+        return DotenvFormat()
+    raise FormatError(f"unknown target format {name!r} (use {', '.join(FORMAT_NAMES)})")
+
+
+__all__ = ["FORMAT_NAMES", "FormatError", "TargetFormat", "get_format"]

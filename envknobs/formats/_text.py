@@ -1,0 +1,100 @@
+"""Small helpers shared by the target formats: lines, line endings, argument checks."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from envknobs.formats import FormatError
+from envknobs.registry import check_knob_name
+from envknobs.registry import check_knob_value
+
+
+def line_of(text: str, pos: int) -> int:
+    """1-based line number of offset ``pos``."""
+    return text.count("\n", 0, pos) + 1
+
+
+def line_start(text: str, pos: int) -> int:
+    """Offset of the first character of the line holding ``pos``."""
+    return text.rfind("\n", 0, pos) + 1
+
+
+def line_end(text: str, pos: int) -> int:
+    """Offset just past the line break that ends the line holding ``pos`` (or len(text))."""
+    nl = text.find("\n", pos)
+    return len(text) if nl < 0 else nl + 1
+
+
+def newline_of(text: str) -> str:
+    """The file's line ending: the first one found, LF for a file without any."""
+    nl = text.find("\n")
+    if nl > 0 and text[nl - 1] == "\r":
+        return "\r\n"
+    return "\n"
+
+
+def indent_at(text: str, pos: int) -> str:
+    """The leading blanks of the line holding ``pos``."""
+    start = line_start(text, pos)
+    end = start
+    while end < len(text) and text[end] in " \t":
+        end += 1
+    return text[start:end]
+
+
+def insert_line(text: str, pos: int, line: str) -> str:
+    """Insert ``line`` (without its line break) as a whole line at offset ``pos``.
+
+    ``pos`` is a line start or len(text).  The file's line ending is used, and a file
+    that ended without a final newline still does after the insertion (so that
+    :func:`remove_lines` of the new line gives the original text back).
+    """
+    eol = newline_of(text)
+    if pos >= len(text) and text and not text.endswith("\n"):
+        return text + eol + line
+    return text[:pos] + line + eol + text[pos:]
+
+
+def remove_lines(text: str, start: int, end: int) -> str:
+    """Remove the whole lines spanning offsets ``start``..``end`` (the inverse of insert_line)."""
+    first = line_start(text, start)
+    last = line_end(text, max(end - 1, start))
+    if last >= len(text) and not text.endswith("\n") and first > 0:
+        # The last line had no line break: take the one before it instead, so the
+        # file still ends without one.
+        brk = first - 1
+        if brk > 0 and text[brk - 1] == "\r":
+            brk -= 1
+        return text[:brk]
+    return text[:first] + text[last:]
+
+
+def check_assignment_args(knob: str, value: str | None = None) -> None:
+    """Validate a knob name (and value); raises KnobError."""
+    check_knob_name(knob)
+    if value is not None:
+        check_knob_value(value)
+
+
+def verified(
+    before: Mapping[str, str], after: Mapping[str, str], knob: str, value: str | None, out: str
+) -> str:
+    """Return ``out`` if re-reading it shows exactly the intended change, else FormatError.
+
+    A last line of defence: an unclosed quote or here-document elsewhere in the file could
+    swallow a new line, or an edit could shift what another knob reads.  Better to refuse
+    than to write a file that does not say what the ledger thinks it says.
+    """
+    expected = dict(before)
+    if value is None:
+        expected.pop(knob, None)
+    else:
+        expected[knob] = value
+    if dict(after) != expected:
+        wrong = sorted(k for k in set(after) | set(expected) if after.get(k) != expected.get(k))
+        verb = "unset" if value is None else "set"
+        raise FormatError(
+            f"cannot {verb} {knob} safely: re-reading the edited file changes "
+            f"{', '.join(wrong)} (is there an unclosed quote or block near the edit?)"
+        )
+    return out

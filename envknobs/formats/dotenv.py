@@ -1,0 +1,235 @@
+"""The ``dotenv`` target format: python-dotenv files and systemd ``EnvironmentFile``\\ s.
+
+Reading follows python-dotenv's grammar exactly (the parser below mirrors
+``dotenv.parser``, with source offsets kept so edits can be surgical): ``K=V`` lines, an
+optional ``export`` prefix, single- or double-quoted values (which may span lines),
+unquoted values with `` #`` comments stripped, ``#`` comment lines.  Lines python-dotenv
+cannot parse are skipped, as it skips them.  A key without ``=`` has no value and is
+not reported.  When a key appears twice the last one wins.  A value containing a
+``${NAME}`` reference is interpolated by python-dotenv (but not by systemd), so it has
+no single static value: :meth:`DotenvFormat.parse` leaves it out and ``set``/``unset``
+refuse to edit it.
+
+Writing: every value written reads back exactly through python-dotenv
+(``dotenv_values``, interpolation on), through bash (``set -a; source FILE``) and through
+systemd.  The rule, in order of preference:
+
+1. bare when it is only ``[A-Za-z0-9_@%+=:,./-]`` (or empty);
+2. single-quoted when it has no ``'``, no ``\\\\`` and does not end in ``\\``;
+3. double-quoted, with ``\\`` and ``"`` escaped, when it has no ``$`` and no backtick;
+4. otherwise refused with :class:`~envknobs.formats.FormatError`: a value holding a
+   ``${...}`` reference (python-dotenv would substitute it whatever the quoting), or a
+   single quote or backslash pair together with ``$`` or a backtick (no quoting reads
+   the same in python-dotenv and bash).
+
+An existing line keeps its quote style when the new value allows it.  A new knob is
+appended as ``K=V`` (never with ``export``, which systemd does not accept).  ``unset``
+deletes every line that sets the key.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from envknobs.formats import FormatError
+from envknobs.formats._text import check_assignment_args
+from envknobs.formats._text import insert_line
+from envknobs.formats._text import line_of
+from envknobs.formats._text import remove_lines
+from envknobs.formats._text import verified
+
+# The regular expressions of python-dotenv's parser.
+_MULTILINE_WS = re.compile(r"\s*", re.MULTILINE)
+_WS = re.compile(r"[^\S\r\n]*")
+_EXPORT = re.compile(r"(?:export[^\S\r\n]+)?")
+_SINGLE_QUOTED_KEY = re.compile(r"'([^']+)'")
+_UNQUOTED_KEY = re.compile(r"([^=\#\s]+)")
+_EQUAL_SIGN = re.compile(r"(=[^\S\r\n]*)")
+_SINGLE_QUOTED_VALUE = re.compile(r"'((?:\\.|[^'\\])*)'", re.DOTALL)
+_DOUBLE_QUOTED_VALUE = re.compile(r'"((?:\\.|[^"\\])*)"', re.DOTALL)
+_UNQUOTED_VALUE = re.compile(r"([^\r\n]*)")
+_COMMENT = re.compile(r"(?:[^\S\r\n]*#[^\r\n]*)?")
+_END_OF_LINE = re.compile(r"[^\S\r\n]*(?:\r\n|\n|\r|$)")
+_REST_OF_LINE = re.compile(r"[^\r\n]*(?:\r|\n|\r\n)?")
+_DOUBLE_QUOTE_ESCAPES = re.compile(r"\\([\\'\"abfnrtv])")
+_SINGLE_QUOTE_ESCAPES = re.compile(r"\\([\\'])")
+_C_ESCAPES = {"a": "\a", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v"}
+# python-dotenv's interpolation pattern (dotenv.variables._posix_variable).
+_POSIX_VARIABLE = re.compile(r"\$\{[^}:]*(?::-[^}]*)?\}")
+_BARE_SAFE = re.compile(r"[A-Za-z0-9_@%+=:,./-]*\Z")
+
+
+@dataclass
+class _Binding:
+    key: str
+    value: str | None
+    start: int  # first character of the binding (after blank lines)
+    end: int  # just past its line break
+    eq: int  # offset of '=' (-1 if none)
+    value_start: int
+    value_end: int
+    quote: str  # "'", '"' or "" (unquoted)
+
+
+class _NoMatch(Exception):
+    pass
+
+
+def _match(regex: re.Pattern[str], text: str, pos: int) -> re.Match[str]:
+    m = regex.match(text, pos)
+    if m is None:
+        raise _NoMatch
+    return m
+
+
+def _bindings(text: str) -> list[_Binding]:
+    """Every well-formed ``K[=V]`` binding, in order, as python-dotenv reads them."""
+    out: list[_Binding] = []
+    pos = 1 if text.startswith("\ufeff") else 0
+    while pos < len(text):
+        pos = _MULTILINE_WS.match(text, pos).end()  # type: ignore[union-attr]
+        if pos >= len(text):
+            break
+        start = pos
+        try:
+            pos = _EXPORT.match(text, pos).end()  # type: ignore[union-attr]
+            if text.startswith("#", pos):
+                key = None
+            else:
+                m = _match(
+                    _SINGLE_QUOTED_KEY if text.startswith("'", pos) else _UNQUOTED_KEY, text, pos
+                )
+                key, pos = m.group(1), m.end()
+            pos = _WS.match(text, pos).end()  # type: ignore[union-attr]
+            value, eq, vstart, vend, quote = None, -1, pos, pos, ""
+            if key is not None and text.startswith("=", pos):
+                eq = pos
+                m = _match(_EQUAL_SIGN, text, pos)
+                pos = vstart = vend = m.end()
+                nxt = text[pos : pos + 1]
+                if len(m.group(1)) > 1 and nxt == "#":
+                    # `K= # comment`: empty value; a new one goes right after '=', so
+                    # the blank before '#' keeps the comment a comment.
+                    value, vstart, vend = "", eq + 1, eq + 1
+                elif nxt in ("'", '"'):
+                    regex = _SINGLE_QUOTED_VALUE if nxt == "'" else _DOUBLE_QUOTED_VALUE
+                    m = _match(regex, text, pos)
+                    pos = vend = m.end()
+                    value, quote = _unescape(m.group(1), nxt), nxt
+                elif nxt in ("", "\n", "\r"):
+                    value = ""
+                else:
+                    part = _match(_UNQUOTED_VALUE, text, pos).group(1)
+                    value = re.sub(r"\s+#.*", "", part).rstrip()
+                    pos += len(part)
+                    vend = vstart + len(value)
+            pos = _COMMENT.match(text, pos).end()  # type: ignore[union-attr]
+            pos = _match(_END_OF_LINE, text, pos).end()
+        except _NoMatch:
+            pos = _REST_OF_LINE.match(text, pos).end()  # type: ignore[union-attr]
+            continue
+        if key is not None:
+            out.append(_Binding(key, value, start, pos, eq, vstart, vend, quote))
+    return out
+
+
+def _unescape(raw: str, quote: str) -> str:
+    if quote == "'":
+        return _SINGLE_QUOTE_ESCAPES.sub(lambda m: m.group(1), raw)
+    return _DOUBLE_QUOTE_ESCAPES.sub(lambda m: _C_ESCAPES.get(m.group(1), m.group(1)), raw)
+
+
+def _fits_single(value: str) -> bool:
+    return "'" not in value and "\\\\" not in value and not value.endswith("\\")
+
+
+def _fits_double(value: str) -> bool:
+    return "$" not in value and "`" not in value
+
+
+def render_value(value: str, old_quote: str | None = None) -> str:
+    """The text after ``K=`` that python-dotenv, bash and systemd all read as ``value``.
+
+    Raises FormatError for a value no quoting can carry to all of them (see module doc).
+    """
+    if _POSIX_VARIABLE.search(value):
+        raise FormatError(
+            f"value {value!r} contains a ${{...}} reference that python-dotenv would "
+            "substitute; it cannot be written literally in a dotenv file"
+        )
+    double = '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if old_quote == "'" and _fits_single(value):
+        return f"'{value}'"
+    if old_quote == '"' and _fits_double(value):
+        return double
+    if _BARE_SAFE.match(value):
+        return value
+    if _fits_single(value):
+        return f"'{value}'"
+    if _fits_double(value):
+        return double
+    raise FormatError(
+        f"value {value!r} mixes a single quote or backslashes with $ or a backtick: "
+        "no quoting reads back the same in python-dotenv and bash"
+    )
+
+
+def _render_for(knob: str, value: str, old_quote: str | None) -> str:
+    try:
+        return render_value(value, old_quote)
+    except FormatError as e:
+        raise FormatError(f"{knob}: {e}") from None
+
+
+def _is_dynamic(b: _Binding) -> bool:
+    return b.value is not None and bool(_POSIX_VARIABLE.search(b.value))
+
+
+class DotenvFormat:
+    """python-dotenv / systemd EnvironmentFile; see the module docstring for the rules."""
+
+    name = "dotenv"
+
+    def parse(self, text: str) -> dict[str, str]:
+        """Key -> value, as python-dotenv reads them (interpolated values left out)."""
+        found: dict[str, str] = {}
+        for b in _bindings(text):
+            if b.value is None or _is_dynamic(b):
+                found.pop(b.key, None)
+            else:
+                found.pop(b.key, None)  # re-insert: the last occurrence decides the order
+                found[b.key] = b.value
+        return found
+
+    def set(self, text: str, knob: str, value: str) -> str:
+        """Set ``knob``; KnobError for a bad name/value, FormatError for a value that
+        cannot be written for both python-dotenv and bash, or an interpolated line."""
+        check_assignment_args(knob, value)
+        # The last binding decides, even `K` without '=' (python-dotenv reads it as no value).
+        last = next((b for b in reversed(_bindings(text)) if b.key == knob), None)
+        if last is None or last.value is None:
+            out = insert_line(text, len(text), f"{knob}={_render_for(knob, value, None)}")
+            return verified(self.parse(text), self.parse(out), knob, value, out)
+        if _is_dynamic(last):
+            raise FormatError(
+                f"line {line_of(text, last.start)}: {knob} interpolates another variable "
+                f"({last.value!r}); edit it by hand"
+            )
+        if last.value == value:
+            return text
+        # Replace from just after '=' so blanks python-dotenv tolerates there, and bash
+        # does not, go away with the old value.
+        out = text[: last.eq + 1] + _render_for(knob, value, last.quote) + text[last.value_end :]
+        return verified(self.parse(text), self.parse(out), knob, value, out)
+
+    def unset(self, text: str, knob: str) -> str:
+        """Delete every line that sets ``knob`` (same text if there is none)."""
+        check_assignment_args(knob)
+        doomed = [b for b in _bindings(text) if b.key == knob]
+        if not doomed:
+            return text
+        out = text
+        for b in reversed(doomed):
+            out = remove_lines(out, b.start, b.end)
+        return verified(self.parse(text), self.parse(out), knob, None, out)

@@ -1,0 +1,175 @@
+"""The dotenv target format against real python-dotenv and real bash."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck
+from hypothesis import given
+from hypothesis import settings
+from hypothesis import strategies as st
+
+from envknobs.formats import FormatError
+from envknobs.formats import get_format
+from envknobs.formats.dotenv import render_value
+from envknobs.registry import KnobError
+
+from knob_oracles import bash_source_values
+from knob_oracles import dotenv_read
+from knob_oracles import knob_names
+from knob_oracles import values
+
+DOTENV = get_format("dotenv")
+ORACLE = settings(
+    max_examples=80,
+    derandomize=True,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+
+ENV_FILE = """\
+# /etc/sglang/decode.env -- EnvironmentFile= of sglang-decode.service
+SGLANG_DISAGGREGATION_WAITING_TIMEOUT=30   # bugfix: inflight watchdog
+export SGLANG_SM120_MMA_TARGET_CTAS=512
+MODEL_PATH='/models/glm 4.6'
+EXTRA_ARGS="--tp 4 --log-level \\"info\\""
+EMPTY=
+COMMENTED= # nothing here
+
+PEM="-----BEGIN-----
+abc
+-----END-----"
+"""
+
+
+def representable(value: str) -> bool:
+    try:
+        render_value(value)
+    except FormatError:
+        return False
+    return True
+
+
+def test_parse_agrees_with_python_dotenv() -> None:
+    parsed = DOTENV.parse(ENV_FILE)
+    assert parsed == {k: v for k, v in dotenv_read(ENV_FILE).items() if v is not None}
+    assert parsed["EXTRA_ARGS"] == '--tp 4 --log-level "info"'
+    assert parsed["SGLANG_DISAGGREGATION_WAITING_TIMEOUT"] == "30"
+
+
+def test_set_existing_keeps_comment_export_and_other_lines() -> None:
+    out = DOTENV.set(ENV_FILE, "SGLANG_SM120_MMA_TARGET_CTAS", "256")
+    assert out == ENV_FILE.replace("CTAS=512", "CTAS=256")
+    out = DOTENV.set(ENV_FILE, "SGLANG_DISAGGREGATION_WAITING_TIMEOUT", "60 s")
+    assert "SGLANG_DISAGGREGATION_WAITING_TIMEOUT='60 s'   # bugfix: inflight watchdog\n" in out
+    assert DOTENV.set(ENV_FILE, "COMMENTED", "x").count("COMMENTED=x # nothing here\n") == 1
+
+
+def test_quote_style_is_kept_when_it_fits() -> None:
+    out = DOTENV.set(ENV_FILE, "MODEL_PATH", "/models/kimi")
+    assert "MODEL_PATH='/models/kimi'\n" in out
+    out = DOTENV.set(ENV_FILE, "EXTRA_ARGS", "--tp 8")
+    assert 'EXTRA_ARGS="--tp 8"\n' in out
+
+
+def test_new_knob_is_appended_without_export() -> None:
+    out = DOTENV.set(ENV_FILE, "NEW_KNOB", "$(touch /tmp/pwned)")
+    assert out == ENV_FILE + "NEW_KNOB='$(touch /tmp/pwned)'\n"
+    assert DOTENV.unset(out, "NEW_KNOB") == ENV_FILE
+
+
+def test_no_op_set_and_unset_are_byte_identical() -> None:
+    for knob, value in DOTENV.parse(ENV_FILE).items():
+        if "\n" not in value:
+            assert DOTENV.set(ENV_FILE, knob, value) == ENV_FILE
+    assert DOTENV.unset(ENV_FILE, "ABSENT") == ENV_FILE
+
+
+def test_crlf_and_no_final_newline() -> None:
+    text = "A=1\r\nB=2"
+    assert DOTENV.set(text, "C", "3") == "A=1\r\nB=2\r\nC=3"
+    assert DOTENV.unset(DOTENV.set(text, "C", "3"), "C") == text
+    assert DOTENV.unset(text, "B") == "A=1"
+    assert DOTENV.set(text, "A", "x y") == "A='x y'\r\nB=2"
+
+
+def test_unset_removes_every_line_and_multiline_values() -> None:
+    text = "K=1\nA=2\nK=3\n"
+    assert DOTENV.unset(text, "K") == "A=2\n"
+    assert DOTENV.unset(ENV_FILE, "PEM") == ENV_FILE.split("PEM=")[0]
+
+
+def test_interpolated_values_are_left_out_and_refused() -> None:
+    text = "A=1\nB=${A}/x\n"
+    assert DOTENV.parse(text) == {"A": "1"}
+    with pytest.raises(FormatError, match="line 2: B interpolates"):
+        DOTENV.set(text, "B", "2")
+
+
+@pytest.mark.parametrize("value", ["${HOME}", "it's $HOME", "a\\\\b$c", "'`"])
+def test_values_no_quoting_can_carry_are_refused(value: str) -> None:
+    with pytest.raises(FormatError, match="K: value"):
+        DOTENV.set(ENV_FILE, "K", value)
+
+
+@pytest.mark.parametrize("name", ["A;rm", "1X", "A B"])
+def test_bad_names_are_refused(name: str) -> None:
+    with pytest.raises(KnobError):
+        DOTENV.set(ENV_FILE, name, "1")
+
+
+def test_bad_values_are_refused() -> None:
+    with pytest.raises(KnobError):
+        DOTENV.set(ENV_FILE, "K", "a\nb")
+
+
+def test_written_hostile_value_is_data_in_bash(tmp_path: Path) -> None:
+    marker = tmp_path / "pwned"
+    value = f'$(touch {marker}) `touch {marker}` "x"'
+    path = tmp_path / "x.env"
+    path.write_text(DOTENV.set("", "K", value))
+    assert bash_source_values(path, ["K"], prelude="set -a; ") == {"K": value}
+    assert dotenv_read(path.read_text())["K"] == value
+    assert not marker.exists()
+
+
+@ORACLE
+@given(st.dictionaries(knob_names, values.filter(representable), min_size=1, max_size=4))
+def test_written_values_read_back_through_python_dotenv_and_bash(
+    tmp_path: Path, assignments: dict[str, str]
+) -> None:
+    text = "# generated\nKEEP=1\n"
+    for knob, value in assignments.items():
+        text = DOTENV.set(text, knob, value)
+    assert DOTENV.parse(text) == {"KEEP": "1", **assignments}
+    read = dotenv_read(text)
+    assert {k: read[k] for k in assignments} == assignments
+    path = tmp_path / "gen.env"
+    path.write_text(text, encoding="utf-8")
+    assert bash_source_values(path, list(assignments), prelude="set -a; ") == assignments
+
+
+@settings(max_examples=100, derandomize=True, deadline=None)
+@given(values)
+def test_every_value_is_either_written_exactly_or_refused(value: str) -> None:
+    try:
+        out = DOTENV.set(ENV_FILE, "SGLANG_SM120_MMA_TARGET_CTAS", value)
+    except FormatError:
+        assert not representable(value)
+        return
+    assert dotenv_read(out)["SGLANG_SM120_MMA_TARGET_CTAS"] == value
+    changed = [b for a, b in zip(ENV_FILE.split("\n"), out.split("\n")) if a != b]
+    assert len(changed) == (value != "512")
+    assert all(line.startswith("export SGLANG_SM120_MMA_TARGET_CTAS=") for line in changed)
+
+
+@settings(max_examples=100, derandomize=True, deadline=None)
+@given(knob_names, values.filter(representable))
+def test_set_then_unset_of_an_absent_knob_restores_the_file(knob: str, value: str) -> None:
+    if knob in ENV_FILE:
+        return
+    for text in (ENV_FILE, ENV_FILE.replace("\n", "\r\n"), ENV_FILE.rstrip("\n")):
+        out = DOTENV.set(text, knob, value)
+        assert DOTENV.parse(out)[knob] == value
+        assert DOTENV.unset(out, knob) == text
