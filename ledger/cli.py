@@ -45,18 +45,13 @@ class State:
         return s
 
 
-# The arguments of the command being run, when not sys.argv (the demo runs commands
-# in-process).
+# The arguments of the command being run (set by LedgerGroup.main), for history.
 _ARGV: list[str] | None = None
 
 
 def command_line(ctx: click.Context) -> str:
     """The command as typed after `ledger`, for history and backups (quoted, as data)."""
-    if _ARGV is not None:
-        args = _ARGV
-    else:
-        args = sys.argv[1:] if sys.argv and "ledger" in Path(sys.argv[0]).name else []
-    args = _without_workspace_flag(args)
+    args = _without_workspace_flag(_ARGV or [])
     return " ".join(shlex.quote(a) for a in args) or ctx.command_path
 
 
@@ -99,6 +94,15 @@ class LedgerGroup(click.Group):
     ``--debug`` re-raises, so the traceback shows.  OS errors that escape the library
     (a disk full, a permission denied) get the same treatment with the file named.
     """
+
+    def main(self, args=None, *rest, **kwargs):
+        global _ARGV
+        argv = list(args) if args is not None else sys.argv[1:]
+        previous, _ARGV = _ARGV, argv
+        try:
+            return super().main(argv, *rest, **kwargs)
+        finally:
+            _ARGV = previous
 
     def invoke(self, ctx: click.Context):
         try:
@@ -432,7 +436,7 @@ def _print_off_table(out) -> None:
                     click.echo(f"      cleared   {safe(r['clear_why'])}")
                 click.echo(f"      evidence  {safe(r['evidence'])}")
     _print_drift(out.drift, colour)
-    for path, text in out.files.items():
+    for text in out.files.values():
         click.echo("")
         click.echo(safe_diff(text), nl=False)
     if out.patch_diff:
@@ -755,8 +759,6 @@ def demo(ctx, directory, force, runs) -> None:
 
 def run_nested(argv: list[str]) -> int:
     """Run one `ledger` command in this process; return its exit code."""
-    global _ARGV
-    previous, _ARGV = _ARGV, argv
     try:
         rv = cli.main(args=argv, prog_name="ledger", standalone_mode=False)
     except click.exceptions.Exit as e:
@@ -764,8 +766,6 @@ def run_nested(argv: list[str]) -> int:
     except click.ClickException as e:
         e.show()
         return e.exit_code
-    finally:
-        _ARGV = previous
     return rv if isinstance(rv, int) else 0
 
 

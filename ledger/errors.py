@@ -42,8 +42,8 @@ class WorkspaceNotFound(LedgerError):
         )
 
 
-class ConfigError(LedgerError):
-    """A workspace file (ledger.yaml, an entry file) is malformed."""
+class FileError(LedgerError):
+    """Something is wrong with one file: ``path[:line]: problem``."""
 
     def __init__(self, path: str, problem: str, line: int | None = None) -> None:
         super().__init__()
@@ -54,6 +54,10 @@ class ConfigError(LedgerError):
     def __str__(self) -> str:
         where = f"{self.path}:{self.line}" if self.line else self.path
         return f"{where}: {self.problem}"
+
+
+class ConfigError(FileError):
+    """A workspace file (ledger.yaml, entries.jsonl) is malformed."""
 
 
 class EntryNotFound(LedgerError):
@@ -81,16 +85,8 @@ class InvalidValue(LedgerError):
     """A knob name, knob value, class, target name or path the user gave is invalid."""
 
 
-class TargetError(LedgerError):
+class TargetError(FileError):
     """A target file cannot be read, parsed or edited."""
-
-    def __init__(self, path: str, problem: str) -> None:
-        super().__init__()
-        self.path = path
-        self.problem = problem
-
-    def __str__(self) -> str:
-        return f"{self.path}: {self.problem}"
 
 
 class Drift:
@@ -103,6 +99,10 @@ class Drift:
         self.knob = knob
         self.expected = expected
         self.found = found
+
+    def to_dict(self) -> dict:
+        return {"path": self.path, "knob": self.knob, "expected": self.expected,
+                "found": self.found}
 
     def describe(self) -> str:
         def show(v: str | None) -> str:

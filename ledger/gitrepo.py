@@ -52,6 +52,11 @@ SAFE_CONFIG = (
 SHA_RE = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?\Z")
 
 
+# A diff git itself can apply again, whatever the repo configures: no external diff
+# drivers or textconv filters, binary hunks, full blob ids.
+PATCH_DIFF_OPTIONS = ("--no-color", "--no-ext-diff", "--no-textconv", "--binary", "--full-index")
+
+
 def check_sha(value: str, what: str = "commit") -> str:
     """Return ``value`` if it is a full hex object id, else raise GitError.
 
@@ -164,11 +169,7 @@ class Git:
             return ""
         proc = self.run(
             "diff",
-            "--no-color",
-            "--no-ext-diff",
-            "--no-textconv",
-            "--binary",
-            "--full-index",
+            *PATCH_DIFF_OPTIONS,
             "--end-of-options",
             check_sha(old, "tree"),
             check_sha(new, "tree"),

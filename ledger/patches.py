@@ -52,7 +52,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ledger.errors import GitError, PatchError
-from ledger.gitrepo import Git, check_sha, temp_index
+from ledger.gitrepo import PATCH_DIFF_OPTIONS, Git, check_sha, temp_index
 
 ENTRY_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")
 CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]")
@@ -771,11 +771,7 @@ class EngineRepo:
             raise PatchError(f"commit {sha[:12]} has {len(parents)} parents: adopt one that has 1")
         proc = self.git.run(
             "diff",
-            "--no-color",
-            "--no-ext-diff",
-            "--no-textconv",
-            "--binary",
-            "--full-index",
+            *PATCH_DIFF_OPTIONS,
             "--no-renames",
             parents[0],
             sha,

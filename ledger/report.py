@@ -87,10 +87,7 @@ class Status:
     def to_dict(self) -> dict:
         return {
             "entries": self.entries,
-            "drift": [
-                {"path": d.path, "knob": d.knob, "expected": d.expected, "found": d.found}
-                for d in self.drift
-            ],
+            "drift": [d.to_dict() for d in self.drift],
             "suspects": [r["id"] for r in self.entries if r["suspicion"] == "suspected"],
             "errors": self.errors,
             "clean": not self.drift and not self.errors,
@@ -163,10 +160,7 @@ class OffTable:
     def to_dict(self) -> dict:
         return {
             "off_the_table": self.reverted,
-            "drift": [
-                {"path": d.path, "knob": d.knob, "expected": d.expected, "found": d.found}
-                for d in self.drift
-            ],
+            "drift": [d.to_dict() for d in self.drift],
             "files": self.files,
             "patch_diff": self.patch_diff,
             "errors": self.errors,

@@ -41,15 +41,16 @@ from ledger.errors import InvalidValue
 from ledger.errors import LedgerError
 from ledger.errors import TargetError
 from ledger.errors import WorkspaceNotFound
+from ledger.evidence.runner import DEFAULT_BENCH_COMMAND
 from ledger.model import Entry
 from ledger.model import Target
+
+__all__ = ["DEFAULT_BENCH_COMMAND", "Config", "Workspace"]
 
 CONFIG_NAME = "ledger.yaml"
 ENTRIES_NAME = "entries.jsonl"
 CONFIG_VERSION = 1
 STATE_DIR = ".ledger"
-
-from ledger.evidence.runner import DEFAULT_BENCH_COMMAND  # noqa: E402  (the one default)
 
 
 def utc_now() -> str:

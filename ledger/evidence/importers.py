@@ -31,6 +31,7 @@ from typing import Iterable
 from typing import Mapping
 
 from ledger.errors import EvidenceError
+from ledger.errors import FileError
 
 CORE_KEYS = frozenset({"max_concurrency", "output_throughput", "request_throughput"})
 SHAPES: dict[str, frozenset[str]] = {
@@ -47,16 +48,8 @@ MARKERS = {
 MAX_FILE_BYTES = 64 << 20
 
 
-class ImportFormatError(EvidenceError):
+class ImportFormatError(FileError, EvidenceError):
     """A result file is unreadable, malformed or of an unknown shape."""
-
-    def __init__(self, path: str, problem: str) -> None:
-        super().__init__()
-        self.path = path
-        self.problem = problem
-
-    def __str__(self) -> str:
-        return f"{self.path}: {self.problem}"
 
 
 def detect_shape(obj: Mapping[str, Any]) -> str | None:
