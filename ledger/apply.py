@@ -114,6 +114,7 @@ class EnginePlan:
     head: str
     step: EngineStep
     diff: str = ""
+    files: tuple[Path, ...] = ()  # engine files the step may change: backed up first
 
 
 def apply_plan(
@@ -166,6 +167,7 @@ def apply_plan(
             engine_step=engine_plan.step if engine_plan else None,
             engine_repo=engine_plan.repo if engine_plan else None,
             engine_head=engine_plan.head if engine_plan else None,
+            backup_also=engine_plan.files if engine_plan else (),
         )
     finally:
         ws.invalidate()

@@ -632,12 +632,25 @@ class Progress:
 @click.option("--metric", default="output_throughput", show_default=True,
               help="Primary metric for the verdict.")
 @json_option
+@dry_run_option
 @click.pass_context
-def ab(ctx, ref, runs, concurrency, bench, metric, json_out) -> None:
+def ab(ctx, ref, runs, concurrency, bench, metric, json_out, dry_run) -> None:
     """Collect A/B evidence for an entry: A = reverted, B = applied, alternating."""
+    from ledger.evidence_ops import plan_ab
     from ledger.evidence_ops import run_ab
 
     s = ctx.find_object(State).session(ctx)
+    if dry_run:
+        plan = plan_ab(s, ref, runs=runs, concurrency=_int_list(concurrency), bench=bench)
+        if wants_json(ctx, json_out):
+            return emit_json(plan)
+        click.echo(f"would run {plan['total_runs']} benches for {plan['entry']} "
+                   f"(1 warm-up per side, then A B alternating, {runs} per side at "
+                   f"concurrency {','.join(map(str, plan['concurrency']))}):")
+        click.echo(f"  {safe(plan['command'])}")
+        for k, v in plan["differs"].items():
+            click.echo(f"  {safe(k)}: A {show_value(v['A'])}  B {show_value(v['B'])}")
+        return None
     summary = run_ab(s, ref, runs=runs, concurrency=_int_list(concurrency), bench=bench,
                      metric=metric, progress=Progress())
     if wants_json(ctx, json_out):

@@ -88,6 +88,30 @@ def _parse_concurrency(values: Sequence[int] | None) -> list[int]:
     return concs
 
 
+def plan_ab(
+    s, ref: str, *, runs: int = DEFAULT_RUNS, concurrency: Sequence[int] | None = None,
+    bench: str | None = None,
+) -> dict:
+    """What `ledger ab --dry-run` shows: the command, what differs between sides, the runs."""
+    from ledger.evidence import DEFAULT_BENCH_COMMAND
+    from ledger.evidence.runner import check_template
+
+    ws = s.ws
+    command = bench or ws.config.bench_command or DEFAULT_BENCH_COMMAND
+    check_template(command)
+    concs = _parse_concurrency(concurrency)
+    e = ws.resolve(ref)
+    if e.kind == "knob":
+        side_a, side_b, _ = _knob_sides(ws, e)
+        differs = {k: {"A": side_a.env.get(k), "B": side_b.env.get(k)}
+                   for k in sorted(set(side_a.env) | set(side_b.env))
+                   if side_a.env.get(k) != side_b.env.get(k)}
+    else:
+        differs = {"engine tree": {"A": f"without patch {e.id}", "B": f"with patch {e.id}"}}
+    return {"entry": e.id, "command": command, "concurrency": concs, "runs_per_side": runs,
+            "total_runs": 2 + 2 * runs * len(concs), "differs": differs}
+
+
 def run_ab(
     s,
     ref: str,

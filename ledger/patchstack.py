@@ -75,7 +75,9 @@ def engine_step_for(ws: Workspace, entries: Sequence[Entry], plan: planner.Plan)
     def step() -> None:
         repo.apply_plan(stack, message=subject[:200])
 
-    return EnginePlan(Path(repo.path), stack.head, step, repo.plan_diff(stack))
+    touched = sorted({f for e in plan.patch_flips for f in e.files})
+    return EnginePlan(Path(repo.path), stack.head, step, repo.plan_diff(stack),
+                      tuple(Path(repo.path) / f for f in touched))
 
 
 def patch_liveness(ws: Workspace, patches: Sequence[Entry]) -> dict[str, bool]:
@@ -129,7 +131,8 @@ def record_patch(
                 def step() -> None:
                     repo.record_patch(text, entry_id=entry.id, title=entry.title, cls=cls)
 
-                return EnginePlan(Path(repo.path), repo.head(), step, text)
+                return EnginePlan(Path(repo.path), repo.head(), step, text,
+                                  tuple(Path(repo.path) / f for f in files))
 
         verb = "adopt" if rev else "record"
         message = f"{verb} {cls} patch: {entry.title}\n\n- {entry.id} [{cls}] {entry.title}\n" + \

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 from typing import Mapping
+from typing import Sequence
 
 from backups.store import BackupStore
 from ledger import wsgit
@@ -137,15 +138,21 @@ class Transaction:
         engine_step: Callable[[], None] | None = None,
         engine_repo: Path | None = None,
         engine_head: str | None = None,
-        backup: bool = True,
+        backup_also: Sequence[Path] = (),
     ) -> Outcome:
-        """Apply every write or none; return the backup id and the workspace commit."""
+        """Apply every write or none; return the backup id and the workspace commit.
+
+        ``backup_also``: files changed by the engine step (not by this transaction's own
+        writes), copied into the backup store with the targets for the operator's sake;
+        the engine repo itself is rolled back through git.
+        """
         target_writes = dict(target_writes or {})
         ledger_writes = dict(ledger_writes or {})
         store = BackupStore(self.ws.state_dir / "backups")
         snap = None
-        if backup and target_writes:
-            snap = store.snapshot(list(target_writes), command=self.command, time=self.time)
+        to_back_up = list(target_writes) + [p for p in backup_also if p not in target_writes]
+        if to_back_up:
+            snap = store.snapshot(to_back_up, command=self.command, time=self.time)
         ws_head = wsgit.head(self.ws.root)
         intent = {
             "op": self.op_id,

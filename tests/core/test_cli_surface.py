@@ -27,7 +27,7 @@ def test_every_command_is_documented(ledger, path, cmd):
 
 def test_read_commands_take_json_and_mutating_ones_dry_run():
     read = {"list", "show", "status", "diff", "log", "ab"}
-    mutating = {"revert", "restore", "suspect", "clear"}
+    mutating = {"revert", "restore", "suspect", "clear", "ab"}
     commands = dict(walk(cli))
     for name in read:
         assert any(p.name == "json_out" for p in commands[(name,)].params), name

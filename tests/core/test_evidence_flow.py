@@ -38,6 +38,10 @@ def record(ledger, root, value, title):
 def test_ab_gain_is_stored_shown_and_restored_with_its_headline(bench_ws, ledger, git_log):
     root, script = bench_ws
     entry = record(ledger, root, "0.10", "faster kernel")
+    r = ledger("-C", root, "ab", entry, "--runs", "5", "--concurrency", "1,4", "--bench", BENCH,
+               "--dry-run")
+    assert r.exit_code == 0 and "would run 22 benches" in r.stdout
+    assert "FAKE_SHIFT: A 0  B 0.10" in r.stdout and not (root / "evidence").exists()
     r = ledger("-C", root, "ab", entry, "--runs", "5", "--concurrency", "1,4", "--bench", BENCH)
     assert r.exit_code == 0, r.stderr
     assert "gain +" in r.stdout and "@c" in r.stdout

@@ -69,6 +69,8 @@ def test_revert_and_restore_perf_across_knobs_and_patches(demo, ledger):
     assert not git(repo, "status", "--porcelain")
     st = ledger(*a, "status", "--json").json()
     assert st["clean"] and all(row["ok"] for row in st["entries"])
+    backed_up = {f["path"] for f in ledger(*a, "backups", "list", "--json").json()[-1]["files"]}
+    assert backed_up == {str(script), str(repo / "engine" / "attention_ops.py")}
 
     r = ledger(*a, "diff", "--files")
     assert "longer split-K partitions" in r.stdout and "ctas 64" in r.stdout
