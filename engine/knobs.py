@@ -1,0 +1,121 @@
+"""The engine's environment knobs, declared through :mod:`envknobs.registry`.
+
+This module must stay cheap to import (no torch): the ledger's knob catalog imports
+``engine.knobs.REGISTRY`` to validate values an operator writes into serve scripts.
+Knobs are read once, at start-up, by :func:`load_knobs`; the engine never re-reads the
+environment afterwards, so a value in effect is the value a bench JSON reports.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass
+from typing import Any
+from collections.abc import Mapping
+
+from envknobs.registry import KnobError
+from envknobs.registry import Registry
+
+REGISTRY = Registry()
+
+REGISTRY.declare(
+    "ENGINE_DTYPE", "str", "auto",
+    doc="Weight/activation dtype: auto = the checkpoint's torch_dtype (float32 for presets).",
+    class_hint="perf", choices=("auto", "float32", "bfloat16"),
+)
+REGISTRY.declare(
+    "ENGINE_LINEAR_BACKEND", "str", "auto",
+    doc="GEMM path of the projections: aten = F.linear; onednn = weights prepacked once for "
+        "oneDNN (faster at decode batch sizes; fp32 results differ in the last bits); "
+        "auto = onednn for bfloat16, aten for float32.",
+    class_hint="perf", choices=("auto", "aten", "onednn"),
+)
+REGISTRY.declare(
+    "ENGINE_DECODE_TARGET_CTAS", "int", 16,
+    doc="Target number of parallel work items (sequences x kv heads x KV splits) in decode "
+        "attention; the split-K partition count is derived from it.",
+    class_hint="perf", min=1, max=65536, unit="work items",
+)
+REGISTRY.declare(
+    "ENGINE_MAX_RUNNING_REQUESTS", "int", 64,
+    doc="Most sequences decoded together in one batch.",
+    class_hint="perf", min=1, max=4096, unit="requests",
+)
+REGISTRY.declare(
+    "ENGINE_PAGE_SIZE", "int", 16,
+    doc="Tokens per KV cache page.", class_hint="perf", min=1, max=1024, unit="tokens",
+)
+REGISTRY.declare(
+    "ENGINE_NUM_PAGES", "int", 2048,
+    doc="KV cache pages per worker (the cache holds NUM_PAGES x PAGE_SIZE tokens).",
+    class_hint="perf", min=2, max=1 << 22, unit="pages",
+)
+REGISTRY.declare(
+    "ENGINE_PREFILL_CHUNK_TOKENS", "int", 512,
+    doc="Most prompt tokens prefilled in one step (chunked prefill).",
+    class_hint="perf", min=1, max=1 << 20, unit="tokens",
+)
+REGISTRY.declare(
+    "ENGINE_NUM_THREADS", "int", 0,
+    doc="torch intra-op threads; 0 = torch's default (all cores).",
+    class_hint="perf", min=0, max=1024, unit="threads",
+)
+REGISTRY.declare(
+    "ENGINE_INFLIGHT_TIMEOUT_S", "float", 30.0,
+    doc="A KV transfer (bootstrap to pages landed) not finished within this many seconds is "
+        "aborted: pages freed on both sides, the request answered with an error.",
+    class_hint="bugfix", min=0.05, max=86400.0, unit="s", tags=("liveness",),
+)
+REGISTRY.declare(
+    "ENGINE_TRANSFER_DROP_PROB", "float", 0.0,
+    doc="Probability that the prefill side drops a KV transfer on purpose (fault injection).",
+    class_hint="bugfix", min=0.0, max=1.0, tags=("test",),
+)
+REGISTRY.declare(
+    "ENGINE_SEED", "int", 0,
+    doc="Seed of the random preset weights and of sampling.", min=0, max=2**31 - 1,
+)
+
+
+@dataclass(frozen=True)
+class EngineKnobs:
+    """The knob values in effect for one engine process (read once at start-up)."""
+
+    dtype: str = "auto"
+    linear_backend: str = "auto"
+    decode_target_ctas: int = 16
+    max_running_requests: int = 64
+    page_size: int = 16
+    num_pages: int = 2048
+    prefill_chunk_tokens: int = 512
+    num_threads: int = 0
+    inflight_timeout_s: float = 30.0
+    transfer_drop_prob: float = 0.0
+    seed: int = 0
+
+    def as_env(self) -> dict[str, Any]:
+        """Values keyed by knob name (what a bench JSON reports under ``knobs``)."""
+        return {_env_name(f.name): getattr(self, f.name) for f in dataclasses.fields(self)}
+
+    def replace(self, **changes: Any) -> EngineKnobs:
+        return dataclasses.replace(self, **changes)
+
+
+def _env_name(field_name: str) -> str:
+    return "ENGINE_" + field_name.upper()
+
+
+def load_knobs(environ: Mapping[str, str] | None = None) -> EngineKnobs:
+    """Read every engine knob from ``environ`` (default ``os.environ``).
+
+    Raises :class:`envknobs.registry.KnobError` naming the knob and the bad value.
+    """
+    env = os.environ if environ is None else environ
+    values = {}
+    for f in dataclasses.fields(EngineKnobs):
+        values[f.name] = REGISTRY[_env_name(f.name)].read(env)
+    return EngineKnobs(**values)
+
+
+__all__ = ["REGISTRY", "EngineKnobs", "KnobError", "load_knobs"]

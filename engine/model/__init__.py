@@ -1,0 +1,1 @@
+"""Llama-architecture model: one nn.Module per file."""

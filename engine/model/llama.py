@@ -1,0 +1,38 @@
+"""The causal LM: embeddings, decoder stack, final norm, LM head."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from engine.attention_ops import AttnContext
+from engine.config import ModelConfig
+from engine.model.decoder_layer import DecoderLayer
+from engine.model.linear import Linear
+from engine.model.rmsnorm import RMSNorm
+from engine.model.rope import RotaryEmbedding
+
+
+class LlamaForCausalLM(nn.Module):
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.cfg = cfg
+        self.rope = RotaryEmbedding(cfg.head_dim, cfg.max_position_embeddings, cfg.rope_theta)
+        self.embed_tokens = nn.Embedding(cfg.vocab_size, cfg.hidden_size)
+        self.layers = nn.ModuleList(DecoderLayer(cfg, self.rope) for _ in range(cfg.num_layers))
+        self.norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
+        self.lm_head = Linear(cfg.hidden_size, cfg.vocab_size)
+        if cfg.tie_word_embeddings:
+            self.lm_head.weight = self.embed_tokens.weight
+
+    def forward(self, input_ids: torch.Tensor, positions: torch.Tensor, ctx: AttnContext,
+                logits_rows: torch.Tensor | None = None) -> torch.Tensor:
+        """input_ids, positions: [N] -> logits [R, vocab] (float32) for ``logits_rows``."""
+        x = self.embed_tokens(input_ids)  # [N, hidden]
+        # Per-step tables shared by every layer.
+        ctx.cos, ctx.sin = self.rope.tables(positions, x.dtype)
+        for layer in self.layers:
+            x = layer(x, ctx)
+        if logits_rows is not None:
+            x = x[logits_rows]  # only the rows that sample a token: [R, hidden]
+        return self.lm_head(self.norm(x)).float()

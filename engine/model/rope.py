@@ -1,0 +1,41 @@
+"""Rotary position embedding (rotate-half form, as in Hugging Face Llama).
+
+The cos/sin rows of a step are looked up once per forward (:meth:`tables`) and shared by
+every layer; q and k are rotated together in one pass (:meth:`forward`).
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+
+class RotaryEmbedding(nn.Module):
+    def __init__(self, head_dim: int, max_positions: int, theta: float) -> None:
+        super().__init__()
+        inv_freq = 1.0 / (theta ** (torch.arange(0, head_dim, 2, dtype=torch.int64).float()
+                                    / head_dim))
+        pos = torch.arange(max_positions, dtype=torch.float32)
+        freqs = torch.outer(pos, inv_freq)  # [P, D/2]
+        emb = torch.cat((freqs, freqs), dim=-1)  # [P, D]
+        sin = emb.sin()
+        half = head_dim // 2
+        # rotate_half(x) * sin == swap_halves(x) * [-sin_lo, sin_hi]: the sign is folded into
+        # the table (exact in IEEE arithmetic), saving a negation per call.
+        signed_sin = torch.cat((-sin[:, :half], sin[:, half:]), dim=-1)
+        # Tables in float32; cast to the activation dtype per step (as HF does).
+        self.register_buffer("cos", emb.cos(), persistent=False)
+        self.register_buffer("signed_sin", signed_sin, persistent=False)
+        self.half = half
+
+    def tables(self, positions: torch.Tensor, dtype: torch.dtype
+               ) -> tuple[torch.Tensor, torch.Tensor]:
+        """cos, signed sin for ``positions`` [N] -> two [N, 1, D] tensors in ``dtype``."""
+        cos = self.cos[positions].unsqueeze(1).to(dtype)
+        sin = self.signed_sin[positions].unsqueeze(1).to(dtype)
+        return cos, sin
+
+    def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+        """Rotate x: [N, heads, D] (q and k heads stacked) with tables from :meth:`tables`."""
+        swapped = torch.cat((x[..., self.half:], x[..., :self.half]), dim=-1)
+        return x * cos + swapped * sin

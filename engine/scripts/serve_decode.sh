@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Decode worker of the bundled PD engine.  Knobs are read once at start-up.
+set -euo pipefail
+
+export ENGINE_DTYPE=auto
+export ENGINE_PAGE_SIZE=16
+export ENGINE_NUM_PAGES=2048
+export ENGINE_MAX_RUNNING_REQUESTS=64
+export ENGINE_DECODE_TARGET_CTAS=16
+export ENGINE_NUM_THREADS=0
+export ENGINE_INFLIGHT_TIMEOUT_S=30
+
+PYTHON="${PYTHON:-python}"
+# MODEL=/path/to/checkpoint serves a local HF checkpoint; else the PRESET (tiny|small).
+if [[ -n "${MODEL:-}" ]]; then
+    model_flags=(--model "$MODEL")
+else
+    model_flags=(--preset "${PRESET:-tiny}")
+fi
+exec "$PYTHON" -m engine serve --role decode --host 127.0.0.1 --port "${PORT:-30200}" \
+    "${model_flags[@]}"

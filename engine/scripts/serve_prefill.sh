@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Prefill worker of the bundled PD engine.  Knobs are read once at start-up.
+set -euo pipefail
+
+export ENGINE_DTYPE=auto
+export ENGINE_PAGE_SIZE=16
+export ENGINE_NUM_PAGES=2048
+export ENGINE_PREFILL_CHUNK_TOKENS=512
+export ENGINE_MAX_RUNNING_REQUESTS=64
+export ENGINE_NUM_THREADS=0
+export ENGINE_INFLIGHT_TIMEOUT_S=30
+export ENGINE_TRANSFER_DROP_PROB=0
+
+PYTHON="${PYTHON:-python}"
+# MODEL=/path/to/checkpoint serves a local HF checkpoint; else the PRESET (tiny|small).
+if [[ -n "${MODEL:-}" ]]; then
+    model_flags=(--model "$MODEL")
+else
+    model_flags=(--preset "${PRESET:-tiny}")
+fi
+exec "$PYTHON" -m engine serve --role prefill --host 127.0.0.1 --port "${PORT:-30100}" \
+    "${model_flags[@]}"

@@ -1,0 +1,113 @@
+"""Building a model: seeded random weights for presets, or a local HF checkpoint.
+
+Hugging Face checkpoints keep q/k/v and gate/up as separate matrices; the engine fuses
+them at load time (one GEMM each), so the checkpoint on disk is never rewritten.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from engine.config import EngineError
+from engine.config import ModelConfig
+from engine.config import load_hf_config
+from engine.config import preset_config
+from engine.model.linear import Linear
+from engine.model.llama import LlamaForCausalLM
+
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+
+
+def resolve_dtype(knob: str, cfg: ModelConfig) -> torch.dtype:
+    """``ENGINE_DTYPE`` -> torch dtype; ``auto`` follows the checkpoint's torch_dtype."""
+    name = cfg.torch_dtype if knob == "auto" else knob
+    if name == "float16":
+        name = "float32"  # fp16 matmul is slow and lossy on CPU; run such checkpoints in fp32
+    if name not in DTYPES:
+        raise EngineError(f"unsupported dtype {name!r}")
+    return DTYPES[name]
+
+
+@torch.no_grad()
+def build_model(preset: str | None, model_dir: str | None, dtype_knob: str = "auto",
+                seed: int = 0, linear_backend: str = "auto"
+                ) -> tuple[LlamaForCausalLM, ModelConfig]:
+    """A ready-to-run model in eval mode, on CPU, in the dtype ``ENGINE_DTYPE`` asks for."""
+    if (preset is None) == (model_dir is None):
+        raise EngineError("give exactly one of --preset or --model")
+    cfg = load_hf_config(model_dir) if model_dir else preset_config(preset or "")
+    model = LlamaForCausalLM(cfg)
+    if model_dir:
+        load_hf_weights(model, Path(model_dir))
+    else:
+        init_random(model, seed)
+    dtype = resolve_dtype(dtype_knob, cfg)
+    model = model.to(dtype).eval()
+    # RoPE tables stay float32 whatever the weights are (cast per call).
+    model.rope.float()
+    if use_onednn(linear_backend, dtype):
+        for module in model.modules():
+            if isinstance(module, Linear):
+                module.prepack()
+    return model, cfg
+
+
+def use_onednn(backend: str, dtype: torch.dtype) -> bool:
+    """Whether ``ENGINE_LINEAR_BACKEND`` asks for prepacked oneDNN weights here."""
+    if backend == "aten" or not torch.backends.mkldnn.is_available():
+        return False
+    return backend == "onednn" or dtype == torch.bfloat16
+
+
+def init_random(model: LlamaForCausalLM, seed: int) -> None:
+    """Seeded weights, independent of torch's global RNG (same seed -> same model)."""
+    gen = torch.Generator().manual_seed(seed)
+    for name, p in model.named_parameters():
+        if name.endswith("norm.weight"):
+            p.fill_(1.0)
+        elif name.endswith(".bias"):
+            p.zero_()
+        else:
+            p.copy_(torch.randn(p.shape, generator=gen) * 0.02)
+
+
+def load_hf_weights(model: LlamaForCausalLM, model_dir: Path) -> None:
+    """Load ``model.safetensors`` (or its shards) with Llama/Qwen2 names, fusing projections."""
+    try:
+        from safetensors.torch import load_file
+    except ImportError as e:  # pragma: no cover - safetensors is an engine dependency
+        raise EngineError("loading a checkpoint needs the safetensors package") from e
+    files = sorted(model_dir.glob("model*.safetensors"))
+    if not files:
+        raise EngineError(f"{model_dir}: no model.safetensors")
+    tensors: dict[str, torch.Tensor] = {}
+    for f in files:
+        tensors.update(load_file(str(f)))
+
+    def take(name: str) -> torch.Tensor:
+        try:
+            return tensors.pop(name).float()
+        except KeyError:
+            raise EngineError(f"{model_dir}: checkpoint has no tensor {name!r}") from None
+
+    cfg = model.cfg
+    model.embed_tokens.weight.copy_(take("model.embed_tokens.weight"))
+    model.norm.weight.copy_(take("model.norm.weight"))
+    if not cfg.tie_word_embeddings:
+        model.lm_head.weight.copy_(take("lm_head.weight"))
+    for i, layer in enumerate(model.layers):
+        pre = f"model.layers.{i}."
+        attn = layer.self_attn
+        qkv = [take(pre + f"self_attn.{n}_proj.weight") for n in "qkv"]
+        attn.qkv_proj.weight.copy_(torch.cat(qkv, dim=0))
+        if cfg.attention_bias:
+            attn.qkv_proj.bias.copy_(
+                torch.cat([take(pre + f"self_attn.{n}_proj.bias") for n in "qkv"]))
+        attn.o_proj.weight.copy_(take(pre + "self_attn.o_proj.weight"))
+        layer.mlp.gate_up_proj.weight.copy_(
+            torch.cat([take(pre + "mlp.gate_proj.weight"), take(pre + "mlp.up_proj.weight")]))
+        layer.mlp.down_proj.weight.copy_(take(pre + "mlp.down_proj.weight"))
+        layer.input_layernorm.weight.copy_(take(pre + "input_layernorm.weight"))
+        layer.post_attention_layernorm.weight.copy_(take(pre + "post_attention_layernorm.weight"))

@@ -1,0 +1,58 @@
+"""Split-K decode attention and the exact log-sum-exp combine."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from engine.attention_ops import MIN_SPLIT_TOKENS
+from engine.attention_ops import num_kv_splits
+from engine.attention_ops import prefill_attention
+from engine.attention_ops import reference_attention
+from engine.attention_ops import split_k_decode
+
+
+@pytest.mark.parametrize("heads,kv_heads", [(4, 4), (8, 2), (6, 1)])
+def test_split_k_equals_unsplit_for_every_split_count_and_ragged_lengths(heads, kv_heads):
+    torch.manual_seed(heads * 10 + kv_heads)
+    B, L, D = 4, 53, 16
+    q = torch.randn(B, heads, D) * 2
+    k = torch.randn(B, L, kv_heads, D) * 2
+    v = torch.randn(B, L, kv_heads, D)
+    lens = torch.tensor([53, 1, 17, 32])
+    ref = reference_attention(q, k, v, lens, D ** -0.5)
+    for splits in range(1, L + 2):
+        out = split_k_decode(q, k, v, lens, splits, D ** -0.5)
+        assert (out.double() - ref).abs().max().item() < 1e-5, splits
+
+
+def test_split_count_follows_target_parallelism():
+    # batch x kv heads already fills the target: no split.
+    assert num_kv_splits(batch=32, kv_heads=4, max_len=4096, target_ctas=64) == 1
+    # Fewer work items than the target: split to reach it.
+    assert num_kv_splits(batch=1, kv_heads=4, max_len=4096, target_ctas=64) == 16
+    assert num_kv_splits(batch=2, kv_heads=4, max_len=4096, target_ctas=64) == 8
+    # ... never into partitions shorter than MIN_SPLIT_TOKENS.
+    assert num_kv_splits(1, 4, 3 * MIN_SPLIT_TOKENS, 64) == 3
+    assert num_kv_splits(1, 4, MIN_SPLIT_TOKENS, 64) == 1
+
+
+def test_chunked_prefill_attention_equals_whole_prompt():
+    torch.manual_seed(0)
+    T, H, Hkv, D = 20, 4, 2, 8
+    q, k, v = torch.randn(T, H, D), torch.randn(T, Hkv, D), torch.randn(T, Hkv, D)
+    whole = prefill_attention(q, k, v, 0, D ** -0.5)
+    part = prefill_attention(q[12:], k, v, 12, D ** -0.5)
+    assert torch.allclose(whole[12:], part, atol=1e-6)
+
+
+def test_batched_prefill_equals_per_sequence():
+    from engine.attention_ops import batched_prefill_attention
+
+    torch.manual_seed(1)
+    B, T, H, Hkv, D = 3, 9, 4, 2, 8
+    q, k, v = torch.randn(B, T, H, D), torch.randn(B, T, Hkv, D), torch.randn(B, T, Hkv, D)
+    batched = batched_prefill_attention(q, k, v, 0.3)
+    for b in range(B):
+        assert torch.allclose(batched[b], prefill_attention(q[b], k[b], v[b], 0, 0.3),
+                              atol=1e-6)
