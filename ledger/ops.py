@@ -8,6 +8,7 @@ One function per command; each returns data (dataclasses, dicts) and raises
 from __future__ import annotations
 
 import os
+from contextlib import nullcontext
 from dataclasses import dataclass
 from dataclasses import field
 from pathlib import Path
@@ -23,6 +24,8 @@ from ledger.apply import apply_plan
 from ledger.apply import commit_message
 from ledger.apply import layer_anchors
 from ledger.apply import read_targets
+from ledger.errors import Drift
+from ledger.errors import DriftError
 from ledger.errors import InvalidValue
 from ledger.errors import LedgerError
 from ledger.errors import Refused
@@ -206,34 +209,18 @@ def record_knob(
     warnings = validate_knob(knob, value, no_validate)
     if before is not None:
         validate_knob(knob, before, True)
+    if before_given and not adopt:
+        raise UsageError("--before/--before-unset only go with --adopt")
+    if adopt and not before_given:
+        raise UsageError("--adopt needs --before VALUE or --before-unset")
     with _maybe_lock(s, dry_run):
         entries = s.ws.entries()
         tf = read_target(s.ws, t)
-        live = tf.values.get(knob)
         layer = planner.knob_layers(entries).get((target, knob))
         if adopt:
-            if not before_given:
-                raise UsageError("--adopt needs --before VALUE or --before-unset")
-            if live != value:
-                raise Refused(
-                    f"{tf.path}: {knob} is {_show(live)} in the file, not {_show(value)}: "
-                    "--adopt records a change already made; make it first (or drop --adopt)"
-                )
-            if layer and planner.layer_value(layer) != before:
-                raise Refused(
-                    f"{knob} in {target}: the ledger expects {_show(planner.layer_value(layer))} "
-                    f"before this change, not {_show(before)}"
-                )
-            entry_before = before
+            entry_before = _adopted_before(tf, layer, knob, value, before)
         else:
-            if before_given:
-                raise UsageError("--before/--before-unset only go with --adopt")
-            entry_before = planner.layer_value(layer) if layer else live
-            if live != entry_before and not force:
-                from ledger.errors import Drift, DriftError
-
-                raise DriftError([Drift(str(tf.path), knob, entry_before, live)])
-            entry_before = live if force else entry_before
+            entry_before = _before_now(tf, layer, knob, force)
         if entry_before == value:
             raise Refused(f"{knob} in {target} is already {_show(value)}: nothing to record")
         # Where the knob's line sits while present, so a later revert/restore can put it back.
@@ -256,16 +243,37 @@ def record_knob(
         return Recorded(entry, applied, warnings)
 
 
-class _NullLock:
-    def __enter__(self):
-        return self
+def _adopted_before(tf, layer, knob: str, value: str | None, before: str | None) -> str | None:
+    """The ``before`` of an adopted hand edit, checked against the file and the ledger."""
+    live = tf.values.get(knob)
+    if live != value:
+        raise Refused(
+            f"{tf.path}: {knob} is {_show(live)} in the file, not {_show(value)}: "
+            "--adopt records a change already made; make it first (or drop --adopt)"
+        )
+    if layer and planner.layer_value(layer) != before:
+        raise Refused(
+            f"{knob} in {tf.target.name}: the ledger expects {_show(planner.layer_value(layer))} "
+            f"before this change, not {_show(before)}"
+        )
+    return before
 
-    def __exit__(self, *exc):
-        return None
+
+def _before_now(tf, layer, knob: str, force: bool) -> str | None:
+    """The value in effect before a new change: the ledger's, which the file must agree
+    with (drift is refused unless ``force``, which takes the file's)."""
+    live = tf.values.get(knob)
+    expected = planner.layer_value(layer) if layer else live
+    if live != expected:
+        if not force:
+            raise DriftError([Drift(str(tf.path), knob, expected, live)])
+        return live
+    return expected
 
 
 def _maybe_lock(s: Session, dry_run: bool):
-    return _NullLock() if dry_run else WriterLock(s.ws, s.command)
+    """The writer lock, except for a dry run (which writes nothing)."""
+    return nullcontext() if dry_run else WriterLock(s.ws, s.command)
 
 
 def _show(v: str | None) -> str:
