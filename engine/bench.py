@@ -145,3 +145,15 @@ def write_results(path: str | None, results: list[dict[str, Any]], extra: dict[s
 
 def knob_fields(knobs: EngineKnobs) -> dict[str, Any]:
     return {"knobs": knobs.as_env()}
+
+
+def server_info(url: str) -> dict[str, Any] | None:
+    """The server's ``/health`` (with the knobs in effect on each worker), as sglang's
+    ``server_info``; ``knobs`` of an online result are the bench process's own."""
+    from engine.http_util import HTTPFailure
+    from engine.http_util import get
+
+    try:
+        return get(f"{url}/health", timeout=10)
+    except HTTPFailure:
+        return None

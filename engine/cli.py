@@ -133,7 +133,8 @@ def _bench(parser: argparse.ArgumentParser, args: argparse.Namespace, knobs: Any
         prompts = bench.make_prompts(args.num_prompts, args.input_len, 256, args.seed)
         results = bench.bench_online(args.url.rstrip("/"), args.concurrency, prompts,
                                      args.output_len, progress)
-        extra = {"mode": "online", "url": args.url, **bench.knob_fields(knobs)}
+        extra = {"mode": "online", "url": args.url, **bench.knob_fields(knobs),
+                 "server_info": bench.server_info(args.url.rstrip("/"))}
     else:
         if not (args.preset or args.model):
             parser.error("--mode offline needs --preset or --model")

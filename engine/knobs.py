@@ -26,9 +26,9 @@ REGISTRY.declare(
 )
 REGISTRY.declare(
     "ENGINE_LINEAR_BACKEND", "str", "auto",
-    doc="GEMM path of the projections: aten = F.linear; onednn = weights prepacked once for "
-        "oneDNN (faster at decode batch sizes; fp32 results differ in the last bits); "
-        "auto = onednn for bfloat16, aten for float32.",
+    doc="GEMM path of the projections: onednn = weights prepacked once for oneDNN (up to "
+        "2x faster at decode batch sizes; fp32 results differ from aten in the last bits); "
+        "aten = plain F.linear; auto = onednn when torch has it.",
     class_hint="perf", choices=("auto", "aten", "onednn"),
 )
 REGISTRY.declare(

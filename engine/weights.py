@@ -55,10 +55,14 @@ def build_model(preset: str | None, model_dir: str | None, dtype_knob: str = "au
 
 
 def use_onednn(backend: str, dtype: torch.dtype) -> bool:
-    """Whether ``ENGINE_LINEAR_BACKEND`` asks for prepacked oneDNN weights here."""
+    """Whether ``ENGINE_LINEAR_BACKEND`` asks for prepacked oneDNN weights here.
+
+    ``auto`` packs float32 and bfloat16 (the dtypes oneDNN packs on CPU) when torch was
+    built with oneDNN; ``aten`` is the plain ``F.linear`` path (the escape hatch).
+    """
     if backend == "aten" or not torch.backends.mkldnn.is_available():
         return False
-    return backend == "onednn" or dtype == torch.bfloat16
+    return dtype in (torch.float32, torch.bfloat16)
 
 
 def init_random(model: LlamaForCausalLM, seed: int) -> None:

@@ -3,6 +3,7 @@
 set -euo pipefail
 
 export ENGINE_DTYPE=auto
+export ENGINE_LINEAR_BACKEND=auto
 export ENGINE_PAGE_SIZE=16
 export ENGINE_NUM_PAGES=2048
 export ENGINE_MAX_RUNNING_REQUESTS=64

@@ -3,7 +3,7 @@
 The bench command is a template (user data, e.g. from ``ledger.yaml``)::
 
     {python} -m engine bench --mode offline --preset tiny --concurrency {concurrency}
-        --num-prompts 8 --input-len 32 --output-len 16 --json {out}
+        --num-prompts 32 --input-len 32 --output-len 32 --json {out}
 
 It is split with :func:`shlex.split` *first*; then the placeholders ``{out}``,
 ``{concurrency}``, ``{engine_dir}``, ``{env_file}`` and ``{python}`` are substituted
@@ -51,7 +51,7 @@ from ledger.evidence.store import now_iso
 
 DEFAULT_BENCH_COMMAND = (
     "{python} -m engine bench --mode offline --preset tiny --concurrency {concurrency} "
-    "--num-prompts 8 --input-len 32 --output-len 16 --json {out}"
+    "--num-prompts 32 --input-len 32 --output-len 32 --json {out}"
 )
 PLACEHOLDERS = ("out", "concurrency", "engine_dir", "env_file", "python")
 _PLACEHOLDER_RE = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")

@@ -89,6 +89,12 @@ def test_onednn_prepacked_linears_match_aten(knobs, prompts):
             outs[backend + "_logits"] = eng.model.lm_head(x)  # tiny: hidden size 64
     assert outs["aten"] == outs["onednn"]  # bf16: the packed kernel is bit-identical here
     assert torch.equal(outs["aten_logits"], outs["onednn_logits"])
-    auto = LLMEngine(knobs.replace(dtype="bfloat16"), preset="tiny")
-    assert auto.model.lm_head.packed is not None  # auto packs bf16 ...
-    assert LLMEngine(knobs, preset="tiny").model.lm_head.packed is None  # ... not fp32
+    for dtype in ("float32", "bfloat16"):  # auto packs both
+        auto = LLMEngine(knobs.replace(dtype=dtype), preset="tiny")
+        assert auto.model.lm_head.packed is not None
+    fp32 = {b: LLMEngine(knobs.replace(linear_backend=b), preset="tiny") for b in
+            ("aten", "onednn")}
+    with torch.inference_mode():
+        xf = x.float()
+        diff = (fp32["aten"].model.lm_head(xf) - fp32["onednn"].model.lm_head(xf)).abs().max()
+    assert diff.item() < 1e-5

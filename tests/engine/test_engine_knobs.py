@@ -69,8 +69,8 @@ def test_serve_scripts_export_only_declared_valid_knobs():
                                          "serve_router.sh"]
     for script in scripts:
         text = script.read_text()
-        exports = re.findall(r"^export (ENGINE_\w+)=(\S+)$", text, flags=re.M)
+        exports = re.findall(r"^export (ENGINE_\w+)=(\S+)$", text, flags=re.MULTILINE)
         assert exports, script
         for name, value in exports:
             REGISTRY[name].parse(value)  # declared, and the value is valid
-        assert re.search(r"^exec .* -m engine serve --role ", text, flags=re.M)
+        assert re.search(r"^exec .* -m engine serve --role ", text, flags=re.MULTILINE)

@@ -37,10 +37,12 @@ def _write_checkpoint(tmp_path, arch: str):
     return model
 
 
-@pytest.mark.parametrize("arch", ["llama", "qwen2"])
-def test_logits_and_greedy_match_transformers(tmp_path, knobs, arch):
+@pytest.mark.parametrize("arch,backend", [("llama", "auto"), ("llama", "aten"),
+                                          ("qwen2", "auto")])
+def test_logits_and_greedy_match_transformers(tmp_path, knobs, arch, backend):
     hf = _write_checkpoint(tmp_path, arch)
-    eng = LLMEngine(knobs.replace(dtype="float32"), model_dir=str(tmp_path))
+    eng = LLMEngine(knobs.replace(dtype="float32", linear_backend=backend),
+                    model_dir=str(tmp_path))
     prompt = [5, 17, 42, 99, 3, 250, 7, 64, 128, 11, 0, 299]
 
     seq = eng.make_sequence(prompt, SamplingParams(1))

@@ -94,3 +94,8 @@ def test_online_bench_against_the_router(cluster, tmp_path):
     assert all(r["completed"] == 4 and r["total_output_tokens"] == 20 for r in rows)
     assert rows[0]["output_digest"] == rows[1]["output_digest"]
     assert rows[0]["mean_ttft_ms"] > 0 and rows[0]["output_throughput"] > 0
+    # The decode worker's knobs as launched by serve_decode.sh, not the bench's own.
+    info = rows[0]["server_info"]
+    assert info["role"] == "router"
+    assert info["decode"]["knobs"]["ENGINE_DECODE_TARGET_CTAS"] == 16
+    assert info["prefill"]["knobs"]["ENGINE_PREFILL_CHUNK_TOKENS"] == 512
