@@ -14,6 +14,7 @@ never shorter than ``MIN_SPLIT_TOKENS`` tokens each.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -46,6 +47,18 @@ class AttnContext:
     decode_mask: torch.Tensor | None = None  # split-K padding mask, see split_k_mask
     cos: torch.Tensor | None = None  # RoPE tables [N, 1, D]
     sin: torch.Tensor | None = None
+
+    def to(self, device: torch.device) -> AttnContext:
+        """The same context with its tensors on ``device`` (a GPU run builds it on the host)."""
+        def move(t):
+            if isinstance(t, list):
+                return [x.to(device, non_blocking=True) for x in t]
+            return None if t is None else t.to(device, non_blocking=True)
+
+        return dataclasses.replace(
+            self, slot_mapping=move(self.slot_mapping), context_lens=move(self.context_lens),
+            context_slots=move(self.context_slots), decode_mask=move(self.decode_mask),
+            cos=move(self.cos), sin=move(self.sin))
 
 
 def num_kv_splits(batch: int, kv_heads: int, max_len: int, target_ctas: int) -> int:
@@ -181,6 +194,6 @@ def reference_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
     kk = k.double().repeat_interleave(G, dim=2).permute(0, 2, 3, 1)  # [B, H, D, L]
     vv = v.double().repeat_interleave(G, dim=2).permute(0, 2, 1, 3)  # [B, H, L, D]
     s = torch.matmul(q.double().unsqueeze(2), kk).squeeze(2) * scale  # [B, H, L]
-    mask = torch.arange(k.shape[1]).view(1, 1, -1) >= lens.view(B, 1, 1)
+    mask = torch.arange(k.shape[1], device=k.device).view(1, 1, -1) >= lens.view(B, 1, 1)
     p = torch.softmax(s.masked_fill(mask, float("-inf")), dim=-1)
     return torch.matmul(p.unsqueeze(2), vv).squeeze(2)

@@ -25,6 +25,11 @@ REGISTRY.declare(
     class_hint="perf", choices=("auto", "float32", "bfloat16"),
 )
 REGISTRY.declare(
+    "ENGINE_DEVICE", "str", "auto",
+    doc="Where the model runs: auto = cuda when torch sees a GPU, else cpu.",
+    choices=("auto", "cpu", "cuda"),
+)
+REGISTRY.declare(
     "ENGINE_LINEAR_BACKEND", "str", "auto",
     doc="GEMM path of the projections: onednn = weights prepacked once for oneDNN (up to "
         "2x faster at decode batch sizes; fp32 results differ from aten in the last bits); "
@@ -83,6 +88,7 @@ class EngineKnobs:
     """The knob values in effect for one engine process (read once at start-up)."""
 
     dtype: str = "auto"
+    device: str = "auto"
     linear_backend: str = "auto"
     decode_target_ctas: int = 16
     max_running_requests: int = 64

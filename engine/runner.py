@@ -23,15 +23,17 @@ class ModelRunner:
         self.knobs = knobs
         self.page_size = knobs.page_size
         self.dtype = next(model.parameters()).dtype
+        self.device = next(model.parameters()).device
         slots = knobs.num_pages * knobs.page_size
         # One flat slot array per layer: [num_pages * page_size, Hkv, D].
-        self.k_caches = [torch.zeros(slots, cfg.num_kv_heads, cfg.head_dim, dtype=self.dtype)
+        self.k_caches = [torch.zeros(slots, cfg.num_kv_heads, cfg.head_dim, dtype=self.dtype,
+                                     device=self.device)
                          for _ in range(cfg.num_layers)]
         self.v_caches = [torch.zeros_like(k) for k in self.k_caches]
         for layer, k, v in zip(model.layers, self.k_caches, self.v_caches):
             layer.self_attn.k_cache = k
             layer.self_attn.v_cache = v
-        self.generator = torch.Generator().manual_seed(knobs.seed)
+        self.generator = torch.Generator(device=self.device).manual_seed(knobs.seed)
         self.last_num_splits = 1
 
     def _slots(self, block_table: list[int], start: int, end: int) -> torch.Tensor:
@@ -48,6 +50,11 @@ class ModelRunner:
         else:
             ids, positions, ctx = self._prepare_decode(batch)
             rows = None
+        if self.device.type != "cpu":
+            # Batches are assembled on the host (small index tensors), then moved once.
+            ids, positions, rows = (None if t is None else t.to(self.device, non_blocking=True)
+                                    for t in (ids, positions, rows))
+            ctx = ctx.to(self.device)
         logits = self.model(ids, positions, ctx, rows)  # [B, vocab]
         temps = [s.params.temperature for s in batch.seqs]
         return self.sample(logits, temps)
@@ -104,21 +111,22 @@ class ModelRunner:
         greedy = logits.argmax(dim=-1)
         if all(t == 0 for t in temperatures):
             return greedy.tolist()
-        t = torch.tensor([max(x, 1e-5) for x in temperatures]).unsqueeze(1)
+        t = torch.tensor([max(x, 1e-5) for x in temperatures], device=logits.device).unsqueeze(1)
         probs = torch.softmax(logits / t, dim=-1)
         sampled = torch.multinomial(probs, 1, generator=self.generator).squeeze(1)
-        use_greedy = torch.tensor([x == 0 for x in temperatures])
+        use_greedy = torch.tensor([x == 0 for x in temperatures], device=logits.device)
         return torch.where(use_greedy, greedy, sampled).tolist()
 
     # KV transfer (PD): copy a sequence's KV out of / into its pages.
     def export_kv(self, block_table: list[int], num_tokens: int) -> torch.Tensor:
         """KV of the first ``num_tokens`` tokens: [layers, 2, num_tokens, Hkv, D]."""
-        slots = self._slots(block_table, 0, num_tokens)
+        slots = self._slots(block_table, 0, num_tokens).to(self.device)
         return torch.stack([torch.stack((k[slots], v[slots]))
-                            for k, v in zip(self.k_caches, self.v_caches)])
+                            for k, v in zip(self.k_caches, self.v_caches)]).cpu()
 
     def import_kv(self, block_table: list[int], kv: torch.Tensor) -> None:
-        slots = self._slots(block_table, 0, kv.shape[2])
+        slots = self._slots(block_table, 0, kv.shape[2]).to(self.device)
+        kv = kv.to(device=self.device, dtype=self.dtype)
         for layer, (k, v) in enumerate(zip(self.k_caches, self.v_caches)):
-            k[slots] = kv[layer, 0].to(self.dtype)
-            v[slots] = kv[layer, 1].to(self.dtype)
+            k[slots] = kv[layer, 0]
+            v[slots] = kv[layer, 1]

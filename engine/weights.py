@@ -30,11 +30,24 @@ def resolve_dtype(knob: str, cfg: ModelConfig) -> torch.dtype:
     return DTYPES[name]
 
 
+def resolve_device(knob: str) -> torch.device:
+    """``ENGINE_DEVICE``: auto = the GPU when torch sees one, else the CPU."""
+    if knob == "cuda" and not torch.cuda.is_available():
+        raise EngineError("ENGINE_DEVICE=cuda, but torch sees no CUDA device")
+    if knob == "cuda" or (knob == "auto" and torch.cuda.is_available()):
+        return torch.device("cuda")
+    return torch.device("cpu")
+
+
 @torch.no_grad()
 def build_model(preset: str | None, model_dir: str | None, dtype_knob: str = "auto",
-                seed: int = 0, linear_backend: str = "auto"
+                seed: int = 0, linear_backend: str = "auto", device: str = "auto",
                 ) -> tuple[LlamaForCausalLM, ModelConfig]:
-    """A ready-to-run model in eval mode, on CPU, in the dtype ``ENGINE_DTYPE`` asks for."""
+    """A ready-to-run model in eval mode, on ``ENGINE_DEVICE``, in ``ENGINE_DTYPE``.
+
+    Weights are made (or loaded) on the CPU with the seed, then moved, so a preset has
+    the same weights on every device.
+    """
     if (preset is None) == (model_dir is None):
         raise EngineError("give exactly one of --preset or --model")
     cfg = load_hf_config(model_dir) if model_dir else preset_config(preset or "")
@@ -44,10 +57,12 @@ def build_model(preset: str | None, model_dir: str | None, dtype_knob: str = "au
     else:
         init_random(model, seed)
     dtype = resolve_dtype(dtype_knob, cfg)
-    model = model.to(dtype).eval()
+    target = resolve_device(device)
+    model = model.to(device=target, dtype=dtype).eval()
     # RoPE tables stay float32 whatever the weights are (cast per call).
     model.rope.float()
-    if use_onednn(linear_backend, dtype):
+    # oneDNN prepacking is a CPU GEMM path; on a GPU the plain path is cuBLAS already.
+    if target.type == "cpu" and use_onednn(linear_backend, dtype):
         for module in model.modules():
             if isinstance(module, Linear):
                 module.prepack()
