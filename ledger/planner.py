@@ -235,7 +235,9 @@ def plan_restore(
         if blocker:
             (refused if explicit else skipped).append(Skip(e, blocker))
             continue
-        action = Action(at=at, action="restore", why=why, command=command)
+        # Without a reason given, a cleared suspect comes back for the reason it was cleared.
+        reason = why or (f"cleared: {e.clear_why}" if e.suspicion == "cleared" else "")
+        action = Action(at=at, action="restore", why=reason, command=command)
         changes.append((e, e.with_action(action, state="applied")))
     if refused:
         lines = "\n  ".join(f"{s.entry.id} {s.entry.title}: {s.reason}" for s in refused)

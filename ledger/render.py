@@ -171,7 +171,9 @@ def entry_view(model: RenderModel, entry: Entry, chart_svg: str | None) -> dict[
         "clear_why": entry.clear_why,
         "recorded": when(entry.recorded),
         "last_action": last.action if last else "record",
-        "last_why": (last.why if last else "") or entry.why,
+        # A record's reason is the entry's why; a later action without one says nothing.
+        "last_why": (last.why if last else "") or (entry.why if not last or last.action in
+                                                     ("record", "adopt") else ""),
         "last_at": when(last.at) if last else when(entry.recorded),
         "revert_why": "" if entry.applied else _revert_reason(entry),
         "restore": None if entry.applied else _restore_plan(entry, evidence),
