@@ -48,7 +48,8 @@ class Applied:
 def unified(path: str, old: bytes, new: bytes) -> str:
     a = old.decode("utf-8", "replace").splitlines(keepends=True)
     b = new.decode("utf-8", "replace").splitlines(keepends=True)
-    text = "".join(difflib.unified_diff(a, b, fromfile=f"a/{path}", tofile=f"b/{path}"))
+    old_name, new_name = (path, path) if path.startswith("/") else (f"a/{path}", f"b/{path}")
+    text = "".join(difflib.unified_diff(a, b, fromfile=old_name, tofile=new_name))
     return text if text.endswith("\n") or not text else text + "\n"
 
 

@@ -358,7 +358,8 @@ def status(ctx, json_out) -> None:
     colour = use_colour()
     rows = []
     for r in st.entries:
-        live = "ok" if r["ok"] else paint("DRIFT", "drift", colour)
+        live = "ok" if r["ok"] else paint("UNREADABLE" if r.get("unreadable") else "DRIFT",
+                                          "drift", colour)
         rows.append([r["id"], r["class"], _state_cell(r, colour), r["change"], live, r["title"]])
     click.echo(table(rows, ["ID", "CLASS", "STATE", "CHANGE", "LIVE", "TITLE"], max_width=44)
                if rows else "no entries")
@@ -470,11 +471,11 @@ def _print_applied(applied, verb: str, ctx, json_out: bool, infinitive: str = ""
                 "commit": applied.commit,
             }
         )
-    prefix = "would " if applied.dry_run else ""
+    done = f"would {infinitive or verb}" if applied.dry_run else verb
     if not applied.changed:
         click.echo(f"nothing to {infinitive or verb}")
     for e in applied.changed:
-        click.echo(f"{prefix}{verb} {e.id} [{e.cls}] {safe(e.title)}  ({safe(_change(e))})")
+        click.echo(f"{done} {e.id} [{e.cls}] {safe(e.title)}  ({safe(_change(e))})")
     for k in applied.skipped:
         click.echo(f"skipped {k.entry.id} [{k.entry.cls}] {safe(k.entry.title)}: {safe(k.reason)}")
     _print_files(applied, applied.dry_run)

@@ -122,7 +122,8 @@ def status(ws: Workspace) -> Status:
         if e.kind == "knob":
             key = (e.target, e.knob)
             row.update(target=e.target, knob=e.knob, expected=expected[key],
-                       live=live_of.get(key), ok=key in live_of and live_of[key] == expected[key])
+                       live=live_of.get(key), unreadable=key not in live_of,
+                       ok=key in live_of and live_of[key] == expected[key])
         else:
             live = patch_live.get(e.id)
             row.update(live=live, ok=live is not None and live == e.applied)
