@@ -247,14 +247,19 @@ def record_knob(ctx, target_name, assignment, cls, title, why, unset, adopt, bef
     for w in r.warnings:
         click.echo(f"warning: {w}", err=True)
     if wants_json(ctx, json_out):
-        return emit_json({"entry": r.entry.to_dict(), "dry_run": dry_run,
-                          "backup": r.applied.backup_id, "commit": r.applied.commit,
-                          "files": r.applied.files})
+        return emit_json(_recorded_json(r.entry, r.applied, dry_run, r.warnings))
     e = r.entry
     verb = "would record" if dry_run else ("adopted" if adopt else "recorded")
     click.echo(f"{verb} {e.id} [{e.cls}] {safe(e.title)}")
     click.echo(f"  {e.target}: {e.knob} {show_value(e.before)} -> {show_value(e.after)}")
     _print_files(r.applied, dry_run)
+
+
+def _recorded_json(entry, applied, dry_run: bool, warnings: list[str]) -> dict:
+    """The new entry itself (so `jq .id` works), plus what the command did."""
+    return {**entry.to_dict(), "dry_run": dry_run, "backup": applied.backup_id,
+            "commit": applied.commit, "files": applied.files,
+            "patch_diff": applied.patch_diff, "warnings": warnings}
 
 
 @record.command("patch")
@@ -274,8 +279,7 @@ def record_patch(ctx, patch_file, rev, cls, title, why, json_out, dry_run) -> No
     r = do_record(s, patch_file=patch_file, rev=rev, cls=cls, title=title, why=why,
                   dry_run=dry_run)
     if wants_json(ctx, json_out):
-        return emit_json({"entry": r.entry.to_dict(), "dry_run": dry_run,
-                          "commit": r.applied.commit})
+        return emit_json(_recorded_json(r.entry, r.applied, dry_run, []))
     e = r.entry
     verb = "would record" if dry_run else ("adopted" if rev else "recorded")
     click.echo(f"{verb} {e.id} [{e.cls}] {safe(e.title)}")

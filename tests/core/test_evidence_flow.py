@@ -32,7 +32,7 @@ def record(ledger, root, value, title):
     r = ledger("-C", root, "record", "knob", "s", f"FAKE_SHIFT={value}", "--class", "perf",
                "--title", title, "--no-validate", "--json")
     assert r.exit_code == 0, r.stderr
-    return r.json()["entry"]["id"]
+    return r.json()["id"]
 
 
 def test_ab_gain_is_stored_shown_and_restored_with_its_headline(bench_ws, ledger, git_log):

@@ -38,7 +38,7 @@ def test_removed_knobs_return_in_place_in_any_order(tmp_path, ledger, fmt, text,
         r = ledger("-C", root, "record", "knob", "t", knob, "--unset", "--class", "perf",
                    "--title", f"drop {knob}", "--no-validate", "--json")
         assert r.exit_code == 0, r.stderr
-        ids.append(r.json()["entry"]["id"])
+        ids.append(r.json()["id"])
     assert path.read_text().count("=") == 0
     results = set()
     for order in itertools.permutations(ids):
@@ -60,7 +60,7 @@ def test_added_knobs_any_subset_any_order_one_content(tmp_path, ledger):
         r = ledger("-C", root, "record", "knob", "t", f"{knob}={value}", "--class", "perf",
                    "--title", f"{knob} {value}", "--no-validate", "--json")
         assert r.exit_code == 0, r.stderr
-        ids.append(r.json()["entry"]["id"])
+        ids.append(r.json()["id"])
     full = path.read_text()
     seen: dict[frozenset, str] = {}
     for order in list(itertools.permutations(ids))[::5]:  # 5 of the 24 orders: enough to disagree

@@ -46,7 +46,7 @@ def record_all(ledger, d, a) -> dict[str, str]:
     }.items():
         r = ledger(*a, *args, "--json")
         assert r.exit_code == 0, r.stderr
-        ids[name] = r.json()["entry"]["id"]
+        ids[name] = r.json()["id"]
     return ids
 
 
@@ -122,7 +122,7 @@ def test_conflicting_patch_is_refused_and_knob_files_stay(demo, ledger, tmp_path
     source.write_text(original)
     r = ledger(*a, "record", "patch", fix, "--class", "bugfix", "--title", "clamp", "--json")
     assert r.exit_code == 0, r.stderr
-    dep = r.json()["entry"]["id"]
+    dep = r.json()["id"]
     before = (script.read_bytes(), tree(repo), (d.workspace / "entries.jsonl").read_bytes())
     r = ledger(*a, "revert", "--perf-only")
     assert r.exit_code == 1

@@ -134,7 +134,7 @@ def test_adopt_records_a_hand_edit(story, ledger):
                            "--class", "perf", "--title", "queue 8", "--adopt", "--before", "4",
                            "--json"))
     assert r.exit_code == 0, r.stderr
-    assert r.json()["entry"]["before"] == "4"
+    assert r.json()["before"] == "4"
     assert story.script.read_bytes() == edited
     assert ledger(*story.args("revert", "queue-8")).exit_code == 0
     assert "QUEUE_SIZE=4" in story.script.read_text()

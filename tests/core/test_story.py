@@ -20,7 +20,7 @@ def test_proxy_revelation_story(story, ledger, git_log):
                   "--title", "TARGET_CTAS 512 for decode", "--why", "+12.8% decode tok/s @c64",
                   "--json"))
     assert r.exit_code == 0, r.stderr
-    perf = r.json()["entry"]["id"]
+    perf = r.json()["id"]
     r = ledger(*a("record", "knob", "decode", "SGLANG_DISAGGREGATION_WAITING_TIMEOUT=30",
                   "--class", "bugfix", "--title", "bound the decode waiting queue", "--json"))
     assert r.exit_code == 0, r.stderr
