@@ -152,12 +152,14 @@ def cli(ctx: click.Context, workspace: str | None, json_out: bool, debug: bool) 
 @click.argument("directory", required=False, default=".", type=click.Path(file_okay=False))
 @click.option("--engine-repo", metavar="PATH", help="Git checkout of the engine that patch "
               "entries apply to.")
-def init(directory: str, engine_repo: str | None) -> None:
+@dry_run_option
+def init(directory: str, engine_repo: str | None, dry_run: bool) -> None:
     """Create a workspace (a git repo with ledger.yaml) in DIRECTORY."""
     from ledger.ops import init_workspace
 
-    root = init_workspace(Path(directory), engine_repo)
-    click.echo(f"initialised ledger workspace in {root}")
+    root = init_workspace(Path(directory), engine_repo, dry_run=dry_run)
+    verb = "would initialise" if dry_run else "initialised"
+    click.echo(f"{verb} ledger workspace in {safe(root)}")
 
 
 @cli.group()
@@ -696,12 +698,23 @@ def evidence() -> None:
 @click.option("--concurrency", type=int, help="Concurrency of results that do not say it.")
 @click.option("--metric", default="output_throughput", show_default=True)
 @json_option
+@dry_run_option
 @click.pass_context
-def evidence_add(ctx, ref, files, side, concurrency, metric, json_out) -> None:
+def evidence_add(ctx, ref, files, side, concurrency, metric, json_out, dry_run) -> None:
     """Import bench results (engine JSON, sglang bench_serving JSONL, vLLM --save-result)."""
     from ledger.evidence_ops import add_evidence
+    from ledger.evidence_ops import check_evidence_files
 
     s = ctx.find_object(State).session(ctx)
+    if dry_run:
+        found = check_evidence_files(s.ws, ref, files, concurrency)
+        if wants_json(ctx, json_out):
+            return emit_json(found)
+        for f in found["files"]:
+            click.echo(f"would import {safe(f['path'])} as side {side}: {f['shape']} results, "
+                       f"{f['rows']} row(s) at concurrency "
+                       f"{','.join(map(str, f['concurrency']))}")
+        return None
     summary = add_evidence(s, ref, files, side, concurrency, metric)
     if wants_json(ctx, json_out):
         return emit_json(summary)

@@ -165,6 +165,21 @@ def add_evidence(
     return summary
 
 
+def check_evidence_files(
+    ws: Workspace, ref: str, files: Sequence[str], concurrency: int | None = None
+) -> dict:
+    """Parse result files as `evidence add` would, storing nothing (for --dry-run)."""
+    from ledger.evidence import load_result_file
+
+    e = ws.resolve(ref)
+    out = []
+    for f in files:
+        shape, rows = load_result_file(Path(f), concurrency)
+        out.append({"path": str(f), "shape": shape, "rows": len(rows),
+                    "concurrency": sorted({int(r["concurrency"]) for r in rows})})
+    return {"entry": e.id, "files": out}
+
+
 def show_evidence(ws: Workspace, ref: str) -> dict:
     """Every stored run of ``ref``'s evidence (oldest first) and the latest's staleness."""
     from ledger.evidence import load_summaries

@@ -82,7 +82,7 @@ def open_session(explicit: str | None, command: str, cwd: Path | None = None) ->
 # -- init / targets --------------------------------------------------------------------
 
 
-def init_workspace(directory: Path, engine_repo: str | None = None) -> Path:
+def init_workspace(directory: Path, engine_repo: str | None = None, dry_run: bool = False) -> Path:
     """Create a workspace in ``directory`` (a new git repo with ledger.yaml)."""
     root = Path(directory).absolute()
     if (root / CONFIG_NAME).exists():
@@ -95,6 +95,8 @@ def init_workspace(directory: Path, engine_repo: str | None = None) -> Path:
         if not (repo_path / ".git").exists():
             raise InvalidValue(f"engine repo {engine_repo}: not a git checkout (no .git)")
         repo_setting = _relative_if_inside(repo_path, root)
+    if dry_run:
+        return root
     root.mkdir(parents=True, exist_ok=True)
     if not (root / ".git").exists():
         wsgit.init(root)

@@ -33,7 +33,8 @@ def test_read_commands_take_json_and_mutating_ones_dry_run():
         assert any(p.name == "json_out" for p in commands[(name,)].params), name
     for name in mutating:
         assert any(p.name == "dry_run" for p in commands[(name,)].params), name
-    for path in [("record", "knob"), ("record", "patch"), ("target", "add"), ("backups", "restore")]:
+    for path in [("record", "knob"), ("record", "patch"), ("target", "add"), ("backups", "restore"),
+                 ("init",), ("evidence", "add")]:
         assert any(p.name == "dry_run" for p in commands[path].params), path
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import sys
+import json
 from pathlib import Path
 
 import pytest
@@ -94,11 +94,23 @@ def test_evidence_becomes_stale_when_other_knobs_change(bench_ws, ledger):
 def test_import_and_bad_files(bench_ws, ledger, tmp_path):
     root, _ = bench_ws
     entry = record(ledger, root, "0.10", "faster kernel")
+    sglang = tmp_path / "a.jsonl"
+    sglang.write_text("".join(json.dumps({
+        "backend": "sglang", "max_concurrency": 16, "completed": 64, "duration": 10.0,
+        "request_throughput": 6.4, "input_throughput": 2000.0, "output_throughput": 1000.0 + i,
+        "median_tpot_ms": 20.0, "total_input_tokens": 20000, "total_output_tokens": 10000,
+        "mean_ttft_ms": 50.0, "p99_itl_ms": 30.0}) + "\n" for i in range(3)))
+    r = ledger("-C", root, "evidence", "add", entry, str(sglang), "--side", "A", "--dry-run")
+    assert r.exit_code == 0 and "3 row(s) at concurrency 16" in r.stdout
+    assert not (root / "evidence" / entry).exists()
+    r = ledger("-C", root, "evidence", "add", entry, str(sglang), "--side", "A")
+    assert r.exit_code == 0, r.stderr
+    assert (root / "evidence" / entry).is_dir()
     bad = tmp_path / "bad.json"
     bad.write_text('{"hello": 1}')
     r = ledger("-C", root, "evidence", "add", entry, str(bad), "--side", "A")
     assert r.exit_code == 1 and "error:" in r.stderr and "bad.json" in r.stderr
-    assert not (root / "evidence" / entry).exists()
+    assert len(list((root / "evidence" / entry).iterdir())) == 1  # nothing more stored
 
 
 def test_render_through_the_cli(bench_ws, ledger, tmp_path):
