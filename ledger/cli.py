@@ -6,19 +6,31 @@ module only turns arguments into calls and results into text or JSON.  Errors ar
 on stderr and the error's exit code (1 refused/failed, 2 usage); ``--debug`` shows the
 traceback.  ``diff --exit-code`` exits 3 when something is off the table.
 
-Heavy modules (git, pandas, torch, matplotlib) are imported inside commands, so
-``ledger --help`` stays fast.
+The evidence commands live in ``cli_evidence.py``, ``render`` and ``demo`` in
+``cli_docs.py``, the backup store's in ``cli_backups.py``; what they share in
+``cli_common.py``.  Heavy modules (git, pandas, torch, matplotlib) are imported inside
+commands, so ``ledger --help`` stays fast.
 """
 
 from __future__ import annotations
 
-import json
-import shlex
 import sys
 from pathlib import Path
 
 import click
 
+from ledger.cli_backups import backups
+from ledger.cli_common import State
+from ledger.cli_common import dry_run_option
+from ledger.cli_common import emit_json
+from ledger.cli_common import json_option
+from ledger.cli_common import safe_diff
+from ledger.cli_common import set_argv
+from ledger.cli_common import wants_json
+from ledger.cli_docs import demo
+from ledger.cli_docs import render
+from ledger.cli_evidence import ab
+from ledger.cli_evidence import evidence
 from ledger.errors import LedgerError
 from ledger.errors import UsageError
 from ledger.output import paint
@@ -29,65 +41,6 @@ from ledger.output import use_colour
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
-
-class State:
-    def __init__(self, workspace: str | None, json_out: bool, debug: bool) -> None:
-        self.workspace = workspace
-        self.json = json_out
-        self.debug = debug
-
-    def session(self, ctx: click.Context):
-        from ledger.ops import open_session
-
-        s = open_session(self.workspace, command_line(ctx))
-        for notice in s.notices:
-            click.echo(f"note: {notice}", err=True)
-        return s
-
-
-# The arguments of the command being run (set by LedgerGroup.main), for history.
-_ARGV: list[str] | None = None
-
-
-def command_line(ctx: click.Context) -> str:
-    """The command as typed after `ledger`, for history and backups (quoted, as data)."""
-    args = _without_workspace_flag(_ARGV or [])
-    return " ".join(shlex.quote(a) for a in args) or ctx.command_path
-
-
-def _without_workspace_flag(args: list[str]) -> list[str]:
-    """`-C DIR` says where, not what: history keeps the command itself."""
-    out, skip = [], False
-    for a in args:
-        if skip:
-            skip = False
-        elif a in ("-C", "--workspace"):
-            skip = True
-        elif not a.startswith("--workspace="):
-            out.append(a)
-    return out
-
-
-def json_option(f):
-    return click.option("--json", "json_out", is_flag=True, help="Print JSON for scripts.")(f)
-
-
-def dry_run_option(f):
-    return click.option("--dry-run", is_flag=True, help="Print the plan; change nothing.")(f)
-
-
-def wants_json(ctx: click.Context, flag: bool) -> bool:
-    return flag or ctx.find_object(State).json
-
-
-def emit_json(data) -> None:
-    """Sorted keys always; indented for a person at a terminal, compact for a pipe
-    (the indenting encoder is pure Python and costs seconds on a 10,000-entry ledger)."""
-    indent = 2 if sys.stdout.isatty() else None
-    click.echo(json.dumps(data, indent=indent, sort_keys=True, default=str,
-                          ensure_ascii=False))
-
-
 class LedgerGroup(click.Group):
     """Catches LedgerError once: `error: …` on stderr, the error's exit code.
 
@@ -96,13 +49,12 @@ class LedgerGroup(click.Group):
     """
 
     def main(self, args=None, *rest, **kwargs):
-        global _ARGV
         argv = list(args) if args is not None else sys.argv[1:]
-        previous, _ARGV = _ARGV, argv
+        previous = set_argv(argv)
         try:
             return super().main(argv, *rest, **kwargs)
         finally:
-            _ARGV = previous
+            set_argv(previous)
 
     def invoke(self, ctx: click.Context):
         try:
@@ -453,10 +405,6 @@ def _print_off_table(out) -> None:
         click.echo(f"warning: {err}", err=True)
 
 
-def safe_diff(text: str) -> str:
-    return "\n".join(safe(line) for line in text.split("\n"))
-
-
 # -- revert / restore / suspect / clear --------------------------------------------------
 
 
@@ -602,276 +550,6 @@ def clear(ctx, ref, why, json_out, dry_run) -> None:
     _print_applied(ops.clear(s, ref, why, dry_run=dry_run), "cleared", ctx, json_out, "clear")
 
 
-# -- evidence --------------------------------------------------------------------------
-
-
-def _int_list(text: str) -> list[int]:
-    try:
-        values = [int(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise UsageError(f"expected comma-separated integers, got {text!r}") from None
-    if not values:
-        raise UsageError("give at least one concurrency level")
-    return values
-
-
-class Progress:
-    """`[ab] 7/22 runs  B @c16  ETA 41s` on stderr, redrawn in place on a terminal."""
-
-    def __init__(self) -> None:
-        self.tty = sys.stderr.isatty()
-
-    def __call__(self, done: int, total: int, eta_s: float, label: str) -> None:
-        line = f"[ab] {done}/{total} runs  {label}  ETA {eta_s:.0f}s"
-        if self.tty:
-            click.echo(f"\r\x1b[2K{line}", err=True, nl=done == total)
-        else:
-            click.echo(line, err=True)
-
-
-@cli.command()
-@click.argument("ref", metavar="ID")
-@click.option("--runs", type=int, default=5, show_default=True, help="Runs per side and "
-              "concurrency (after one warm-up per side).")
-@click.option("--concurrency", default="1,16,64", show_default=True, help="Concurrency levels.")
-@click.option("--bench", metavar="CMD", help="Bench command template (default: bench.command in "
-              "ledger.yaml); placeholders {out} {concurrency} {engine_dir} {env_file} {python}.")
-@click.option("--metric", default="output_throughput", show_default=True,
-              help="Primary metric for the verdict.")
-@json_option
-@dry_run_option
-@click.pass_context
-def ab(ctx, ref, runs, concurrency, bench, metric, json_out, dry_run) -> None:
-    """Collect A/B evidence for an entry: A = reverted, B = applied, alternating."""
-    from ledger.evidence_ops import plan_ab
-    from ledger.evidence_ops import run_ab
-
-    s = ctx.find_object(State).session(ctx)
-    if dry_run:
-        plan = plan_ab(s, ref, runs=runs, concurrency=_int_list(concurrency), bench=bench)
-        if wants_json(ctx, json_out):
-            return emit_json(plan)
-        click.echo(f"would run {plan['total_runs']} benches for {plan['entry']} "
-                   f"(1 warm-up per side, then A B alternating, {runs} per side at "
-                   f"concurrency {','.join(map(str, plan['concurrency']))}):")
-        click.echo(f"  {safe(plan['command'])}")
-        for k, v in plan["differs"].items():
-            click.echo(f"  {safe(k)}: A {show_value(v['A'])}  B {show_value(v['B'])}")
-        return None
-    summary = run_ab(s, ref, runs=runs, concurrency=_int_list(concurrency), bench=bench,
-                     metric=metric, progress=Progress())
-    if wants_json(ctx, json_out):
-        return emit_json(summary)
-    click.echo(f"{summary.get('entry', ref)}: {safe(summary.get('headline', ''))}")
-    _print_summary_table(summary)
-
-
-def _print_summary_table(summary: dict) -> None:
-    metric = summary.get("metric", "output_throughput")
-    rows = []
-    for c in summary.get("by_concurrency") or []:
-        m = (c.get("metrics") or {}).get(metric)
-        if not m:
-            continue
-        ci = f"{m.get('ci_low_pct', 0):+.1f}..{m.get('ci_high_pct', 0):+.1f}%"
-        rows.append([f"c{c['concurrency']}", f"{m.get('median_a', 0):.2f}",
-                     f"{m.get('median_b', 0):.2f}", f"{m.get('delta_pct', 0):+.1f}%", ci,
-                     f"{m.get('p_value', 1):.3f}", f"{c.get('n_a')}/{c.get('n_b')}",
-                     m.get("verdict", "")])
-    if rows:
-        click.echo(f"{metric}:")
-        click.echo(table(rows, ["CONC", "MEDIAN A", "MEDIAN B", "DELTA", "95% CI", "P", "N",
-                                "VERDICT"]))
-    click.echo(f"verdict {summary.get('verdict')}; outputs {summary.get('outputs')}")
-
-
-@cli.group()
-def evidence() -> None:
-    """Import and inspect A/B evidence."""
-
-
-@evidence.command("add")
-@click.argument("ref", metavar="ID")
-@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
-@click.option("--side", required=True, type=click.Choice(["A", "B"]),
-              help="A: the entry reverted; B: the entry applied.")
-@click.option("--concurrency", type=int, help="Concurrency of results that do not say it.")
-@click.option("--metric", default="output_throughput", show_default=True)
-@json_option
-@dry_run_option
-@click.pass_context
-def evidence_add(ctx, ref, files, side, concurrency, metric, json_out, dry_run) -> None:
-    """Import bench results (engine JSON, sglang bench_serving JSONL, vLLM --save-result)."""
-    from ledger.evidence_ops import add_evidence
-    from ledger.evidence_ops import check_evidence_files
-
-    s = ctx.find_object(State).session(ctx)
-    if dry_run:
-        found = check_evidence_files(s.ws, ref, files, concurrency)
-        if wants_json(ctx, json_out):
-            return emit_json(found)
-        for f in found["files"]:
-            click.echo(f"would import {safe(f['path'])} as side {side}: {f['shape']} results, "
-                       f"{f['rows']} row(s) at concurrency "
-                       f"{','.join(map(str, f['concurrency']))}")
-        return None
-    summary = add_evidence(s, ref, files, side, concurrency, metric)
-    if wants_json(ctx, json_out):
-        return emit_json(summary)
-    click.echo(f"imported {len(files)} file(s) as side {side}: {safe(summary.get('headline'))}")
-
-
-@evidence.command("show")
-@click.argument("ref", metavar="ID")
-@json_option
-@click.pass_context
-def evidence_show(ctx, ref, json_out) -> None:
-    """The evidence table of an entry (latest run), and its headline."""
-    from ledger.evidence_ops import show_evidence
-
-    s = ctx.find_object(State).session(ctx)
-    d = show_evidence(s.ws, ref)
-    if wants_json(ctx, json_out):
-        return emit_json(d)
-    click.echo(f"{d['entry']}  {safe(d['title'])}")
-    click.echo(f"  {safe(d['headline'])}" + ("  [stale: recorded at another engine commit or "
-                                              "with other knob values]" if d["stale"] else ""))
-    if not d["runs"]:
-        return
-    latest = d["runs"][-1]
-    click.echo(f"  run {latest.get('run_id')} ({latest.get('source')}), "
-               f"{len(d['runs'])} run(s) stored\n")
-    _print_summary_table(latest)
-
-
-@cli.command()
-@click.option("--out", type=click.Path(file_okay=False), help="Output directory (default: "
-              "docs/ in the workspace).")
-@click.option("--format", "formats", default="md,html", show_default=True,
-              help="Comma-separated: md, html.")
-@click.pass_context
-def render(ctx, out, formats) -> None:
-    """Write the change history as docs: CHANGELOG.md, entries/<id>.md, index.html."""
-    from ledger.render_ops import render as do_render
-
-    s = ctx.find_object(State).session(ctx)
-    fmts = [f.strip() for f in formats.split(",") if f.strip()]
-    written = do_render(s.ws, Path(out) if out else None, fmts)
-    click.echo(f"wrote {len(written)} files to {safe(written[0].parent if written else out)}")
-    for p in written:
-        if p.name in ("CHANGELOG.md", "index.html"):
-            click.echo(f"  {safe(p)}")
-
-
-@cli.command()
-@click.argument("directory", type=click.Path(file_okay=False))
-@click.option("--force", is_flag=True, help="Use DIRECTORY even if it is not empty.")
-@click.option("--runs", type=int, default=3, show_default=True, help="A/B runs per side.")
-@click.pass_context
-def demo(ctx, directory, force, runs) -> None:
-    """The whole story on the bundled engine, printed as a transcript you can retype."""
-    from ledger.demo import prepare
-
-    d = prepare(Path(directory), force=force, runs=runs)
-    click.echo(f"# knob ledger demo in {d.root}: the bundled engine as a git repo "
-               "(engine-repo/), its serve scripts (deploy/), two patches (patches/)")
-    click.echo(f"$ ledger init {shlex.quote(str(d.workspace))} --engine-repo "
-               f"{shlex.quote(str(d.root / 'engine-repo'))}")
-    click.echo(f"$ cd {shlex.quote(str(d.workspace))}")
-    for step in d.steps:
-        click.echo(f"\n# {step.note}")
-        click.echo("$ ledger " + " ".join(shlex.quote(a) for a in step.args))
-        rc = run_nested(["-C", str(d.workspace), *step.args])
-        if rc:
-            raise LedgerError(f"demo step `ledger {' '.join(step.args)}` failed (exit {rc})")
-    click.echo(f"\n# done. The docs: {d.root / 'docs' / 'index.html'} and "
-               f"{d.root / 'docs' / 'CHANGELOG.md'}; the workspace: {d.workspace}")
-
-
-def run_nested(argv: list[str]) -> int:
-    """Run one `ledger` command in this process; return its exit code."""
-    try:
-        rv = cli.main(args=argv, prog_name="ledger", standalone_mode=False)
-    except click.exceptions.Exit as e:
-        return e.exit_code
-    except click.ClickException as e:
-        e.show()
-        return e.exit_code
-    return rv if isinstance(rv, int) else 0
-
-
-# -- backups and log -------------------------------------------------------------------
-
-
-@cli.group()
-def backups() -> None:
-    """The backup store: a copy of every file before the ledger changed it."""
-
-
-@backups.command("list")
-@json_option
-@click.pass_context
-def backups_list(ctx, json_out) -> None:
-    """Backups, oldest first."""
-    from ledger.backup_ops import list_backups
-
-    s = ctx.find_object(State).session(ctx)
-    items = list_backups(s.ws)
-    if wants_json(ctx, json_out):
-        return emit_json([b.to_dict() for b in items])
-    if not items:
-        return click.echo("no backups")
-    click.echo(table([[b.id, str(len(b.files)), b.command] for b in items],
-                     ["BACKUP", "FILES", "COMMAND"], max_width=70))
-
-
-@backups.command("show")
-@click.argument("backup_id", metavar="BACKUP")
-@json_option
-@click.pass_context
-def backups_show(ctx, backup_id, json_out) -> None:
-    """One backup's files, with their sha256."""
-    from ledger.backup_ops import get_backup
-
-    s = ctx.find_object(State).session(ctx)
-    b = get_backup(s.ws, backup_id)
-    if wants_json(ctx, json_out):
-        return emit_json(b.to_dict())
-    click.echo(f"backup {b.id}  {b.time}  ledger {safe(b.command)}")
-    click.echo(table([[f.path, (f.sha256 or "(absent)")[:12], f"{f.size}"] for f in b.files],
-                     ["PATH", "SHA256", "BYTES"], max_width=100))
-
-
-@backups.command("diff")
-@click.argument("backup_id", metavar="BACKUP")
-@click.argument("path", required=False)
-@click.pass_context
-def backups_diff(ctx, backup_id, path) -> None:
-    """Unified diff from the backup to the live file(s)."""
-    from ledger.backup_ops import diff_backup
-
-    s = ctx.find_object(State).session(ctx)
-    text = diff_backup(s.ws, backup_id, path)
-    click.echo(safe_diff(text) if text else "no differences", nl=not text)
-
-
-@backups.command("restore")
-@click.argument("backup_id", metavar="BACKUP")
-@dry_run_option
-@click.pass_context
-def backups_restore(ctx, backup_id, dry_run) -> None:
-    """Put every file of a backup back as it was (itself backed up first)."""
-    from ledger.backup_ops import restore_backup
-
-    s = ctx.find_object(State).session(ctx)
-    written = restore_backup(s, backup_id, dry_run=dry_run)
-    verb = "would restore" if dry_run else "restored"
-    for p in written:
-        click.echo(f"{verb} {safe(p)}")
-    if not written:
-        click.echo("every file already matches the backup")
-
-
 @cli.command()
 @click.option("-n", "--limit", type=int, help="At most this many commits.")
 @json_option
@@ -886,6 +564,10 @@ def log(ctx, limit, json_out) -> None:
         return emit_json(commits)
     for c in commits:
         click.echo(f"{c['sha'][:10]}  {c['time']}  {safe(c['subject'])}")
+
+
+for command in (ab, evidence, render, demo, backups):
+    cli.add_command(command)
 
 
 def main(argv: list[str] | None = None) -> None:
