@@ -27,6 +27,7 @@ from ledger.apply import read_targets
 from ledger.errors import Drift
 from ledger.errors import DriftError
 from ledger.errors import InvalidValue
+from ledger.errors import LockHeld
 from ledger.errors import LedgerError
 from ledger.errors import Refused
 from ledger.errors import TargetError
@@ -72,8 +73,13 @@ def open_session(explicit: str | None, command: str, cwd: Path | None = None) ->
     ws = Workspace.open(explicit, cwd)
     session = Session(ws, command)
     if (ws.state_dir / "intent.json").exists():
-        with WriterLock(ws, f"{command} (recovering)"):
-            notice = recover(ws)
+        try:
+            with WriterLock(ws, f"{command} (recovering)"):
+                notice = recover(ws)
+        except LockHeld:
+            # Not interrupted: still running.  A reader sees the state before it; a
+            # writer will fail on the lock itself.
+            notice = "another ledger command is changing this workspace right now"
         if notice:
             session.notices.append(notice)
     return session
