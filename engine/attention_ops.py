@@ -32,19 +32,24 @@ class AttnContext:
     ``is_prefill``: one or more sequences' prompt chunks, flattened along tokens;
     ``cu_seqlens[i]:cu_seqlens[i+1]`` are sequence i's new tokens, which sit at positions
     ``start_pos[i] ..`` of a context whose slots are ``context_slots[i]``.
-    Decode: one new token per sequence; ``context_slots`` is ``[B, Lmax]`` (padded) and
-    ``context_lens`` ``[B]``.
+    Decode: one new token per sequence; each layer gathers its context through
+    ``kv_index`` (see :func:`decode_kv_index`) into ``kv_buffers``, and ``decode_bias``
+    masks the padding of that layout.
     """
 
     is_prefill: bool
     slot_mapping: torch.Tensor  # [N] where each new token's K/V is written
     context_lens: torch.Tensor  # [B] context length including the new tokens
-    context_slots: torch.Tensor | list[torch.Tensor]
+    context_slots: list[torch.Tensor] | None = None  # prefill: each sequence's slots
     cu_seqlens: list[int] | None = None
     start_pos: list[int] | None = None
     num_splits: int = 1
     # Filled once per step and shared by every layer:
-    decode_mask: torch.Tensor | None = None  # split-K padding mask, see split_k_mask
+    decode_bias: torch.Tensor | None = None  # split-K padding as 0/-inf, see split_k_bias
+    kv_index: torch.Tensor | None = None  # [B * Hkv * S * C] rows of the flat KV cache
+    # Gather buffers [B, Hkv, S, C, D] every layer writes into (the runner keeps the
+    # memory across steps: no per-layer or per-step allocation of the gathered KV).
+    kv_buffers: tuple[torch.Tensor, torch.Tensor] | None = None
     cos: torch.Tensor | None = None  # RoPE tables [N, 1, D]
     sin: torch.Tensor | None = None
 
@@ -57,8 +62,8 @@ class AttnContext:
 
         return dataclasses.replace(
             self, slot_mapping=move(self.slot_mapping), context_lens=move(self.context_lens),
-            context_slots=move(self.context_slots), decode_mask=move(self.decode_mask),
-            cos=move(self.cos), sin=move(self.sin))
+            context_slots=move(self.context_slots), decode_bias=move(self.decode_bias),
+            kv_index=move(self.kv_index), cos=move(self.cos), sin=move(self.sin))
 
 
 def num_kv_splits(batch: int, kv_heads: int, max_len: int, target_ctas: int) -> int:
@@ -70,6 +75,12 @@ def num_kv_splits(batch: int, kv_heads: int, max_len: int, target_ctas: int) -> 
     return max(1, min(wanted, math.ceil(max_len / MIN_SPLIT_TOKENS)))
 
 
+def split_layout(max_len: int, num_splits: int) -> tuple[int, int]:
+    """(S, C): the effective partition count and the positions per partition (S*C >= L)."""
+    S = max(1, min(num_splits, max_len))
+    return S, math.ceil(max_len / S)
+
+
 def paged_slots(block_tables: torch.Tensor, max_len: int, page_size: int) -> torch.Tensor:
     """Slot index of each context token: ``[B, max_blocks]`` pages -> ``[B, max_len]`` slots."""
     j = torch.arange(max_len, device=block_tables.device)
@@ -77,16 +88,51 @@ def paged_slots(block_tables: torch.Tensor, max_len: int, page_size: int) -> tor
     return pages * page_size + j % page_size
 
 
+def decode_kv_index(block_tables: torch.Tensor, padded_len: int, page_size: int,
+                    kv_heads: int) -> torch.Tensor:
+    """Rows of a flat ``[slots * Hkv, D]`` KV cache, in ``[B, Hkv, padded_len]`` order.
+
+    One ``index_select`` with this index turns the paged ``[slots, Hkv, D]`` cache into
+    the head-major ``[B, Hkv, L, D]`` layout the attention GEMMs want (contiguous, so the
+    batched matmuls take their fast path), with the split-K padding already in place:
+    positions past a sequence's pages read page 0 and are masked.  Built once per step.
+    block_tables: [B, >= ceil(padded_len / page_size)] -> [B * Hkv * padded_len].
+    """
+    slots = paged_slots(block_tables, padded_len, page_size)  # [B, Lp]
+    heads = torch.arange(kv_heads, device=slots.device).view(1, kv_heads, 1)
+    return (slots.unsqueeze(1) * kv_heads + heads).reshape(-1)
+
+
+def gather_kv(cache: torch.Tensor, index: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+    """cache: [slots, Hkv, D] gathered by :func:`decode_kv_index` into ``out`` (any shape
+    holding ``len(index) * D`` elements, e.g. [B, Hkv, S, C, D]); returns ``out``."""
+    D = cache.shape[-1]
+    torch.index_select(cache.view(-1, D), 0, index, out=out.view(-1, D))
+    return out
+
+
 def split_k_mask(lens: torch.Tensor, max_len: int, num_splits: int) -> torch.Tensor:
     """Padding mask of :func:`split_k_decode`: True where a position is past ``lens``.
 
     lens: [B] -> [B, 1, S, 1, C] with S = the effective split count, C = its chunk length.
     """
-    S = max(1, min(num_splits, max_len))
-    C = math.ceil(max_len / S)
+    S, C = split_layout(max_len, num_splits)
     B = lens.shape[0]
     pos = torch.arange(S * C, device=lens.device).view(1, S, C)
     return (pos >= lens.view(B, 1, 1)).view(B, 1, S, 1, C)
+
+
+def split_k_bias(lens: torch.Tensor, max_len: int, num_splits: int) -> torch.Tensor:
+    """:func:`split_k_mask` as an additive float32 bias: 0 at real positions, -inf at padding.
+
+    Adding it to the scores replaces a separate scale, cast and masked_fill per layer.
+    """
+    return mask_to_bias(split_k_mask(lens, max_len, num_splits))
+
+
+def mask_to_bias(mask: torch.Tensor) -> torch.Tensor:
+    """Boolean padding mask (True = padding) -> float32 additive bias (0 / -inf)."""
+    return torch.zeros(mask.shape, device=mask.device).masked_fill_(mask, float("-inf"))
 
 
 def split_k_decode(
@@ -97,41 +143,58 @@ def split_k_decode(
 
     q: [B, H, D]; k, v: [B, L, Hkv, D] (positions >= lens[b] are padding); lens: [B];
     mask: :func:`split_k_mask` of the same arguments (computed here when not given).
-    Returns [B, H, D].
+    Returns [B, H, D].  The engine itself gathers the paged cache straight into the
+    split layout and calls :func:`split_k_attention`; this is the same math on a
+    token-major KV, for tests and callers holding one.
     """
-    B, H, D = q.shape
-    L, Hkv = k.shape[1], k.shape[2]
-    G = H // Hkv
-    S = max(1, min(num_splits, L))
-    C = math.ceil(L / S)
-    if S == 1 and q.dtype == torch.float32:
-        # Unsplit fp32: torch's fused CPU attention kernel beats the explicit path below
-        # (measured ~2-6x at batch 16-32); in bf16 the explicit path is the faster one.
-        keep = torch.arange(L, device=q.device).view(1, L) < lens.view(B, 1)
-        out = F.scaled_dot_product_attention(
-            q.unsqueeze(2), k.transpose(1, 2), v.transpose(1, 2),
-            attn_mask=keep.view(B, 1, 1, L), scale=scale, enable_gqa=True)
-        return out.squeeze(2)  # [B, H, 1, D] -> [B, H, D]
+    B, L, Hkv, D = k.shape
+    S, C = split_layout(L, num_splits)
     if mask is None:
         mask = split_k_mask(lens, L, S)
+    bias = mask_to_bias(mask)
     pad = S * C - L
     if pad:
         k = F.pad(k, (0, 0, 0, 0, 0, pad))
         v = F.pad(v, (0, 0, 0, 0, 0, pad))
-    # k, v: [B, S*C, Hkv, D] -> [B, Hkv, S, C, D]
-    k = k.view(B, S, C, Hkv, D).permute(0, 3, 1, 2, 4)
-    v = v.view(B, S, C, Hkv, D).permute(0, 3, 1, 2, 4)
+    # [B, S*C, Hkv, D] -> [B, Hkv, S, C, D]
+    k = k.transpose(1, 2).reshape(B, Hkv, S, C, D)
+    v = v.transpose(1, 2).reshape(B, Hkv, S, C, D)
+    return split_k_attention(q, k, v, bias, scale)
+
+
+def split_k_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias: torch.Tensor,
+                      scale: float) -> torch.Tensor:
+    """Split-K decode attention on the head-major split layout.
+
+    q: [B, H, D]; k, v: [B, Hkv, S, C, D]; bias: [B, 1, S, 1, C] float32, 0 at real
+    positions and -inf at padding (:func:`split_k_bias`; every sequence has at least one
+    real position). Returns [B, H, D].
+    The G = H / Hkv query heads of a KV head are the rows of one small GEMM per
+    (sequence, KV head, partition), so K/V are read once per group, never repeated.
+    """
+    B, H, D = q.shape
+    _, Hkv, S, C, _ = k.shape
+    G = H // Hkv
+    if S == 1 and q.dtype == torch.float32:
+        # Unsplit fp32: torch's fused CPU attention kernel beats the explicit path below;
+        # each KV head's G query heads form the query rows (no GQA expansion).
+        out = F.scaled_dot_product_attention(
+            q.view(B, Hkv, G, D), k.view(B, Hkv, C, D), v.view(B, Hkv, C, D),
+            attn_mask=bias.view(B, 1, 1, C), scale=scale)
+        return out.view(B, H, D)  # [B, Hkv, G, D] is [B, H, D] in memory
     qg = q.view(B, Hkv, 1, G, D)
-    scores = torch.matmul(qg, k.transpose(-1, -2)).float() * scale  # [B, Hkv, S, G, C]
-    scores = scores.masked_fill(mask, float("-inf"))
+    # One op scales, masks and widens to float32 (bias is float32): [B, Hkv, S, G, C]
+    scores = torch.add(bias, torch.matmul(qg, k.transpose(-1, -2)), alpha=scale)
+    if S == 1:
+        # No partition is all padding here, so a plain softmax is safe (and one kernel).
+        p = torch.softmax(scores, dim=-1).to(v.dtype)
+        return torch.matmul(p, v).view(B, H, D)  # [B, Hkv, 1, G, D]
     m = scores.amax(dim=-1, keepdim=True)  # [B, Hkv, S, G, 1]
     # An all-padding partition has m = -inf; any finite stand-in keeps exp() at 0, not NaN.
     m = torch.where(torch.isinf(m), torch.zeros_like(m), m)
     p = torch.exp(scores - m)
     z = p.sum(dim=-1, keepdim=True)
     o_s = torch.matmul(p.to(v.dtype), v).float() / z.clamp_min(1e-30)  # [B, Hkv, S, G, D]
-    if S == 1:
-        return o_s.view(B, H, D).to(q.dtype)
     lse = (m + torch.log(z)).squeeze(-1)  # [B, Hkv, S, G]; -inf for empty partitions
     return combine_splits(o_s, lse).reshape(B, H, D).to(q.dtype)
 

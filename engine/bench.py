@@ -147,6 +147,17 @@ def knob_fields(knobs: EngineKnobs) -> dict[str, Any]:
     return {"knobs": knobs.as_env()}
 
 
+def server_device(info: dict[str, Any] | None) -> str:
+    """The ``device`` a served run measured: a worker's own, or behind a router the
+    decode worker's (where the output tokens are made); ``unknown`` without /health."""
+    if not info:
+        return "unknown"
+    for node in (info, info.get("decode"), info.get("prefill")):
+        if isinstance(node, dict) and isinstance(node.get("device"), str):
+            return node["device"]
+    return "unknown"
+
+
 def server_info(url: str) -> dict[str, Any] | None:
     """The server's ``/health`` (with the knobs in effect on each worker), as sglang's
     ``server_info``; ``knobs`` of an online result are the bench process's own."""

@@ -133,8 +133,9 @@ def _bench(parser: argparse.ArgumentParser, args: argparse.Namespace, knobs: Any
         prompts = bench.make_prompts(args.num_prompts, args.input_len, 256, args.seed)
         results = bench.bench_online(args.url.rstrip("/"), args.concurrency, prompts,
                                      args.output_len, progress)
+        info = bench.server_info(args.url.rstrip("/"))
         extra = {"mode": "online", "url": args.url, **bench.knob_fields(knobs),
-                 "server_info": bench.server_info(args.url.rstrip("/"))}
+                 "server_info": info, "device": bench.server_device(info)}
     else:
         if not (args.preset or args.model):
             parser.error("--mode offline needs --preset or --model")
@@ -143,7 +144,8 @@ def _bench(parser: argparse.ArgumentParser, args: argparse.Namespace, knobs: Any
                                      args.seed)
         results = bench.bench_offline(eng, args.concurrency, prompts, args.output_len, progress)
         extra = {"mode": "offline", "model": args.model or args.preset,
-                 "dtype": eng.dtype_name, **bench.knob_fields(knobs)}
+                 "dtype": eng.dtype_name, "device": eng.device_name,
+                 **bench.knob_fields(knobs)}
     extra.update(num_prompts=args.num_prompts, input_len=args.input_len,
                  output_len=args.output_len)
     bench.write_results(args.json, results, extra)

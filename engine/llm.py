@@ -27,7 +27,14 @@ class LLMEngine:
         from engine.runner import ModelRunner
         from engine.tokenizer import load_tokenizer
         from engine.weights import build_model
+        from engine.weights import resolve_device
 
+        if resolve_device(knobs.device).type == "cpu":
+            from engine.cpu_tuning import tune_malloc
+
+            # Before the model is built: set once the heap is laid out, it measured no
+            # gain. Per-step temporaries then stop costing page faults (see there).
+            tune_malloc()
         if knobs.num_threads:
             torch.set_num_threads(knobs.num_threads)
         self.knobs = knobs
@@ -47,6 +54,16 @@ class LLMEngine:
     @property
     def dtype_name(self) -> str:
         return str(self.runner.dtype).replace("torch.", "")
+
+    @property
+    def device_name(self) -> str:
+        """Where the model runs, for reports: ``cpu`` or ``cuda:<GPU name>``."""
+        device = self.runner.device
+        if device.type == "cuda":
+            import torch
+
+            return f"cuda:{torch.cuda.get_device_name(device)}"
+        return device.type
 
     def make_sequence(self, prompt_ids: list[int], params: SamplingParams) -> Sequence:
         """Validate token ids against the vocabulary and build a sequence."""

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from engine.attention_ops import AttnContext
+from engine.attention_ops import decode_kv_index
 from engine.attention_ops import num_kv_splits
-from engine.attention_ops import paged_slots
-from engine.attention_ops import split_k_mask
+from engine.attention_ops import split_k_bias
+from engine.attention_ops import split_layout
 from engine.config import ModelConfig
 from engine.knobs import EngineKnobs
 from engine.model.llama import LlamaForCausalLM
@@ -35,6 +38,9 @@ class ModelRunner:
             layer.self_attn.v_cache = v
         self.generator = torch.Generator(device=self.device).manual_seed(knobs.seed)
         self.last_num_splits = 1
+        # Decode gathers each layer's context into this memory (grown on demand, kept):
+        # a fresh multi-MB tensor per step would cost page faults on every step.
+        self._kv_workspace = torch.empty(0, dtype=self.dtype, device=self.device)
 
     def _slots(self, block_table: list[int], start: int, end: int) -> torch.Tensor:
         pos = torch.arange(start, end)
@@ -88,23 +94,41 @@ class ModelRunner:
         lens = [s.num_tokens for s in seqs]
         max_len = max(lens)
         P = self.page_size
-        width = -(-max_len // P)
-        tables = torch.zeros(len(seqs), width, dtype=torch.long)  # padding -> page 0, masked
-        last_slots = []
-        for i, s in enumerate(seqs):
-            tables[i, :len(s.block_table)] = torch.tensor(s.block_table[:width])
-            pos = s.num_tokens - 1
-            last_slots.append(s.block_table[pos // P] * P + pos % P)
         splits = num_kv_splits(len(seqs), self.cfg.num_kv_heads, max_len,
                                self.knobs.decode_target_ctas)
         self.last_num_splits = splits
+        S, C = split_layout(max_len, splits)
+        # The gather covers the split-K padded length S*C; padding reads page 0 (masked).
+        width = -(-(S * C) // P)
+        # Built as Python lists and converted once: a tensor op per sequence costs more
+        # than the whole conversion at decode batch sizes.
+        rows = []
+        last_slots = []
+        for s, n in zip(seqs, lens):
+            table = s.block_table[:width]
+            rows.append(table + [0] * (width - len(table)))
+            last_slots.append(s.block_table[(n - 1) // P] * P + (n - 1) % P)
+        tables = torch.tensor(rows, dtype=torch.long)  # [B, width]
         lens_t = torch.tensor(lens)
+        Hkv = self.cfg.num_kv_heads
         ctx = AttnContext(is_prefill=False, slot_mapping=torch.tensor(last_slots),
-                          context_lens=lens_t, context_slots=paged_slots(tables, max_len, P),
-                          num_splits=splits, decode_mask=split_k_mask(lens_t, max_len, splits))
-        ids = torch.tensor([s.tokens[-1] for s in seqs])
-        positions = torch.tensor([n - 1 for n in lens])
+                          context_lens=lens_t, num_splits=splits,
+                          decode_bias=split_k_bias(lens_t, max_len, splits),
+                          kv_index=decode_kv_index(tables, S * C, P, Hkv))
+        ctx.kv_buffers = self._kv_buffers((len(seqs), Hkv, S, C, self.cfg.head_dim))
+        # The last token of each sequence (``Sequence.tokens`` would copy the whole list).
+        ids = torch.tensor([s.output_ids[-1] if s.output_ids else s.prompt_ids[-1]
+                            for s in seqs])
+        positions = lens_t - 1
         return ids, positions, ctx
+
+    def _kv_buffers(self, shape: tuple[int, ...]) -> tuple[torch.Tensor, torch.Tensor]:
+        """Two [B, Hkv, S, C, D] views of the persistent decode gather workspace."""
+        n = math.prod(shape)
+        if self._kv_workspace.numel() < 2 * n:
+            # Grow with headroom so a batch growing by a token a step does not reallocate.
+            self._kv_workspace = torch.empty(3 * n, dtype=self.dtype, device=self.device)
+        return self._kv_workspace[:n].view(shape), self._kv_workspace[n:2 * n].view(shape)
 
     def sample(self, logits: torch.Tensor, temperatures: list[float]) -> list[int]:
         """Greedy for temperature 0, else seeded multinomial sampling. logits: [B, V]."""

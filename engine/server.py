@@ -76,7 +76,8 @@ class Worker:
         return {"status": "ok", "role": self.role, "free_pages": self.engine.blocks.num_free,
                 "total_pages": self.engine.blocks.num_pages, "inflight": inflight,
                 "running": len(sched.running), "waiting": len(sched.waiting),
-                "dtype": self.engine.dtype_name, "knobs": self.engine.knobs.as_env()}
+                "dtype": self.engine.dtype_name, "device": self.engine.device_name,
+                "knobs": self.engine.knobs.as_env()}
 
     def _sequence(self, req: GenerateRequest) -> Sequence:
         ids = req.input_ids if req.input_ids is not None else \

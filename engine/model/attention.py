@@ -7,8 +7,9 @@ from torch import nn
 
 from engine.attention_ops import AttnContext
 from engine.attention_ops import batched_prefill_attention
+from engine.attention_ops import gather_kv
 from engine.attention_ops import prefill_attention
-from engine.attention_ops import split_k_decode
+from engine.attention_ops import split_k_attention
 from engine.config import ModelConfig
 from engine.model.linear import Linear
 from engine.model.rope import RotaryEmbedding
@@ -42,17 +43,23 @@ class Attention(nn.Module):
         v = v.reshape(N, self.num_kv_heads, self.head_dim)
         if self.k_cache is None or self.v_cache is None:
             raise RuntimeError("attention layer has no KV cache bound")
-        self.k_cache[ctx.slot_mapping] = k
-        self.v_cache[ctx.slot_mapping] = v
+        # index_copy_ is a plain row scatter (index_put_ goes through the generic
+        # advanced-indexing machinery, several times slower for these sizes).
+        self.k_cache.index_copy_(0, ctx.slot_mapping, k)
+        self.v_cache.index_copy_(0, ctx.slot_mapping, v)
         if ctx.is_prefill:
             out = self._prefill(q, k, v, ctx)
         else:
-            slots = ctx.context_slots  # [B, Lmax]
-            kc = self.k_cache[slots]  # [B, Lmax, Hkv, D]
-            vc = self.v_cache[slots]
-            out = split_k_decode(q, kc, vc, ctx.context_lens, ctx.num_splits, self.scale,
-                                 ctx.decode_mask)
+            out = self._decode(q, ctx)
         return self.o_proj(out.reshape(N, self.q_size))
+
+    def _decode(self, q: torch.Tensor, ctx: AttnContext) -> torch.Tensor:
+        if ctx.kv_index is None or ctx.kv_buffers is None or ctx.decode_bias is None:
+            raise RuntimeError("decode context without kv_index/kv_buffers/decode_bias")
+        kbuf, vbuf = ctx.kv_buffers  # shared by every layer of the step
+        k = gather_kv(self.k_cache, ctx.kv_index, kbuf)  # [B, Hkv, S, C, D]
+        v = gather_kv(self.v_cache, ctx.kv_index, vbuf)
+        return split_k_attention(q, k, v, ctx.decode_bias, self.scale)  # [B, H, D]
 
     def _prefill(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                  ctx: AttnContext) -> torch.Tensor:

@@ -17,6 +17,6 @@ class MLP(nn.Module):
         self.down_proj = Linear(intermediate, hidden)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        gate_up = self.gate_up_proj(x)  # [N, 2I]
+        gate_up = self.gate_up_proj(x)  # [N, 2I], ours: activate the gate half in place
         gate, up = gate_up.split(self.intermediate, dim=-1)
-        return self.down_proj(F.silu(gate) * up)  # [N, hidden]
+        return self.down_proj(F.silu(gate, inplace=True).mul(up))  # [N, hidden]

@@ -99,3 +99,6 @@ def test_online_bench_against_the_router(cluster, tmp_path):
     assert info["role"] == "router"
     assert info["decode"]["knobs"]["ENGINE_DECODE_TARGET_CTAS"] == 16
     assert info["prefill"]["knobs"]["ENGINE_PREFILL_CHUNK_TOKENS"] == 512
+    # Where the tokens were made, for the ledger's evidence meta.
+    assert all(r["device"] == info["decode"]["device"] for r in rows)
+    assert info["decode"]["device"] == "cpu" or info["decode"]["device"].startswith("cuda:")
