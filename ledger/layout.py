@@ -12,8 +12,11 @@ Each knob entry carries an *anchor*, taken while its knob's line is in the file:
 
 * ``{"knob": K}``: the knob sits right after managed knob K (whose own anchor takes over
   when K is absent too), or
-* ``{"lines": [...]}``: the knob sits right after these skeleton lines (up to three, so
-  a blank line or a repeated comment still pins one place).
+* ``{"lines": [...], "below": [...]}``: the knob sits right after these skeleton lines
+  (up to three, so a blank line or a repeated comment still pins one place), and right
+  before those — used when the lines above can no longer be found.
+
+Whatever the anchor says, a knob goes back before the knobs anchored to it.
 
 Re-adding a knob lets the format write its line(s), then moves that block to its
 anchor.  The move is kept only if the file then parses to exactly the intended values;
@@ -85,8 +88,10 @@ def anchor_for(
         referenced = {absent[k].get("knob") for k in here}
         last = [k for k in here if k not in referenced] or here
         return {"knob": sorted(last)[-1]}
-    above = [line for i, line in _skeleton(text, {**spans, knob: span}) if i < start]
-    return {"lines": above[-CONTEXT:]}
+    skeleton = _skeleton(text, {**spans, knob: span})
+    above = [line for i, line in skeleton if i < start]
+    below = [line for i, line in skeleton if i >= span[1]]
+    return {"lines": above[-CONTEXT:], "below": below[:CONTEXT]}
 
 
 def _position(
@@ -110,12 +115,20 @@ def _position(
         return 0
     skeleton = _skeleton(text, spans)
     lines = [line for _, line in skeleton]
-    # The longest run of the skeleton lines that were above the knob that occurs once.
+    # The longest run of the skeleton lines that were above the knob that occurs once...
     for k in range(len(context), 0, -1):
         tail = context[-k:]
         hits = [j for j in range(k, len(lines) + 1) if lines[j - k:j] == tail]
         if len(hits) == 1:
             return skeleton[hits[0] - 1][0] + 1
+    # ...else of those that were below it (a line above may have become a knob's since).
+    below = anchor.get("below")
+    if isinstance(below, list):
+        for k in range(len(below), 0, -1):
+            head = below[:k]
+            hits = [j for j in range(len(lines) - k + 1) if lines[j:j + k] == head]
+            if len(hits) == 1:
+                return skeleton[hits[0]][0]
     return None
 
 
@@ -137,6 +150,10 @@ def add_knob(
     spans = _spans(fmt, text, [k for k in managed if k in present and k != knob])
     anchors = {k: a for k, a in managed.items() if a}
     pos = _position(fmt, text, anchor, anchors, spans)
+    # Knobs that sit right after this one (anchored to it) must stay after it.
+    followers = [spans[k][0] for k, a in anchors.items() if a.get("knob") == knob and k in spans]
+    if followers:
+        pos = min([p for p in (pos, *followers) if p is not None])
     if pos is None or pos == ops[0][1]:
         return placed
     if pos > 0 and not old[pos - 1].endswith(("\n", "\r")):
