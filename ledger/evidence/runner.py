@@ -14,7 +14,8 @@ and python-dotenv read alike.
 
 Order: one warm-up run per side first (at the first concurrency; not stored), then for
 each concurrency and each repeat A then B, so a machine drifting (thermal, noisy
-neighbours) shifts both sides alike.  Each run writes engine-format JSON to ``{out}``.
+neighbours) shifts both sides alike.  Each run writes its result to ``{out}``: the bundled engine's bench JSON, sglang
+``bench_serving --output-file`` JSONL or vLLM ``--save-result`` JSON.
 
 Ctrl-C (KeyboardInterrupt) kills the running bench and its whole process group (the
 engine starts worker processes), removes the temp files and re-raises: nothing is
@@ -211,7 +212,7 @@ def run_ab(
 
     ``progress(done, total, eta_s, label)`` is called after every run (warm-ups count);
     ``eta_s`` extrapolates the mean run time so far.  Raises EvidenceError when the
-    template is invalid, a run fails or its JSON is not engine-format.
+    template is invalid, a run fails or its result is of no known shape.
     """
     tokens = check_template(command)
     if side_a.name != "A" or side_b.name != "B":
@@ -288,7 +289,10 @@ def _read_result(out: Path, conc: int, argv: list[str]) -> tuple[dict[str, Any],
     where = f"bench output of {shlex.join(argv)}"
     try:
         objs = parse_objects(text, where)
-        found = rows_from_objects(objs, where, shapes=("engine",))[1]
+        # Any known shape: the bundled engine's, sglang bench_serving's or vLLM's.  A
+        # single result that does not say its concurrency ran at the one we asked for.
+        override = conc if len(objs) == 1 and objs[0].get("max_concurrency") is None else None
+        found = rows_from_objects(objs, where, override)[1]
     except ImportFormatError as e:
         raise EvidenceError(str(e)) from e
     matching = [(r, o) for r, o in zip(found, objs, strict=True) if r["concurrency"] == conc]

@@ -127,3 +127,28 @@ def test_render_through_the_cli(bench_ws, ledger, tmp_path):
     first = {p.name: p.read_bytes() for p in out.rglob("*") if p.is_file()}
     assert ledger("-C", root, "render", "--out", out).exit_code == 0
     assert {p.name: p.read_bytes() for p in out.rglob("*") if p.is_file()} == first
+
+
+SGLANG_BENCH = """\
+import json, os, random, sys
+out, conc = sys.argv[1], int(sys.argv[2])
+rng = random.Random(out)
+tput = 1000.0 * (1 + float(os.environ.get("FAKE_SHIFT", "0"))) * (1 + 0.02 * rng.gauss(0, 1))
+with open(out, "a") as f:
+    f.write(json.dumps({"backend": "sglang", "dataset_name": "random", "max_concurrency": conc,
+        "completed": 64, "duration": 64 * 32 / tput, "total_input_tokens": 2048,
+        "total_output_tokens": 2048, "request_throughput": tput / 32,
+        "input_throughput": tput, "output_throughput": tput, "median_tpot_ms": 1000 / tput,
+        "mean_ttft_ms": 5.0, "p99_itl_ms": 2.0}) + "\\n")
+"""
+
+
+def test_ab_with_an_sglang_style_bench(bench_ws, ledger, tmp_path):
+    root, _ = bench_ws
+    bench = tmp_path / "sglang_bench.py"
+    bench.write_text(SGLANG_BENCH)
+    entry = record(ledger, root, "0.10", "faster kernel")
+    r = ledger("-C", root, "ab", entry, "--runs", "4", "--concurrency", "8",
+               "--bench", f"{{python}} {bench} {{out}} {{concurrency}}")
+    assert r.exit_code == 0, r.stderr
+    assert "gain +" in r.stdout and "@c8" in r.stdout
