@@ -14,8 +14,9 @@ and python-dotenv read alike.
 
 Order: one warm-up run per side first (at the first concurrency; not stored), then for
 each concurrency and each repeat A then B, so a machine drifting (thermal, noisy
-neighbours) shifts both sides alike.  Each run writes its result to ``{out}``: the bundled engine's bench JSON, sglang
-``bench_serving --output-file`` JSONL or vLLM ``--save-result`` JSON.
+neighbours) shifts both sides alike.  Each run writes its result to ``{out}``: the
+bundled engine's bench JSON, sglang ``bench_serving --output-file`` JSONL or vLLM
+``--save-result`` JSON.
 
 Ctrl-C (KeyboardInterrupt) kills the running bench and its whole process group (the
 engine starts worker processes), removes the temp files and re-raises: nothing is
