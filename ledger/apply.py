@@ -18,7 +18,6 @@ from typing import Sequence
 
 from ledger import planner
 from ledger.errors import DriftError
-from ledger.errors import LedgerError
 from ledger.errors import PatchError
 from ledger.model import Entry
 from ledger.targets import TargetFile
@@ -187,4 +186,4 @@ def commit_message(op: str, why: str, changed: Sequence[Entry]) -> str:
     return f"{head}\n\n{body}\n" if body else head + "\n"
 
 
-__all__ = ["Applied", "EnginePlan", "LedgerError", "apply_plan", "commit_message", "unified"]
+__all__ = ["Applied", "EnginePlan", "apply_plan", "commit_message", "unified"]

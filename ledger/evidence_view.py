@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable
 
+from ledger.errors import LedgerError
 from ledger.model import Entry
 from ledger.workspace import Workspace
 
@@ -61,29 +62,30 @@ def verdicts_for(ws: Workspace, entries: Iterable[Entry]) -> dict[str, str | Non
     return {e.id: evidence_for(ws, e).verdict for e in entries if has_evidence(ws, e)}
 
 
-def current_engine_commit(ws: Workspace) -> str | None:
+def _engine_git(ws: Workspace):
+    """The engine repo through the hardened runner (it is not ours: no hooks, no GIT_*)."""
     path = ws.engine_repo_path
     if path is None or not (path / ".git").exists():
         return None
-    from ledger import wsgit
+    from ledger.gitrepo import Git
 
+    return Git(path)
+
+
+def current_engine_commit(ws: Workspace) -> str | None:
+    git = _engine_git(ws)
     try:
-        return wsgit.head(path)
-    except Exception:  # an unreadable engine repo only makes evidence unjudgeable
+        return git.head() if git else None
+    except LedgerError:  # an unreadable engine repo only makes evidence unjudgeable
         return None
 
 
 def same_tree(ws: Workspace, a: str, b: str) -> bool:
     """Whether two engine commits hold the same source tree."""
-    path = ws.engine_repo_path
-    if path is None:
-        return False
-    from ledger.gitrepo import Git
-
-    git = Git(path)
+    git = _engine_git(ws)
     try:
-        return git.tree_of(a) == git.tree_of(b)
-    except Exception:  # an unknown commit (history rewritten): not the same engine
+        return bool(git) and git.tree_of(a) == git.tree_of(b)
+    except LedgerError:  # an unknown commit (history rewritten): not the same engine
         return False
 
 
@@ -91,7 +93,6 @@ def knob_context(ws: Workspace, entry: Entry) -> dict | None:
     """The other knobs of the entry's target as they are live (None for patch entries)."""
     if entry.kind != "knob":
         return None
-    from ledger.errors import LedgerError
     from ledger.targets import read_target
 
     try:

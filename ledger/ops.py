@@ -23,14 +23,11 @@ from ledger.apply import Applied
 from ledger.apply import apply_plan
 from ledger.apply import commit_message
 from ledger.apply import layer_anchors
-from ledger.apply import read_targets
 from ledger.errors import Drift
 from ledger.errors import DriftError
 from ledger.errors import InvalidValue
 from ledger.errors import LockHeld
-from ledger.errors import LedgerError
 from ledger.errors import Refused
-from ledger.errors import TargetError
 from ledger.errors import UsageError
 from ledger.model import Action
 from ledger.model import Entry
@@ -381,15 +378,12 @@ def _apply(s: Session, plan: planner.Plan, why: str, force: bool, dry_run: bool)
 
 
 __all__ = [
-    "LedgerError",
     "Recorded",
     "Session",
-    "TargetError",
     "add_target",
     "clear",
     "init_workspace",
     "open_session",
-    "read_targets",
     "record_knob",
     "restore",
     "revert",

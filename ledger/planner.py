@@ -270,39 +270,25 @@ def unique_slug(entries: Iterable[Entry], slug: str) -> str:
     return f"{slug}-{n}"
 
 
-def layer_base_for_new(
-    entries: Sequence[Entry], target: str, knob: str, live: str | None
-) -> str | None:
-    """The ``before`` of a new entry on (target, knob): the value in effect now."""
-    layer = knob_layers(entries).get((target, knob))
-    return layer_value(layer) if layer else live
 
 
-def applied_patch_stack(entries: Iterable[Entry]) -> list[Entry]:
-    """Applied patch entries in record order: the desired stack over the base."""
-    return [e for e in sorted(entries, key=lambda e: e.seq) if e.kind == "patch" and e.applied]
 
 
-def replace_entry(entries: Sequence[Entry], new: Entry) -> list[Entry]:
-    return [new if e.id == new.id else e for e in entries]
 
 
 __all__ = [
     "KnobKey",
     "Plan",
     "Skip",
-    "applied_patch_stack",
     "expected_knobs",
     "find_drift",
     "full_knobs",
     "knob_layers",
-    "layer_base_for_new",
     "layer_value",
     "next_seq",
     "plan_clear",
     "plan_restore",
     "plan_revert",
-    "replace_entry",
     "restore_blocker",
     "select",
     "unique_slug",

@@ -106,11 +106,6 @@ def restore_paths(root: Path, rev: str | None, paths: Sequence[str]) -> None:
         _run(repo, "checkout", rev, "--", *chunk)
 
 
-def dirty(root: Path, paths: Sequence[str]) -> list[str]:
-    """Files under ``paths`` with changes not committed (what a command would mix in)."""
-    repo = _git(root)
-    out = _run(repo, "status", "--porcelain", "--untracked-files=all", "--", *paths)
-    return [line[3:] for line in out.splitlines() if line.strip()]
 
 
 def message_of(root: Path, rev: str) -> str:
@@ -150,8 +145,3 @@ def show_file(root: Path, rev: str, path: str) -> str | None:
         return repo.git.execute(["git", "show", f"{rev}:{path}"])
     except git.GitCommandError:
         return None
-
-
-def ls_tree(root: Path, rev: str, path: str) -> list[str]:
-    out = _run(_git(root), "ls-tree", "--name-only", "-r", rev, "--", path)
-    return [line for line in out.splitlines() if line]
