@@ -185,3 +185,13 @@ def test_killed_command_is_rolled_back_by_the_next_one(story, ledger, point):
         assert "rolled back" in r.stderr
         assert snapshot(story) == before
     assert ledger(*story.args("status", "--json")).json()["clean"]
+
+
+def test_a_vanished_target_is_reported_and_refused(story, ledger):
+    assert record_ctas(ledger, story).exit_code == 0
+    story.script.rename(story.script.with_suffix(".moved"))
+    r = ledger(*story.args("status"))
+    assert "UNREADABLE" in r.stdout and f"{story.script}: does not exist" in r.stderr
+    r = ledger(*story.args("revert", "--perf-only"))
+    assert r.exit_code == 1 and f"error: {story.script}: does not exist" in r.stderr
+    assert not story.script.exists()

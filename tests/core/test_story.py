@@ -54,6 +54,9 @@ def test_proxy_revelation_story(story, ledger, git_log):
     assert "restored" in r.stdout and "evidence: no evidence" in r.stdout
     assert story.script.read_bytes() == before_suspect
     assert ledger(*a("diff", "--exit-code")).exit_code == 0
+    history = ledger(*a("show", perf, "--json")).json()["history"]
+    assert history[-1]["action"] == "restore"
+    assert history[-1]["why"] == "cleared: client proxy was the cause"
 
     subjects = git_log(story.root)
     assert subjects[0].startswith("restore 1 entry")
