@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Iterable
 
 from ledger.errors import BackupError
-from ledger.fsio import atomic_write
+from ledger.store.fsio import atomic_write
 
 
 @dataclass(frozen=True)

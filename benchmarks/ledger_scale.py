@@ -33,17 +33,17 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from ledger import ops  # noqa: E402
-from ledger import planner  # noqa: E402
-from ledger.model import Action  # noqa: E402
-from ledger.model import Entry  # noqa: E402
-from ledger.targets import edit_target  # noqa: E402
-from ledger.targets import read_target  # noqa: E402
-from ledger.txn import Transaction  # noqa: E402
-from ledger.workspace import Workspace  # noqa: E402
-from ledger.workspace import ENTRIES_NAME  # noqa: E402
-from ledger.workspace import entries_bytes  # noqa: E402
-from ledger.workspace import utc_now  # noqa: E402
+from ledger.commands import ops  # noqa: E402
+from ledger.core import planner  # noqa: E402
+from ledger.core.model import Action  # noqa: E402
+from ledger.core.model import Entry  # noqa: E402
+from ledger.store.targets import edit_target  # noqa: E402
+from ledger.store.targets import read_target  # noqa: E402
+from ledger.store.txn import Transaction  # noqa: E402
+from ledger.store.workspace import Workspace  # noqa: E402
+from ledger.store.workspace import ENTRIES_NAME  # noqa: E402
+from ledger.store.workspace import entries_bytes  # noqa: E402
+from ledger.store.workspace import utc_now  # noqa: E402
 
 SCRIPT = """#!/usr/bin/env bash
 # decode server {i}

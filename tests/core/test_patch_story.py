@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ledger.demo import prepare
+from ledger.commands.demo import prepare
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -8,9 +8,9 @@ import sys
 
 import pytest
 
-from ledger.txn import CRASH_POINTS
-from ledger.txn import WriterLock
-from ledger.workspace import Workspace
+from ledger.store.txn import CRASH_POINTS
+from ledger.store.txn import WriterLock
+from ledger.store.workspace import Workspace
 
 
 def record_ctas(ledger, story, value="512", *extra):

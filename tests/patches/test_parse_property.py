@@ -9,7 +9,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ledger.patches import parse_patch_files
+from ledger.patches.stack import parse_patch_files
 
 from .helpers import git
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from ledger.errors import PatchError
-from ledger.patches import EngineRepo, StackItem, patch_sha256, verify_sha256
+from ledger.patches.stack import EngineRepo, StackItem, patch_sha256, verify_sha256
 
 from .helpers import Stack, git, tree_files
 from .test_safety import new_file

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from ledger.errors import PatchError
-from ledger.patches import EngineRepo, StackItem, parse_patch_files
+from ledger.patches.stack import EngineRepo, StackItem, parse_patch_files
 
 from .helpers import git, tree_files
 

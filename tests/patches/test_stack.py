@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from ledger.errors import PatchError
-from ledger.patches import EngineRepo, StackConflict, StackDrift, StackItem
+from ledger.patches.stack import EngineRepo, StackConflict, StackDrift, StackItem
 
 from .helpers import Stack, git, tree_files, write_files
 

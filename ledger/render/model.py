@@ -2,7 +2,7 @@
 
 The workspace layer (``ledger/workspace.py`` and the CLI) builds a :class:`RenderModel`
 from ``ledger.yaml``, the live target files and the stored evidence, and hands it to
-:func:`ledger.render.render_docs`.  Keeping this snapshot separate means the renderer
+:func:`ledger.render.docs.render_docs`.  Keeping this snapshot separate means the renderer
 never touches git, target files or the clock, so the same model always renders the same
 bytes, and tests can build any situation by hand.
 
@@ -20,7 +20,7 @@ from typing import Any
 from typing import Mapping
 
 from ledger.errors import InvalidValue
-from ledger.model import Entry
+from ledger.core.model import Entry
 
 # Entry ids become file names (entries/<id>.md, entries/<id>.svg): no separators, no
 # leading dot, nothing a shell or a URL would need to quote.

@@ -6,9 +6,9 @@ from pathlib import Path
 
 from backups.store import Backup
 from backups.store import BackupStore
-from ledger.txn import Transaction
-from ledger.txn import WriterLock
-from ledger.workspace import Workspace
+from ledger.store.txn import Transaction
+from ledger.store.txn import WriterLock
+from ledger.store.workspace import Workspace
 
 
 def store_of(ws: Workspace) -> BackupStore:

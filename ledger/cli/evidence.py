@@ -6,15 +6,15 @@ import sys
 
 import click
 
-from ledger.cli_common import State
-from ledger.cli_common import dry_run_option
-from ledger.cli_common import emit_json
-from ledger.cli_common import json_option
-from ledger.cli_common import wants_json
+from ledger.cli.common import State
+from ledger.cli.common import dry_run_option
+from ledger.cli.common import emit_json
+from ledger.cli.common import json_option
+from ledger.cli.common import wants_json
 from ledger.errors import UsageError
-from ledger.output import safe
-from ledger.output import show_value
-from ledger.output import table
+from ledger.cli.output import safe
+from ledger.cli.output import show_value
+from ledger.cli.output import table
 
 
 def _int_list(text: str) -> list[int]:
@@ -55,8 +55,8 @@ class Progress:
 @click.pass_context
 def ab(ctx, ref, runs, concurrency, bench, metric, json_out, dry_run) -> None:
     """Collect A/B evidence for an entry: A = reverted, B = applied, alternating."""
-    from ledger.evidence_ops import plan_ab
-    from ledger.evidence_ops import run_ab
+    from ledger.commands.evidence import plan_ab
+    from ledger.commands.evidence import run_ab
 
     s = ctx.find_object(State).session(ctx)
     if dry_run:
@@ -114,8 +114,8 @@ def evidence() -> None:
 @click.pass_context
 def evidence_add(ctx, ref, files, side, concurrency, metric, json_out, dry_run) -> None:
     """Import bench results (engine JSON, sglang bench_serving JSONL, vLLM --save-result)."""
-    from ledger.evidence_ops import add_evidence
-    from ledger.evidence_ops import check_evidence_files
+    from ledger.commands.evidence import add_evidence
+    from ledger.commands.evidence import check_evidence_files
 
     s = ctx.find_object(State).session(ctx)
     if dry_run:
@@ -139,7 +139,7 @@ def evidence_add(ctx, ref, files, side, concurrency, metric, json_out, dry_run) 
 @click.pass_context
 def evidence_show(ctx, ref, json_out) -> None:
     """The evidence table of an entry (latest run), and its headline."""
-    from ledger.evidence_ops import show_evidence
+    from ledger.commands.evidence import show_evidence
 
     s = ctx.find_object(State).session(ctx)
     d = show_evidence(s.ws, ref)

@@ -1,9 +1,9 @@
 """The apply path shared by every mutating command.
 
-A command builds a :class:`~ledger.planner.Plan` (pure), then :func:`apply_plan` turns it
+A command builds a :class:`~ledger.core.planner.Plan` (pure), then :func:`apply_plan` turns it
 into writes: it reads the target files the plan touches, refuses drift (unless
 ``force``), computes each file's new bytes, prepares the engine repo's patch-stack step,
-and runs everything through one :class:`~ledger.txn.Transaction`.  With ``dry_run`` it
+and runs everything through one :class:`~ledger.store.txn.Transaction`.  With ``dry_run`` it
 stops before writing and returns what it would have done.
 """
 
@@ -16,17 +16,17 @@ from pathlib import Path
 from typing import Callable
 from typing import Sequence
 
-from ledger import planner
+from ledger.core import planner
 from ledger.errors import DriftError
 from ledger.errors import PatchError
-from ledger.model import Entry
-from ledger.targets import TargetFile
-from ledger.targets import edit_target
-from ledger.targets import read_target
-from ledger.txn import Transaction
-from ledger.workspace import Workspace
-from ledger.workspace import ENTRIES_NAME
-from ledger.workspace import entries_bytes
+from ledger.core.model import Entry
+from ledger.store.targets import TargetFile
+from ledger.store.targets import edit_target
+from ledger.store.targets import read_target
+from ledger.store.txn import Transaction
+from ledger.store.workspace import Workspace
+from ledger.store.workspace import ENTRIES_NAME
+from ledger.store.workspace import entries_bytes
 
 
 @dataclass
@@ -70,7 +70,7 @@ def drift_in(ws: Workspace, entries: Sequence[Entry], files: dict[str, TargetFil
 def layer_anchors(entries: Sequence[Entry]) -> dict[str, dict[str, dict | None]]:
     """target -> every knob the ledger manages there -> its anchor (None if unknown).
 
-    A layer's anchor is its first entry's that has one (see :mod:`ledger.layout`).
+    A layer's anchor is its first entry's that has one (see :mod:`ledger.core.layout`).
     """
     out: dict[str, dict[str, dict | None]] = {}
     for (target, knob), layer in planner.knob_layers(entries).items():
@@ -108,7 +108,7 @@ EngineStep = Callable[[], None]
 
 @dataclass
 class EnginePlan:
-    """The engine repo part of a command, prepared by ``ledger.patchstack``."""
+    """The engine repo part of a command, prepared by ``ledger.patches.entries``."""
 
     repo: Path
     head: str

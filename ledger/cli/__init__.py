@@ -1,6 +1,6 @@
 """The `ledger` command line: parse, call one library function, format what comes back.
 
-All decisions live in the library (``ledger.ops``, ``ledger.report`` and friends); this
+All decisions live in the library (``ledger.commands.ops``, ``ledger.commands.report`` and friends); this
 module only turns arguments into calls and results into text or JSON.  Errors are
 :class:`~ledger.errors.LedgerError` subclasses, caught once in :func:`main`: ``error: …``
 on stderr and the error's exit code (1 refused/failed, 2 usage); ``--debug`` shows the
@@ -19,25 +19,25 @@ from pathlib import Path
 
 import click
 
-from ledger.cli_backups import backups
-from ledger.cli_common import State
-from ledger.cli_common import dry_run_option
-from ledger.cli_common import emit_json
-from ledger.cli_common import json_option
-from ledger.cli_common import safe_diff
-from ledger.cli_common import set_argv
-from ledger.cli_common import wants_json
-from ledger.cli_docs import demo
-from ledger.cli_docs import render
-from ledger.cli_evidence import ab
-from ledger.cli_evidence import evidence
+from ledger.cli.backups import backups
+from ledger.cli.common import State
+from ledger.cli.common import dry_run_option
+from ledger.cli.common import emit_json
+from ledger.cli.common import json_option
+from ledger.cli.common import safe_diff
+from ledger.cli.common import set_argv
+from ledger.cli.common import wants_json
+from ledger.cli.docs import demo
+from ledger.cli.docs import render
+from ledger.cli.evidence import ab
+from ledger.cli.evidence import evidence
 from ledger.errors import LedgerError
 from ledger.errors import UsageError
-from ledger.output import paint
-from ledger.output import safe
-from ledger.output import show_value
-from ledger.output import table
-from ledger.output import use_colour
+from ledger.cli.output import paint
+from ledger.cli.output import safe
+from ledger.cli.output import show_value
+from ledger.cli.output import table
+from ledger.cli.output import use_colour
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
@@ -107,7 +107,7 @@ def cli(ctx: click.Context, workspace: str | None, json_out: bool, debug: bool) 
 @dry_run_option
 def init(directory: str, engine_repo: str | None, dry_run: bool) -> None:
     """Create a workspace (a git repo with ledger.yaml) in DIRECTORY."""
-    from ledger.ops import init_workspace
+    from ledger.commands.ops import init_workspace
 
     root = init_workspace(Path(directory), engine_repo, dry_run=dry_run)
     verb = "would initialise" if dry_run else "initialised"
@@ -129,7 +129,7 @@ def target() -> None:
 @click.pass_context
 def target_add(ctx, name: str, path: str, fmt: str, container: str | None, dry_run: bool) -> None:
     """Put the file PATH under management as target NAME."""
-    from ledger.ops import add_target
+    from ledger.commands.ops import add_target
 
     s = ctx.find_object(State).session(ctx)
     t = add_target(s, name, path, fmt, container, Path.cwd(), dry_run)
@@ -182,7 +182,7 @@ def record_options(f):
 def record_knob(ctx, target_name, assignment, cls, title, why, unset, adopt, before,
                 before_unset, no_validate, force, json_out, dry_run) -> None:
     """Change KNOB in TARGET (with backup) and record the entry."""
-    from ledger.ops import record_knob as do_record
+    from ledger.commands.ops import record_knob as do_record
 
     if unset:
         if "=" in assignment:
@@ -225,7 +225,7 @@ def _recorded_json(entry, applied, dry_run: bool, warnings: list[str]) -> dict:
 @click.pass_context
 def record_patch(ctx, patch_file, rev, cls, title, why, json_out, dry_run) -> None:
     """Apply PATCH_FILE to the engine repo (or adopt --commit REV) and record it."""
-    from ledger.patchstack import record_patch as do_record
+    from ledger.patches.entries import record_patch as do_record
 
     if bool(patch_file) == bool(rev):
         raise UsageError("give a patch FILE or --commit REV (one of them)")
@@ -256,7 +256,7 @@ def _state_cell(row: dict, colour: bool) -> str:
 @click.pass_context
 def list_cmd(ctx, cls, state, json_out) -> None:
     """Entries, one line each, in record order."""
-    from ledger.report import list_entries
+    from ledger.commands.report import list_entries
 
     s = ctx.find_object(State).session(ctx)
     rows = list_entries(s.ws, cls, state)
@@ -277,7 +277,7 @@ def list_cmd(ctx, cls, state, json_out) -> None:
 @click.pass_context
 def show(ctx, ref, json_out) -> None:
     """One entry: the change, its state, history and evidence."""
-    from ledger.report import show_entry
+    from ledger.commands.report import show_entry
 
     s = ctx.find_object(State).session(ctx)
     d = show_entry(s.ws, ref)
@@ -307,7 +307,7 @@ def _indent(text: str, n: int) -> str:
 @click.pass_context
 def status(ctx, json_out) -> None:
     """Each entry's recorded state against what is live; drift; suspects."""
-    from ledger.report import status as do_status
+    from ledger.commands.report import status as do_status
 
     s = ctx.find_object(State).session(ctx)
     st = do_status(s.ws)
@@ -345,7 +345,7 @@ def _print_drift(drifts, colour: bool) -> None:
 @click.pass_context
 def diff(ctx, revs, files, exit_code, json_out) -> None:
     """What is off the table now — or, with REVs, what changed in the ledger between them."""
-    from ledger import report
+    from ledger.commands import report
 
     if len(revs) > 2:
         raise UsageError("diff takes at most two revisions")
@@ -436,7 +436,7 @@ def _print_applied(applied, verb: str, ctx, json_out: bool, infinitive: str = ""
 
 
 def _change(e) -> str:
-    from ledger.report import change_text
+    from ledger.commands.report import change_text
 
     return change_text(e)
 
@@ -464,7 +464,7 @@ def _print_files(applied, dry_run: bool) -> None:
 @click.pass_context
 def revert(ctx, refs, perf_only, cls, why, force, json_out, dry_run) -> None:
     """Revert entries: by ID, or --perf-only, or --class CLASS."""
-    from ledger import ops
+    from ledger.commands import ops
 
     s = ctx.find_object(State).session(ctx)
     r = ops.revert(
@@ -488,7 +488,7 @@ def revert(ctx, refs, perf_only, cls, why, force, json_out, dry_run) -> None:
 def restore(ctx, refs, perf_only, include_suspects, force, require_evidence, why, json_out,
             dry_run) -> None:
     """Re-apply reverted entries, showing the evidence for each."""
-    from ledger import ops
+    from ledger.commands import ops
 
     s = ctx.find_object(State).session(ctx)
     r = ops.restore(s, refs=refs, perf_only=perf_only, include_suspects=include_suspects,
@@ -500,7 +500,7 @@ def restore(ctx, refs, perf_only, include_suspects, force, require_evidence, why
 
 
 def _print_restore(s, applied) -> None:
-    from ledger.evidence_view import evidence_for
+    from ledger.evidence.view import evidence_for
 
     prefix = "would restore" if applied.dry_run else "restored"
     if not applied.changed:
@@ -524,7 +524,7 @@ def _print_restore(s, applied) -> None:
 @click.pass_context
 def suspect(ctx, ref, why, force, json_out, dry_run) -> None:
     """Revert an entry and mark it suspected of causing an incident."""
-    from ledger import ops
+    from ledger.commands import ops
 
     s = ctx.find_object(State).session(ctx)
     _print_applied(
@@ -544,7 +544,7 @@ def suspect(ctx, ref, why, force, json_out, dry_run) -> None:
 @click.pass_context
 def clear(ctx, ref, why, json_out, dry_run) -> None:
     """Clear a suspect (it stays reverted until `ledger restore`)."""
-    from ledger import ops
+    from ledger.commands import ops
 
     s = ctx.find_object(State).session(ctx)
     _print_applied(ops.clear(s, ref, why, dry_run=dry_run), "cleared", ctx, json_out, "clear")
@@ -556,7 +556,7 @@ def clear(ctx, ref, why, json_out, dry_run) -> None:
 @click.pass_context
 def log(ctx, limit, json_out) -> None:
     """The workspace's audit trail: one commit per command."""
-    from ledger.report import workspace_log
+    from ledger.commands.report import workspace_log
 
     s = ctx.find_object(State).session(ctx)
     commits = workspace_log(s.ws, limit)
@@ -574,6 +574,3 @@ def main(argv: list[str] | None = None) -> None:
     """Console-script entry point."""
     cli.main(args=argv, prog_name="ledger")
 
-
-if __name__ == "__main__":  # pragma: no cover
-    main()

@@ -28,7 +28,7 @@ class State:
         self.debug = debug
 
     def session(self, ctx: click.Context):
-        from ledger.ops import open_session
+        from ledger.commands.ops import open_session
 
         s = open_session(self.workspace, command_line(ctx))
         for notice in s.notices:
@@ -77,6 +77,6 @@ def emit_json(data) -> None:
 
 
 def safe_diff(text: str) -> str:
-    from ledger.output import safe
+    from ledger.cli.output import safe
 
     return "\n".join(safe(line) for line in text.split("\n"))

@@ -108,7 +108,7 @@ class Entry:
     knob: str | None = None
     before: str | None = None
     after: str | None = None
-    # where the knob's line sits, to put it back there (see ledger.layout)
+    # where the knob's line sits, to put it back there (see ledger.core.layout)
     anchor: dict | None = None
     # patch entries
     patch: str | None = None

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import click
 
-from ledger.cli_common import State
+from ledger.cli.common import State
 from ledger.errors import LedgerError
-from ledger.output import safe
+from ledger.cli.output import safe
 
 
 @click.command()
@@ -20,7 +20,7 @@ from ledger.output import safe
 @click.pass_context
 def render(ctx, out, formats) -> None:
     """Write the change history as docs: CHANGELOG.md, entries/<id>.md, index.html."""
-    from ledger.render_ops import render as do_render
+    from ledger.commands.render import render as do_render
 
     s = ctx.find_object(State).session(ctx)
     fmts = [f.strip() for f in formats.split(",") if f.strip()]
@@ -38,7 +38,7 @@ def render(ctx, out, formats) -> None:
 @click.pass_context
 def demo(ctx, directory, force, runs) -> None:
     """The whole story on the bundled engine, printed as a transcript you can retype."""
-    from ledger.demo import prepare
+    from ledger.commands.demo import prepare
 
     d = prepare(Path(directory), force=force, runs=runs)
     click.echo(f"# knob ledger demo in {d.root}: the bundled engine as a git repo "

@@ -5,7 +5,7 @@ rename/copy from/to, modes, hunk counts) and refuses paths that are absolute, co
 ``..`` or empty components, control characters, or a ``.git`` component; symlinks that
 the patch creates pointing outside the repo or into ``.git``; and any path below a
 symlink the patch creates.  The repo-side checks (symlinks already in the tree, git's
-own reading of the patch) are :meth:`ledger.patches.EngineRepo.check_patch`'s.
+own reading of the patch) are :meth:`ledger.patches.stack.EngineRepo.check_patch`'s.
 """
 
 from __future__ import annotations

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import click
 
-from ledger.cli_common import State
-from ledger.cli_common import dry_run_option
-from ledger.cli_common import emit_json
-from ledger.cli_common import json_option
-from ledger.cli_common import safe_diff
-from ledger.cli_common import wants_json
-from ledger.output import safe
-from ledger.output import table
+from ledger.cli.common import State
+from ledger.cli.common import dry_run_option
+from ledger.cli.common import emit_json
+from ledger.cli.common import json_option
+from ledger.cli.common import safe_diff
+from ledger.cli.common import wants_json
+from ledger.cli.output import safe
+from ledger.cli.output import table
 
 
 @click.group()
@@ -24,7 +24,7 @@ def backups() -> None:
 @click.pass_context
 def backups_list(ctx, json_out) -> None:
     """Backups, oldest first."""
-    from ledger.backup_ops import list_backups
+    from ledger.commands.backups import list_backups
 
     s = ctx.find_object(State).session(ctx)
     items = list_backups(s.ws)
@@ -42,7 +42,7 @@ def backups_list(ctx, json_out) -> None:
 @click.pass_context
 def backups_show(ctx, backup_id, json_out) -> None:
     """One backup's files, with their sha256."""
-    from ledger.backup_ops import get_backup
+    from ledger.commands.backups import get_backup
 
     s = ctx.find_object(State).session(ctx)
     b = get_backup(s.ws, backup_id)
@@ -59,7 +59,7 @@ def backups_show(ctx, backup_id, json_out) -> None:
 @click.pass_context
 def backups_diff(ctx, backup_id, path) -> None:
     """Unified diff from the backup to the live file(s)."""
-    from ledger.backup_ops import diff_backup
+    from ledger.commands.backups import diff_backup
 
     s = ctx.find_object(State).session(ctx)
     text = diff_backup(s.ws, backup_id, path)
@@ -72,7 +72,7 @@ def backups_diff(ctx, backup_id, path) -> None:
 @click.pass_context
 def backups_restore(ctx, backup_id, dry_run) -> None:
     """Put every file of a backup back as it was (itself backed up first)."""
-    from ledger.backup_ops import restore_backup
+    from ledger.commands.backups import restore_backup
 
     s = ctx.find_object(State).session(ctx)
     written = restore_backup(s, backup_id, dry_run=dry_run)

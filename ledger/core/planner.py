@@ -14,7 +14,7 @@ Knob layering
 Patch stack
     Patch entries form one ordered stack; the desired engine tree is base + applied
     patches in record order.  The planner only says which patches are applied before
-    and after an operation; ``ledger.patches`` turns that into a tree (or refuses).
+    and after an operation; ``ledger.patches.stack`` turns that into a tree (or refuses).
 
 Class-selective operations
     ``plan_revert`` / ``plan_restore`` take an explicit selection and return the entries'
@@ -34,8 +34,8 @@ from typing import Sequence
 
 from ledger.errors import Drift
 from ledger.errors import Refused
-from ledger.model import Action
-from ledger.model import Entry
+from ledger.core.model import Action
+from ledger.core.model import Entry
 
 KnobKey = tuple[str, str]  # (target name, knob name)
 

@@ -1,11 +1,11 @@
 """Patch entries in the workspace, over the engine repo's patch stack.
 
-The mechanism lives in :mod:`ledger.patches` (one commit per applied patch with a
+The mechanism lives in :mod:`ledger.patches.stack` (one commit per applied patch with a
 ``Ledger-Entry`` trailer; reverts and restores computed in a private index and committed
 as one commit per command, so ``git log`` in the engine repo tells the same story as the
 ledger).  This module connects it to the workspace: it reads each entry's stored patch
 (``patches/<id>.patch``) and checks its sha256, turns a plan's flips into stack items,
-and hands :mod:`ledger.apply` an engine step that the transaction runs — and undoes, by
+and hands :mod:`ledger.store.apply` an engine step that the transaction runs — and undoes, by
 resetting the engine repo to its HEAD before, if anything else in the command fails.
 """
 
@@ -16,20 +16,20 @@ from pathlib import Path
 from typing import Mapping
 from typing import Sequence
 
-from ledger import planner
-from ledger.apply import Applied
-from ledger.apply import EnginePlan
-from ledger.apply import apply_plan
+from ledger.core import planner
+from ledger.store.apply import Applied
+from ledger.store.apply import EnginePlan
+from ledger.store.apply import apply_plan
 from ledger.errors import PatchError
-from ledger.model import Entry
-from ledger.workspace import Workspace
+from ledger.core.model import Entry
+from ledger.store.workspace import Workspace
 
 PATCH_DIR = "patches"
 
 
 def engine_repo(ws: Workspace):
     """The workspace's engine repo, or a clear error when there is none."""
-    from ledger.patches import EngineRepo
+    from ledger.patches.stack import EngineRepo
 
     path = ws.engine_repo_path
     if path is None:
@@ -42,7 +42,7 @@ def engine_repo(ws: Workspace):
 
 def patch_text(ws: Workspace, e: Entry) -> str:
     """The stored patch of entry ``e``, verified against its recorded sha256."""
-    from ledger.patches import verify_sha256
+    from ledger.patches.stack import verify_sha256
 
     path = ws.root / (e.patch or "")
     try:
@@ -55,7 +55,7 @@ def patch_text(ws: Workspace, e: Entry) -> str:
 
 def stack_items(ws: Workspace, entries: Sequence[Entry], after: Mapping[str, bool]):
     """Every patch entry in record order, with its state now and after the command."""
-    from ledger.patches import StackItem
+    from ledger.patches.stack import StackItem
 
     return [
         StackItem(e.id, e.title, patch_text(ws, e), applied_now=e.applied,
@@ -104,10 +104,10 @@ def record_patch(
     dry_run: bool = False,
 ) -> RecordedPatch:
     """Apply a patch file to the engine repo and record it — or adopt commit ``rev``."""
-    from ledger.ops import _maybe_lock
-    from ledger.ops import new_entry
-    from ledger.patches import parse_patch_files
-    from ledger.patches import patch_sha256
+    from ledger.commands.ops import _maybe_lock
+    from ledger.commands.ops import new_entry
+    from ledger.patches.stack import parse_patch_files
+    from ledger.patches.stack import patch_sha256
 
     repo = engine_repo(s.ws)
     with _maybe_lock(s, dry_run):

@@ -40,13 +40,13 @@ from typing import Mapping
 from typing import Sequence
 
 from backups.store import BackupStore
-from ledger import wsgit
+from ledger.store import wsgit
 from ledger.errors import LedgerError
 from ledger.errors import LockHeld
-from ledger.fsio import atomic_write
-from ledger.fsio import remove_file
-from ledger.fsio import write_many
-from ledger.workspace import Workspace
+from ledger.store.fsio import atomic_write
+from ledger.store.fsio import remove_file
+from ledger.store.fsio import write_many
+from ledger.store.workspace import Workspace
 
 INTENT = "intent.json"
 LOCK = "lock"
@@ -113,7 +113,7 @@ class Outcome:
 
 def engine_reset(repo_path: Path, head: str) -> None:
     """Put the engine repo's branch and work tree back at ``head`` (it was clean before)."""
-    from ledger.patches import EngineRepo
+    from ledger.patches.stack import EngineRepo
 
     EngineRepo(repo_path).rollback(head)
 

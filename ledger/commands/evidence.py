@@ -25,14 +25,14 @@ from typing import Callable
 from typing import Iterator
 from typing import Sequence
 
-from ledger import planner
-from ledger import wsgit
+from ledger.core import planner
+from ledger.store import wsgit
 from ledger.errors import EvidenceError
-from ledger.evidence_view import current_engine_commit
-from ledger.model import Entry
-from ledger.targets import read_target
-from ledger.txn import WriterLock
-from ledger.workspace import Workspace
+from ledger.evidence.view import current_engine_commit
+from ledger.core.model import Entry
+from ledger.store.targets import read_target
+from ledger.store.txn import WriterLock
+from ledger.store.workspace import Workspace
 
 DEFAULT_CONCURRENCY = (1, 16, 64)
 DEFAULT_RUNS = 5
@@ -58,8 +58,8 @@ def _patch_sides(ws: Workspace, e: Entry) -> Iterator[tuple]:
     from dataclasses import replace
 
     from ledger.evidence import Side
-    from ledger.patchstack import engine_repo
-    from ledger.patchstack import stack_items
+    from ledger.patches.entries import engine_repo
+    from ledger.patches.entries import stack_items
 
     repo = engine_repo(ws)
     items = stack_items(ws, ws.entries(), {})
@@ -152,7 +152,7 @@ def add_evidence(
 ) -> dict:
     """Import bench results the operator ran elsewhere as side A or B of ``ref``."""
     from ledger.evidence import import_evidence
-    from ledger.evidence_view import knob_context
+    from ledger.evidence.view import knob_context
 
     ws = s.ws
     with WriterLock(ws, s.command):
@@ -183,7 +183,7 @@ def check_evidence_files(
 def show_evidence(ws: Workspace, ref: str) -> dict:
     """Every stored run of ``ref``'s evidence (oldest first) and the latest's staleness."""
     from ledger.evidence import load_summaries
-    from ledger.evidence_view import evidence_for
+    from ledger.evidence.view import evidence_for
 
     e = ws.resolve(ref)
     info = evidence_for(ws, e)

@@ -13,12 +13,12 @@ from typing import Mapping
 
 from envknobs.registry import KnobError
 from ledger.errors import InvalidValue
-from ledger.layout import add_knob
-from ledger.layout import anchor_for
+from ledger.core.layout import add_knob
+from ledger.core.layout import anchor_for
 from ledger.errors import TargetError
-from ledger.model import Target
-from ledger.workspace import Workspace
-from ledger.workspace import check_target_file
+from ledger.core.model import Target
+from ledger.store.workspace import Workspace
+from ledger.store.workspace import check_target_file
 
 ENCODING = "utf-8"
 ERRORS = "surrogateescape"
@@ -41,7 +41,7 @@ def anchor_in(
 ) -> dict | None:
     """Where ``knob`` sits in ``text`` (a version of ``tf`` holding it), for re-adding it later.
 
-    ``managed``: the target's other ledger knobs and their anchors (see :mod:`ledger.layout`).
+    ``managed``: the target's other ledger knobs and their anchors (see :mod:`ledger.core.layout`).
     """
     from envknobs.formats import FormatError
 
@@ -82,7 +82,7 @@ def edit_target(
     """The file's bytes with each knob in ``edits`` set (or unset, for None).
 
     Removals go first, then changes in place, then knobs that are absent, in the order
-    given, each put back at its anchor when it has one (see :mod:`ledger.layout`).
+    given, each put back at its anchor when it has one (see :mod:`ledger.core.layout`).
     """
     from envknobs.formats import FormatError
 

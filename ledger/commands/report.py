@@ -6,20 +6,20 @@ from dataclasses import dataclass
 from dataclasses import field
 from typing import Sequence
 
-from ledger import planner
-from ledger import wsgit
-from ledger.apply import new_target_bytes
-from ledger.apply import read_targets
-from ledger.apply import unified
+from ledger.core import planner
+from ledger.store import wsgit
+from ledger.store.apply import new_target_bytes
+from ledger.store.apply import read_targets
+from ledger.store.apply import unified
 from ledger.errors import Drift
 from ledger.errors import LedgerError
-from ledger.evidence_view import EvidenceInfo
-from ledger.evidence_view import evidence_for
-from ledger.model import Entry
-from ledger.workspace import CONFIG_NAME
-from ledger.workspace import ENTRIES_NAME
-from ledger.workspace import Workspace
-from ledger.workspace import parse_entries
+from ledger.evidence.view import EvidenceInfo
+from ledger.evidence.view import evidence_for
+from ledger.core.model import Entry
+from ledger.store.workspace import CONFIG_NAME
+from ledger.store.workspace import ENTRIES_NAME
+from ledger.store.workspace import Workspace
+from ledger.store.workspace import parse_entries
 
 
 def display_state(e: Entry) -> str:
@@ -135,7 +135,7 @@ def _patch_liveness(ws: Workspace, entries: Sequence[Entry], errors: list[str]) 
     patches = [e for e in entries if e.kind == "patch"]
     if not patches:
         return {}
-    from ledger.patchstack import patch_liveness
+    from ledger.patches.entries import patch_liveness
 
     try:
         return patch_liveness(ws, patches)
@@ -190,7 +190,7 @@ def off_the_table(ws: Workspace, with_files: bool = False) -> OffTable:
         for path, (old, new) in new_target_bytes(files, edits, entries).items():
             out.files[str(path)] = unified(str(path), old, new)
         if any(e.kind == "patch" and not e.applied for e in entries):
-            from ledger.patchstack import full_restore_diff
+            from ledger.patches.entries import full_restore_diff
 
             try:
                 out.patch_diff = full_restore_diff(ws, entries)

@@ -1,6 +1,6 @@
 """`ledger render`: build the render model from the workspace and write the docs.
 
-The model is a snapshot (see :mod:`ledger.render_model`): entries, the knob state of
+The model is a snapshot (see :mod:`ledger.render.model`): entries, the knob state of
 every target (live value and the value with every entry applied), the latest evidence
 of each entry with its staleness, and a diffstat per patch entry.  The renderer itself
 touches no file but its output, so the same ledger renders byte-identical docs.
@@ -12,12 +12,12 @@ import re
 from pathlib import Path
 from typing import Sequence
 
-from ledger import planner
+from ledger.core import planner
 from ledger.errors import LedgerError
-from ledger.evidence_view import evidence_for
-from ledger.model import Entry
-from ledger.targets import read_target
-from ledger.workspace import Workspace
+from ledger.evidence.view import evidence_for
+from ledger.core.model import Entry
+from ledger.store.targets import read_target
+from ledger.store.workspace import Workspace
 
 _DIFF_FILE = re.compile(r"^diff --git a/(.*?) b/(.*)$")
 
@@ -40,9 +40,9 @@ def diffstat(text: str) -> list[tuple[str, int, int]]:
 
 
 def build_model(ws: Workspace):
-    from ledger.render import KnobRow
-    from ledger.render import RenderModel
-    from ledger.render import TargetState
+    from ledger.render.docs import KnobRow
+    from ledger.render.docs import RenderModel
+    from ledger.render.docs import TargetState
 
     entries = ws.entries()
     layers = planner.knob_layers(entries)
@@ -79,7 +79,7 @@ def _patch_stats(ws: Workspace, e: Entry) -> list[tuple[str, int, int]]:
 
 def render(ws: Workspace, out: Path | None = None, formats: Sequence[str] = ("md", "html")) -> list[Path]:
     """Write the change-history docs to ``out`` (default ``<workspace>/docs``)."""
-    from ledger.render import render_docs
+    from ledger.render.docs import render_docs
 
     out_dir = Path(out) if out is not None else ws.root / "docs"
     return render_docs(out_dir.absolute(), build_model(ws), tuple(formats))

@@ -1,6 +1,6 @@
 """Text for the rendered docs: Markdown escaping and the display form of values.
 
-Kept apart from :mod:`ledger.render` so the escaping rules, which are what stands between
+Kept apart from :mod:`ledger.render.docs` so the escaping rules, which are what stands between
 a hostile title and a reviewer's browser, can be read and tested on their own.
 """
 

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from typing import Iterable
 
 from ledger.errors import LedgerError
-from ledger.model import Entry
-from ledger.workspace import Workspace
+from ledger.core.model import Entry
+from ledger.store.workspace import Workspace
 
 NO_EVIDENCE = "no evidence"
 
@@ -67,7 +67,7 @@ def _engine_git(ws: Workspace):
     path = ws.engine_repo_path
     if path is None or not (path / ".git").exists():
         return None
-    from ledger.gitrepo import Git
+    from ledger.patches.gitrun import Git
 
     return Git(path)
 
@@ -93,7 +93,7 @@ def knob_context(ws: Workspace, entry: Entry) -> dict | None:
     """The other knobs of the entry's target as they are live (None for patch entries)."""
     if entry.kind != "knob":
         return None
-    from ledger.targets import read_target
+    from ledger.store.targets import read_target
 
     try:
         tf = read_target(ws, ws.target(entry.target))

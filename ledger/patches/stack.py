@@ -31,12 +31,12 @@ Mechanism
 
 Safety
 ------
-Patch text is untrusted: :mod:`ledger.patchtext` reads every header itself and refuses
+Patch text is untrusted: :mod:`ledger.patches.text` reads every header itself and refuses
 unsafe paths and symlinks.  :meth:`EngineRepo.check_patch` adds
 the repo's view: no path below a symlink in HEAD or in the worktree, and git's own
 reading of the patch (``apply --numstat``) must name exactly the same paths, so a patch
 that git and the ledger read differently is refused.  ``git apply`` then applies its own
-checks on top.  Git itself runs hardened (see :mod:`ledger.gitrepo`).
+checks on top.  Git itself runs hardened (see :mod:`ledger.patches.gitrun`).
 """
 
 from __future__ import annotations
@@ -48,8 +48,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ledger.errors import GitError, PatchError
-from ledger.gitrepo import PATCH_DIFF_OPTIONS, Git, check_sha, temp_index
-from ledger.patchtext import (
+from ledger.patches.gitrun import PATCH_DIFF_OPTIONS, Git, check_sha, temp_index
+from ledger.patches.text import (
     CONTROL_RE,
     PatchFile,
     check_path,

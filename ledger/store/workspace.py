@@ -42,8 +42,8 @@ from ledger.errors import LedgerError
 from ledger.errors import TargetError
 from ledger.errors import WorkspaceNotFound
 from ledger.evidence.runner import DEFAULT_BENCH_COMMAND
-from ledger.model import Entry
-from ledger.model import Target
+from ledger.core.model import Entry
+from ledger.core.model import Target
 
 __all__ = ["DEFAULT_BENCH_COMMAND", "Config", "Workspace"]
 

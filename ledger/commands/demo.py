@@ -21,11 +21,11 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from ledger import ops
-from ledger import wsgit
+from ledger.commands import ops
+from ledger.store import wsgit
 from ledger.errors import Refused
 
-DEMO_PATCHES = Path(__file__).resolve().parent / "demo_patches"
+DEMO_PATCHES = Path(__file__).resolve().parent.parent / "demo_patches"
 SCRIPTS = ("serve_decode.sh", "serve_prefill.sh", "serve_router.sh")
 
 PERF_KNOB = ("ENGINE_DECODE_TARGET_CTAS", "64")

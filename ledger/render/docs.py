@@ -1,6 +1,6 @@
 """Rendered change-history docs: CHANGELOG.md, entries/<id>.md (+ chart) and index.html.
 
-``ledger render`` calls :func:`render_docs` with a :class:`~ledger.render_model.RenderModel`
+``ledger render`` calls :func:`render_docs` with a :class:`~ledger.render.model.RenderModel`
 (a file-free snapshot of the workspace).  This module turns that snapshot into *views*
 (plain dicts of display values, computed once here so the templates stay logic-light)
 and renders the jinja2 templates shipped in the ``templates`` package.
@@ -8,7 +8,7 @@ and renders the jinja2 templates shipped in the ``templates`` package.
 Rules the output keeps:
 
 * **Deterministic.**  Same model, same bytes: no clock, no random ids, stable sort keys
-  everywhere, charts with a fixed SVG hash salt (see :mod:`ledger.charts`).  Docs can be
+  everywhere, charts with a fixed SVG hash salt (see :mod:`ledger.render.charts`).  Docs can be
   committed and reviewed as diffs.
 * **Escaped.**  Every user-supplied string (titles, reasons, knob values, file names,
   evidence fields) is data.  HTML templates autoescape; Markdown templates pass every
@@ -30,23 +30,23 @@ from typing import Any
 from typing import Iterable
 from typing import Mapping
 
-from ledger.charts import ab_chart_svg
-from ledger.charts import inline_svg
-from ledger.charts import metric_label
+from ledger.render.charts import ab_chart_svg
+from ledger.render.charts import inline_svg
+from ledger.render.charts import metric_label
 from ledger.errors import InvalidValue
 from ledger.errors import LedgerError
-from ledger.model import CLASSES
-from ledger.model import Entry
-from ledger.render_model import KnobRow
-from ledger.render_model import RenderModel
-from ledger.render_model import TargetState
-from ledger.render_text import fmt_ci
-from ledger.render_text import fmt_median
-from ledger.render_text import fmt_p
-from ledger.render_text import fmt_pct
-from ledger.render_text import md_code
-from ledger.render_text import md_text
-from ledger.render_text import when
+from ledger.core.model import CLASSES
+from ledger.core.model import Entry
+from ledger.render.model import KnobRow
+from ledger.render.model import RenderModel
+from ledger.render.model import TargetState
+from ledger.render.text import fmt_ci
+from ledger.render.text import fmt_median
+from ledger.render.text import fmt_p
+from ledger.render.text import fmt_pct
+from ledger.render.text import md_code
+from ledger.render.text import md_text
+from ledger.render.text import when
 
 FORMATS = ("md", "html")
 

@@ -17,40 +17,40 @@ from typing import Sequence
 from envknobs.registry import KnobError
 from envknobs.registry import check_knob_name
 from envknobs.registry import check_knob_value
-from ledger import planner
-from ledger import wsgit
-from ledger.apply import Applied
-from ledger.apply import apply_plan
-from ledger.apply import commit_message
-from ledger.apply import layer_anchors
+from ledger.core import planner
+from ledger.store import wsgit
+from ledger.store.apply import Applied
+from ledger.store.apply import apply_plan
+from ledger.store.apply import commit_message
+from ledger.store.apply import layer_anchors
 from ledger.errors import Drift
 from ledger.errors import DriftError
 from ledger.errors import InvalidValue
 from ledger.errors import LockHeld
 from ledger.errors import Refused
 from ledger.errors import UsageError
-from ledger.model import Action
-from ledger.model import Entry
-from ledger.model import Target
-from ledger.model import check_class
-from ledger.model import check_target_name
-from ledger.model import slugify
-from ledger.targets import anchor_in
-from ledger.targets import edit_target
-from ledger.targets import read_target
-from ledger.txn import Transaction
-from ledger.txn import WriterLock
-from ledger.txn import recover
-from ledger.workspace import CONFIG_NAME
-from ledger.workspace import DEFAULT_BENCH_COMMAND
-from ledger.workspace import Config
-from ledger.workspace import Workspace
-from ledger.workspace import check_target_file
-from ledger.workspace import dump_config
-from ledger.workspace import ENTRIES_NAME
-from ledger.workspace import entries_bytes
-from ledger.workspace import new_entry_id
-from ledger.workspace import utc_now
+from ledger.core.model import Action
+from ledger.core.model import Entry
+from ledger.core.model import Target
+from ledger.core.model import check_class
+from ledger.core.model import check_target_name
+from ledger.core.model import slugify
+from ledger.store.targets import anchor_in
+from ledger.store.targets import edit_target
+from ledger.store.targets import read_target
+from ledger.store.txn import Transaction
+from ledger.store.txn import WriterLock
+from ledger.store.txn import recover
+from ledger.store.workspace import CONFIG_NAME
+from ledger.store.workspace import DEFAULT_BENCH_COMMAND
+from ledger.store.workspace import Config
+from ledger.store.workspace import Workspace
+from ledger.store.workspace import check_target_file
+from ledger.store.workspace import dump_config
+from ledger.store.workspace import ENTRIES_NAME
+from ledger.store.workspace import entries_bytes
+from ledger.store.workspace import new_entry_id
+from ledger.store.workspace import utc_now
 
 GITIGNORE = "# local state of knob ledger: lock, intent record, backups\n.ledger/\n"
 
@@ -328,7 +328,7 @@ def restore(
     with _maybe_lock(s, dry_run):
         entries = s.ws.entries()
         chosen = _resolve_all(s, refs) if refs else planner.select(entries, cls=cls, state="reverted")
-        from ledger.evidence_view import verdicts_for
+        from ledger.evidence.view import verdicts_for
 
         plan = planner.plan_restore(
             entries, chosen, why=why, at=s.now, command=s.command, explicit=bool(refs),
@@ -368,7 +368,7 @@ def _class_selector(refs: Sequence[str], perf_only: bool, cls: str | None) -> st
 
 
 def _apply(s: Session, plan: planner.Plan, why: str, force: bool, dry_run: bool) -> Applied:
-    from ledger.patchstack import engine_step_for
+    from ledger.patches.entries import engine_step_for
 
     message = commit_message(plan.op, why, [new for _, new in plan.changes])
     return apply_plan(
