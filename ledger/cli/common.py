@@ -28,7 +28,7 @@ class State:
         self.debug = debug
 
     def session(self, ctx: click.Context):
-        from ledger.commands.ops import open_session
+        from ledger.commands.session import open_session
 
         s = open_session(self.workspace, command_line(ctx))
         for notice in s.notices:
@@ -80,3 +80,15 @@ def safe_diff(text: str) -> str:
     from ledger.cli.output import safe
 
     return "\n".join(safe(line) for line in text.split("\n"))
+
+
+def print_files(applied, dry_run: bool) -> None:
+    """A dry run's diffs, or the backup and commit a real run made."""
+    if dry_run:
+        for text in applied.files.values():
+            click.echo(safe_diff(text), nl=False)
+        if applied.patch_diff:
+            click.echo(safe_diff(applied.patch_diff), nl=False)
+    elif applied.commit:
+        backup = f"backup {applied.backup_id}; " if applied.backup_id else ""
+        click.echo(f"{backup}workspace commit {applied.commit[:10]}")

@@ -8,8 +8,8 @@ from pathlib import Path
 import click
 
 from ledger.cli.common import State
-from ledger.errors import LedgerError
 from ledger.cli.output import safe
+from ledger.errors import LedgerError
 
 
 @click.command()
@@ -49,17 +49,15 @@ def demo(ctx, directory, force, runs) -> None:
     for step in d.steps:
         click.echo(f"\n# {step.note}")
         click.echo("$ ledger " + " ".join(shlex.quote(a) for a in step.args))
-        rc = run_nested(["-C", str(d.workspace), *step.args])
+        rc = run_nested(ctx.find_root().command, ["-C", str(d.workspace), *step.args])
         if rc:
             raise LedgerError(f"demo step `ledger {' '.join(step.args)}` failed (exit {rc})")
     click.echo(f"\n# done. The docs: {d.root / 'docs' / 'index.html'} and "
                f"{d.root / 'docs' / 'CHANGELOG.md'}; the workspace: {d.workspace}")
 
 
-def run_nested(argv: list[str]) -> int:
-    """Run one `ledger` command in this process; return its exit code."""
-    from ledger.cli import cli
-
+def run_nested(cli: click.Command, argv: list[str]) -> int:
+    """Run one `ledger` command (``cli`` is the root group) in this process; its exit code."""
     try:
         rv = cli.main(args=argv, prog_name="ledger", standalone_mode=False)
     except click.exceptions.Exit as e:

@@ -11,10 +11,10 @@ from ledger.cli.common import dry_run_option
 from ledger.cli.common import emit_json
 from ledger.cli.common import json_option
 from ledger.cli.common import wants_json
-from ledger.errors import UsageError
 from ledger.cli.output import safe
 from ledger.cli.output import show_value
 from ledger.cli.output import table
+from ledger.errors import UsageError
 
 
 def _int_list(text: str) -> list[int]:

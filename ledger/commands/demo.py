@@ -21,9 +21,9 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from ledger.commands import ops
-from ledger.store import wsgit
+from ledger.commands.setup import init_workspace
 from ledger.errors import Refused
+from ledger.store import wsgit
 
 DEMO_PATCHES = Path(__file__).resolve().parent.parent / "demo_patches"
 SCRIPTS = ("serve_decode.sh", "serve_prefill.sh", "serve_router.sh")
@@ -86,7 +86,7 @@ def prepare(directory: Path, force: bool = False, runs: int = 3) -> Demo:
     for name in ("perf.patch", "bugfix.patch"):
         shutil.copy2(DEMO_PATCHES / name, patches / name)
 
-    ws = ops.init_workspace(root / "ledger", str(repo))
+    ws = init_workspace(root / "ledger", str(repo))
     return Demo(root, ws, _story(root, runs))
 
 

@@ -26,10 +26,10 @@ from typing import Iterator
 from typing import Sequence
 
 from ledger.core import planner
-from ledger.store import wsgit
+from ledger.core.model import Entry
 from ledger.errors import EvidenceError
 from ledger.evidence.view import current_engine_commit
-from ledger.core.model import Entry
+from ledger.store import wsgit
 from ledger.store.targets import read_target
 from ledger.store.txn import WriterLock
 from ledger.store.workspace import Workspace

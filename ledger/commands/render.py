@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Sequence
 
 from ledger.core import planner
+from ledger.core.model import Entry
 from ledger.errors import LedgerError
 from ledger.evidence.view import evidence_for
-from ledger.core.model import Entry
 from ledger.store.targets import read_target
 from ledger.store.workspace import Workspace
 

@@ -7,15 +7,15 @@ from dataclasses import field
 from typing import Sequence
 
 from ledger.core import planner
-from ledger.store import wsgit
-from ledger.store.apply import new_target_bytes
-from ledger.store.apply import read_targets
-from ledger.store.apply import unified
+from ledger.core.model import Entry
 from ledger.errors import Drift
 from ledger.errors import LedgerError
 from ledger.evidence.view import EvidenceInfo
 from ledger.evidence.view import evidence_for
-from ledger.core.model import Entry
+from ledger.store import wsgit
+from ledger.store.apply import new_target_bytes
+from ledger.store.apply import read_targets
+from ledger.store.apply import unified
 from ledger.store.workspace import CONFIG_NAME
 from ledger.store.workspace import ENTRIES_NAME
 from ledger.store.workspace import Workspace

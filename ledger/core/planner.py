@@ -32,10 +32,10 @@ from typing import Iterable
 from typing import Mapping
 from typing import Sequence
 
-from ledger.errors import Drift
-from ledger.errors import Refused
 from ledger.core.model import Action
 from ledger.core.model import Entry
+from ledger.errors import Drift
+from ledger.errors import Refused
 
 KnobKey = tuple[str, str]  # (target name, knob name)
 

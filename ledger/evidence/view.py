@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable
 
-from ledger.errors import LedgerError
 from ledger.core.model import Entry
+from ledger.errors import LedgerError
 from ledger.store.workspace import Workspace
 
 NO_EVIDENCE = "no evidence"

@@ -11,17 +11,14 @@ resetting the engine repo to its HEAD before, if anything else in the command fa
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 from typing import Sequence
 
 from ledger.core import planner
-from ledger.store.apply import Applied
-from ledger.store.apply import EnginePlan
-from ledger.store.apply import apply_plan
-from ledger.errors import PatchError
 from ledger.core.model import Entry
+from ledger.errors import PatchError
+from ledger.store.apply import EnginePlan
 from ledger.store.workspace import Workspace
 
 PATCH_DIR = "patches"
@@ -91,75 +88,3 @@ def full_restore_diff(ws: Workspace, entries: Sequence[Entry]) -> str:
     repo = engine_repo(ws)
     items = stack_items(ws, entries, {e.id: True for e in entries if e.kind == "patch"})
     return repo.plan_diff(repo.plan_stack(items))
-
-
-@dataclass
-class RecordedPatch:
-    entry: Entry
-    applied: Applied
-
-
-def record_patch(
-    s, *, patch_file: str | None, rev: str | None, cls: str, title: str, why: str = "",
-    dry_run: bool = False,
-) -> RecordedPatch:
-    """Apply a patch file to the engine repo and record it — or adopt commit ``rev``."""
-    from ledger.commands.ops import _maybe_lock
-    from ledger.commands.ops import new_entry
-    from ledger.patches.stack import parse_patch_files
-    from ledger.patches.stack import patch_sha256
-
-    repo = engine_repo(s.ws)
-    with _maybe_lock(s, dry_run):
-        if rev is not None:
-            text, commit = repo.adopt_commit(rev)
-        else:
-            text, commit = _read_patch_file(Path(patch_file)), None
-        files = tuple(parse_patch_files(text))
-        entry = new_entry(
-            s, kind="patch", cls=cls, title=title, why=why, adopt=rev is not None,
-            patch=f"{PATCH_DIR}/{{id}}.patch", sha256=patch_sha256(text), files=files,
-            commit=commit,
-        )
-        entry = _with_patch_path(entry)
-        engine = None
-        if rev is None:
-            repo.require_clean()
-            repo.plan_record(text, entry_id=entry.id, title=entry.title, cls=cls)
-
-            def engine(entries, plan):
-                def step() -> None:
-                    repo.record_patch(text, entry_id=entry.id, title=entry.title, cls=cls)
-
-                return EnginePlan(Path(repo.path), repo.head(), step, text,
-                                  tuple(Path(repo.path) / f for f in files))
-
-        verb = "adopt" if rev else "record"
-        message = f"{verb} {cls} patch: {entry.title}\n\n- {entry.id} [{cls}] {entry.title}\n" + \
-            "".join(f"  {f}\n" for f in files)
-        plan = planner.Plan(verb, (), (), {}, (entry,) if rev is None else ())
-        applied = apply_plan(
-            s.ws, plan, command=s.command, now=s.now, message=message, dry_run=dry_run,
-            new_entries=[entry], engine=engine,
-            extra_ledger_writes={entry.patch: text.encode("utf-8", "surrogateescape")},
-        )
-        applied.changed = [entry]
-        return RecordedPatch(entry, applied)
-
-
-def _with_patch_path(entry: Entry) -> Entry:
-    from dataclasses import replace
-
-    return replace(entry, patch=f"{PATCH_DIR}/{entry.id}.patch")
-
-
-def _read_patch_file(path: Path) -> str:
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise PatchError(f"{path}: no such patch file") from None
-    except OSError as e:
-        raise PatchError(f"{path}: cannot read: {e.strerror}") from e
-    if not data.strip():
-        raise PatchError(f"{path}: the patch is empty")
-    return data.decode("utf-8", "surrogateescape")

@@ -47,17 +47,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ledger.errors import GitError, PatchError
-from ledger.patches.gitrun import PATCH_DIFF_OPTIONS, Git, check_sha, temp_index
-from ledger.patches.text import (
-    CONTROL_RE,
-    PatchFile,
-    check_path,
-    parse_patch,
-    parse_patch_files,
-    patch_sha256,
-    verify_sha256,
-)
+from ledger.errors import GitError
+from ledger.errors import PatchError
+from ledger.patches.gitrun import PATCH_DIFF_OPTIONS
+from ledger.patches.gitrun import Git
+from ledger.patches.gitrun import check_sha
+from ledger.patches.gitrun import temp_index
+from ledger.patches.text import CONTROL_RE
+from ledger.patches.text import PatchFile
+from ledger.patches.text import check_path
+from ledger.patches.text import parse_patch
+from ledger.patches.text import parse_patch_files
+from ledger.patches.text import patch_sha256
+from ledger.patches.text import verify_sha256
 
 ENTRY_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")
 

@@ -30,13 +30,13 @@ from typing import Any
 from typing import Iterable
 from typing import Mapping
 
+from ledger.core.model import CLASSES
+from ledger.core.model import Entry
+from ledger.errors import InvalidValue
+from ledger.errors import LedgerError
 from ledger.render.charts import ab_chart_svg
 from ledger.render.charts import inline_svg
 from ledger.render.charts import metric_label
-from ledger.errors import InvalidValue
-from ledger.errors import LedgerError
-from ledger.core.model import CLASSES
-from ledger.core.model import Entry
 from ledger.render.model import KnobRow
 from ledger.render.model import RenderModel
 from ledger.render.model import TargetState

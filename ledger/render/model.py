@@ -19,8 +19,8 @@ from dataclasses import field
 from typing import Any
 from typing import Mapping
 
-from ledger.errors import InvalidValue
 from ledger.core.model import Entry
+from ledger.errors import InvalidValue
 
 # Entry ids become file names (entries/<id>.md, entries/<id>.svg): no separators, no
 # leading dot, nothing a shell or a URL would need to quote.

@@ -17,15 +17,15 @@ from typing import Callable
 from typing import Sequence
 
 from ledger.core import planner
+from ledger.core.model import Entry
 from ledger.errors import DriftError
 from ledger.errors import PatchError
-from ledger.core.model import Entry
 from ledger.store.targets import TargetFile
 from ledger.store.targets import edit_target
 from ledger.store.targets import read_target
 from ledger.store.txn import Transaction
-from ledger.store.workspace import Workspace
 from ledger.store.workspace import ENTRIES_NAME
+from ledger.store.workspace import Workspace
 from ledger.store.workspace import entries_bytes
 
 

@@ -12,11 +12,11 @@ from pathlib import Path
 from typing import Mapping
 
 from envknobs.registry import KnobError
-from ledger.errors import InvalidValue
 from ledger.core.layout import add_knob
 from ledger.core.layout import anchor_for
-from ledger.errors import TargetError
 from ledger.core.model import Target
+from ledger.errors import InvalidValue
+from ledger.errors import TargetError
 from ledger.store.workspace import Workspace
 from ledger.store.workspace import check_target_file
 

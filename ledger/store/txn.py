@@ -40,9 +40,9 @@ from typing import Mapping
 from typing import Sequence
 
 from backups.store import BackupStore
-from ledger.store import wsgit
 from ledger.errors import LedgerError
 from ledger.errors import LockHeld
+from ledger.store import wsgit
 from ledger.store.fsio import atomic_write
 from ledger.store.fsio import remove_file
 from ledger.store.fsio import write_many

@@ -34,6 +34,8 @@ from datetime import timezone
 from pathlib import Path
 from typing import Iterable
 
+from ledger.core.model import Entry
+from ledger.core.model import Target
 from ledger.errors import AmbiguousEntry
 from ledger.errors import ConfigError
 from ledger.errors import EntryNotFound
@@ -42,8 +44,6 @@ from ledger.errors import LedgerError
 from ledger.errors import TargetError
 from ledger.errors import WorkspaceNotFound
 from ledger.evidence.runner import DEFAULT_BENCH_COMMAND
-from ledger.core.model import Entry
-from ledger.core.model import Target
 
 __all__ = ["DEFAULT_BENCH_COMMAND", "Config", "Workspace"]
 

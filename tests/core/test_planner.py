@@ -10,9 +10,9 @@ from hypothesis import settings
 from hypothesis import strategies as st
 
 from ledger.core import planner
-from ledger.errors import Refused
 from ledger.core.model import Action
 from ledger.core.model import Entry
+from ledger.errors import Refused
 
 AT = "2026-12-02T00:00:00Z"
 

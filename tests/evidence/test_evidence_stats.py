@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 
 from ledger.errors import EvidenceError
+from ledger.evidence.stats import _holm
 from ledger.evidence.stats import analyze
 from ledger.evidence.stats import entry_verdict
 from ledger.evidence.stats import format_headline
 from ledger.evidence.stats import metric_direction
-from ledger.evidence.stats import _holm
 
 _spec = importlib.util.spec_from_file_location(
     "fake_bench", Path(__file__).with_name("fake_bench.py")

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from markdown_it import MarkdownIt
 
+from ledger.core.model import Entry
 from ledger.errors import InvalidValue
 from ledger.errors import LedgerError
-from ledger.core.model import Entry
 from ledger.render.docs import render_docs
 from ledger.render.model import RenderModel
 from tests.render.story import ab_summary
