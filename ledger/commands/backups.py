@@ -5,26 +5,22 @@ from __future__ import annotations
 from pathlib import Path
 
 from backups.store import Backup
-from backups.store import BackupStore
 from ledger.store.txn import Transaction
 from ledger.store.txn import WriterLock
+from ledger.store.txn import backup_store
 from ledger.store.workspace import Workspace
 
 
-def store_of(ws: Workspace) -> BackupStore:
-    return BackupStore(ws.state_dir / "backups")
-
-
 def list_backups(ws: Workspace) -> list[Backup]:
-    return store_of(ws).list()
+    return backup_store(ws).list()
 
 
 def get_backup(ws: Workspace, ref: str) -> Backup:
-    return store_of(ws).get(ref)
+    return backup_store(ws).get(ref)
 
 
 def diff_backup(ws: Workspace, ref: str, path: str | None = None) -> str:
-    store = store_of(ws)
+    store = backup_store(ws)
     target = None if path is None else str(Path(path).absolute())
     return store.diff(store.get(ref), target)
 
@@ -36,7 +32,7 @@ def restore_backup(session, ref: str, dry_run: bool = False) -> list[str]:
     hatch, and ``ledger status`` will show any drift it creates.
     """
     ws = session.ws
-    store = store_of(ws)
+    store = backup_store(ws)
     backup = store.get(ref)
     writes: dict[Path, bytes] = {}
     for f in backup.files:

@@ -58,8 +58,8 @@ def _patch_sides(ws: Workspace, e: Entry) -> Iterator[tuple]:
     from dataclasses import replace
 
     from ledger.evidence import Side
-    from ledger.patches.entries import engine_repo
-    from ledger.patches.entries import stack_items
+    from ledger.store.patch_entries import engine_repo
+    from ledger.store.patch_entries import stack_items
 
     repo = engine_repo(ws)
     items = stack_items(ws, ws.entries(), {})

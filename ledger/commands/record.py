@@ -22,16 +22,27 @@ from ledger.errors import InvalidValue
 from ledger.errors import PatchError
 from ledger.errors import Refused
 from ledger.errors import UsageError
-from ledger.patches.entries import PATCH_DIR
-from ledger.patches.entries import engine_repo
 from ledger.store.apply import Applied
 from ledger.store.apply import EnginePlan
 from ledger.store.apply import apply_plan
 from ledger.store.apply import layer_anchors
+from ledger.store.patch_entries import PATCH_DIR
+from ledger.store.patch_entries import engine_repo
 from ledger.store.targets import anchor_in
 from ledger.store.targets import edit_target
 from ledger.store.targets import read_target
 from ledger.store.workspace import new_entry_id
+
+
+def knob_registry():
+    """The bundled catalogs plus the bundled engine's own knobs (its declarations win)."""
+    from envknobs.catalog import default_registry
+
+    try:
+        from engine.knobs import REGISTRY
+    except ImportError:  # installed without the engine
+        REGISTRY = None
+    return default_registry(REGISTRY)
 
 
 def validate_knob(knob: str, value: str | None, no_validate: bool) -> list[str]:
@@ -45,10 +56,9 @@ def validate_knob(knob: str, value: str | None, no_validate: bool) -> list[str]:
     if no_validate:
         return []
     from envknobs.catalog import check_assignment
-    from envknobs.catalog import default_registry
 
     try:
-        return check_assignment(default_registry(), knob, value)
+        return check_assignment(knob_registry(), knob, value)
     except KnobError as e:
         raise InvalidValue(f"{e} (pass --no-validate to record it anyway)") from None
 

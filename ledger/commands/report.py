@@ -135,7 +135,7 @@ def _patch_liveness(ws: Workspace, entries: Sequence[Entry], errors: list[str]) 
     patches = [e for e in entries if e.kind == "patch"]
     if not patches:
         return {}
-    from ledger.patches.entries import patch_liveness
+    from ledger.store.patch_entries import patch_liveness
 
     try:
         return patch_liveness(ws, patches)
@@ -190,7 +190,7 @@ def off_the_table(ws: Workspace, with_files: bool = False) -> OffTable:
         for path, (old, new) in new_target_bytes(files, edits, entries).items():
             out.files[str(path)] = unified(str(path), old, new)
         if any(e.kind == "patch" and not e.applied for e in entries):
-            from ledger.patches.entries import full_restore_diff
+            from ledger.store.patch_entries import full_restore_diff
 
             try:
                 out.patch_diff = full_restore_diff(ws, entries)

@@ -98,7 +98,7 @@ def _class_selector(refs: Sequence[str], perf_only: bool, cls: str | None) -> st
 
 
 def _apply(s: Session, plan: planner.Plan, why: str, force: bool, dry_run: bool) -> Applied:
-    from ledger.patches.entries import engine_step_for
+    from ledger.store.patch_entries import engine_step_for
 
     message = commit_message(plan.op, why, [new for _, new in plan.changes])
     return apply_plan(

@@ -10,12 +10,12 @@ from ledger.core.model import Target
 from ledger.core.model import check_target_name
 from ledger.errors import InvalidValue
 from ledger.errors import Refused
+from ledger.evidence.runner import DEFAULT_BENCH_COMMAND
 from ledger.store import wsgit
 from ledger.store.targets import read_target
 from ledger.store.txn import Transaction
 from ledger.store.txn import WriterLock
 from ledger.store.workspace import CONFIG_NAME
-from ledger.store.workspace import DEFAULT_BENCH_COMMAND
 from ledger.store.workspace import ENTRIES_NAME
 from ledger.store.workspace import Config
 from ledger.store.workspace import check_target_file

@@ -108,7 +108,7 @@ EngineStep = Callable[[], None]
 
 @dataclass
 class EnginePlan:
-    """The engine repo part of a command, prepared by ``ledger.patches.entries``."""
+    """The engine repo part of a command, prepared by ``ledger.store.patch_entries``."""
 
     repo: Path
     head: str

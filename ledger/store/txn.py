@@ -39,13 +39,14 @@ from typing import Callable
 from typing import Mapping
 from typing import Sequence
 
+from backups.fsio import atomic_write
+from backups.fsio import remove_file
+from backups.fsio import write_many
 from backups.store import BackupStore
+from ledger.errors import BackupError
 from ledger.errors import LedgerError
 from ledger.errors import LockHeld
 from ledger.store import wsgit
-from ledger.store.fsio import atomic_write
-from ledger.store.fsio import remove_file
-from ledger.store.fsio import write_many
 from ledger.store.workspace import Workspace
 
 INTENT = "intent.json"
@@ -60,6 +61,11 @@ CRASH_POINTS = (
     "after-ledger-files",
     "after-commit",
 )
+
+
+def backup_store(ws: Workspace) -> BackupStore:
+    """The workspace's backup store, raising the ledger's own :class:`BackupError`."""
+    return BackupStore(ws.state_dir / "backups", error=BackupError)
 
 
 def _crash_point(point: str) -> None:
@@ -148,7 +154,7 @@ class Transaction:
         """
         target_writes = dict(target_writes or {})
         ledger_writes = dict(ledger_writes or {})
-        store = BackupStore(self.ws.state_dir / "backups")
+        store = backup_store(self.ws)
         snap = None
         to_back_up = list(target_writes) + [p for p in backup_also if p not in target_writes]
         if to_back_up:
@@ -205,7 +211,7 @@ class Transaction:
 
 def rollback(ws: Workspace, intent: dict, store: BackupStore | None = None) -> list[str]:
     """Undo an operation described by ``intent``; return the files put back."""
-    store = store or BackupStore(ws.state_dir / "backups")
+    store = store or backup_store(ws)
     restored = []
     backup = store.get(intent["backup"]) if intent.get("backup") else None
     for t in intent.get("targets", []):

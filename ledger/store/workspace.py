@@ -43,9 +43,8 @@ from ledger.errors import InvalidValue
 from ledger.errors import LedgerError
 from ledger.errors import TargetError
 from ledger.errors import WorkspaceNotFound
-from ledger.evidence.runner import DEFAULT_BENCH_COMMAND
 
-__all__ = ["DEFAULT_BENCH_COMMAND", "Config", "Workspace"]
+__all__ = ["Config", "Workspace"]
 
 CONFIG_NAME = "ledger.yaml"
 ENTRIES_NAME = "entries.jsonl"

@@ -8,14 +8,14 @@ import pytest
 from hypothesis import given
 from hypothesis import settings
 from hypothesis import strategies as st
-from knob_oracles import knob_names
-from knob_oracles import values
-from knob_oracles import yaml11_env
 from ruamel.yaml import YAML
 
 from envknobs.formats import FormatError
 from envknobs.formats import get_format
 from envknobs.registry import KnobError
+from tests.envknobs.knob_oracles import knob_names
+from tests.envknobs.knob_oracles import values
+from tests.envknobs.knob_oracles import yaml11_env
 
 PROPERTY = settings(max_examples=80, derandomize=True, deadline=None)
 

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import importlib.util
 import random
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -17,12 +15,7 @@ from ledger.evidence.stats import analyze
 from ledger.evidence.stats import entry_verdict
 from ledger.evidence.stats import format_headline
 from ledger.evidence.stats import metric_direction
-
-_spec = importlib.util.spec_from_file_location(
-    "fake_bench", Path(__file__).with_name("fake_bench.py")
-)
-fake_bench = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(fake_bench)
+from tests.evidence import fake_bench
 
 
 def fake_ab(

@@ -1,6 +1,7 @@
 """Crash-safe file writes.
 
-Every write the ledger makes goes through here: the new content goes to a temporary file
+Every write the ledger makes goes through here (the backup store's too, which is why it
+lives in this lowest package): the new content goes to a temporary file
 in the same directory, is flushed to disk, and is renamed over the old file with
 ``os.replace`` (atomic on POSIX), then the directory is synced so the rename itself is
 durable.  A reader — or a crash at any instant — sees the old bytes or the new bytes,
