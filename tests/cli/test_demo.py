@@ -31,8 +31,8 @@ def test_demo_plays_the_whole_story(tmp_path, ledger):
     assert "export ENGINE_DECODE_TARGET_CTAS=64" in script
     assert "export ENGINE_INFLIGHT_TIMEOUT_S=10" in script
     repo = root / "engine-repo"
-    assert "MIN_SPLIT_TOKENS = 64" in (repo / "engine" / "attention_ops.py").read_text()
-    assert "must be true or false" in (repo / "engine" / "requests.py").read_text()
+    assert "MIN_SPLIT_TOKENS = 64" in (repo / "engine" / "model" / "attention_ops.py").read_text()
+    assert "must be true or false" in (repo / "engine" / "serving" / "requests.py").read_text()
     log = subprocess.run(["git", "-C", str(repo), "log", "--format=%b"], capture_output=True,
                          text=True, check=True).stdout
     assert "Ledger-Action: revert" in log and "Ledger-Action: restore" in log

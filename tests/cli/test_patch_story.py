@@ -56,7 +56,7 @@ def test_revert_and_restore_perf_across_knobs_and_patches(demo, ledger):
     base_tree = tree(repo)
     ids = record_all(ledger, d, a)
     full_script, full_tree = script.read_bytes(), tree(repo)
-    attention = (repo / "engine" / "attention_ops.py").read_text()
+    attention = (repo / "engine" / "model" / "attention_ops.py").read_text()
     assert "MIN_SPLIT_TOKENS = 64" in attention
 
     r = ledger(*a, "revert", "--perf-only", "--why", "incident: harness hangs")
@@ -64,13 +64,13 @@ def test_revert_and_restore_perf_across_knobs_and_patches(demo, ledger):
     text = script.read_text()
     assert "export ENGINE_DECODE_TARGET_CTAS=16" in text  # perf knob back at its base
     assert "export ENGINE_INFLIGHT_TIMEOUT_S=10" in text  # bugfix knob untouched
-    assert "MIN_SPLIT_TOKENS = 16" in (repo / "engine" / "attention_ops.py").read_text()
-    assert "must be true or false" in (repo / "engine" / "requests.py").read_text()
+    assert "MIN_SPLIT_TOKENS = 16" in (repo / "engine" / "model" / "attention_ops.py").read_text()
+    assert "must be true or false" in (repo / "engine" / "serving" / "requests.py").read_text()
     assert not git(repo, "status", "--porcelain")
     st = ledger(*a, "status", "--json").json()
     assert st["clean"] and all(row["ok"] for row in st["entries"])
     backed_up = {f["path"] for f in ledger(*a, "backups", "list", "--json").json()[-1]["files"]}
-    assert backed_up == {str(script), str(repo / "engine" / "attention_ops.py")}
+    assert backed_up == {str(script), str(repo / "engine" / "model" / "attention_ops.py")}
 
     r = ledger(*a, "diff", "--files")
     assert "longer split-K partitions" in r.stdout and "ctas 64" in r.stdout
@@ -114,7 +114,7 @@ def test_conflicting_patch_is_refused_and_knob_files_stay(demo, ledger, tmp_path
     ids = record_all(ledger, d, a)
     # A bugfix that edits the very line the perf patch changed: the perf patch can no
     # longer be taken out without taking this one too.
-    source = repo / "engine" / "attention_ops.py"
+    source = repo / "engine" / "model" / "attention_ops.py"
     original = source.read_text()
     source.write_text(original.replace("MIN_SPLIT_TOKENS = 64", "MIN_SPLIT_TOKENS = 64  # clamp"))
     fix = tmp_path / "dep.patch"
@@ -134,11 +134,11 @@ def test_dirty_engine_repo_is_refused_with_files_named(demo, ledger):
     d, a, script = demo
     repo = d.root / "engine-repo"
     record_all(ledger, d, a)
-    target = repo / "engine" / "requests.py"
+    target = repo / "engine" / "serving" / "requests.py"
     target.write_text(target.read_text() + "# local hack\n")
     before = script.read_bytes()
     r = ledger(*a, "revert", "--perf-only")
-    assert r.exit_code == 1 and "engine/requests.py" in r.stderr
+    assert r.exit_code == 1 and "engine/serving/requests.py" in r.stderr
     assert script.read_bytes() == before
     assert target.read_text().endswith("# local hack\n")
 

@@ -74,7 +74,7 @@ def summarize(concurrency: int, duration: float, input_lens: list[int],
 def bench_offline(engine: Any, concurrencies: list[int], prompts: list[list[int]],
                   output_len: int, progress: Callable[[str], None]) -> list[dict[str, Any]]:
     """Run every prompt through ``engine`` with at most ``c`` sequences running at once."""
-    from engine.sequence import SamplingParams
+    from engine.core.sequence import SamplingParams
 
     params = SamplingParams(max_new_tokens=output_len, ignore_eos=True)
     engine.generate(prompts[:1], SamplingParams(max_new_tokens=2, ignore_eos=True))  # warm-up
@@ -101,7 +101,7 @@ def bench_offline(engine: Any, concurrencies: list[int], prompts: list[list[int]
 def bench_online(url: str, concurrencies: list[int], prompts: list[list[int]],
                  output_len: int, progress: Callable[[str], None]) -> list[dict[str, Any]]:
     """Closed-loop load on a server's ``/generate``: ``c`` clients, each one request at a time."""
-    from engine.http_util import post
+    from engine.serving.http import post
 
     results = []
     for c in concurrencies:
@@ -161,8 +161,8 @@ def server_device(info: dict[str, Any] | None) -> str:
 def server_info(url: str) -> dict[str, Any] | None:
     """The server's ``/health`` (with the knobs in effect on each worker), as sglang's
     ``server_info``; ``knobs`` of an online result are the bench process's own."""
-    from engine.http_util import HTTPFailure
-    from engine.http_util import get
+    from engine.serving.http import HTTPFailure
+    from engine.serving.http import get
 
     try:
         return get(f"{url}/health", timeout=10)

@@ -99,13 +99,13 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _engine(args: argparse.Namespace, knobs: Any) -> Any:
-    from engine.llm import LLMEngine
+    from engine.core.llm import LLMEngine
 
     return LLMEngine(knobs, preset=args.preset, model_dir=args.model)
 
 
 def _generate(parser: argparse.ArgumentParser, args: argparse.Namespace, knobs: Any) -> int:
-    from engine.sequence import SamplingParams
+    from engine.core.sequence import SamplingParams
 
     try:
         params = SamplingParams(args.max_new_tokens, args.temperature, args.ignore_eos)
@@ -122,7 +122,7 @@ def _generate(parser: argparse.ArgumentParser, args: argparse.Namespace, knobs: 
 
 
 def _bench(parser: argparse.ArgumentParser, args: argparse.Namespace, knobs: Any) -> int:
-    from engine import bench
+    from engine.tools import bench
 
     def progress(msg: str) -> None:
         print(msg, file=sys.stderr, flush=True)
@@ -153,20 +153,23 @@ def _bench(parser: argparse.ArgumentParser, args: argparse.Namespace, knobs: Any
 
 
 def _serve(parser: argparse.ArgumentParser, args: argparse.Namespace, knobs: Any) -> int:
-    from engine import server
+    from engine.serving.http import serve
+    from engine.serving.router import make_router_handler
+    from engine.serving.worker import Worker
+    from engine.serving.worker import make_worker_handler
 
     if not 0 <= args.port <= 65535:
         parser.error("--port must be in [0, 65535]")
     if args.role == "router":
         if not (args.prefill and args.decode):
             parser.error("--role router needs --prefill URL and --decode URL")
-        handler = server.make_router_handler(args.prefill.rstrip("/"), args.decode.rstrip("/"),
-                                             knobs.inflight_timeout_s)
+        handler = make_router_handler(args.prefill.rstrip("/"), args.decode.rstrip("/"),
+                                      knobs.inflight_timeout_s)
     else:
         if not (args.preset or args.model):
             parser.error(f"--role {args.role} needs --preset or --model")
         eng = _engine(args, knobs)
         eng.start()
-        handler = server.make_worker_handler(server.Worker(eng, args.role))
-    server.serve(handler, args.port, args.host)
+        handler = make_worker_handler(Worker(eng, args.role))
+    serve(handler, args.port, args.host)
     return 0

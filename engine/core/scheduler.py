@@ -15,9 +15,9 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
-from engine.block_manager import BlockManager
-from engine.sequence import Sequence
-from engine.sequence import SeqStatus
+from engine.core.block_manager import BlockManager
+from engine.core.sequence import Sequence
+from engine.core.sequence import SeqStatus
 
 
 @dataclass

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from engine.http_util import BadRequest
-from engine.sequence import SamplingParams
+from engine.serving.http import BadRequest
+from engine.core.sequence import SamplingParams
 
 MAX_NEW_TOKENS_LIMIT = 1 << 16
 

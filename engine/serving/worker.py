@@ -1,4 +1,4 @@
-"""HTTP serving: one worker (roles ``both``, ``prefill``, ``decode``) and the PD router.
+"""One HTTP worker (roles ``both``, ``prefill``, ``decode``); the router: engine.serving.router.
 
 PD flow (shared ``bootstrap_room`` id, as in SGLang's disaggregation):
 
@@ -6,7 +6,7 @@ PD flow (shared ``bootstrap_room`` id, as in SGLang's disaggregation):
    prompt and records the room in its inflight table (state ``WaitingForInput``), and to
    the prefill worker, which computes the prompt's KV and first token.
 2. Bootstrap handshake: the prefill worker polls the decode worker's ``/bootstrap`` until
-   the room is known there, then pushes the KV (``/kv_transfer``, see engine.kv_transfer).
+   the room is known there, then pushes the KV (``/kv_transfer``, see engine.serving.kv_transfer).
 3. The decode worker copies the KV into the reserved pages and decodes the rest.
 
 Both sides bound the transfer by ``ENGINE_INFLIGHT_TIMEOUT_S``: past it, the pages are
@@ -20,29 +20,25 @@ import threading
 import time
 from dataclasses import dataclass
 from dataclasses import field
-from http.server import ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs
 from urllib.parse import urlparse
 
-from engine.block_manager import OutOfPages
 from engine.config import EngineError
-from engine.http_util import BadRequest
-from engine.http_util import HTTPFailure
-from engine.http_util import JSONHandler
-from engine.http_util import get
-from engine.http_util import post
-from engine.kv_transfer import decode_kv
-from engine.kv_transfer import encode_kv
-from engine.llm import LLMEngine
-from engine.requests import GenerateRequest
-from engine.requests import parse_generate
-from engine.requests import response_body
-from engine.sequence import Sequence
-
-ROLES = ("both", "prefill", "decode", "router")
-# How long a request may take to generate once its KV has landed (not a transfer bound).
-GENERATION_TIMEOUT_S = 3600.0
+from engine.core.block_manager import OutOfPages
+from engine.core.llm import LLMEngine
+from engine.core.sequence import Sequence
+from engine.serving.http import GENERATION_TIMEOUT_S
+from engine.serving.http import BadRequest
+from engine.serving.http import HTTPFailure
+from engine.serving.http import JSONHandler
+from engine.serving.http import get
+from engine.serving.http import post
+from engine.serving.kv_transfer import decode_kv
+from engine.serving.kv_transfer import encode_kv
+from engine.serving.requests import GenerateRequest
+from engine.serving.requests import parse_generate
+from engine.serving.requests import response_body
 
 
 @dataclass
@@ -249,97 +245,3 @@ def make_worker_handler(worker: Worker) -> type[JSONHandler]:
             self.send_json(status, body)
 
     return Handler
-
-
-def make_router_handler(prefill_url: str, decode_url: str, timeout: float) -> type[JSONHandler]:
-    rng = random.SystemRandom()
-
-    class Handler(JSONHandler):
-        def do_GET(self) -> None:
-            if urlparse(self.path).path != "/health":
-                self.send_json(404, {"error": "no such route"})
-                return
-            try:
-                ends = {"prefill": get(f"{prefill_url}/health", 5.0),
-                        "decode": get(f"{decode_url}/health", 5.0)}
-                self.send_json(200, {"status": "ok", "role": "router", **ends})
-            except HTTPFailure as e:
-                self.send_json(503, {"status": "degraded", "error": str(e)})
-
-        def do_POST(self) -> None:
-            if urlparse(self.path).path != "/generate":
-                self.send_json(404, {"error": "no such route"})
-                return
-            try:
-                body = self.read_json()
-                parse_generate(body)  # refuse bad requests before touching the workers
-            except BadRequest as e:
-                self.send_json(400, {"error": str(e)})
-                return
-            self.send_json(*route(body))
-
-    def route(body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
-        start = time.perf_counter()
-        room = rng.getrandbits(62)
-        result: dict[str, Any] = {}
-
-        def to_decode() -> None:
-            try:
-                result["decode"] = post(f"{decode_url}/generate",
-                                        {**body, "bootstrap_room": room},
-                                        timeout=timeout + GENERATION_TIMEOUT_S)
-            except HTTPFailure as e:
-                result["decode_error"] = e
-
-        def to_prefill() -> None:
-            try:
-                post(f"{prefill_url}/generate",
-                     {**body, "bootstrap_room": room, "decode_url": decode_url},
-                     timeout=timeout + GENERATION_TIMEOUT_S)
-            except HTTPFailure as e:
-                result["prefill_error"] = e
-            result["ttft_ms"] = (time.perf_counter() - start) * 1e3
-
-        threads = [threading.Thread(target=f, daemon=True) for f in (to_decode, to_prefill)]
-        for t in threads:
-            t.start()
-        # The decode side answers last on success; on failure it answers at once (out of
-        # pages, bad request) or at its transfer timeout, and the client need not wait for
-        # the prefill side, which frees its own pages at its own deadline.
-        threads[0].join()
-        if "decode" in result:
-            threads[1].join()
-            out = result["decode"]
-            out.setdefault("meta", {}).update(ttft_ms=result.get("ttft_ms"),
-                                              e2e_ms=(time.perf_counter() - start) * 1e3)
-            return 200, out
-        err = result["decode_error"]
-        prefill_error = result.get("prefill_error")
-        detail = err.message if prefill_error is None else \
-            f"{err.message}; prefill: {prefill_error.message}"
-        return (err.status or 502), {"error": detail}
-
-    return Handler
-
-
-class EngineHTTPServer(ThreadingHTTPServer):
-    """Thread per connection; a deep accept backlog (the default 5 resets connections
-    when a router fans out dozens of concurrent requests)."""
-
-    daemon_threads = True
-    request_queue_size = 1024
-
-
-def serve(handler: type[JSONHandler], port: int, host: str = "127.0.0.1") -> None:
-    """Serve until interrupted; prints the bound address on stderr once listening."""
-    import sys
-
-    server = EngineHTTPServer((host, port), handler)
-    print(f"engine: listening on http://{host}:{server.server_address[1]}", file=sys.stderr,
-          flush=True)
-    try:
-        server.serve_forever(poll_interval=0.1)
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.server_close()

@@ -1,4 +1,5 @@
-"""Small HTTP helpers on the standard library (loopback servers and a JSON client)."""
+"""Small HTTP helpers on the standard library (loopback servers and a JSON client), the
+threaded server every role runs, and the constants the worker and the router share."""
 
 from __future__ import annotations
 
@@ -6,9 +7,13 @@ import json
 import urllib.error
 import urllib.request
 from http.server import BaseHTTPRequestHandler
+from http.server import ThreadingHTTPServer
 from typing import Any
 
 MAX_JSON_BODY = 8 << 20
+ROLES = ("both", "prefill", "decode", "router")
+# How long a request may take to generate once its KV has landed (not a transfer bound).
+GENERATION_TIMEOUT_S = 3600.0
 
 
 class HTTPFailure(Exception):
@@ -84,3 +89,26 @@ def _send(req: urllib.request.Request, timeout: float) -> dict[str, Any]:
         raise HTTPFailure(e.code, str(message)) from None
     except (urllib.error.URLError, OSError, ValueError) as e:
         raise HTTPFailure(0, f"{req.full_url}: {e}") from None
+
+
+class EngineHTTPServer(ThreadingHTTPServer):
+    """Thread per connection; a deep accept backlog (the default 5 resets connections
+    when a router fans out dozens of concurrent requests)."""
+
+    daemon_threads = True
+    request_queue_size = 1024
+
+
+def serve(handler: type[JSONHandler], port: int, host: str = "127.0.0.1") -> None:
+    """Serve until interrupted; prints the bound address on stderr once listening."""
+    import sys
+
+    server = EngineHTTPServer((host, port), handler)
+    print(f"engine: listening on http://{host}:{server.server_address[1]}", file=sys.stderr,
+          flush=True)
+    try:
+        server.serve_forever(poll_interval=0.1)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()

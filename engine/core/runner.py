@@ -6,15 +6,15 @@ import math
 
 import torch
 
-from engine.attention_ops import AttnContext
-from engine.attention_ops import decode_kv_index
-from engine.attention_ops import num_kv_splits
-from engine.attention_ops import split_k_bias
-from engine.attention_ops import split_layout
+from engine.model.attention_ops import AttnContext
+from engine.model.attention_ops import decode_kv_index
+from engine.model.attention_ops import num_kv_splits
+from engine.model.attention_ops import split_k_bias
+from engine.model.attention_ops import split_layout
 from engine.config import ModelConfig
 from engine.knobs import EngineKnobs
 from engine.model.llama import LlamaForCausalLM
-from engine.scheduler import ScheduledBatch
+from engine.core.scheduler import ScheduledBatch
 
 
 class ModelRunner:

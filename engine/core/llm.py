@@ -9,12 +9,12 @@ from concurrent.futures import Future
 from typing import Any
 from collections.abc import Callable
 
-from engine.block_manager import BlockManager
+from engine.core.block_manager import BlockManager
 from engine.config import EngineError
 from engine.knobs import EngineKnobs
-from engine.scheduler import Scheduler
-from engine.sequence import SamplingParams
-from engine.sequence import Sequence
+from engine.core.scheduler import Scheduler
+from engine.core.sequence import SamplingParams
+from engine.core.sequence import Sequence
 
 
 class LLMEngine:
@@ -24,7 +24,7 @@ class LLMEngine:
                  model_dir: str | None = None) -> None:
         import torch
 
-        from engine.runner import ModelRunner
+        from engine.core.runner import ModelRunner
         from engine.tokenizer import load_tokenizer
         from engine.weights import build_model
         from engine.weights import resolve_device
