@@ -3,12 +3,15 @@ threaded server every role runs, and the constants the worker and the router sha
 
 from __future__ import annotations
 
+import http.client
 import json
 import urllib.error
 import urllib.request
 from http.server import BaseHTTPRequestHandler
 from http.server import ThreadingHTTPServer
+from collections.abc import Iterator
 from typing import Any
+from urllib.parse import urlsplit
 
 MAX_JSON_BODY = 8 << 20
 ROLES = ("both", "prefill", "decode", "router")
@@ -55,6 +58,27 @@ class JSONHandler(BaseHTTPRequestHandler):
             raise BadRequest("body must be a JSON object")
         return body
 
+    def start_events(self) -> None:
+        """Begin a server-sent-events answer (chunked, so keep-alive still works)."""
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+
+    def send_event(self, payload: dict[str, Any] | str) -> None:
+        """One ``data:`` event (a JSON object, or a literal such as ``[DONE]``)."""
+        text = payload if isinstance(payload, str) else json.dumps(payload)
+        self.send_chunk(f"data: {text}\n\n".encode())
+
+    def send_chunk(self, data: bytes) -> None:
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+        self.wfile.flush()
+
+    def end_events(self) -> None:
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
+
     def send_json(self, status: int, payload: dict[str, Any]) -> None:
         data = json.dumps(payload).encode()
         self.send_response(status)
@@ -77,18 +101,49 @@ def get(url: str, timeout: float) -> dict[str, Any]:
     return _send(urllib.request.Request(url, method="GET"), timeout)
 
 
+def error_message(raw: bytes, fallback: str) -> str:
+    """The message of an error answer: ``{"error": "..."}`` or OpenAI's
+    ``{"error": {"message": "..."}}``."""
+    try:
+        error = json.loads(raw).get("error", fallback)
+    except (ValueError, AttributeError):
+        return fallback
+    if isinstance(error, dict):
+        error = error.get("message", fallback)
+    return str(error)
+
+
 def _send(req: urllib.request.Request, timeout: float) -> dict[str, Any]:
     try:
         with urllib.request.urlopen(req, timeout=timeout) as resp:
             return json.loads(resp.read())
     except urllib.error.HTTPError as e:
-        try:
-            message = json.loads(e.read()).get("error", e.reason)
-        except (ValueError, AttributeError):
-            message = str(e.reason)
-        raise HTTPFailure(e.code, str(message)) from None
+        raise HTTPFailure(e.code, error_message(e.read(), str(e.reason))) from None
     except (urllib.error.URLError, OSError, ValueError) as e:
         raise HTTPFailure(0, f"{req.full_url}: {e}") from None
+
+
+def stream_post(url: str, payload: dict[str, Any], timeout: float) -> Iterator[bytes]:
+    """POST JSON and yield the answer's server-sent events, one ``data:`` payload each
+    (``b"[DONE]"`` included); a non-200 answer becomes :class:`HTTPFailure` before any."""
+    parts = urlsplit(url)
+    conn = http.client.HTTPConnection(parts.hostname, parts.port or 80, timeout=timeout)
+    try:
+        try:
+            conn.request("POST", parts.path or "/", body=json.dumps(payload).encode(),
+                         headers={"Content-Type": "application/json"})
+            resp = conn.getresponse()
+        except OSError as e:
+            raise HTTPFailure(0, f"{url}: {e}") from None
+        if resp.status != 200:
+            raise HTTPFailure(resp.status, error_message(resp.read(), resp.reason))
+        for line in resp:
+            if line.startswith(b"data:"):
+                yield line[5:].strip()
+    except (OSError, http.client.HTTPException) as e:
+        raise HTTPFailure(0, f"{url}: stream broken: {e}") from None
+    finally:
+        conn.close()
 
 
 class EngineHTTPServer(ThreadingHTTPServer):

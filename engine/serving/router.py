@@ -1,12 +1,22 @@
-"""The PD router: sends each ``/generate`` to a decode and a prefill worker under one
+"""The PD router: sends each request to a decode and a prefill worker under one
 ``bootstrap_room`` id (the flow is described in engine.serving.worker) and answers with the
-decode side's result, timed end to end."""
+decode side's result.
+
+Both client APIs go through it: SGLang's ``/generate`` and OpenAI's ``/v1/completions``,
+each whole or streamed.  The prefill worker always gets the engine's flat ``/generate``
+body (it only computes the prompt's KV and first token); the decode worker gets the
+client's own body and path, so the answer, whole or as events, is in the client's shape,
+and the router forwards it (for a whole ``/generate`` it adds ``meta.ttft_ms`` and
+``meta.e2e_ms`` as timed here).  ``/server_info`` answers with the router's own start-up
+information plus each worker's.
+"""
 
 from __future__ import annotations
 
 import random
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlparse
 
@@ -16,75 +26,139 @@ from engine.serving.http import HTTPFailure
 from engine.serving.http import JSONHandler
 from engine.serving.http import get
 from engine.serving.http import post
+from engine.serving.http import stream_post
+from engine.serving.openai_api import error_body
+from engine.serving.openai_api import parse_completion
+from engine.serving.requests import GenerateRequest
 from engine.serving.requests import parse_generate
 
+ROUTES: dict[str, Callable[[dict[str, Any]], GenerateRequest]] = {
+    "/generate": parse_generate,
+    "/v1/completions": lambda body: parse_completion(body).gen,
+}
 
-def make_router_handler(prefill_url: str, decode_url: str, timeout: float) -> type[JSONHandler]:
+
+def make_router_handler(prefill_url: str, decode_url: str, timeout: float,
+                        info: dict[str, Any] | None = None) -> type[JSONHandler]:
     rng = random.SystemRandom()
+    own_info = info or {"role": "router"}
+
+    def worker_info(url: str) -> dict[str, Any]:
+        try:
+            return get(f"{url}/server_info", 5.0)
+        except HTTPFailure as e:
+            return {"error": str(e)}
 
     class Handler(JSONHandler):
         def do_GET(self) -> None:
-            if urlparse(self.path).path != "/health":
+            path = urlparse(self.path).path
+            if path in ("/server_info", "/get_server_info"):
+                self.send_json(200, {**own_info, "prefill": worker_info(prefill_url),
+                                     "decode": worker_info(decode_url)})
+            elif path == "/v1/models":
+                try:
+                    self.send_json(200, get(f"{decode_url}/v1/models", 5.0))
+                except HTTPFailure as e:
+                    self.send_json(502, error_body(str(e), "server_error"))
+            elif path == "/health":
+                try:
+                    ends = {"prefill": get(f"{prefill_url}/health", 5.0),
+                            "decode": get(f"{decode_url}/health", 5.0)}
+                    self.send_json(200, {"status": "ok", "role": "router", **ends})
+                except HTTPFailure as e:
+                    self.send_json(503, {"status": "degraded", "error": str(e)})
+            else:
                 self.send_json(404, {"error": "no such route"})
-                return
-            try:
-                ends = {"prefill": get(f"{prefill_url}/health", 5.0),
-                        "decode": get(f"{decode_url}/health", 5.0)}
-                self.send_json(200, {"status": "ok", "role": "router", **ends})
-            except HTTPFailure as e:
-                self.send_json(503, {"status": "degraded", "error": str(e)})
 
         def do_POST(self) -> None:
-            if urlparse(self.path).path != "/generate":
+            path = urlparse(self.path).path
+            if path not in ROUTES:
                 self.send_json(404, {"error": "no such route"})
                 return
+            openai = path == "/v1/completions"
             try:
                 body = self.read_json()
-                parse_generate(body)  # refuse bad requests before touching the workers
+                req = ROUTES[path](body)  # refuse bad requests before touching the workers
             except BadRequest as e:
-                self.send_json(400, {"error": str(e)})
+                self.send_json(400, error_body(str(e)) if openai else {"error": str(e)})
                 return
-            self.send_json(*route(body))
+            pair = Pair(path, body, req, rng.getrandbits(62))
+            if req.stream:
+                pair.stream(self, openai)
+            else:
+                status, answer = pair.whole()
+                if status != 200 and openai:
+                    answer = error_body(answer["error"], "server_error")
+                self.send_json(status, answer)
 
-    def route(body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
-        start = time.perf_counter()
-        room = rng.getrandbits(62)
-        result: dict[str, Any] = {}
+    class Pair:
+        """One request sent to the prefill and the decode worker under one room id."""
 
-        def to_decode() -> None:
+        def __init__(self, path: str, body: dict[str, Any], req: GenerateRequest,
+                     room: int) -> None:
+            self.start = time.perf_counter()
+            self.path = path
+            self.decode_body = {**body, "bootstrap_room": room}
+            self.prefill_body = {**req.worker_body(), "bootstrap_room": room,
+                                 "decode_url": decode_url}
+            self.result: dict[str, Any] = {}
+            self.prefill = threading.Thread(target=self._to_prefill, daemon=True)
+
+        def _to_prefill(self) -> None:
             try:
-                result["decode"] = post(f"{decode_url}/generate",
-                                        {**body, "bootstrap_room": room},
-                                        timeout=timeout + GENERATION_TIMEOUT_S)
-            except HTTPFailure as e:
-                result["decode_error"] = e
-
-        def to_prefill() -> None:
-            try:
-                post(f"{prefill_url}/generate",
-                     {**body, "bootstrap_room": room, "decode_url": decode_url},
+                post(f"{prefill_url}/generate", self.prefill_body,
                      timeout=timeout + GENERATION_TIMEOUT_S)
             except HTTPFailure as e:
-                result["prefill_error"] = e
-            result["ttft_ms"] = (time.perf_counter() - start) * 1e3
+                self.result["prefill_error"] = e
+            self.result["ttft_ms"] = (time.perf_counter() - self.start) * 1e3
 
-        threads = [threading.Thread(target=f, daemon=True) for f in (to_decode, to_prefill)]
-        for t in threads:
-            t.start()
-        # The decode side answers last on success; on failure it answers at once (out of
-        # pages, bad request) or at its transfer timeout, and the client need not wait for
-        # the prefill side, which frees its own pages at its own deadline.
-        threads[0].join()
-        if "decode" in result:
-            threads[1].join()
-            out = result["decode"]
-            out.setdefault("meta", {}).update(ttft_ms=result.get("ttft_ms"),
-                                              e2e_ms=(time.perf_counter() - start) * 1e3)
+        def _failure(self, err: HTTPFailure) -> tuple[int, dict[str, Any]]:
+            prefill_error = self.result.get("prefill_error")
+            detail = err.message if prefill_error is None else \
+                f"{err.message}; prefill: {prefill_error.message}"
+            return (err.status or 502), {"error": detail}
+
+        def whole(self) -> tuple[int, dict[str, Any]]:
+            self.prefill.start()
+            try:
+                out = post(f"{decode_url}{self.path}", self.decode_body,
+                           timeout=timeout + GENERATION_TIMEOUT_S)
+            except HTTPFailure as e:
+                # On failure the decode side answers at once (out of pages, bad request) or
+                # at its transfer timeout; the prefill side frees its pages at its deadline.
+                return self._failure(e)
+            self.prefill.join()
+            if self.path == "/generate":
+                out.setdefault("meta", {}).update(
+                    ttft_ms=self.result.get("ttft_ms"),
+                    e2e_ms=(time.perf_counter() - self.start) * 1e3)
             return 200, out
-        err = result["decode_error"]
-        prefill_error = result.get("prefill_error")
-        detail = err.message if prefill_error is None else \
-            f"{err.message}; prefill: {prefill_error.message}"
-        return (err.status or 502), {"error": detail}
+
+        def stream(self, handler: JSONHandler, openai: bool) -> None:
+            self.prefill.start()
+            events = stream_post(f"{decode_url}{self.path}", self.decode_body,
+                                 timeout=timeout + GENERATION_TIMEOUT_S)
+            try:
+                first = next(events)
+            except StopIteration:
+                first = None
+            except HTTPFailure as e:
+                status, answer = self._failure(e)
+                handler.send_json(status, error_body(answer["error"], "server_error")
+                                  if openai else answer)
+                return
+            handler.start_events()
+            try:
+                if first is not None:
+                    handler.send_chunk(b"data: " + first + b"\n\n")
+                for data in events:
+                    handler.send_chunk(b"data: " + data + b"\n\n")
+            except HTTPFailure as e:
+                handler.send_event(error_body(e.message, "server_error"))
+                handler.send_event("[DONE]")
+            except OSError:
+                handler.close_connection = True
+                return
+            handler.end_events()
 
     return Handler

@@ -18,6 +18,8 @@ from __future__ import annotations
 import random
 import threading
 import time
+from collections.abc import Iterator
+from concurrent.futures import Future
 from dataclasses import dataclass
 from dataclasses import field
 from typing import Any
@@ -34,8 +36,11 @@ from engine.serving.http import HTTPFailure
 from engine.serving.http import JSONHandler
 from engine.serving.http import get
 from engine.serving.http import post
+from engine.serving.info import startup_info
 from engine.serving.kv_transfer import decode_kv
 from engine.serving.kv_transfer import encode_kv
+from engine.serving import streaming
+from engine.serving.openai_api import models_body
 from engine.serving.requests import GenerateRequest
 from engine.serving.requests import parse_generate
 from engine.serving.requests import response_body
@@ -53,12 +58,41 @@ class Inflight:
     future: Any = None
 
 
+@dataclass
+class Job:
+    """A request being generated: its sequence and the future that resolves when done."""
+
+    seq: Sequence
+    future: Future
+    arrival: float
+
+    def progress(self, poll_s: float = 0.004) -> Iterator[tuple[int, bool]]:
+        """(tokens generated so far, finished) each time it grows, the last with True.
+
+        Polls the sequence (the engine loop appends to it) so the engine core needs no
+        callback; a few milliseconds of poll are far below one decode step's time."""
+        sent = 0
+        while True:
+            done = self.future.done()
+            n = len(self.seq.output_ids)
+            if done:
+                yield n, True
+                return
+            if n > sent:
+                sent = n
+                yield n, False
+            time.sleep(poll_s)
+
+
 class Worker:
     """The state behind one worker's HTTP handlers."""
 
-    def __init__(self, engine: LLMEngine, role: str) -> None:
+    def __init__(self, engine: LLMEngine, role: str, info: dict[str, Any] | None = None
+                 ) -> None:
         self.engine = engine
         self.role = role
+        self.info = info or startup_info(role, None, engine.knobs)
+        self.model = self.info.get("model") or "engine"
         self.timeout = engine.knobs.inflight_timeout_s
         self.drop_prob = engine.knobs.transfer_drop_prob
         self.inflight: dict[int, Inflight] = {}
@@ -83,7 +117,12 @@ class Worker:
         except EngineError as e:
             raise BadRequest(str(e)) from None
 
-    def generate(self, req: GenerateRequest) -> tuple[int, dict[str, Any]]:
+    def start(self, req: GenerateRequest) -> Job | tuple[int, dict[str, Any]]:
+        """Start generating: a :class:`Job` to finish or stream, or an error answer.
+
+        A decode worker returns once the KV has landed (or failed to); a prefill worker in
+        a PD pair answers in full (its client, the router, never streams from it).
+        """
         arrival = time.perf_counter()
         seq = self._sequence(req)
         if self.role == "decode":
@@ -95,10 +134,18 @@ class Worker:
                 raise BadRequest("'bootstrap_room' needs 'decode_url' on a prefill worker")
             seq.hold_kv = True
             return self._prefill_side(seq, req.bootstrap_room, req.decode_url, arrival)
-        seq = self.engine.submit(seq).result(GENERATION_TIMEOUT_S)
+        return Job(seq, self.engine.submit(seq), arrival)
+
+    def generate(self, req: GenerateRequest) -> tuple[int, dict[str, Any]]:
+        """The whole answer (SGLang's ``/generate`` shape)."""
+        job = self.start(req)
+        return job if isinstance(job, tuple) else self.finish(job)
+
+    def finish(self, job: Job) -> tuple[int, dict[str, Any]]:
+        seq = job.future.result(GENERATION_TIMEOUT_S)
         if seq.error:
             return 503, {"error": seq.error}
-        return 200, response_body(seq, self.engine.tokenizer, arrival, time.perf_counter())
+        return 200, response_body(seq, self.engine.tokenizer, job.arrival, time.perf_counter())
 
     # ---- prefill side ------------------------------------------------------------------
     def _prefill_side(self, seq: Sequence, room: int, decode_url: str,
@@ -147,7 +194,7 @@ class Worker:
 
     # ---- decode side -------------------------------------------------------------------
     def _decode_side(self, seq: Sequence, room: int, arrival: float
-                     ) -> tuple[int, dict[str, Any]]:
+                     ) -> Job | tuple[int, dict[str, Any]]:
         def reserve() -> None:
             self.engine.blocks.grow(seq.block_table, len(seq.prompt_ids))
 
@@ -171,10 +218,7 @@ class Worker:
             return 504, {"error": f"KV for room {room} did not arrive within "
                                   f"ENGINE_INFLIGHT_TIMEOUT_S={self.timeout:g}s; aborted"}
         entry.landed.wait()  # an import in progress finishes quickly (local copy)
-        seq = entry.future.result(GENERATION_TIMEOUT_S)
-        if seq.error:
-            return 503, {"error": seq.error}
-        return 200, response_body(seq, self.engine.tokenizer, arrival, time.perf_counter())
+        return Job(seq, entry.future, arrival)
 
     def kv_arrived(self, body: bytes) -> tuple[int, dict[str, Any]]:
         try:
@@ -219,6 +263,10 @@ def make_worker_handler(worker: Worker) -> type[JSONHandler]:
             url = urlparse(self.path)
             if url.path == "/health":
                 self.send_json(200, worker.health())
+            elif url.path in ("/server_info", "/get_server_info"):
+                self.send_json(200, worker.info)
+            elif url.path == "/v1/models":
+                self.send_json(200, models_body(worker.model, worker.info["start_unix"]))
             elif url.path == "/bootstrap" and worker.role == "decode":
                 try:
                     room = int(parse_qs(url.query).get("room", [""])[0])
@@ -231,9 +279,16 @@ def make_worker_handler(worker: Worker) -> type[JSONHandler]:
 
         def do_POST(self) -> None:
             path = urlparse(self.path).path
+            if path == "/v1/completions":
+                streaming.serve_completion(self, worker)
+                return
             try:
                 if path == "/generate":
-                    status, body = worker.generate(parse_generate(self.read_json()))
+                    req = parse_generate(self.read_json())
+                    if req.stream:
+                        streaming.serve_generate_stream(self, worker, req)
+                        return
+                    status, body = worker.generate(req)
                 elif path == "/kv_transfer" and worker.role == "decode":
                     status, body = worker.kv_arrived(self.read_body(limit=1 << 31))
                 else:

@@ -100,32 +100,46 @@ def bench_offline(engine: Any, concurrencies: list[int], prompts: list[list[int]
 
 def bench_online(url: str, concurrencies: list[int], prompts: list[list[int]],
                  output_len: int, progress: Callable[[str], None]) -> list[dict[str, Any]]:
-    """Closed-loop load on a server's ``/generate``: ``c`` clients, each one request at a time."""
-    from engine.serving.http import post
-
+    """Closed-loop load through the client API: ``c`` clients, each streaming one
+    ``/v1/completions`` at a time, as sglang's ``bench_serving`` does with
+    ``--backend sglang-oai``: TTFT and inter-token latencies are measured on the client."""
     results = []
     for c in concurrencies:
-        def one(ids: list[int]) -> tuple[list[int], float, float]:
-            t = time.perf_counter()
-            out = post(f"{url}/generate", {"input_ids": ids, "max_new_tokens": output_len,
-                                           "ignore_eos": True, "temperature": 0.0},
-                       timeout=3600)
-            e2e = time.perf_counter() - t
-            ttft = (out.get("meta", {}).get("ttft_ms") or e2e * 1e3) / 1e3
-            return out["output_ids"], ttft, e2e
-
         t0 = time.perf_counter()
         with ThreadPoolExecutor(max_workers=c) as pool:
-            rows = list(pool.map(one, prompts))
+            rows = list(pool.map(lambda ids: stream_completion(url, ids, output_len), prompts))
         duration = time.perf_counter() - t0
-        outputs = [r[0] for r in rows]
-        # Non-streaming API: inter-token latency is estimated as the request's TPOT.
-        itls = [(e - t) / (len(o) - 1) for o, t, e in rows if len(o) > 1]
-        res = summarize(c, duration, [len(p) for p in prompts], outputs,
-                        [r[1] for r in rows], [r[2] for r in rows], itls)
+        itls = [b - a for _, times, _ in rows for a, b in zip(times, times[1:])]
+        res = summarize(c, duration, [len(p) for p in prompts], [r[0] for r in rows],
+                        [r[1][0] if r[1] else r[2] for r in rows], [r[2] for r in rows], itls)
         results.append(res)
         progress(f"bench online c={c}: {res['output_throughput']:.1f} out tok/s")
     return results
+
+
+def stream_completion(url: str, ids: list[int], output_len: int
+                      ) -> tuple[list[int], list[float], float]:
+    """One streamed greedy completion: (token ids, arrival time of each since the request
+    was sent, end-to-end seconds)."""
+    from engine.serving.http import HTTPFailure
+    from engine.serving.http import stream_post
+
+    body = {"model": "engine", "prompt": ids, "max_tokens": output_len, "temperature": 0.0,
+            "ignore_eos": True, "stream": True, "return_token_ids": True}
+    t = time.perf_counter()
+    out: list[int] = []
+    times: list[float] = []
+    for data in stream_post(f"{url}/v1/completions", body, timeout=3600):
+        if data == b"[DONE]":
+            break
+        event = json.loads(data)
+        if "error" in event:
+            raise HTTPFailure(500, str(event["error"].get("message")))
+        for choice in event.get("choices", ()):
+            new = choice.get("token_ids") or []
+            out += new
+            times += [time.perf_counter() - t] * len(new)
+    return out, times, time.perf_counter() - t
 
 
 def write_results(path: str | None, results: list[dict[str, Any]], extra: dict[str, Any]

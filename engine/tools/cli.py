@@ -154,6 +154,7 @@ def _bench(parser: argparse.ArgumentParser, args: argparse.Namespace, knobs: Any
 
 def _serve(parser: argparse.ArgumentParser, args: argparse.Namespace, knobs: Any) -> int:
     from engine.serving.http import serve
+    from engine.serving.info import startup_info
     from engine.serving.router import make_router_handler
     from engine.serving.worker import Worker
     from engine.serving.worker import make_worker_handler
@@ -164,12 +165,14 @@ def _serve(parser: argparse.ArgumentParser, args: argparse.Namespace, knobs: Any
         if not (args.prefill and args.decode):
             parser.error("--role router needs --prefill URL and --decode URL")
         handler = make_router_handler(args.prefill.rstrip("/"), args.decode.rstrip("/"),
-                                      knobs.inflight_timeout_s)
+                                      knobs.inflight_timeout_s,
+                                      startup_info("router", None, knobs))
     else:
         if not (args.preset or args.model):
             parser.error(f"--role {args.role} needs --preset or --model")
         eng = _engine(args, knobs)
         eng.start()
-        handler = make_worker_handler(Worker(eng, args.role))
+        info = startup_info(args.role, args.model or args.preset, knobs)
+        handler = make_worker_handler(Worker(eng, args.role, info))
     serve(handler, args.port, args.host)
     return 0
