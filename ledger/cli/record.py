@@ -10,6 +10,9 @@ from ledger.cli.common import emit_json
 from ledger.cli.common import json_option
 from ledger.cli.common import print_files
 from ledger.cli.common import wants_json
+from ledger.cli.live import print_live
+from ledger.cli.live import restart_option
+from ledger.cli.live import run_live
 from ledger.cli.output import safe
 from ledger.cli.output import show_value
 from ledger.errors import UsageError
@@ -38,11 +41,12 @@ def record_options(f):
 @click.option("--before-unset", is_flag=True, help="With --adopt: the knob was unset before.")
 @click.option("--no-validate", is_flag=True, help="Skip the catalog's type and range checks.")
 @click.option("--force", is_flag=True, help="Overwrite drift in the target.")
+@restart_option
 @json_option
 @dry_run_option
 @click.pass_context
 def record_knob(ctx, target_name, assignment, cls, title, why, unset, adopt, before,
-                before_unset, no_validate, force, json_out, dry_run) -> None:
+                before_unset, no_validate, force, restart, json_out, dry_run) -> None:
     """Change KNOB in TARGET (with backup) and record the entry."""
     from ledger.commands.record import record_knob as do_record
 
@@ -56,19 +60,30 @@ def record_knob(ctx, target_name, assignment, cls, title, why, unset, adopt, bef
         knob, value = assignment.split("=", 1)
     if before is not None and before_unset:
         raise UsageError("give --before VALUE or --before-unset, not both")
-    s = ctx.find_object(State).session(ctx)
-    r = do_record(s, target=target_name, knob=knob, value=value, cls=cls, title=title, why=why,
-                  adopt=adopt, before=before, before_given=before is not None or before_unset,
-                  no_validate=no_validate, force=force, dry_run=dry_run)
+    done = {}
+
+    def mutate(s, dry):
+        done["r"] = do_record(
+            s, target=target_name, knob=knob, value=value, cls=cls, title=title, why=why,
+            adopt=adopt, before=before, before_given=before is not None or before_unset,
+            no_validate=no_validate, force=force, dry_run=dry)
+        return done["r"].applied
+
+    _, live = run_live(ctx, restart, dry_run, mutate)
+    r = done["r"]
     for w in r.warnings:
         click.echo(f"warning: {w}", err=True)
     if wants_json(ctx, json_out):
-        return emit_json(_recorded_json(r.entry, r.applied, dry_run, r.warnings))
+        emit_json({**_recorded_json(r.entry, r.applied, dry_run, r.warnings), **live.to_dict()})
+        if live.failed:
+            ctx.exit(1)
+        return
     e = r.entry
     verb = "would record" if dry_run else ("adopted" if adopt else "recorded")
     click.echo(f"{verb} {e.id} [{e.cls}] {safe(e.title)}")
     click.echo(f"  {e.target}: {e.knob} {show_value(e.before)} -> {show_value(e.after)}")
     print_files(r.applied, dry_run)
+    print_live(ctx, live)
 
 
 def _recorded_json(entry, applied, dry_run: bool, warnings: list[str]) -> dict:

@@ -76,13 +76,31 @@ def _indent(text: str, n: int) -> str:
 
 
 @click.command()
+@click.option("--live", "live", is_flag=True, help="The running services against their files "
+              "(live probes in ledger.yaml): live, pending restart, drift, not running, "
+              "unreadable — per knob.")
+@click.option("--target", "targets", multiple=True, metavar="NAME", help="With --live: only "
+              "this target (repeatable).")
 @json_option
 @click.pass_context
-def status(ctx, json_out) -> None:
+def status(ctx, live, targets, json_out) -> None:
     """Each entry's recorded state against what is live; drift; suspects."""
     from ledger.commands.report import status as do_status
 
+    if targets and not live:
+        raise UsageError("--target goes with --live")
     s = ctx.find_object(State).session(ctx)
+    if live:
+        from ledger.cli.live import print_status_live
+        from ledger.commands.live import status_live
+
+        reports = status_live(s, targets)
+        if wants_json(ctx, json_out):
+            emit_json([r.to_dict() for r in reports])
+            if any(r.ambiguous for r in reports):
+                ctx.exit(1)
+            return
+        return print_status_live(reports)
     st = do_status(s.ws)
     if wants_json(ctx, json_out):
         return emit_json(st.to_dict())

@@ -10,12 +10,16 @@ from ledger.cli.common import emit_json
 from ledger.cli.common import json_option
 from ledger.cli.common import print_files
 from ledger.cli.common import wants_json
+from ledger.cli.live import print_live
+from ledger.cli.live import restart_option
+from ledger.cli.live import run_live
 from ledger.cli.output import safe
 
 
-def _print_applied(applied, verb: str, ctx, json_out: bool, infinitive: str = "") -> None:
+def _print_applied(applied, verb: str, ctx, json_out: bool, infinitive: str = "",
+                   live=None) -> None:
     if wants_json(ctx, json_out):
-        return emit_json(
+        emit_json(
             {
                 "op": applied.op,
                 "dry_run": applied.dry_run,
@@ -28,8 +32,12 @@ def _print_applied(applied, verb: str, ctx, json_out: bool, infinitive: str = ""
                 "patch_diff": applied.patch_diff,
                 "backup": applied.backup_id,
                 "commit": applied.commit,
+                **(live.to_dict() if live is not None else {}),
             }
         )
+        if live is not None:
+            _live_exit(ctx, live)
+        return
     done = f"would {infinitive or verb}" if applied.dry_run else verb
     if not applied.changed:
         click.echo(f"nothing to {infinitive or verb}")
@@ -38,6 +46,13 @@ def _print_applied(applied, verb: str, ctx, json_out: bool, infinitive: str = ""
     for k in applied.skipped:
         click.echo(f"skipped {k.entry.id} [{k.entry.cls}] {safe(k.entry.title)}: {safe(k.reason)}")
     print_files(applied, applied.dry_run)
+    if live is not None:
+        print_live(ctx, live)
+
+
+def _live_exit(ctx, live) -> None:
+    if live.failed:
+        ctx.exit(1)
 
 
 def _change(e) -> str:
@@ -53,18 +68,17 @@ def _change(e) -> str:
               "of this class.")
 @click.option("--why", default="", help="Why (kept in each entry's history).")
 @click.option("--force", is_flag=True, help="Overwrite drift in the target files.")
+@restart_option
 @json_option
 @dry_run_option
 @click.pass_context
-def revert(ctx, refs, perf_only, cls, why, force, json_out, dry_run) -> None:
+def revert(ctx, refs, perf_only, cls, why, force, restart, json_out, dry_run) -> None:
     """Revert entries: by ID, or --perf-only, or --class CLASS."""
     from ledger.commands import revert as ops
 
-    s = ctx.find_object(State).session(ctx)
-    r = ops.revert(
-        s, refs=refs, perf_only=perf_only, cls=cls, why=why, force=force, dry_run=dry_run
-    )
-    _print_applied(r, "reverted", ctx, json_out, "revert")
+    _, live = run_live(ctx, restart, dry_run, lambda s, dry: ops.revert(
+        s, refs=refs, perf_only=perf_only, cls=cls, why=why, force=force, dry_run=dry))
+    _print_applied(live.applied, "reverted", ctx, json_out, "revert", live)
 
 
 @click.command()
@@ -76,21 +90,23 @@ def revert(ctx, refs, perf_only, cls, why, force, json_out, dry_run) -> None:
 @click.option("--require-evidence", is_flag=True, help="Only restore entries whose evidence "
               "shows a gain.")
 @click.option("--why", default="", help="Why (kept in each entry's history).")
+@restart_option
 @json_option
 @dry_run_option
 @click.pass_context
-def restore(ctx, refs, perf_only, include_suspects, force, require_evidence, why, json_out,
-            dry_run) -> None:
+def restore(ctx, refs, perf_only, include_suspects, force, require_evidence, why, restart,
+            json_out, dry_run) -> None:
     """Re-apply reverted entries, showing the evidence for each."""
     from ledger.commands import revert as ops
 
-    s = ctx.find_object(State).session(ctx)
-    r = ops.restore(s, refs=refs, perf_only=perf_only, include_suspects=include_suspects,
-                    force=force, require_evidence=require_evidence, why=why, dry_run=dry_run)
+    s, live = run_live(ctx, restart, dry_run, lambda s, dry: ops.restore(
+        s, refs=refs, perf_only=perf_only, include_suspects=include_suspects, force=force,
+        require_evidence=require_evidence, why=why, dry_run=dry))
     if not wants_json(ctx, json_out):
-        _print_restore(s, r)
+        _print_restore(s, live.applied)
+        print_live(ctx, live)
         return
-    _print_applied(r, "restored", ctx, json_out, "restore")
+    _print_applied(live.applied, "restored", ctx, json_out, "restore", live)
 
 
 def _print_restore(s, applied) -> None:
@@ -113,21 +129,17 @@ def _print_restore(s, applied) -> None:
 @click.argument("ref", metavar="ID")
 @click.option("--why", required=True, help="The hypothesis: why it is suspected.")
 @click.option("--force", is_flag=True, help="Overwrite drift in the target file.")
+@restart_option
 @json_option
 @dry_run_option
 @click.pass_context
-def suspect(ctx, ref, why, force, json_out, dry_run) -> None:
+def suspect(ctx, ref, why, force, restart, json_out, dry_run) -> None:
     """Revert an entry and mark it suspected of causing an incident."""
     from ledger.commands import revert as ops
 
-    s = ctx.find_object(State).session(ctx)
-    _print_applied(
-        ops.suspect(s, ref, why, force=force, dry_run=dry_run),
-        "suspected",
-        ctx,
-        json_out,
-        "suspect",
-    )
+    _, live = run_live(ctx, restart, dry_run,
+                       lambda s, dry: ops.suspect(s, ref, why, force=force, dry_run=dry))
+    _print_applied(live.applied, "suspected", ctx, json_out, "suspect", live)
 
 
 @click.command()

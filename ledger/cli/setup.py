@@ -63,3 +63,67 @@ def target_list(ctx, json_out: bool) -> None:
         return emit_json(targets)
     click.echo(table([[t["name"], t["format"], t["path"]] for t in targets],
                      ["TARGET", "FORMAT", "PATH"], max_width=100))
+
+
+@target.command("set")
+@click.argument("name")
+@click.option("--live", "live", metavar="KIND=VALUE", help="How to find the running process: "
+              "pid_file=PATH, systemd=UNIT, process=REGEX or url=http://HOST:PORT/server_info.")
+@click.option("--no-live", is_flag=True, help="Remove the live probe.")
+@click.option("--restart", "restart_cmd", metavar="CMD", help="Restart command, split like a "
+              "shell would into an argv list and run without a shell.")
+@click.option("--restart-shell", metavar="CMD", help="Restart command run by /bin/sh -c "
+              "(stored with shell: true).")
+@click.option("--no-restart", is_flag=True, help="Remove the restart command.")
+@click.option("--health-url", metavar="URL", help="Health check: GET URL answers --health-expect.")
+@click.option("--health-command", metavar="CMD", help="Health check: CMD (argv, no shell) "
+              "exits 0.")
+@click.option("--health-expect", type=int, default=200, show_default=True)
+@click.option("--health-timeout", type=float, help="Seconds to wait for health (default 60).")
+@click.option("--no-health", is_flag=True, help="Remove the health check.")
+@dry_run_option
+@click.pass_context
+def target_set(ctx, name, live, no_live, restart_cmd, restart_shell, no_restart, health_url,
+               health_command, health_expect, health_timeout, no_health, dry_run) -> None:
+    """Set how the service behind target NAME is probed, restarted and health-checked."""
+    import shlex
+
+    from ledger.commands.setup import set_service
+    from ledger.errors import UsageError
+
+    changes: dict = {}
+    if live and no_live or (restart_cmd or restart_shell) and no_restart \
+            or (health_url or health_command) and no_health:
+        raise UsageError("a setting and its --no-... cannot go together")
+    if restart_cmd and restart_shell or health_url and health_command:
+        raise UsageError("give --restart or --restart-shell, --health-url or "
+                         "--health-command: one of each")
+    if live:
+        kind, sep, value = live.partition("=")
+        if not sep:
+            raise UsageError(f"--live takes KIND=VALUE, got {live!r}")
+        changes["live"] = {kind: value}
+    if no_live:
+        changes["live"] = None
+    if restart_cmd:
+        changes.update(restart=shlex.split(restart_cmd), shell=None)
+    if restart_shell:
+        changes.update(restart=restart_shell, shell=True)
+    if no_restart:
+        changes.update(restart=None, shell=None)
+    if health_url or health_command:
+        health = {"url": health_url, "expect": health_expect} if health_url else \
+            {"command": shlex.split(health_command)}
+        if health_timeout is not None:
+            health["timeout_s"] = health_timeout
+        changes["health"] = health
+    if no_health:
+        changes["health"] = None
+    if not changes:
+        raise UsageError("nothing to set: give --live, --restart or --health-... (see --help)")
+    s = ctx.find_object(State).session(ctx)
+    t = set_service(s, name, changes, dry_run)
+    verb = "would set" if dry_run else "set"
+    spec = t.service.to_dict() if t.service else {}
+    click.echo(f"{verb} target {t.name}: " + (", ".join(
+        f"{k} {safe(v)}" for k, v in spec.items()) or "no live probe, restart or health"))

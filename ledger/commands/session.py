@@ -9,6 +9,8 @@ from dataclasses import field
 from pathlib import Path
 
 from ledger.errors import LockHeld
+from ledger.live.rollback import RECORD
+from ledger.live.rollback import recover_restart
 from ledger.store.txn import WriterLock
 from ledger.store.txn import recover
 from ledger.store.workspace import Workspace
@@ -23,6 +25,9 @@ class Session:
     command: str
     now: str = field(default_factory=utc_now)
     notices: list[str] = field(default_factory=list)
+    # True while a caller holds the writer lock for several steps (a mutation and its
+    # --restart): the library's own maybe_lock then takes nothing more.
+    locked: bool = False
 
 
 def open_session(explicit: str | None, command: str, cwd: Path | None = None) -> Session:
@@ -39,9 +44,17 @@ def open_session(explicit: str | None, command: str, cwd: Path | None = None) ->
             notice = "another ledger command is changing this workspace right now"
         if notice:
             session.notices.append(notice)
+    if (ws.state_dir / RECORD).exists():
+        try:
+            with WriterLock(ws, f"{command} (recovering a restart)"):
+                notice = recover_restart(ws, command=command, at=session.now)
+        except LockHeld:
+            notice = "another ledger command is restarting services of this workspace now"
+        if notice:
+            session.notices.append(notice)
     return session
 
 
 def maybe_lock(s: Session, dry_run: bool):
     """The writer lock, except for a dry run (which writes nothing)."""
-    return nullcontext() if dry_run else WriterLock(s.ws, s.command)
+    return nullcontext() if dry_run or s.locked else WriterLock(s.ws, s.command)

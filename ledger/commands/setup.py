@@ -82,3 +82,31 @@ def add_target(
         s.ws.config.targets[name] = target
         _write_config(s, f"target add {name}: {target.path} ({fmt})\n")
     return target
+
+
+def set_service(s: Session, name: str, changes: dict, dry_run: bool = False) -> Target:
+    """Change the live probe, restart command or health check of target ``name``.
+
+    ``changes`` maps service keys of ledger.yaml (``live``, ``restart``, ``shell``,
+    ``health``) to their new value, or None to remove the key; the result is validated
+    as ledger.yaml would be (see :mod:`ledger.core.service`)."""
+    from dataclasses import replace
+
+    from ledger.core.service import parse_service
+
+    target = s.ws.target(name)
+    spec = target.service.to_dict() if target.service else {}
+    for key, value in changes.items():
+        if value is None:
+            spec.pop(key, None)
+        else:
+            spec[key] = value
+    if not isinstance(spec.get("restart"), str):
+        spec.pop("shell", None)
+    new = replace(target, service=parse_service(spec, name) if spec else None)
+    if dry_run or new == target:
+        return new
+    with WriterLock(s.ws, s.command):
+        s.ws.config.targets[name] = new
+        _write_config(s, f"target set {name}: live probe, restart and health\n")
+    return new

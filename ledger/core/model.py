@@ -29,13 +29,16 @@ from typing import Mapping
 from envknobs.registry import KnobError
 from envknobs.registry import check_knob_name
 from envknobs.registry import check_knob_value
+from ledger.core.service import Service
 from ledger.errors import InvalidValue
 
 CLASSES = ("perf", "bugfix")
 KINDS = ("knob", "patch")
 STATES = ("applied", "reverted")
 SUSPICIONS = ("suspected", "cleared")
-ACTIONS = ("record", "adopt", "revert", "restore", "suspect", "clear")
+# restart: a --restart restarted the entry's service (with the health result);
+# rollback: a failed health check (or an interrupted restart) put the entry back.
+ACTIONS = ("record", "adopt", "revert", "restore", "suspect", "clear", "restart", "rollback")
 FORMATS = ("bash", "dotenv", "k8s")
 
 TARGET_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")
@@ -231,6 +234,8 @@ class Target:
     path: str  # as written in ledger.yaml: absolute, or relative to the workspace
     format: str
     container: str | None = None  # k8s: which container's env list
+    # the running service behind the file: live probe, restart, health (ledger.core.service)
+    service: Service | None = None
 
     def __post_init__(self) -> None:
         check_target_name(self.name)
@@ -245,6 +250,8 @@ class Target:
         d = {"path": self.path, "format": self.format}
         if self.container:
             d["container"] = self.container
+        if self.service is not None:
+            d.update(self.service.to_dict())
         return d
 
 

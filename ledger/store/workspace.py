@@ -36,6 +36,7 @@ from typing import Iterable
 
 from ledger.core.model import Entry
 from ledger.core.model import Target
+from ledger.core.service import parse_service
 from ledger.errors import AmbiguousEntry
 from ledger.errors import ConfigError
 from ledger.errors import EntryNotFound
@@ -150,6 +151,7 @@ def _config_from(data, path: str, line_of) -> Config:
                 path=str(spec["path"]),
                 format=str(spec["format"]),
                 container=None if spec.get("container") is None else str(spec["container"]),
+                service=parse_service(spec, str(name)),
             )
         except InvalidValue as e:
             raise ConfigError(path, str(e), line) from None

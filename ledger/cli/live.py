@@ -1,0 +1,94 @@
+"""Formatting for the running services: ``--restart`` outcomes, the "running service
+differs" note of mutating commands, and ``ledger status --live``."""
+
+from __future__ import annotations
+
+import shlex
+
+import click
+
+from ledger.cli.output import paint
+from ledger.cli.output import safe
+from ledger.cli.output import show_value
+from ledger.cli.output import table
+from ledger.cli.output import use_colour
+from ledger.errors import LedgerError
+
+
+def restart_option(f):
+    return click.option(
+        "--restart", is_flag=True,
+        help="After the change, restart each touched target's service (restart: in "
+             "ledger.yaml) and wait for its health check; roll back if it fails.")(f)
+
+
+def run_live(ctx, restart: bool, dry_run: bool, mutate):
+    """Run a mutation through :func:`ledger.commands.live.run_mutation`."""
+    from ledger.cli.common import State
+    from ledger.commands.live import run_mutation
+
+    s = ctx.find_object(State).session(ctx)
+    return s, run_mutation(s, lambda dry: mutate(s, dry), restart=restart, dry_run=dry_run)
+
+
+def print_live(ctx, outcome) -> None:
+    """What happened to the running services; exit 1 when a health check failed."""
+    for p in outcome.planned:
+        click.echo(f"would restart {p.target}: {safe(shlex.join(p.argv))}")
+        click.echo(f"    then wait for health: {safe(p.health)}")
+    if outcome.restart is not None:
+        for step in outcome.restart.steps:
+            click.echo(safe(step.describe()))
+    if outcome.rollback_commit:
+        click.echo(f"rolled back: workspace commit {outcome.rollback_commit[:10]} "
+                   "(files and entries as before the command)")
+        for step in outcome.rollback_restart.steps if outcome.rollback_restart else ():
+            click.echo(f"after the rollback: {safe(step.describe())}")
+    for commit in outcome.record_commits:
+        click.echo(f"restarts recorded: workspace commit {commit[:10]}")
+    for t in outcome.differing:
+        obs = t.observed
+        click.echo(f"pending restart: {t.target}'s running service (pid {obs.pid}, started "
+                   f"{obs.started or '?'}) differs from its file:")
+        for k in t.pending:
+            click.echo(f"    {k.knob}: file {show_value(k.file)}, process "
+                       f"{show_value(k.process)}")
+        click.echo("    restart it (or rerun with --restart)")
+    if outcome.failed:
+        if outcome.rollback_commit:
+            again = outcome.rollback_restart
+            tail = "the service is healthy on the old configuration" if again and again.ok \
+                else "the service is NOT healthy after the rollback either: check it now"
+            raise LedgerError(f"health check failed after the change; rolled back ({tail})")
+        raise LedgerError(outcome.error or "restart failed")
+
+
+STATE_STYLE = {"live": "applied", "pending restart": "reverted", "drift": "drift",
+               "not running": "suspected", "unreadable": "dim"}
+
+
+def print_status_live(reports) -> None:
+    colour = use_colour()
+    if not reports:
+        click.echo("no target has a live probe (ledger target set NAME --live ...)")
+    for r in reports:
+        obs = r.observed
+        where = f"pid {obs.pid}" if obs.pid else obs.state
+        click.echo(f"{r.target}: {safe(obs.probe.describe() if obs.probe else 'no probe')} "
+                   f"-> {where}" + (f", started {obs.started}" if obs.started else "")
+                   + (f", read from {safe(obs.source)}" if obs.source else ""))
+        if obs.detail:
+            click.echo(f"    {safe(obs.detail)}")
+        if r.error:
+            click.echo(f"    {safe(r.error)}")
+        rows = [[k.knob, paint(k.state, STATE_STYLE.get(k.state, ""), colour),
+                 show_value(k.ledger) if k.managed else "-", show_value(k.file),
+                 "?" if k.state in ("unreadable", "not running") else show_value(k.process)]
+                for k in r.knobs]
+        if rows:
+            click.echo("\n".join("    " + line for line in table(
+                rows, ["KNOB", "STATE", "LEDGER", "FILE", "PROCESS"], max_width=40
+            ).splitlines()))
+    ambiguous = [r for r in reports if r.ambiguous]
+    if ambiguous:
+        raise LedgerError("; ".join(f"{r.target}: {r.observed.detail}" for r in ambiguous))

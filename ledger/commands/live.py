@@ -1,0 +1,169 @@
+"""``--restart`` on mutating commands, what they tell without it, and ``status --live``.
+
+:func:`run_mutation` wraps one mutating library call (record, revert, restore, suspect):
+
+* ``--dry-run --restart``: the plan, plus the restarts it would run and the health checks
+  it would wait for (refusing now if a touched target has no restart or health);
+* ``--restart``: the mutation and its restarts under one writer lock; a failed health check
+  rolls the mutation back as a new recorded command, restarts again and waits for health
+  again (see :mod:`ledger.live.rollback`); the outcome says all of it, and ``failed``
+  makes the CLI exit 1;
+* neither: the mutation, then which touched targets' running services now differ from
+  their files (for targets with a live probe).
+
+Touched targets are the targets whose files the command writes; a command that flips
+patch entries touches every target with a restart hook (the engine code is theirs all).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from dataclasses import field
+from typing import Callable
+from typing import Sequence
+
+from ledger.commands.session import Session
+from ledger.live.restart import RestartResult
+from ledger.live.restart import check_restartable
+from ledger.live.restart import restart_and_check
+from ledger.live.rollback import RestartRecord
+from ledger.live.rollback import crash_point
+from ledger.live.rollback import record_restarts
+from ledger.live.rollback import rollback_op
+from ledger.live.status import TargetLive
+from ledger.live.status import differing
+from ledger.live.status import live_status
+from ledger.store import wsgit
+from ledger.store.apply import Applied
+from ledger.store.txn import WriterLock
+from ledger.store.txn import sha256_or_none
+
+
+@dataclass
+class PlannedRestart:
+    target: str
+    argv: list[str]
+    health: str
+
+    def to_dict(self) -> dict:
+        return {"target": self.target, "argv": self.argv, "health": self.health}
+
+
+@dataclass
+class LiveOutcome:
+    """What a mutating command did to the running services (besides its files)."""
+
+    applied: Applied
+    planned: list[PlannedRestart] = field(default_factory=list)
+    restart: RestartResult | None = None
+    rollback_commit: str | None = None
+    rollback_restart: RestartResult | None = None
+    record_commits: list[str] = field(default_factory=list)
+    differing: list[TargetLive] = field(default_factory=list)
+    error: str = ""
+
+    @property
+    def failed(self) -> bool:
+        return bool(self.rollback_commit or self.error or
+                    (self.restart is not None and not self.restart.ok))
+
+    def to_dict(self) -> dict:
+        return {
+            "planned_restarts": [p.to_dict() for p in self.planned],
+            "restart": self.restart.to_dict() if self.restart else None,
+            "rollback_commit": self.rollback_commit,
+            "rollback_restart": self.rollback_restart.to_dict() if self.rollback_restart
+            else None,
+            "record_commits": self.record_commits,
+            "pending_restart": [t.to_dict() for t in self.differing],
+            "failed": self.failed, "error": self.error,
+        }
+
+
+def touched_targets(s: Session, applied: Applied) -> list[str]:
+    """Targets whose files ``applied`` writes (all restartable ones for patch flips)."""
+    by_path = {str(s.ws.target_path(t)): name for name, t in s.ws.config.targets.items()}
+    names = {by_path[p] for p in applied.files if p in by_path}
+    if applied.patch_diff:
+        names |= {n for n, t in s.ws.config.targets.items()
+                  if t.service and t.service.restart is not None}
+    return sorted(names)
+
+
+def planned_restarts(s: Session, names: Sequence[str]) -> list[PlannedRestart]:
+    return [PlannedRestart(t.name, t.service.restart_argv(), t.service.health.describe())
+            for t in check_restartable(s.ws, names)]
+
+
+def run_mutation(s: Session, mutate: Callable[[bool], Applied], *, restart: bool,
+                 dry_run: bool) -> LiveOutcome:
+    """Run ``mutate(dry_run)`` with what ``--restart`` (or its absence) adds."""
+    if dry_run:
+        applied = mutate(True)
+        out = LiveOutcome(applied)
+        if restart:
+            out.planned = planned_restarts(s, touched_targets(s, applied))
+        return out
+    if not restart:
+        applied = mutate(False)
+        return LiveOutcome(applied, differing=_differing(s, touched_targets(s, applied)))
+    planned_restarts(s, touched_targets(s, mutate(True)))  # refuse before any change
+    with WriterLock(s.ws, s.command):
+        s.locked = True
+        try:
+            return _mutate_and_restart(s, mutate)
+        finally:
+            s.locked = False
+
+
+def _differing(s: Session, names: Sequence[str]) -> list[TargetLive]:
+    try:
+        return differing(s.ws, names)
+    except OSError:
+        return []  # telling is a courtesy: it never fails the command that succeeded
+
+
+def _mutate_and_restart(s: Session, mutate: Callable[[bool], Applied]) -> LiveOutcome:
+    ws = s.ws
+    rec = RestartRecord(s.command, s.now, wsgit.head(ws.root))
+    rec.save(ws)
+    try:
+        applied = mutate(False)
+    except BaseException:
+        RestartRecord.clear(ws)  # the transaction rolled itself back
+        raise
+    out = LiveOutcome(applied)
+    if not applied.commit:
+        RestartRecord.clear(ws)
+        return out
+    rec.targets = touched_targets(s, applied)
+    rec.commit, rec.backup = applied.commit, applied.backup_id
+    for name in rec.targets:
+        path = ws.target_path(ws.target(name))
+        if str(path) in applied.files:
+            rec.files[str(path)] = sha256_or_none(path) or ""
+    rec.save(ws)
+    crash_point("before-restart")
+    out.restart = restart_and_check(ws, rec.targets)
+    if out.restart.ok:
+        out.record_commits.append(record_restarts(
+            ws, rec, out.restart, at=s.now, command=s.command, context=f"after {applied.op}"))
+        RestartRecord.clear(ws)
+        return out
+    reason = "health check failed: " + "; ".join(st.describe() for st in out.restart.failed)
+    out.rollback_commit = rollback_op(ws, rec, reason=reason, at=s.now, command=s.command,
+                                      result=out.restart)
+    rec.phase = "rollback"
+    rec.save(ws)
+    crash_point("before-rollback-restart")
+    out.rollback_restart = restart_and_check(ws, out.restart.restarted)
+    out.record_commits.append(record_restarts(
+        ws, rec, out.rollback_restart, at=s.now, command=s.command,
+        context=f"after the rollback of {applied.op}"))
+    RestartRecord.clear(ws)
+    return out
+
+
+def status_live(s: Session, names: Sequence[str] = ()) -> list[TargetLive]:
+    """``ledger status --live``: every probed target (or the named ones)."""
+    return live_status(s.ws, names)

@@ -1,0 +1,243 @@
+"""Finding a target's running process and reading what it runs.
+
+Probes (``live:`` in ledger.yaml, see :mod:`ledger.core.service`):
+
+``pid_file: PATH``   the pid in that file (relative to the workspace);
+``systemd: UNIT``    ``systemctl show -p MainPID --value UNIT`` (argv, no shell; 0 = not running);
+``process: REGEX``   the one process whose ``/proc/PID/cmdline`` (arguments joined by
+                     spaces) matches; several matches are an ambiguity, reported with every
+                     pid and command line, never resolved by picking one;
+``url: URL``         the server's ``/server_info`` (the bundled engine, SGLang-like servers).
+
+For a pid, the environment comes from ``/proc/PID/environ`` and the arguments from
+``/proc/PID/cmdline``.  A process of another user cannot be read without privileges: that
+is reported as ``unreadable`` with the reason (never guessed at, never an error that
+hides the other targets).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from dataclasses import field
+from datetime import datetime
+from datetime import timezone
+from pathlib import Path
+
+from ledger.core.service import LiveProbe
+
+RUNNING = "running"
+NOT_RUNNING = "not running"
+UNREADABLE = "unreadable"
+AMBIGUOUS = "ambiguous"
+NO_PROBE = "no probe"
+URL_TIMEOUT_S = 3.0
+PROC = Path("/proc")
+
+
+@dataclass
+class Observed:
+    """What a probe found: the process's state, and what it runs when it could be read."""
+
+    state: str
+    probe: LiveProbe | None = None
+    pid: int | None = None
+    env: dict[str, str | None] | None = None  # None: could not be read
+    argv: list[str] | None = None
+    started: str | None = None  # ISO 8601 UTC
+    source: str = ""  # where the values came from: /proc/PID/environ or the URL
+    detail: str = ""  # why not running / unreadable / ambiguous
+    info: dict = field(default_factory=dict)  # the server_info answer, for a url probe
+    # /proc holds the whole environment (absent = unset); server_info only the knobs it
+    # names (absent = not reported)
+    env_complete: bool = True
+
+    def to_dict(self) -> dict:
+        return {"state": self.state, "probe": self.probe.to_dict() if self.probe else None,
+                "pid": self.pid, "started": self.started, "source": self.source,
+                "detail": self.detail, "argv": self.argv}
+
+
+def _iso(unix: float | None) -> str | None:
+    if unix is None:
+        return None
+    return datetime.fromtimestamp(unix, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def process_start(pid: int) -> float | None:
+    """When ``pid`` started (seconds since the epoch), from /proc/PID/stat."""
+    try:
+        fields = (PROC / str(pid) / "stat").read_text().rpartition(")")[2].split()
+        uptime = float((PROC / "uptime").read_text().split()[0])
+        return time.time() - uptime + int(fields[19]) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def pid_alive(pid: int) -> bool:
+    """True if ``pid`` runs (a zombie, exited but not reaped, does not)."""
+    try:
+        state = (PROC / str(pid) / "stat").read_text().rpartition(")")[2].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in ("Z", "X")
+
+
+def _cmdline(pid: int | str) -> list[str] | None:
+    try:
+        raw = (PROC / str(pid) / "cmdline").read_bytes()
+    except OSError:
+        return None
+    return [a.decode("utf-8", "surrogateescape") for a in raw.split(b"\0")[:-1]] or None
+
+
+def find_pid(probe: LiveProbe, root: Path) -> tuple[int | None, str, str]:
+    """(pid, state, detail) for a pid-giving probe; pid only when state is running."""
+    if probe.kind == "pid_file":
+        return _from_pid_file(Path(probe.value) if Path(probe.value).is_absolute()
+                              else root / probe.value)
+    if probe.kind == "systemd":
+        return _from_systemd(probe.value)
+    return _from_process_regex(probe.value)
+
+
+def _from_pid_file(path: Path) -> tuple[int | None, str, str]:
+    try:
+        text = path.read_text().strip()
+    except FileNotFoundError:
+        return None, NOT_RUNNING, f"pid file {path} does not exist"
+    except OSError as e:
+        return None, UNREADABLE, f"cannot read pid file {path}: {e.strerror}"
+    if not text.isdigit():
+        return None, UNREADABLE, f"pid file {path} does not hold a pid ({text[:40]!r})"
+    pid = int(text)
+    if not pid_alive(pid):
+        return None, NOT_RUNNING, f"pid {pid} (from {path}) is not running"
+    return pid, RUNNING, ""
+
+
+def _from_systemd(unit: str) -> tuple[int | None, str, str]:
+    try:
+        out = subprocess.run(["systemctl", "show", "-p", "MainPID", "--value", "--", unit],
+                             capture_output=True, text=True, timeout=10,
+                             stdin=subprocess.DEVNULL)
+    except FileNotFoundError:
+        return None, UNREADABLE, "systemctl is not installed here"
+    except subprocess.TimeoutExpired:
+        return None, UNREADABLE, f"systemctl show {unit} did not answer within 10s"
+    if out.returncode != 0 or not out.stdout.strip().isdigit():
+        return None, UNREADABLE, f"systemctl show {unit}: {(out.stderr or out.stdout).strip()}"
+    pid = int(out.stdout.strip())
+    if pid == 0 or not pid_alive(pid):
+        return None, NOT_RUNNING, f"systemd unit {unit} has no main process"
+    return pid, RUNNING, ""
+
+
+def matching_processes(regex: str) -> list[tuple[int, str]]:
+    """(pid, command line) of every process whose command line matches, but this one's."""
+    pattern = re.compile(regex)
+    own = {os.getpid(), os.getppid()}
+    found = []
+    for entry in PROC.iterdir():
+        if not entry.name.isdigit() or int(entry.name) in own:
+            continue
+        argv = _cmdline(entry.name)
+        if argv and pattern.search(" ".join(argv)) and pid_alive(int(entry.name)):
+            found.append((int(entry.name), " ".join(argv)))
+    return sorted(found)
+
+
+def _from_process_regex(regex: str) -> tuple[int | None, str, str]:
+    found = matching_processes(regex)
+    if not found:
+        return None, NOT_RUNNING, f"no process matches {regex!r}"
+    if len(found) > 1:
+        listed = "; ".join(f"pid {pid}: {cmd[:120]}" for pid, cmd in found)
+        return None, AMBIGUOUS, (f"process {regex!r} matches {len(found)} processes ({listed}); "
+                                 "make the regex match exactly one, or use pid_file/systemd")
+    return found[0][0], RUNNING, ""
+
+
+def read_proc(pid: int) -> tuple[dict[str, str | None] | None, list[str] | None, str]:
+    """(environment, argv, problem) of ``pid`` from /proc; unreadable parts are None."""
+    argv = _cmdline(pid)
+    try:
+        raw = (PROC / str(pid) / "environ").read_bytes()
+    except PermissionError:
+        owner = _owner(pid)
+        return None, argv, (f"permission denied reading /proc/{pid}/environ (the process "
+                            f"runs as uid {owner}; run the ledger as that user or root)")
+    except OSError as e:
+        return None, argv, f"cannot read /proc/{pid}/environ: {e.strerror}"
+    env: dict[str, str | None] = {}
+    for item in raw.split(b"\0"):
+        name, sep, value = item.partition(b"=")
+        if sep:
+            env[name.decode("utf-8", "surrogateescape")] = value.decode("utf-8", "surrogateescape")
+    return env, argv, ""
+
+
+def _owner(pid: int) -> str:
+    try:
+        return str((PROC / str(pid)).stat().st_uid)
+    except OSError:
+        return "?"
+
+
+def observe(probe: LiveProbe | None, root: Path) -> Observed:
+    """Run one probe; never raises for a process that is gone or unreadable."""
+    if probe is None:
+        return Observed(NO_PROBE, detail="no live probe configured (ledger target set --live)")
+    if probe.kind == "url":
+        return _observe_url(probe)
+    pid, state, detail = find_pid(probe, root)
+    if pid is None:
+        return Observed(state, probe, detail=detail)
+    env, argv, problem = read_proc(pid)
+    return Observed(UNREADABLE if env is None else RUNNING, probe, pid, env, argv,
+                    _iso(process_start(pid)), f"/proc/{pid}", problem)
+
+
+def _observe_url(probe: LiveProbe) -> Observed:
+    try:
+        with urllib.request.urlopen(probe.value, timeout=URL_TIMEOUT_S) as resp:
+            info = json.loads(resp.read())
+    except urllib.error.HTTPError as e:
+        return Observed(UNREADABLE, probe, detail=f"{probe.value} answered HTTP {e.code}")
+    except (urllib.error.URLError, OSError) as e:
+        reason = getattr(e, "reason", e)
+        return Observed(NOT_RUNNING, probe, detail=f"no answer from {probe.value}: {reason}")
+    except ValueError:
+        return Observed(UNREADABLE, probe, detail=f"{probe.value} did not answer JSON")
+    if not isinstance(info, dict) or not isinstance(info.get("env"), dict):
+        return Observed(UNREADABLE, probe, detail=f"{probe.value} has no 'env' mapping "
+                                                  "(not a server_info endpoint?)")
+    env = {str(k): None if v is None else str(v) for k, v in info["env"].items()}
+    argv = info.get("argv") if isinstance(info.get("argv"), list) else None
+    pid = info.get("pid") if isinstance(info.get("pid"), int) else None
+    started = info.get("start_time") if isinstance(info.get("start_time"), str) else None
+    return Observed(RUNNING, probe, pid, env, argv, started, probe.value, info=info,
+                    env_complete=False)
+
+
+def launch_flags(argv: list[str] | None) -> dict[str, str]:
+    """``--flag value`` / ``--flag=value`` on a command line -> {"--flag": "value"};
+    a flag followed by another flag (or nothing) is a boolean: value ``""``.
+    The last occurrence wins, as with argparse."""
+    flags: dict[str, str] = {}
+    args = list(argv or ())
+    for i, arg in enumerate(args):
+        if not arg.startswith("--") or arg == "--":
+            continue
+        name, sep, value = arg.partition("=")
+        if not sep:
+            nxt = args[i + 1] if i + 1 < len(args) else None
+            value = nxt if nxt is not None and not nxt.startswith("--") else ""
+        flags[name] = value
+    return flags

@@ -1,0 +1,169 @@
+"""``ledger status --live``: the running process against the file against the ledger.
+
+Per target with a live probe, per knob — every knob the ledger manages there and every
+knob the file sets — one state:
+
+``live``             process = file (= ledger, for a managed knob);
+``pending restart``  file = ledger, the process runs another value (both are shown): the
+                     file changed after the process started;
+``drift``            the file differs from the ledger (edited by hand): restarting would
+                     not give the ledger's value either;
+``not running``      the probe found no process;
+``unreadable``       the process exists but its environment cannot be read (permission),
+                     the probe is ambiguous, or ``server_info`` does not report the knob —
+                     the reason is said, never guessed.
+
+Launch flags are knobs whose name starts with ``--``: the process's value comes from its
+command line (:func:`ledger.live.probe.launch_flags`), the file's from
+:func:`file_values`, the one place to point at the bash launch-line flag reader.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from dataclasses import field
+from typing import Sequence
+
+from ledger.core import planner
+from ledger.core.model import Target
+from ledger.errors import LedgerError
+from ledger.live.probe import AMBIGUOUS
+from ledger.live.probe import NO_PROBE
+from ledger.live.probe import NOT_RUNNING
+from ledger.live.probe import RUNNING
+from ledger.live.probe import Observed
+from ledger.live.probe import launch_flags
+from ledger.live.probe import observe
+from ledger.store.targets import TargetFile
+from ledger.store.targets import read_target
+from ledger.store.workspace import Workspace
+
+LIVE = "live"
+PENDING = "pending restart"
+DRIFT = "drift"
+UNREADABLE = "unreadable"
+_ABSENT = object()  # a knob the ledger does not manage
+
+
+@dataclass
+class KnobLive:
+    knob: str
+    state: str
+    file: str | None
+    process: str | None
+    ledger: str | None = None
+    managed: bool = False
+    detail: str = ""
+
+    def to_dict(self) -> dict:
+        return {"knob": self.knob, "state": self.state, "file": self.file,
+                "process": self.process, "ledger": self.ledger if self.managed else None,
+                "managed": self.managed, "detail": self.detail}
+
+
+@dataclass
+class TargetLive:
+    target: str
+    observed: Observed
+    knobs: list[KnobLive] = field(default_factory=list)
+    error: str = ""  # the file could not be read
+
+    @property
+    def pending(self) -> list[KnobLive]:
+        return [k for k in self.knobs if k.state == PENDING]
+
+    @property
+    def ambiguous(self) -> bool:
+        return self.observed.state == AMBIGUOUS
+
+    def to_dict(self) -> dict:
+        return {"target": self.target, "process": self.observed.to_dict(),
+                "knobs": [k.to_dict() for k in self.knobs], "error": self.error}
+
+
+def file_values(tf: TargetFile) -> dict[str, str]:
+    """Knob -> value the target file gives its process: env knobs from the format's
+    reader; launch flags (``--name``) come from the same mapping once the bash format
+    reports them (the launch-line flag reader), so this is the one place to change."""
+    return dict(tf.values)
+
+
+def process_value(obs: Observed, knob: str) -> tuple[bool, str | None]:
+    """(known, value) of ``knob`` in the running process."""
+    if knob.startswith("--"):
+        if obs.argv is None:
+            return False, None
+        flags = launch_flags(obs.argv)
+        return True, flags.get(knob)
+    if obs.env is None:
+        return False, None
+    if knob in obs.env:
+        return True, obs.env[knob]
+    return obs.env_complete, None
+
+
+def knob_state(obs: Observed, knob: str, file: str | None, ledger) -> KnobLive:
+    """One knob's state (rules in the module docstring); ``ledger`` is _ABSENT when
+    the ledger does not manage the knob."""
+    managed = ledger is not _ABSENT
+    row = KnobLive(knob, LIVE, file, None, None if not managed else ledger, managed)
+    if obs.state == NOT_RUNNING:
+        row.state, row.detail = NOT_RUNNING, obs.detail
+        return row
+    if obs.state != RUNNING:
+        row.state, row.detail = UNREADABLE, obs.detail
+        return row
+    known, row.process = process_value(obs, knob)
+    if managed and file != ledger:
+        row.state = DRIFT
+    elif not known:
+        row.state = UNREADABLE
+        row.detail = f"{obs.source} does not report {knob}"
+    elif row.process != file:
+        row.state = PENDING
+    return row
+
+
+def target_live(ws: Workspace, target: Target, obs: Observed | None = None) -> TargetLive:
+    """The live report of one target (probing it unless ``obs`` is given)."""
+    service = target.service
+    obs = obs or observe(service.live if service else None, ws.root)
+    out = TargetLive(target.name, obs)
+    if obs.state == NO_PROBE:
+        return out
+    try:
+        tf = read_target(ws, target)
+    except LedgerError as e:
+        out.error = str(e)
+        return out
+    values = file_values(tf)
+    expected = {knob: value for (t, knob), value in
+                planner.expected_knobs(ws.entries()).items() if t == target.name}
+    for knob in sorted(set(values) | set(expected)):
+        out.knobs.append(knob_state(obs, knob, values.get(knob),
+                                    expected.get(knob, _ABSENT) if knob in expected
+                                    else _ABSENT))
+    return out
+
+
+def live_status(ws: Workspace, names: Sequence[str] = ()) -> list[TargetLive]:
+    """The live report of the named targets (default: every target with a probe)."""
+    if names:
+        targets = [ws.target(n) for n in names]
+    else:
+        targets = [t for t in ws.config.targets.values() if t.service and t.service.live]
+    return [target_live(ws, t) for t in targets]
+
+
+def differing(ws: Workspace, names: Sequence[str]) -> list[TargetLive]:
+    """Of the named targets with a live probe, those whose running process differs from
+    the file (what a mutating command without --restart ends by telling)."""
+    out = []
+    for name in sorted(set(names)):
+        t = ws.config.targets.get(name)
+        if t is None or not t.service or not t.service.live:
+            continue
+        report = target_live(ws, t)
+        if report.pending:
+            out.append(report)
+    return out
