@@ -83,23 +83,27 @@ def build_parser() -> argparse.ArgumentParser:
     _model_flags(s, required=False)
     s.add_argument("--prefill", metavar="URL", help="router: prefill worker URL")
     s.add_argument("--decode", metavar="URL", help="router: decode worker URL")
-    v = sub.add_parser("service", help="start/stop/restart one server detached, with a pid file")
+    v = sub.add_parser("service", help="start/stop/restart one server detached, with a pid file",
+                       usage="python -m engine service {start,stop,restart} --pid-file FILE "
+                             "[--log FILE] [--grace S] [-- COMMAND...]")
     v.add_argument("action", choices=("start", "stop", "restart"))
     v.add_argument("--pid-file", required=True, metavar="FILE")
     v.add_argument("--log", metavar="FILE", help="server output (default: PID_FILE.log)")
     v.add_argument("--grace", type=float, default=10.0, help="seconds between SIGTERM and "
                                                              "SIGKILL when stopping")
-    v.add_argument("cmd", nargs=argparse.REMAINDER, help="-- COMMAND... (start, restart)")
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    cmd: list[str] = []
+    if argv[:1] == ["service"] and "--" in argv:  # the supervised command, taken as is
+        cmd, argv = argv[argv.index("--") + 1:], argv[:argv.index("--")]
     args = parser.parse_args(argv)
     if args.command == "service":
         from engine.tools.service import main as service
 
-        cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
         if args.action != "stop" and not cmd:
             parser.error("service start/restart needs -- COMMAND...")
         return service(args.action, args.pid_file, args.log, args.grace, cmd)

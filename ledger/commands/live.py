@@ -22,6 +22,7 @@ from dataclasses import field
 from typing import Callable
 from typing import Sequence
 
+from ledger.commands.record import knob_registry
 from ledger.commands.session import Session
 from ledger.live.restart import RestartResult
 from ledger.live.restart import check_restartable
@@ -118,7 +119,7 @@ def run_mutation(s: Session, mutate: Callable[[bool], Applied], *, restart: bool
 
 def _differing(s: Session, names: Sequence[str]) -> list[TargetLive]:
     try:
-        return differing(s.ws, names)
+        return differing(s.ws, names, known=knob_registry())
     except OSError:
         return []  # telling is a courtesy: it never fails the command that succeeded
 
@@ -166,4 +167,4 @@ def _mutate_and_restart(s: Session, mutate: Callable[[bool], Applied]) -> LiveOu
 
 def status_live(s: Session, names: Sequence[str] = ()) -> list[TargetLive]:
     """``ledger status --live``: every probed target (or the named ones)."""
-    return live_status(s.ws, names)
+    return live_status(s.ws, names, known=knob_registry())

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from dataclasses import field
+from typing import Container
 from typing import Sequence
 
 from ledger.core import planner
@@ -124,8 +125,13 @@ def knob_state(obs: Observed, knob: str, file: str | None, ledger) -> KnobLive:
     return row
 
 
-def target_live(ws: Workspace, target: Target, obs: Observed | None = None) -> TargetLive:
-    """The live report of one target (probing it unless ``obs`` is given)."""
+def target_live(ws: Workspace, target: Target, obs: Observed | None = None,
+                known: Container[str] | None = None) -> TargetLive:
+    """The live report of one target (probing it unless ``obs`` is given).
+
+    ``known``: the knob names of the catalogs; a name the file sets that the ledger does
+    not manage is shown only if known there (a serve script's own shell variables, such
+    as ``model_flags=(...)``, never reach the process's environment)."""
     service = target.service
     obs = obs or observe(service.live if service else None, ws.root)
     out = TargetLive(target.name, obs)
@@ -139,23 +145,26 @@ def target_live(ws: Workspace, target: Target, obs: Observed | None = None) -> T
     values = file_values(tf)
     expected = {knob: value for (t, knob), value in
                 planner.expected_knobs(ws.entries()).items() if t == target.name}
-    for knob in sorted(set(values) | set(expected)):
+    shown = {k for k in values if known is None or k in known or k.startswith("--")}
+    for knob in sorted(shown | set(expected)):
         out.knobs.append(knob_state(obs, knob, values.get(knob),
                                     expected.get(knob, _ABSENT) if knob in expected
                                     else _ABSENT))
     return out
 
 
-def live_status(ws: Workspace, names: Sequence[str] = ()) -> list[TargetLive]:
+def live_status(ws: Workspace, names: Sequence[str] = (),
+                known: Container[str] | None = None) -> list[TargetLive]:
     """The live report of the named targets (default: every target with a probe)."""
     if names:
         targets = [ws.target(n) for n in names]
     else:
         targets = [t for t in ws.config.targets.values() if t.service and t.service.live]
-    return [target_live(ws, t) for t in targets]
+    return [target_live(ws, t, known=known) for t in targets]
 
 
-def differing(ws: Workspace, names: Sequence[str]) -> list[TargetLive]:
+def differing(ws: Workspace, names: Sequence[str],
+              known: Container[str] | None = None) -> list[TargetLive]:
     """Of the named targets with a live probe, those whose running process differs from
     the file (what a mutating command without --restart ends by telling)."""
     out = []
@@ -163,7 +172,7 @@ def differing(ws: Workspace, names: Sequence[str]) -> list[TargetLive]:
         t = ws.config.targets.get(name)
         if t is None or not t.service or not t.service.live:
             continue
-        report = target_live(ws, t)
+        report = target_live(ws, t, known=known)
         if report.pending:
             out.append(report)
     return out
