@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shlex
+import subprocess
 from pathlib import Path
 
 import click
@@ -46,14 +47,45 @@ def demo(ctx, directory, force, runs) -> None:
     click.echo(f"$ ledger init {shlex.quote(str(d.workspace))} --engine-repo "
                f"{shlex.quote(str(d.root / 'engine-repo'))}")
     click.echo(f"$ cd {shlex.quote(str(d.workspace))}")
-    for step in d.steps:
-        click.echo(f"\n# {step.note}")
-        click.echo("$ ledger " + " ".join(shlex.quote(a) for a in step.args))
-        rc = run_nested(ctx.find_root().command, ["-C", str(d.workspace), *step.args])
-        if rc:
-            raise LedgerError(f"demo step `ledger {' '.join(step.args)}` failed (exit {rc})")
+    try:
+        for step in d.steps:
+            click.echo(f"\n# {step.note}")
+            if step.command:
+                click.echo("$ " + shlex.join(step.command))
+                run_service_step(step)
+                continue
+            click.echo("$ ledger " + " ".join(shlex.quote(a) for a in step.args))
+            rc = run_nested(ctx.find_root().command, ["-C", str(d.workspace), *step.args])
+            if rc != step.expect:
+                raise LedgerError(f"demo step `ledger {' '.join(step.args)}` exited {rc}, "
+                                  f"expected {step.expect}")
+    finally:
+        if d.stop:
+            click.echo(f"\n# stop the demo's server\n$ {shlex.join(d.stop)}")
+            subprocess.run(list(d.stop), capture_output=True, timeout=60)
     click.echo(f"\n# done. The docs: {d.root / 'docs' / 'index.html'} and "
                f"{d.root / 'docs' / 'CHANGELOG.md'}; the workspace: {d.workspace}")
+
+
+def run_service_step(step, timeout: float = 180.0) -> None:
+    """Run a step's own command (starting the demo's server) and wait for its URL."""
+    import time
+    import urllib.request
+
+    done = subprocess.run(list(step.command), capture_output=True, text=True, timeout=60)
+    click.echo(done.stdout.rstrip())
+    if done.returncode:
+        raise LedgerError(f"demo step `{shlex.join(step.command)}` failed: {done.stderr}")
+    deadline = time.monotonic() + timeout
+    while step.wait_url:
+        try:
+            with urllib.request.urlopen(step.wait_url, timeout=2):
+                click.echo(f"{step.wait_url}: up")
+                return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise LedgerError(f"{step.wait_url} did not answer within {timeout:g}s")
+            time.sleep(0.25)
 
 
 def run_nested(cli: click.Command, argv: list[str]) -> int:

@@ -13,6 +13,14 @@ transcript an operator could retype (from ``cd DIR/ledger``): record a perf and 
 knob and a perf and a bugfix patch; measure the perf knob A/B on the ``tiny`` preset; the
 incident (suspect, revert --perf-only); what is off the table; the exoneration; the
 claw-back; the rendered docs.
+
+The decode server runs for real through the story: the demo starts it from the managed
+serve script (``python -m engine service``, engine code from ``engine-repo/``, an
+ephemeral loopback port, pid file and log in ``run/``), the workspace knows its live probe,
+restart hook and health check (``ledger target set``), the claw-back is
+``restore --perf-only --restart`` followed by ``status --live``, and a deliberately bad
+knob value (one KV page: the server refuses to start) is rolled back by the health gate.
+The caller stops the server at the end (:attr:`Demo.stop`), whatever happened.
 """
 
 from __future__ import annotations
@@ -36,6 +44,9 @@ BUGFIX_KNOB = ("ENGINE_INFLIGHT_TIMEOUT_S", "10")
 class Step:
     note: str
     args: tuple[str, ...]
+    expect: int = 0  # the exit code the story expects (the health-gate rollback exits 1)
+    command: tuple[str, ...] = ()  # not a ledger command: run as is (argv)
+    wait_url: str = ""  # after ``command``: wait until this URL answers
 
 
 @dataclass(frozen=True)
@@ -43,6 +54,37 @@ class Demo:
     root: Path
     workspace: Path
     steps: tuple[Step, ...]
+    stop: tuple[str, ...] = ()  # stops the demo's server
+
+
+@dataclass(frozen=True)
+class Service:
+    """The demo's decode server: how to start, restart and stop it, and where it answers."""
+
+    control: tuple[str, ...]  # python -m engine service with pid file and log
+    launch: tuple[str, ...]  # env ... bash serve_decode.sh
+    url: str
+    pid_file: Path
+
+    def argv(self, action: str) -> tuple[str, ...]:
+        return (*self.control[:4], action, *self.control[4:],
+                *(("--", *self.launch) if action != "stop" else ()))
+
+
+def _service(root: Path) -> Service:
+    import socket
+    import sys
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    run = root / "run"
+    control = (sys.executable, "-m", "engine", "service", "--pid-file",
+               str(run / "decode.pid"), "--log", str(run / "decode.log"), "--grace", "10")
+    launch = ("env", f"PORT={port}", f"PYTHON={sys.executable}",
+              f"PYTHONPATH={root / 'engine-repo'}", "bash", str(root / "deploy" /
+                                                               "serve_decode.sh"))
+    return Service(control, launch, f"http://127.0.0.1:{port}", run / "decode.pid")
 
 
 def _engine_package() -> Path:
@@ -63,7 +105,7 @@ def prepare(directory: Path, force: bool = False, runs: int = 3) -> Demo:
     if root.exists() and any(root.iterdir()):
         if not force:
             raise Refused(f"{root} is not empty: pick an empty directory or pass --force")
-        for child in ("engine-repo", "deploy", "patches", "ledger", "docs"):
+        for child in ("engine-repo", "deploy", "patches", "ledger", "docs", "run"):
             target = root / child
             if target.is_symlink() or target.is_file():
                 target.unlink()
@@ -87,10 +129,13 @@ def prepare(directory: Path, force: bool = False, runs: int = 3) -> Demo:
         shutil.copy2(DEMO_PATCHES / name, patches / name)
 
     ws = init_workspace(root / "ledger", str(repo))
-    return Demo(root, ws, _story(root, runs))
+    service = _service(root)
+    return Demo(root, ws, _story(root, runs, service), service.argv("stop"))
 
 
-def _story(root: Path, runs: int) -> tuple[Step, ...]:
+def _story(root: Path, runs: int, service: Service) -> tuple[Step, ...]:
+    import shlex
+
     perf_knob, perf_value = PERF_KNOB
     fix_knob, fix_value = BUGFIX_KNOB
     deploy = root / "deploy"
@@ -98,6 +143,12 @@ def _story(root: Path, runs: int) -> tuple[Step, ...]:
     return (
         Step("put the decode serve script under management",
              ("target", "add", "decode", str(deploy / "serve_decode.sh"), "--format", "bash")),
+        Step("how to see the running decode server, restart it, and know it is healthy",
+             ("target", "set", "decode", "--live", f"pid_file={service.pid_file}",
+              "--restart", shlex.join(service.argv("restart")),
+              "--health-url", f"{service.url}/health", "--health-timeout", "120")),
+        Step("start the decode server from its serve script", (),
+             command=service.argv("start"), wait_url=f"{service.url}/health"),
         Step("a perf knob: more split-K partitions for decode attention",
              ("record", "knob", "decode", f"{perf_knob}={perf_value}", "--class", "perf",
               "--title", "decode target CTAS 64",
@@ -124,9 +175,18 @@ def _story(root: Path, runs: int) -> tuple[Step, ...]:
         Step("what is off the table, and why", ("diff",)),
         Step("days later: the cause was a client proxy",
              ("clear", "decode-target-ctas-64", "--why", "client proxy was the cause")),
-        Step("claw the perf back, with its evidence", ("restore", "--perf-only")),
+        Step("claw the perf back, with its evidence, and restart the server onto it",
+             ("restore", "--perf-only", "--restart")),
+        Step("the running decode server now runs every knob of its file",
+             ("status", "--live")),
         Step("nothing is off the table any more", ("diff",)),
         Step("every entry against what is live", ("status",)),
+        Step("a bad value (one KV page: the server cannot start) is rolled back by the "
+             "health gate", ("record", "knob", "decode", "ENGINE_NUM_PAGES=1", "--class",
+                             "perf", "--title", "one KV page", "--no-validate", "--restart"),
+             expect=1),
+        Step("...and the server answers again, on the configuration before it",
+             ("status", "--live")),
         Step("the change history as docs", ("render", "--out", str(root / "docs"))),
         Step("the audit trail", ("log",)),
     )

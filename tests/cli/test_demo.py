@@ -17,15 +17,29 @@ def test_demo_plays_the_whole_story(tmp_path, ledger):
     for command in ("$ ledger record knob decode ENGINE_DECODE_TARGET_CTAS=64",
                     "$ ledger record patch", "$ ledger ab decode-target-ctas-64",
                     "$ ledger suspect decode-target-ctas-64", "$ ledger diff",
-                    "$ ledger clear decode-target-ctas-64", "$ ledger restore --perf-only",
+                    "$ ledger clear decode-target-ctas-64",
+                    "$ ledger restore --perf-only --restart", "$ ledger status --live",
                     "$ ledger render"):
         assert command in out, command
     assert "evidence: " in out and str(root / "docs" / "index.html") in out
+    # After the claw-back, the running decode server runs every knob of its file...
+    claw = out.split("$ ledger restore --perf-only --restart", 1)[1]
+    live = claw.split("$ ledger status --live", 1)[1].split("\n#", 1)[0]
+    rows = [line.split() for line in live.splitlines()[2:] if line.strip()]
+    assert rows and all(r[1] == "live" for r in rows), live
+    assert "ENGINE_DECODE_TARGET_CTAS    live   64      64    64" in live
+    # ...and a bad knob value is rolled back by the health gate, the server answering again.
+    assert "health check FAILED" in claw and "rolled back: workspace commit" in claw
+    assert "after the rollback: decode: restarted" in claw
+    assert "$ ledger status --live" in claw.split("rolled back: workspace commit", 1)[1]
+    assert not (root / "run" / "decode.pid").exists()  # the demo stopped its server
 
     ws = root / "ledger"
     st = ledger("-C", ws, "status", "--json").json()
-    assert st["clean"] and not st["suspects"]
+    assert st["clean"]
     entries = {row["title"]: row for row in st["entries"]}
+    bad = entries.pop("one KV page")
+    assert bad["state"] == "reverted" and st["suspects"] == [bad["id"]]
     assert all(row["state"] == "applied" and row["ok"] for row in entries.values())
     script = (root / "deploy" / "serve_decode.sh").read_text()
     assert "export ENGINE_DECODE_TARGET_CTAS=64" in script
@@ -44,7 +58,8 @@ def test_demo_plays_the_whole_story(tmp_path, ledger):
     for name in ("CHANGELOG.md", "index.html"):
         assert (root / "docs" / name).stat().st_size > 500
     shown = json.loads(ledger("-C", ws, "show", perf["id"], "--json").stdout)
-    assert [a["action"] for a in shown["history"]] == ["record", "suspect", "clear", "restore"]
+    assert [a["action"] for a in shown["history"]] == ["record", "suspect", "clear", "restore",
+                                                        "restart"]
 
 
 def test_demo_refuses_a_non_empty_directory(tmp_path, ledger):
