@@ -151,7 +151,7 @@ def _mutate_and_restart(s: Session, mutate: Callable[[bool], Applied]) -> LiveOu
             ws, rec, out.restart, at=s.now, command=s.command, context=f"after {applied.op}"))
         RestartRecord.clear(ws)
         return out
-    reason = "health check failed: " + "; ".join(st.describe() for st in out.restart.failed)
+    reason = "health check failed on " + ", ".join(st.target for st in out.restart.failed)
     out.rollback_commit = rollback_op(ws, rec, reason=reason, at=s.now, command=s.command,
                                       result=out.restart)
     rec.phase = "rollback"

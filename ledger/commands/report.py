@@ -201,14 +201,14 @@ def off_the_table(ws: Workspace, with_files: bool = False) -> OffTable:
 
 def _revert_reason(e: Entry) -> str:
     for a in reversed(e.history):
-        if a.action in ("revert", "suspect"):
+        if a.action in ("revert", "suspect", "rollback"):
             return a.why
     return ""
 
 
 def _revert_time(e: Entry) -> str:
     for a in reversed(e.history):
-        if a.action in ("revert", "suspect"):
+        if a.action in ("revert", "suspect", "rollback"):
             return a.at
     return ""
 

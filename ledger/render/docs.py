@@ -68,7 +68,7 @@ def state_label(entry: Entry) -> str:
 def _revert_reason(entry: Entry) -> str:
     """Why the entry is off the table: the last revert or suspect action's reason."""
     for action in reversed(entry.history):
-        if action.action in ("revert", "suspect"):
+        if action.action in ("revert", "suspect", "rollback"):
             return action.why
     return entry.suspect_why or entry.why
 
