@@ -14,7 +14,6 @@ from typing import Any
 from urllib.parse import urlsplit
 
 MAX_JSON_BODY = 8 << 20
-ROLES = ("both", "prefill", "decode", "router")
 # How long a request may take to generate once its KV has landed (not a transfer bound).
 GENERATION_TIMEOUT_S = 3600.0
 
