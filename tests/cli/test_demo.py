@@ -25,7 +25,7 @@ def test_demo_plays_the_whole_story(tmp_path, ledger):
     # After the claw-back, the running decode server runs every knob of its file...
     claw = out.split("$ ledger restore --perf-only --restart", 1)[1]
     live = claw.split("$ ledger status --live", 1)[1].split("\n#", 1)[0]
-    rows = [line.split() for line in live.splitlines()[2:] if line.strip()]
+    rows = [line.split() for line in live.splitlines() if line.strip().startswith("ENGINE_")]
     assert rows and all(r[1] == "live" for r in rows), live
     assert "ENGINE_DECODE_TARGET_CTAS    live   64      64    64" in live
     # ...and a bad knob value is rolled back by the health gate, the server answering again.
