@@ -1,5 +1,11 @@
 #!/usr/bin/env bash
 # Prefill worker of the bundled PD engine.  Knobs are read once at start-up.
+# Under knob ledger (ledger.yaml, this script's target), so `ledger status --live` and
+# `--restart` reach the running server:
+#   live: {url: http://127.0.0.1:30100/server_info}
+#   restart: [python, -m, engine, service, restart, --pid-file, run/prefill.pid, --,
+#             bash, deploy/serve_prefill.sh]
+#   health: {url: http://127.0.0.1:30100/health, expect: 200, timeout_s: 120}
 set -euo pipefail
 
 export ENGINE_DTYPE=auto

@@ -1,5 +1,11 @@
 #!/usr/bin/env bash
 # Router of the bundled PD engine: sends each request to a prefill/decode pair.
+# Under knob ledger (ledger.yaml, this script's target), so `ledger status --live` and
+# `--restart` reach the running server:
+#   live: {url: http://127.0.0.1:30000/server_info}
+#   restart: [python, -m, engine, service, restart, --pid-file, run/router.pid, --,
+#             bash, deploy/serve_router.sh]
+#   health: {url: http://127.0.0.1:30000/health, expect: 200, timeout_s: 120}
 set -euo pipefail
 
 export ENGINE_INFLIGHT_TIMEOUT_S=30

@@ -97,21 +97,32 @@ def _recorded_json(entry, applied, dry_run: bool, warnings: list[str]) -> dict:
 @click.argument("patch_file", required=False, type=click.Path(dir_okay=False))
 @click.option("--commit", "rev", metavar="REV", help="Adopt a commit already in the engine repo.")
 @record_options
+@restart_option
 @json_option
 @dry_run_option
 @click.pass_context
-def record_patch(ctx, patch_file, rev, cls, title, why, json_out, dry_run) -> None:
+def record_patch(ctx, patch_file, rev, cls, title, why, restart, json_out, dry_run) -> None:
     """Apply PATCH_FILE to the engine repo (or adopt --commit REV) and record it."""
     from ledger.commands.record import record_patch as do_record
 
     if bool(patch_file) == bool(rev):
         raise UsageError("give a patch FILE or --commit REV (one of them)")
-    s = ctx.find_object(State).session(ctx)
-    r = do_record(s, patch_file=patch_file, rev=rev, cls=cls, title=title, why=why,
-                  dry_run=dry_run)
+    done = {}
+
+    def mutate(s, dry):
+        done["r"] = do_record(s, patch_file=patch_file, rev=rev, cls=cls, title=title,
+                              why=why, dry_run=dry)
+        return done["r"].applied
+
+    _, live = run_live(ctx, restart, dry_run, mutate)
+    r = done["r"]
     if wants_json(ctx, json_out):
-        return emit_json(_recorded_json(r.entry, r.applied, dry_run, []))
+        emit_json({**_recorded_json(r.entry, r.applied, dry_run, []), **live.to_dict()})
+        if live.failed:
+            ctx.exit(1)
+        return
     e = r.entry
     verb = "would record" if dry_run else ("adopted" if rev else "recorded")
     click.echo(f"{verb} {e.id} [{e.cls}] {safe(e.title)}")
     click.echo(f"  patch {', '.join(safe(f) for f in e.files)} (sha256 {e.sha256[:12]})")
+    print_live(ctx, live)

@@ -165,7 +165,8 @@ def wait_healthy(ws: Workspace, t: Target) -> HealthResult:
     deadline = t0 + health.timeout_s
     last = "no answer yet"
     while True:
-        ok, last = _check_once(health, max(0.5, min(5.0, deadline - time.monotonic())))
+        ok, last = _check_once(health, max(0.5, min(5.0, deadline - time.monotonic())),
+                               ws.root)
         elapsed = time.monotonic() - t0
         if ok:
             return HealthResult(True, elapsed, f"{last} after {elapsed:.1f}s")
@@ -178,7 +179,7 @@ def wait_healthy(ws: Workspace, t: Target) -> HealthResult:
         time.sleep(POLL_S)
 
 
-def _check_once(health, timeout: float) -> tuple[bool, str]:
+def _check_once(health, timeout: float, cwd) -> tuple[bool, str]:
     if health.url:
         try:
             with urllib.request.urlopen(health.url, timeout=timeout) as resp:
@@ -189,7 +190,7 @@ def _check_once(health, timeout: float) -> tuple[bool, str]:
             return False, f"GET {health.url}: {getattr(e, 'reason', e)}"
         return status == health.expect, f"GET {health.url} = {status}"
     try:
-        proc = subprocess.run(list(health.command), stdin=subprocess.DEVNULL,
+        proc = subprocess.run(list(health.command), stdin=subprocess.DEVNULL, cwd=cwd,
                               capture_output=True, timeout=timeout)
     except FileNotFoundError as e:
         return False, f"cannot run {health.command[0]!r}: {e.strerror}"
