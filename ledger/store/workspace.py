@@ -373,11 +373,20 @@ def _entry_from_line(line: str, where: str, lineno: int) -> Entry:
 
 def entries_bytes(entries: Iterable[Entry]) -> bytes:
     """``entries.jsonl``: one compact JSON object per entry, in record order."""
-    lines = [
-        json.dumps(e.to_dict(), ensure_ascii=False, separators=(", ", ": "))
-        for e in sorted(entries, key=lambda e: e.seq)
-    ]
+    lines = [_entry_line(e) for e in sorted(entries, key=lambda e: e.seq)]
     return ("\n".join(lines) + "\n").encode("utf-8") if lines else b""
+
+
+def _entry_line(e: Entry) -> str:
+    """One entry as JSON: UTF-8 as is; an anchor line holding bytes that are not UTF-8
+    (kept from the target file through surrogate escapes) is written ``\\udcXX``-escaped,
+    which reads back to the same bytes."""
+    line = json.dumps(e.to_dict(), ensure_ascii=False, separators=(", ", ": "))
+    try:
+        line.encode("utf-8")
+    except UnicodeEncodeError:
+        line = json.dumps(e.to_dict(), ensure_ascii=True, separators=(", ", ": "))
+    return line
 
 
 def check_target_file(path: Path) -> None:
