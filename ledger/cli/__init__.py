@@ -21,6 +21,7 @@ from ledger.cli.backups import backups
 from ledger.cli.common import State
 from ledger.cli.common import set_argv
 from ledger.cli.docs import demo
+from ledger.cli.doctor import doctor
 from ledger.cli.docs import render
 from ledger.cli.evidence import ab
 from ledger.cli.evidence import evidence
@@ -114,7 +115,7 @@ def cli(ctx: click.Context, workspace: str | None, json_out: bool, debug: bool) 
 
 
 for command in (init, target, record, list_cmd, show, status, diff, log, revert, restore, suspect,
-                clear, ab, evidence, render, demo, backups):
+                clear, ab, evidence, render, demo, backups, doctor):
     cli.add_command(command)
 
 

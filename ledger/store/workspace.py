@@ -249,6 +249,16 @@ class Workspace:
     def open(cls, explicit: str | None = None, start: Path | None = None) -> "Workspace":
         return cls(find_root(start, explicit))
 
+    @classmethod
+    def with_config(cls, root: Path, config: Config) -> "Workspace":
+        """A workspace with ``config`` given (``ledger doctor`` opens one whose
+        ledger.yaml is damaged this way)."""
+        ws = cls.__new__(cls)
+        ws.root = Path(root).absolute()
+        ws.config = config
+        ws._entries = None
+        return ws
+
     # -- places -------------------------------------------------------------------------
     @property
     def config_path(self) -> Path:
