@@ -9,8 +9,10 @@ Removing a lock a live git still holds would corrupt that git's work, so a lock 
 removed only with proof that it is stale:
 
 * **no git process runs in that repository** (checked through ``/proc``: a process
-  named ``git…`` whose working directory is in the work tree or the git directory; where
-  ``/proc`` cannot tell, nothing is removed), and
+  named ``git…`` whose working directory is in the work tree or the git directory, other
+  than the ledger's own children and git commands that never take a lock (such as the
+  long-lived ``cat-file`` readers GitPython keeps); where ``/proc`` cannot tell, nothing is
+  removed), and
 * for crash recovery, **the lock is not older than the interrupted command's intent
   record** (it was taken while that command ran: a lock older than the record would have
   made the command's own git fail, and the command would have rolled back by itself).
@@ -28,6 +30,9 @@ from pathlib import Path
 
 WORKTREE_LOCKS = ("index.lock", "HEAD.lock", "ORIG_HEAD.lock")
 COMMON_LOCKS = ("packed-refs.lock", "config.lock", "shallow.lock")
+# Subcommands that never take a lock (GitPython keeps `cat-file` readers running).
+READ_ONLY = frozenset({"cat-file", "rev-parse", "log", "show", "ls-files", "ls-tree",
+                       "for-each-ref", "rev-list", "version", "merge-base", "diff-tree"})
 # git's timestamps and ours come from the same coarse clock; allow for its granularity.
 _CLOCK_SLACK_S = 1.0
 
@@ -77,18 +82,41 @@ def git_running_in(dirs: GitDirs) -> bool:
     if not (proc / "self" / "cwd").exists():
         return True
     places = [os.path.realpath(p) for p in (dirs.work_tree, dirs.git_dir, dirs.common_dir)]
+    me = os.getpid()
     for entry in proc.iterdir():
         if not entry.name.isdigit() or entry.name == str(os.getpid()):
             continue
         try:
             if not (entry / "comm").read_text().startswith("git"):
                 continue
+            if _parent(entry) == me or _subcommand(entry) in READ_ONLY:
+                continue  # our own children, or readers (GitPython's cat-file): no locks
             cwd = os.readlink(entry / "cwd")
         except OSError:
             continue  # gone, or not ours to look at (then not ours to worry about)
         if any(cwd == p or cwd.startswith(p + os.sep) for p in places):
             return True
     return False
+
+
+def _subcommand(proc_entry: Path) -> str | None:
+    """The git subcommand a process runs (``git -c k=v -C dir cat-file …`` → ``cat-file``)."""
+    args = (proc_entry / "cmdline").read_bytes().decode("utf-8", "replace").split("\0")[1:]
+    i = 0
+    while i < len(args):
+        if args[i] in ("-c", "-C", "--git-dir", "--work-tree", "--namespace"):
+            i += 2
+        elif args[i].startswith("-"):
+            i += 1
+        else:
+            return args[i]
+    return None
+
+
+def _parent(proc_entry: Path) -> int:
+    """The parent pid of a /proc entry (field 4 of ``stat``, after the ``(comm)``)."""
+    stat = (proc_entry / "stat").read_text()
+    return int(stat.rsplit(")", 1)[1].split()[1])
 
 
 def stale_locks(dirs: GitDirs, not_before: float | None = None) -> list[Path]:
