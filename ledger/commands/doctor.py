@@ -50,7 +50,7 @@ from ledger.store import gitlocks
 from ledger.store import leftovers
 from ledger.store import wsgit
 from ledger.store.recovery import BACKUPS
-from ledger.store.recovery import read_intent
+from ledger.store.recovery import checked_intent
 from ledger.store.recovery import recover
 from ledger.store.txn import LOCK
 from ledger.store.txn import WriterLock
@@ -75,6 +75,9 @@ class Report:
         return {"root": self.root, "ok": self.ok, "dry_run": self.dry_run,
                 "repaired": self.repaired,
                 "findings": [f.to_dict() for f in self.findings]}
+
+
+FINISH = "finish the interrupted operation"
 
 
 def writer_running(ws: Workspace) -> bool:
@@ -110,6 +113,9 @@ def check(ws: Workspace) -> list[Finding]:
     running = writer_running(ws)
     found: list[Finding] = []
     found += _check_intent(ws)
+    # Mid-operation, files differ from the ledger because of that operation: drift and
+    # uncommitted changes are checked once it is finished (--repair, or any command).
+    pending = any(f.check == "intent" and f.repair == FINISH for f in found) or running
     entries, problems = check_entries(ws)
     found += problems
     found += check_patches(ws, entries)
@@ -117,8 +123,9 @@ def check(ws: Workspace) -> list[Finding]:
     found += check_evidence(ws, entries)
     found += _check_locks(ws)
     found += _check_temps(ws, running)
-    found += check_targets(ws, entries)
-    found += _check_git(ws)
+    if not pending:
+        found += check_targets(ws, entries)
+        found += _check_git(ws)
     return found
 
 
@@ -157,7 +164,7 @@ def _in_repair_order(fixable: list[Finding]) -> list[Finding]:
 def _check_intent(ws: Workspace) -> list[Finding]:
     path = ws.state_dir / "intent.json"
     try:
-        intent = read_intent(ws)
+        intent = checked_intent(ws)
     except LedgerError as e:
         aside = path.with_name(f"intent.damaged-{ws_stamp()}.json")
         return [Finding("intent", str(path), getattr(e, "problem", str(e)),
@@ -168,8 +175,9 @@ def _check_intent(ws: Workspace) -> list[Finding]:
     if writer_running(ws):
         return [Finding("intent", str(path), f"{intent.describe()} is running now", "wait")]
     return [Finding("intent", str(path), f"an interrupted {intent.describe()} was not finished",
-                    "`ledger doctor --repair` (or any ledger command) finishes it",
-                    "finish the interrupted operation", lambda: _recover(ws))]
+                    "`ledger doctor --repair` (or any ledger command) finishes it; targets "
+                    "and uncommitted changes are checked after that", FINISH,
+                    lambda: _recover(ws))]
 
 
 def _recover(ws: Workspace) -> str:

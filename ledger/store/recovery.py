@@ -81,6 +81,15 @@ def read_intent(ws: Workspace) -> Intent | None:
     return parse_intent(data, str(path))
 
 
+def checked_intent(ws: Workspace) -> Intent | None:
+    """:func:`read_intent`, and refused (IntentError) if it names what recovery must not
+    touch (see :func:`ledger.store.intent.check_scope`)."""
+    intent = read_intent(ws)
+    if intent is not None:
+        check_scope(ws, intent, _managed_paths(ws, intent))
+    return intent
+
+
 def state_temps(ws: Workspace) -> list[Path]:
     """Ledger temporaries in ``.ledger`` and the backup store (where only writers write)."""
     store = ws.state_dir / BACKUPS
