@@ -39,6 +39,9 @@ ACTIONS = ("record", "adopt", "revert", "restore", "suspect", "clear")
 FORMATS = ("bash", "dotenv", "k8s")
 
 TARGET_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")
+# Entry ids name files (patches/<id>.patch, evidence/<id>/, entries/<id>.md) and URL
+# fragments: no separators, no leading dot, nothing a shell or a URL would need to quote.
+ENTRY_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")
 
 
 def check_class(value: str) -> str:
@@ -54,6 +57,16 @@ def check_target_name(name: str) -> str:
             "(at most 64, starting with a letter or digit)"
         )
     return name
+
+
+def check_entry_id(entry_id: str) -> str:
+    """Return ``entry_id`` if it is a well-formed entry id (it can name a file), else raise."""
+    if not isinstance(entry_id, str) or not ENTRY_ID_RE.match(entry_id):
+        raise InvalidValue(
+            f"invalid entry id {entry_id!r}: use letters, digits, '.', '_' and '-' "
+            "(at most 64, starting with a letter or digit)"
+        )
+    return entry_id
 
 
 def slugify(title: str, limit: int = 48) -> str:
@@ -118,6 +131,7 @@ class Entry:
     history: tuple[Action, ...] = field(default_factory=tuple)
 
     def __post_init__(self) -> None:
+        check_entry_id(self.id)
         if self.kind not in KINDS:
             raise InvalidValue(f"entry {self.id}: unknown kind {self.kind!r}")
         check_class(self.cls)

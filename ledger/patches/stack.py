@@ -47,6 +47,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ledger.core.model import check_entry_id
 from ledger.errors import GitError
 from ledger.errors import PatchError
 from ledger.patches.gitrun import PATCH_DIFF_OPTIONS
@@ -60,8 +61,6 @@ from ledger.patches.text import parse_patch
 from ledger.patches.text import parse_patch_files
 from ledger.patches.text import patch_sha256
 from ledger.patches.text import verify_sha256
-
-ENTRY_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")
 
 # -- the stack ---------------------------------------------------------------------------
 
@@ -194,12 +193,6 @@ def _check_title(title: str) -> str:
     return title
 
 
-def _check_entry_id(entry_id: str) -> str:
-    if not ENTRY_ID_RE.match(entry_id or ""):
-        raise PatchError(f"invalid entry id {entry_id!r}")
-    return entry_id
-
-
 def _commit_message(message: str, trailers: Sequence[tuple[str, str]]) -> str:
     """``message`` made safe to carry, then one trailer block the ledger alone writes."""
     body = message.replace("\r", "").strip() or "knob ledger change"
@@ -304,14 +297,6 @@ class EngineRepo:
                 if p.startswith(d + "/"):
                     raise PatchError(f"patch writes {p} through symlink {d} in the engine repo")
 
-    def patch_is_live(self, text: str) -> bool:
-        """Whether the patch's changes are present in the worktree (it reverse-applies)."""
-        self.check_patch(text)
-        proc = self.git.run(
-            "apply", "--check", "-R", "--whitespace=nowarn", input=text, check=False
-        )
-        return proc.returncode == 0
-
     def stack_live(self, items: Sequence[StackItem]) -> dict[str, bool]:
         """For each entry (record order), whether its patch is live at its place in HEAD.
 
@@ -331,7 +316,7 @@ class EngineRepo:
     def plan_stack(self, items: Sequence[StackItem]) -> StackPlan:
         """Compute the tree for ``items``' ``applied_after`` states without touching the
         worktree.  Raises StackConflict / StackDrift (naming entries) when it cannot."""
-        ids = [_check_entry_id(i.entry_id) for i in items]
+        ids = [check_entry_id(i.entry_id) for i in items]
         if len(set(ids)) != len(ids):
             raise PatchError(f"patch entries repeat in the stack: {ids}")
         head = self.head()
@@ -459,7 +444,7 @@ class EngineRepo:
         Raises PatchError (nothing written) when the patch is unsafe, malformed, does not
         apply, or changes nothing; the repo's cleanliness is checked when it is applied.
         """
-        _check_entry_id(entry_id)
+        check_entry_id(entry_id)
         _check_title(title)
         if cls not in ("perf", "bugfix"):
             raise PatchError(f"invalid class {cls!r}: use perf or bugfix")

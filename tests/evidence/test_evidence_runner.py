@@ -20,11 +20,11 @@ from hypothesis import settings
 from hypothesis import strategies as st
 
 from ledger.errors import EvidenceError
-from ledger.evidence import DEFAULT_BENCH_COMMAND
-from ledger.evidence import Side
-from ledger.evidence import latest_summary
-from ledger.evidence import record_ab
-from ledger.evidence import run_ab
+from ledger.evidence.runner import DEFAULT_BENCH_COMMAND
+from ledger.evidence.runner import Side
+from ledger.evidence.store import latest_summary
+from ledger.evidence.store import record_ab
+from ledger.evidence.runner import run_ab
 from ledger.evidence.runner import check_template
 from ledger.evidence.runner import env_file_text
 from ledger.evidence.runner import render_command
@@ -211,7 +211,8 @@ def test_ctrl_c_kills_the_bench_and_leaves_no_temp_files(tmp_path, bench):
     driver.write_text(
         textwrap.dedent(f"""
         import sys
-        from ledger.evidence import Side, run_ab
+        from ledger.evidence.runner import Side
+        from ledger.evidence.runner import run_ab
         env = {{"FAKE_SLEEP": "60", "FAKE_PIDFILE": {str(pidfile)!r}}}
         side = Side("A", env, {str(tmp_path)!r})
         try:

@@ -151,7 +151,8 @@ def test_adopt_commit(repo: Path, stack: Stack) -> None:
     engine = EngineRepo(repo)
     text, sha = engine.adopt_commit("HEAD~1")
     assert sha == git(repo, "rev-parse", "HEAD~1").strip()
-    assert "+a_5 = 50" in text and engine.patch_is_live(text)
+    assert "+a_5 = 50" in text
+    assert engine.stack_live([StackItem("e0001", "pin", text, True, False)]) == {"e0001": True}
     plan = engine.plan_stack([StackItem("e0001", "pin", text, True, False)])
     engine.apply_plan(plan, message="revert the adopted fix")
     assert (repo / "a.py").read_text() == stack.base_files["a.py"]

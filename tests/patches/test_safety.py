@@ -98,7 +98,7 @@ def test_attack_is_refused_with_nothing_written(repo: Path, outside: Path, name:
     with pytest.raises(PatchError):
         engine.plan_stack([StackItem("e0001", "evil", text, False, True)])
     with pytest.raises(PatchError):
-        engine.patch_is_live(text)
+        engine.stack_live([StackItem("e0001", "evil", text, True, False)])
     assert snapshot(repo, outside) == before
     assert sorted(os.listdir(repo / ".git" / "hooks")) == hooks
     assert git(repo, "status", "--porcelain", "--untracked-files=all") == ""
