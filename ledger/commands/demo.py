@@ -37,7 +37,7 @@ PERF_KNOB = ("ENGINE_DECODE_TARGET_CTAS", "2")
 PERF_CONCURRENCY = "1"
 # 6 vs 6: the smallest two-sided Mann-Whitney p is 0.0022, so even one A/B pair out of
 # order still reads p < 0.05 (5 vs 5: 0.0079, and 3 vs 3 can never go below 0.1).
-DEFAULT_RUNS = 6
+DEMO_RUNS = 6
 PERF_ID = "decode-target-ctas-" + PERF_KNOB[1]  # the id `record` derives from the title
 BUGFIX_KNOB = ("ENGINE_INFLIGHT_TIMEOUT_S", "10")
 
@@ -65,7 +65,7 @@ def _ignore(directory: str, names: list[str]) -> set[str]:
     return {n for n in names if n == "__pycache__" or n.endswith((".pyc", ".pyo"))}
 
 
-def prepare(directory: Path, force: bool = False, runs: int = DEFAULT_RUNS) -> Demo:
+def prepare(directory: Path, force: bool = False, runs: int = DEMO_RUNS) -> Demo:
     """Lay out the demo in ``directory`` and return the story's commands."""
     root = Path(directory).absolute()
     if root.exists() and not root.is_dir():
