@@ -165,7 +165,9 @@ HEADER = (f"{'conc':>10} {'engine':>9} {'hf':>9} {'eng/hf':>7} {'range':>11} {'r
 
 def spin_on(cpu: int) -> subprocess.Popen:
     """A busy process pinned on ``cpu`` (a neighbour's job on a shared machine)."""
-    code = f"import os\nos.sched_setaffinity(0, {{{cpu}}})\nwhile True:\n    pass\n"
+    # It spins while its parent lives: a benchmark killed by a timeout leaves no spinner.
+    code = (f"import os\nos.sched_setaffinity(0, {{{cpu}}})\nparent = {os.getpid()}\n"
+            "while os.getppid() == parent:\n    pass\n")
     proc = subprocess.Popen([sys.executable, "-c", code])
     time.sleep(1.0)  # let it show in /proc/stat before the engine's start-up probe
     return proc
