@@ -18,6 +18,7 @@ import sys
 import click
 
 from ledger.cli.backups import backups
+from ledger.cli.bisect import bisect
 from ledger.cli.common import State
 from ledger.cli.common import set_argv
 from ledger.cli.docs import demo
@@ -98,7 +99,7 @@ def cli(ctx: click.Context, workspace: str | None, json_out: bool, debug: bool) 
 
 
 for command in (init, target, record, list_cmd, show, status, diff, log, revert, restore, suspect,
-                clear, ab, evidence, render, demo, backups):
+                clear, bisect, ab, evidence, render, demo, backups):
     cli.add_command(command)
 
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from dataclasses import field
 from pathlib import Path
 
+from ledger.errors import LedgerError
 from ledger.errors import LockHeld
 from ledger.store.txn import WriterLock
 from ledger.store.txn import recover
@@ -39,7 +40,29 @@ def open_session(explicit: str | None, command: str, cwd: Path | None = None) ->
             notice = "another ledger command is changing this workspace right now"
         if notice:
             session.notices.append(notice)
+    notice = _recover_bisect(ws, command, session.now)
+    if notice:
+        session.notices.append(notice)
     return session
+
+
+def _recover_bisect(ws: Workspace, command: str, now: str) -> str | None:
+    """Restore the start of a bisect that was killed; say so (or that one is running)."""
+    from ledger.store.bisect_state import in_progress
+    from ledger.store.bisect_state import recover_bisect
+
+    state = in_progress(ws)
+    if state is None:
+        return None
+    try:
+        with WriterLock(ws, f"{command} (recovering an interrupted bisect)"):
+            return recover_bisect(ws, now)
+    except LockHeld:
+        return (f"bisect {state.id} is running (pid {state.pid}, started {state.started}): "
+                "entries are toggled temporarily; its record says which")
+    except LedgerError as e:
+        return (f"bisect {state.id} was interrupted and its starting state could not be put "
+                f"back: {e}\n`ledger bisect reset --force` puts it back anyway")
 
 
 def maybe_lock(s: Session, dry_run: bool):
