@@ -60,7 +60,8 @@ def bisect(ctx, refs, check, cls, all_applied, runs, timeout_s, shell, restart, 
       ledger bisect --all-applied --check 'python check.py' --runs 3
       ledger bisect reset
     """
-    s = ctx.find_object(State).session(ctx)
+    resetting = check is None and refs[:1] == ("reset",)
+    s = ctx.find_object(State).session(ctx, recover_bisect=not resetting)
     if check is None and refs and refs[0] in ("reset", "show"):
         return _reset(ctx, s, refs, force, json_out) if refs[0] == "reset" else \
             _show(ctx, s, refs, json_out)

@@ -234,11 +234,13 @@ class _Run:
         step = {"n": n, "purpose": probe.purpose, "applied": applied, "reverted": reverted,
                 "verdict": None, "runs": [], "commit": None, "ledger_seconds": 0.0,
                 "check_seconds": 0.0}
+        # In the record before the toggle: a kill from here on leaves it named as pending.
+        self.record["steps"].append(step)
+        state_store.save_working(self.s.ws, self.record)
         t0 = time.perf_counter()
         step["commit"] = self._toggle(probe, step)
         step["ledger_seconds"] = round(time.perf_counter() - t0, 4)
         env = {**os.environ, "LEDGER_BISECT_ID": self.bid, "LEDGER_BISECT_STEP": str(n)}
-        self.record["steps"].append(step)
         for k in range(self.opts.runs):
             r = run_check(self.spec, self.cwd, env)
             step["runs"].append(r.to_dict())

@@ -111,7 +111,12 @@ def summary(record: dict) -> str:
     """One line: the conclusion's first sentence, or the status."""
     c = record.get("conclusion") or {}
     text = str(c.get("text") or "").splitlines()
-    return text[0] if text else str(record.get("status") or "unknown")
+    if text:
+        return text[0]
+    n = len(record.get("steps") or ())
+    error = str(record.get("error") or "").splitlines()
+    return (f"no conclusion: {record.get('status') or 'unknown'} at step {n}"
+            + (f" ({error[0]})" if error else ""))
 
 
 def role_of(record: dict, entry_id: str) -> str:

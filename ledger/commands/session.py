@@ -26,8 +26,11 @@ class Session:
     notices: list[str] = field(default_factory=list)
 
 
-def open_session(explicit: str | None, command: str, cwd: Path | None = None) -> Session:
-    """Open the workspace and finish any operation a killed command left behind."""
+def open_session(explicit: str | None, command: str, cwd: Path | None = None,
+                 recover_bisect: bool = True) -> Session:
+    """Open the workspace and finish any operation a killed command left behind.
+
+    ``recover_bisect=False`` leaves an interrupted bisect for `ledger bisect reset`."""
     ws = Workspace.open(explicit, cwd)
     session = Session(ws, command)
     if (ws.state_dir / "intent.json").exists():
@@ -40,7 +43,7 @@ def open_session(explicit: str | None, command: str, cwd: Path | None = None) ->
             notice = "another ledger command is changing this workspace right now"
         if notice:
             session.notices.append(notice)
-    notice = _recover_bisect(ws, command, session.now)
+    notice = _recover_bisect(ws, command, session.now) if recover_bisect else None
     if notice:
         session.notices.append(notice)
     return session
