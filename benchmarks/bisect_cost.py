@@ -78,7 +78,8 @@ sys.exit(1 if need and all(vals.get(k) == "1" for k in need) or sys.argv[1] == "
 """
 
 
-def build_workspace(root: Path, n: int) -> tuple[Path, list[Path], list[str]]:
+def build_workspace(root: Path, n: int, per_target: int = PER_TARGET
+                    ) -> tuple[Path, list[Path], list[str]]:
     """A workspace with ``n`` applied perf knob entries over dotenv targets."""
     from ledger.commands.setup import init_workspace
     from ledger.core.model import Entry
@@ -91,8 +92,8 @@ def build_workspace(root: Path, n: int) -> tuple[Path, list[Path], list[str]]:
     ws_root = root / "ws"
     init_workspace(ws_root, None)
     files, entries, knobs = [], [], []
-    for t in range((n + PER_TARGET - 1) // PER_TARGET):
-        names = [f"BISECT_K{i:04d}" for i in range(t * PER_TARGET, min(n, (t + 1) * PER_TARGET))]
+    for t in range((n + per_target - 1) // per_target):
+        names = [f"BISECT_K{i:04d}" for i in range(t * per_target, min(n, (t + 1) * per_target))]
         path = root / f"app{t}.env"
         path.write_text("# generated\n" + "".join(f"{k}=1\n" for k in names))
         files.append(path)
@@ -111,14 +112,14 @@ def build_workspace(root: Path, n: int) -> tuple[Path, list[Path], list[str]]:
     return ws_root, files, knobs
 
 
-def overhead(n: int, scenario: str, tmp: Path) -> tuple[int, list[float]]:
+def overhead(n: int, scenario: str, tmp: Path, per_target: int) -> tuple[int, list[float]]:
     """Run a real bisect; return (checks, ledger seconds per step)."""
     from ledger.commands import bisect as ops
     from ledger.commands.session import open_session
 
     root = tmp / f"n{n}-{scenario.replace(' ', '-')}"
     root.mkdir()
-    ws_root, files, knobs = build_workspace(root, n)
+    ws_root, files, knobs = build_workspace(root, n, per_target)
     need = {"one culprit": knobs[n * 2 // 3], "culprit pair": f"{knobs[n // 5]},{knobs[n - 2]}",
             "none": "ALWAYS"}[scenario]
     script = root / "check.py"
@@ -140,15 +141,14 @@ def main() -> None:
     ap.add_argument("--per-target", type=int, default=PER_TARGET,
                     help="knobs per dotenv target (the format edit re-parses the file per knob)")
     args = ap.parse_args()
-    global PER_TARGET
-    PER_TARGET = args.per_target
     sizes = [int(x) for x in args.sizes.split(",")]
     print("check runs (min / mean / max over positions)")
     print(f"{'N':>6}  {'scenario':<13} {'min':>4} {'mean':>6} {'max':>4}")
     for n in sizes:
         for name, (lo, mean, hi) in check_counts(n, args.quick).items():
             print(f"{n:>6}  {name:<13} {lo:>4} {mean:>6.2f} {hi:>4}")
-    print("\nledger overhead per step (real workspace, real check process)")
+    print(f"\nledger overhead per step (real workspace, real check process, "
+          f"{args.per_target} knobs per target file)")
     print(f"{'N':>6}  {'scenario':<13} {'checks':>6} {'median s':>9} {'max s':>7}")
     big = [int(x) for x in args.overhead_at.split(",") if x]
     with tempfile.TemporaryDirectory() as d:
@@ -156,7 +156,7 @@ def main() -> None:
             scenarios = ["one culprit"] if args.quick and n not in big else \
                 ["one culprit", "culprit pair", "none"]
             for scenario in scenarios:
-                checks, secs = overhead(n, scenario, Path(d))
+                checks, secs = overhead(n, scenario, Path(d), args.per_target)
                 toggles = [x for x in secs if x > 0.001] or [0.0]
                 print(f"{n:>6}  {scenario:<13} {checks:>6} {statistics.median(toggles):>9.3f} "
                       f"{max(toggles):>7.3f}")

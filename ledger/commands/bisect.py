@@ -349,7 +349,7 @@ class _Run:
 
 
 def _selected(e: Entry) -> dict:
-    from ledger.commands.report import change_text
+    from ledger.core.display import change_text
 
     return {"id": e.id, "title": e.title, "class": e.cls, "kind": e.kind,
             "change": change_text(e), "start": e.state, "suspicion": e.suspicion}
