@@ -18,11 +18,12 @@ import sys
 import click
 
 from ledger.cli.backups import backups
+from ledger.cli.bisect import bisect
 from ledger.cli.common import State
 from ledger.cli.common import set_argv
 from ledger.cli.docs import demo
-from ledger.cli.doctor import doctor
 from ledger.cli.docs import render
+from ledger.cli.doctor import doctor
 from ledger.cli.evidence import ab
 from ledger.cli.evidence import evidence
 from ledger.cli.record import record
@@ -115,7 +116,7 @@ def cli(ctx: click.Context, workspace: str | None, json_out: bool, debug: bool) 
 
 
 for command in (init, target, record, list_cmd, show, status, diff, log, revert, restore, suspect,
-                clear, ab, evidence, render, demo, backups, doctor):
+                clear, bisect, ab, evidence, render, demo, backups, doctor):
     cli.add_command(command)
 
 

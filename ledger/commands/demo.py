@@ -11,8 +11,11 @@
 and returns the commands of the story, which the CLI runs one by one, printing each as a
 transcript an operator could retype (from ``cd DIR/ledger``): record a perf and a bugfix
 knob and a perf and a bugfix patch; measure the perf knob A/B on the ``tiny`` preset; the
-incident (suspect, revert --perf-only); what is off the table; the exoneration; the
-claw-back; the rendered docs.
+incident (suspect, revert --perf-only); what is off the table; a bisect over the perf
+entries with the harness check through the client's faulty proxy (shipped in deploy/:
+it drops requests once a multi-turn conversation grows), which finds the failure persists
+with every perf entry reverted and clears the suspect with that as the reason; the
+claw-back; the same check against the router directly, which passes; the rendered docs.
 """
 
 from __future__ import annotations
@@ -27,6 +30,10 @@ from ledger.store import wsgit
 
 DEMO_PATCHES = Path(__file__).resolve().parent.parent / "demo_patches"
 SCRIPTS = ("serve_decode.sh", "serve_prefill.sh", "serve_router.sh")
+TOOLS = Path(__file__).resolve().parent.parent / "demo_tools"
+# The harness check, the client's faulty proxy, and a check that starts the deployment
+# from the serve scripts (knobs are read at start-up) and runs the harness through it.
+DEMO_TOOLS = ("harness.py", "faulty_proxy.py", "pd_check.py")
 
 # The shipped serve script pins ENGINE_DECODE_TARGET_CTAS=16 (sized for a GPU); on a CPU
 # the parallel units are its cores, and at c1 16 cuts a short context into 4 split-K
@@ -95,9 +102,22 @@ def prepare(directory: Path, force: bool = False, runs: int = DEMO_RUNS) -> Demo
     patches.mkdir()
     for name in ("perf.patch", "bugfix.patch"):
         shutil.copy2(DEMO_PATCHES / name, patches / name)
+    for name in DEMO_TOOLS:
+        shutil.copy2(TOOLS / name, deploy / name)
 
     ws = init_workspace(root / "ledger", str(repo))
     return Demo(root, ws, _story(root, runs))
+
+
+def harness_check(root: Path, via_proxy: bool) -> str:
+    """The bisect check of the demo: start the deployment, run the multi-turn harness."""
+    import shlex
+    import sys
+
+    deploy = root / "deploy"
+    argv = [sys.executable, str(deploy / "pd_check.py"), "--deploy", str(deploy),
+            "--engine-path", str(root / "engine-repo")] + (["--via-proxy"] if via_proxy else [])
+    return shlex.join(argv)
 
 
 def _story(root: Path, runs: int) -> tuple[Step, ...]:
@@ -133,9 +153,15 @@ def _story(root: Path, runs: int) -> tuple[Step, ...]:
         Step("...and every other perf change comes off the table too",
              ("revert", "--perf-only", "--why", "incident: harness hangs; bisecting perf")),
         Step("what is off the table, and why", ("diff",)),
-        Step("days later: the cause was a client proxy",
-             ("clear", PERF_ID, "--why", "client proxy was the cause")),
+        Step("the harness still fails. Is the cause among the perf entries? Bisect them: each "
+             "check starts the servers from the serve scripts and runs the harness through the "
+             "client's proxy",
+             ("bisect", "--class", "perf", "--clear-suspects", "--timeout", "300",
+              "--check", harness_check(root, via_proxy=True))),
         Step("claw the perf back, with its evidence", ("restore", "--perf-only")),
+        Step("the same check against the router directly passes: the proxy was it",
+             ("bisect", "--class", "perf", "--timeout", "300",
+              "--check", harness_check(root, via_proxy=False))),
         Step("nothing is off the table any more", ("diff",)),
         Step("every entry against what is live", ("status",)),
         Step("the change history as docs", ("render", "--out", str(root / "docs"))),

@@ -23,6 +23,7 @@ from typing import Callable
 from typing import Iterator
 
 from ledger.errors import IntentError
+from ledger.errors import LedgerError
 from ledger.errors import LockHeld
 from ledger.errors import RecoveryError
 from ledger.store.recovery import needs_recovery
@@ -51,8 +52,11 @@ def printable(text: str) -> str:
     return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
-def open_session(explicit: str | None, command: str, cwd: Path | None = None) -> Session:
-    """Open the workspace and finish any operation a killed command left behind."""
+def open_session(explicit: str | None, command: str, cwd: Path | None = None,
+                 recover_bisect: bool = True) -> Session:
+    """Open the workspace and finish any operation a killed command left behind.
+
+    ``recover_bisect=False`` leaves an interrupted bisect for `ledger bisect reset`."""
     ws = Workspace.open(explicit, cwd)
     session = Session(ws, printable(command))
     if needs_recovery(ws):
@@ -68,6 +72,9 @@ def open_session(explicit: str | None, command: str, cwd: Path | None = None) ->
             notice = f"cannot recover an interrupted command: {e}"
         if notice:
             session.notices.append(notice)
+    notice = _recover_bisect(ws, command, session.now) if recover_bisect else None
+    if notice:
+        session.notices.append(notice)
     return session
 
 
@@ -85,9 +92,6 @@ def writing(s: Session, dry_run: bool = False) -> Iterator[Workspace]:
         yield s.ws
 
 
-# The name the commands already use.
-maybe_lock = writing
-
 
 def edit_config(s: Session, message: str, change: Callable[[Config], None]) -> str:
     """Change ``ledger.yaml`` under the writer lock: re-read, ``change`` it, commit.
@@ -100,3 +104,20 @@ def edit_config(s: Session, message: str, change: Callable[[Config], None]) -> s
         text = dump_config(ws.config, read_text(ws.config_path))
         txn = Transaction(ws, s.command, s.now)
         return txn.execute(message=message, ledger_writes={CONFIG_NAME: text.encode()}).commit
+def _recover_bisect(ws: Workspace, command: str, now: str) -> str | None:
+    """Restore the start of a bisect that was killed; say so (or that one is running)."""
+    from ledger.store.bisect_state import in_progress
+    from ledger.store.bisect_state import recover_bisect
+
+    state = in_progress(ws)
+    if state is None:
+        return None
+    try:
+        with WriterLock(ws, f"{command} (recovering an interrupted bisect)"):
+            return recover_bisect(ws, now)
+    except LockHeld:
+        return (f"bisect {state.id} is running (pid {state.pid}, started {state.started}): "
+                "entries are toggled temporarily; its record says which")
+    except LedgerError as e:
+        return (f"bisect {state.id} was interrupted and its starting state could not be put "
+                f"back: {e}\n`ledger bisect reset --force` puts it back anyway")

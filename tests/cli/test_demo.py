@@ -17,10 +17,18 @@ def test_demo_plays_the_whole_story(tmp_path, ledger):
     for command in ("$ ledger record knob decode ENGINE_DECODE_TARGET_CTAS=2",
                     "$ ledger record patch", "$ ledger ab decode-target-ctas-2",
                     "$ ledger suspect decode-target-ctas-2", "$ ledger diff",
-                    "$ ledger clear decode-target-ctas-2", "$ ledger restore --perf-only",
+                    "$ ledger bisect --class perf --clear-suspects", "$ ledger restore --perf-only",
                     "$ ledger render"):
         assert command in out, command
     assert "evidence: " in out and str(root / "docs" / "index.html") in out
+    # The bisect through the faulty proxy: not in the perf entries, suspect cleared by it;
+    # the same check against the router directly passes.
+    bisect_out = out.split("$ ledger bisect --class perf --clear-suspects", 1)[1]
+    assert "not in these entries: the check fails with all 2 selected entries reverted" in \
+        bisect_out.split("$ ledger restore", 1)[0]
+    assert "cleared " in bisect_out.split("$ ledger restore", 1)[0]
+    assert "cannot reproduce: the check passes with all 2 selected entries applied" in \
+        bisect_out.split("$ ledger restore", 1)[1]
     # 3 runs a side (quick here) can never be significant: the A/B says so.
     assert "warning: 3 vs 3 runs cannot reach p < 0.05" in r.stderr
 
@@ -47,6 +55,8 @@ def test_demo_plays_the_whole_story(tmp_path, ledger):
         assert (root / "docs" / name).stat().st_size > 500
     shown = json.loads(ledger("-C", ws, "show", perf["id"], "--json").stdout)
     assert [a["action"] for a in shown["history"]] == ["record", "suspect", "clear", "restore"]
+    assert "bisect " in shown["clear_why"] and "persists with all 2" in shown["clear_why"]
+    assert [b["role"] for b in shown["bisects"]][0].startswith("exonerated")
 
 
 def test_demo_refuses_a_non_empty_directory(tmp_path, ledger):

@@ -13,10 +13,6 @@ import time
 
 import pytest
 
-from tests.store.kit import git_locks
-from tests.store.kit import ledger_temps
-from tests.store.kit import run_cli
-from tests.store.kit import start_cli
 from tests.store.killkit import check_clean
 from tests.store.killkit import in_process
 from tests.store.killkit import kill_when
@@ -24,6 +20,10 @@ from tests.store.killkit import make_rig
 from tests.store.killkit import ok
 from tests.store.killkit import random_kills
 from tests.store.killkit import trial
+from tests.store.kit import git_locks
+from tests.store.kit import ledger_temps
+from tests.store.kit import run_cli
+from tests.store.kit import start_cli
 
 CTAS = "SGLANG_SM120_MMA_TARGET_CTAS"
 
