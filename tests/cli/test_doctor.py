@@ -8,21 +8,18 @@ import os
 
 import pytest
 
+from tests.store.kit import CTAS
 from tests.store.kit import git
 from tests.store.kit import git_locks
 from tests.store.kit import ledger_temps
 from tests.store.kit import run_cli
 from tests.store.kit import tree
-
-CTAS = "SGLANG_SM120_MMA_TARGET_CTAS"
+from tests.store.kit import with_ctas_512
 
 
 @pytest.fixture
 def ws(story, ledger):
-    r = ledger(*story.args("record", "knob", "decode", f"{CTAS}=512", "--class", "perf",
-                           "--title", "ctas"))
-    assert r.exit_code == 0, r.stderr
-    return story
+    return with_ctas_512(story, ledger)
 
 
 def doctor(story, *args):

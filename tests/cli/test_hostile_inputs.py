@@ -7,20 +7,17 @@ import json
 
 import pytest
 
+from tests.store.kit import CTAS
 from tests.store.kit import assert_refused
 from tests.store.kit import git
 from tests.store.kit import run_cli
 from tests.store.kit import tree
-
-CTAS = "SGLANG_SM120_MMA_TARGET_CTAS"
+from tests.store.kit import with_ctas_512
 
 
 @pytest.fixture
 def ws(story, ledger):
-    r = ledger(*story.args("record", "knob", "decode", f"{CTAS}=512", "--class", "perf",
-                           "--title", "ctas"))
-    assert r.exit_code == 0, r.stderr
-    return story
+    return with_ctas_512(story, ledger)
 
 
 def picture(story):

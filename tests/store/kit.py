@@ -78,3 +78,14 @@ def assert_refused(r: subprocess.CompletedProcess, *fragments: str) -> None:
     assert "Traceback" not in r.stderr + r.stdout, r.stderr
     for f in fragments:
         assert f in r.stderr, (f, r.stderr)
+
+
+CTAS = "SGLANG_SM120_MMA_TARGET_CTAS"
+
+
+def with_ctas_512(story, ledger):
+    """The story workspace with one perf entry recorded (CTAS 256 -> 512)."""
+    r = ledger(*story.args("record", "knob", "decode", f"{CTAS}=512", "--class", "perf",
+                           "--title", "ctas"))
+    assert r.exit_code == 0, r.stderr
+    return story
