@@ -73,7 +73,11 @@ def ab(ctx, ref, runs, concurrency, bench, metric, json_out, dry_run) -> None:
         click.echo(f"  {safe(plan['command'])}")
         for k, v in plan["differs"].items():
             click.echo(f"  {safe(k)}: A {show_value(v['A'])}  B {show_value(v['B'])}")
+        _warn(plan["warnings"])
         return None
+    from ledger.commands.evidence import ab_power_warnings
+
+    _warn(ab_power_warnings(runs, _int_list(concurrency)))  # before minutes of benches
     summary = run_ab(s, ref, runs=runs, concurrency=_int_list(concurrency), bench=bench,
                      metric=metric, progress=Progress())
     if wants_json(ctx, json_out):
@@ -99,6 +103,12 @@ def _print_summary_table(summary: dict) -> None:
         click.echo(table(rows, ["CONC", "MEDIAN A", "MEDIAN B", "DELTA", "95% CI", "P", "N",
                                 "VERDICT"]))
     click.echo(f"verdict {summary.get('verdict')}; outputs {summary.get('outputs')}")
+    _warn(summary.get("warnings") or [])
+
+
+def _warn(warnings: list[str]) -> None:
+    for w in warnings:
+        click.echo(f"warning: {safe(w)}", err=True)
 
 
 @click.group()

@@ -108,7 +108,15 @@ def plan_ab(
     else:
         differs = {"engine tree": {"A": f"without patch {e.id}", "B": f"with patch {e.id}"}}
     return {"entry": e.id, "command": command, "concurrency": concs, "runs_per_side": runs,
-            "total_runs": 2 + 2 * runs * len(concs), "differs": differs}
+            "total_runs": 2 + 2 * runs * len(concs), "differs": differs,
+            "warnings": ab_power_warnings(runs, concs)}
+
+
+def ab_power_warnings(runs: int, concs: Sequence[int]) -> list[str]:
+    """What :func:`ledger.evidence.stats.power_warnings` says of ``runs`` per side at ``concs``."""
+    from ledger.evidence.stats import power_warnings
+
+    return power_warnings([(runs, runs)] * len(concs))
 
 
 def run_ab(

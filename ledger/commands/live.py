@@ -109,7 +109,10 @@ def run_mutation(s: Session, mutate: Callable[[bool], Applied], *, restart: bool
         applied = mutate(False)
         return LiveOutcome(applied, differing=_differing(s, touched_targets(s, applied)))
     planned_restarts(s, touched_targets(s, mutate(True)))  # refuse before any change
-    with WriterLock(s.ws, s.command):
+    with WriterLock(s.ws, s.command) as lock:
+        if lock.notice:
+            s.notices.append(lock.notice)
+        s.ws.reload()
         s.locked = True
         try:
             return _mutate_and_restart(s, mutate)

@@ -10,7 +10,7 @@ from envknobs.registry import KnobError
 from envknobs.registry import check_knob_name
 from envknobs.registry import check_knob_value
 from ledger.commands.session import Session
-from ledger.commands.session import maybe_lock
+from ledger.commands.session import writing
 from ledger.core import planner
 from ledger.core.display import value_text
 from ledger.core.model import Action
@@ -116,7 +116,7 @@ def record_knob(
         raise UsageError("--before/--before-unset only go with --adopt")
     if adopt and not before_given:
         raise UsageError("--adopt needs --before VALUE or --before-unset")
-    with maybe_lock(s, dry_run):
+    with writing(s, dry_run):
         entries = s.ws.entries()
         tf = read_target(s.ws, t)
         layer = planner.knob_layers(entries).get((target, knob))
@@ -193,7 +193,7 @@ def record_patch(
     from ledger.patches.stack import patch_sha256
 
     repo = engine_repo(s.ws)
-    with maybe_lock(s, dry_run):
+    with writing(s, dry_run):
         if rev is not None:
             text, commit = repo.adopt_commit(rev)
         else:

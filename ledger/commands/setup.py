@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 from ledger.commands.session import Session
+from ledger.commands.session import edit_config
 from ledger.core.model import Target
 from ledger.core.model import check_target_name
 from ledger.errors import InvalidValue
@@ -13,8 +14,6 @@ from ledger.errors import Refused
 from ledger.evidence.runner import DEFAULT_BENCH_COMMAND
 from ledger.store import wsgit
 from ledger.store.targets import read_target
-from ledger.store.txn import Transaction
-from ledger.store.txn import WriterLock
 from ledger.store.workspace import CONFIG_NAME
 from ledger.store.workspace import ENTRIES_NAME
 from ledger.store.workspace import Config
@@ -58,19 +57,15 @@ def _relative_if_inside(path: Path, root: Path) -> str:
         return str(path)
 
 
-def _write_config(s: Session, message: str) -> str:
-    text = dump_config(s.ws.config, s.ws.config_path.read_text(encoding="utf-8"))
-    txn = Transaction(s.ws, s.command, s.now)
-    return txn.execute(message=message, ledger_writes={CONFIG_NAME: text.encode()}).commit
-
-
 def add_target(
     s: Session, name: str, path: str, fmt: str, container: str | None, cwd: Path, dry_run: bool
 ) -> Target:
-    """Put a file under management (it must exist, parse, and not be a symlink)."""
+    """Put a file under management (it must exist, parse, and not be a symlink).
+
+    The name is checked against ``ledger.yaml`` as it is once the writer lock is held, so
+    two concurrent adds of different targets both land (see :func:`edit_config`)."""
     check_target_name(name)
-    if name in s.ws.config.targets:
-        raise Refused(f"a target named {name!r} exists already ({s.ws.config.targets[name].path})")
+    _refuse_taken(s.ws.config, name)
     abs_path = Path(path) if Path(path).is_absolute() else (cwd / path)
     abs_path = Path(os.path.normpath(abs_path))
     check_target_file(abs_path)
@@ -78,10 +73,18 @@ def add_target(
     read_target(s.ws, target)  # parses, so a bad file or a missing container fails now
     if dry_run:
         return target
-    with WriterLock(s.ws, s.command):
-        s.ws.config.targets[name] = target
-        _write_config(s, f"target add {name}: {target.path} ({fmt})\n")
+
+    def add(config: Config) -> None:
+        _refuse_taken(config, name)
+        config.targets[name] = target
+
+    edit_config(s, f"target add {name}: {target.path} ({fmt})\n", add)
     return target
+
+
+def _refuse_taken(config: Config, name: str) -> None:
+    if name in config.targets:
+        raise Refused(f"a target named {name!r} exists already ({config.targets[name].path})")
 
 
 def set_service(s: Session, name: str, changes: dict, dry_run: bool = False) -> Target:
@@ -89,12 +92,28 @@ def set_service(s: Session, name: str, changes: dict, dry_run: bool = False) -> 
 
     ``changes`` maps service keys of ledger.yaml (``live``, ``restart``, ``shell``,
     ``health``) to their new value, or None to remove the key; the result is validated
-    as ledger.yaml would be (see :mod:`ledger.core.service`)."""
+    as ledger.yaml would be (see :mod:`ledger.core.service`).  Applied to ledger.yaml as
+    it is once the writer lock is held."""
+    new = _with_service(s.ws.config, name, changes)
+    if dry_run or new == s.ws.target(name):
+        return new
+
+    def change(config: Config) -> None:
+        config.targets[name] = _with_service(config, name, changes)
+
+    edit_config(s, f"target set {name}: live probe, restart and health\n", change)
+    return new
+
+
+def _with_service(config: Config, name: str, changes: dict) -> Target:
     from dataclasses import replace
 
     from ledger.core.service import parse_service
 
-    target = s.ws.target(name)
+    target = config.targets.get(name)
+    if target is None:
+        known = ", ".join(sorted(config.targets)) or "none yet"
+        raise InvalidValue(f"no target named {name!r} (known: {known})")
     spec = target.service.to_dict() if target.service else {}
     for key, value in changes.items():
         if value is None:
@@ -103,10 +122,4 @@ def set_service(s: Session, name: str, changes: dict, dry_run: bool = False) -> 
             spec[key] = value
     if not isinstance(spec.get("restart"), str):
         spec.pop("shell", None)
-    new = replace(target, service=parse_service(spec, name) if spec else None)
-    if dry_run or new == target:
-        return new
-    with WriterLock(s.ws, s.command):
-        s.ws.config.targets[name] = new
-        _write_config(s, f"target set {name}: live probe, restart and health\n")
-    return new
+    return replace(target, service=parse_service(spec, name) if spec else None)
