@@ -8,6 +8,7 @@ import json
 import subprocess
 import sys
 import threading
+import time
 from http.server import BaseHTTPRequestHandler
 from http.server import ThreadingHTTPServer
 
@@ -55,7 +56,10 @@ def test_process_regex_finds_one_and_refuses_several_naming_each_pid(tmp_path, s
     obs = p.observe(LiveProbe("process", r"probe-unique-7f3a$"), tmp_path)
     assert obs.state == p.RUNNING and obs.pid == a.pid
     b = sleeper("probe-unique-7f3a")
-    obs = p.observe(LiveProbe("process", r"probe-unique-7f3a$"), tmp_path)
+    deadline = time.monotonic() + 10  # a loaded machine may show the new one late
+    while (obs := p.observe(LiveProbe("process", r"probe-unique-7f3a$"), tmp_path)).state \
+            != p.AMBIGUOUS and time.monotonic() < deadline:
+        time.sleep(0.1)
     assert obs.state == p.AMBIGUOUS and obs.pid is None
     assert f"pid {a.pid}" in obs.detail and f"pid {b.pid}" in obs.detail
     assert p.observe(LiveProbe("process", "no-such-process-x1"), tmp_path).state == p.NOT_RUNNING
