@@ -81,19 +81,32 @@ def removal_span(
     return k, end
 
 
-def anchor_of(text: str, cut: tuple[int, int], context_start: int) -> dict[str, str]:
-    """What a removal needs to be undone: the removed text and the text just in front."""
+def anchor_of(
+    text: str, cut: tuple[int, int], context_start: int, context_end: int
+) -> dict[str, str]:
+    """What a removal needs to be undone: the removed text, the text just in front of it
+    (from the previous word of its command or array) and just after it (to the end of the
+    next word), so it can be found again when lines above have moved."""
     a, b = cut
-    return {"before": text[max(context_start, 0) : a], "removed": text[a:b]}
+    return {
+        "before": text[max(context_start, 0) : a],
+        "removed": text[a:b],
+        "after": text[b : max(context_end, b)],
+    }
 
 
 def put_back(text: str, span: tuple[int, int], anchor: dict[str, str]) -> str | None:
     """Re-insert ``anchor['removed']`` right after the unique ``anchor['before']`` within
     ``span`` of ``text``; None when that context is not found exactly once."""
     before, removed = anchor.get("before"), anchor.get("removed")
+    after = anchor.get("after") or ""
     if not isinstance(before, str) or not isinstance(removed, str) or not removed:
         return None
     lo, hi = span
+    if not before:  # it was the first word: it goes back in front of the next one
+        if not after or not text.startswith(after, lo):
+            return None
+        return text[:lo] + removed + text[lo:]
     hits = []
     pos = text.find(before, lo)
     while 0 <= pos and pos + len(before) <= hi:

@@ -283,11 +283,21 @@ def _verify(before: Analysis, after: Analysis, knob: str, expected, put_backs=()
         keys = {st.key(s): s.value for s in st.places} if st else {}
         if any(keys.get(e.key, object()) != e.value for e in put_backs):
             wrong.append(knob)
-    elif expected is not None and new.get(knob) != expected:
+    elif expected is not None and _absent_as_none(new.get(knob)) != _absent_as_none(expected):
         wrong.append(knob)
     if wrong:
         raise FormatError(_explain(before, after, knob, wrong))
     return after.text
+
+
+def _absent_as_none(fp: tuple | None) -> tuple | None:
+    """An ``unset K`` seen reads like no K at all (the launch gets no K either way)."""
+    if fp is None:
+        return None
+    return tuple(
+        (launch, frozenset(None if e is not None and e[2] == "unset" else e for e in seen))
+        for launch, seen in fp
+    )
 
 
 def _explain(before: Analysis, after: Analysis, knob: str, wrong: list[str]) -> str:

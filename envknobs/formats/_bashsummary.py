@@ -29,6 +29,7 @@ def to_places(a: Analysis, state: KnobState) -> tuple[Place, ...]:
             knob=state.knob, key=state.key(s), line=s.line, kind=s.kind, scope=s.scope,
             value=s.value, computed=s.computed, launch=s.launch,
             raw=a.text[s.start : s.end], anchor=anchor_for_site(a, s),
+            seen_by=tuple(sorted({n for n, seen in state.per_visit if s in seen})),
         )
         for s in state.places
     )
@@ -36,8 +37,11 @@ def to_places(a: Analysis, state: KnobState) -> tuple[Place, ...]:
 
 def summarize(a: Analysis) -> Summary:
     knobs = tuple(
-        KnobSummary(k, to_places(a, st), st.conditional, st.repeated, k.startswith("-"))
-        for k, st in a.knobs.items()
+        KnobSummary(
+            k, to_places(a, st), st.conditional, st.repeated, k.startswith("-"),
+            tuple(sorted({n for n, seen in st.per_visit if None in seen})),
+        )
+        for k, st in sorted(a.knobs.items(), key=lambda kv: _first(kv[1]))
     )
     launches = tuple(_launch_info(a, launch) for launch in a.launches)
     notes = []
@@ -59,6 +63,10 @@ def summarize(a: Analysis) -> Summary:
     return Summary(knobs, launches, tuple(notes))
 
 
+def _first(state: KnobState) -> int:
+    return min((s.start for s in state.places), default=0)
+
+
 def _launch_info(a: Analysis, launch) -> LaunchInfo:
     shape = launch.shape
     text = a.text
@@ -75,7 +83,9 @@ def _launch_info(a: Analysis, launch) -> LaunchInfo:
         for w in shape.args:
             if id(w) in values or array_expansion(w) is not None:
                 continue
-            if w.text in _ALL_ARGS or (word_text(w) is None and flag_spelling(w) is None):
+            # A quoted "$X" is one argument; $X unquoted, "$@" may be any number of flags.
+            splits = w.text[:1] not in "'\"" and word_text(w) is None
+            if w.text in _ALL_ARGS or (splits and flag_spelling(w) is None):
                 opaque.append(w.text)
     return LaunchInfo(
         ordinal=launch.ordinal,

@@ -130,8 +130,10 @@ def anchor_for_site(a: Analysis, site: Site) -> dict | None:
         return None
     ident, (lo, _), words = container
     previous = [w.start for w in words if w.end <= cut[0]]
+    following = [w.end for w in words if w.start >= cut[1]]
     context_start = max(previous) if previous else lo
-    return {"container": ident, **anchor_of(a.text, cut, context_start)}
+    context_end = min(following) if following else cut[1]
+    return {"container": ident, **anchor_of(a.text, cut, context_start, context_end)}
 
 
 def container_of(a: Analysis, site: Site):

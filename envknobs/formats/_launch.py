@@ -188,23 +188,22 @@ def _docker_shape(words: list[Word], run: int, prefixes: list[Word]) -> Shape:
     return shape
 
 
+_ENV_NAME = re.compile(r"""["']?([A-Za-z_][A-Za-z0-9_]*)(=|["']?\Z)""")
+
+
 def _add_env(shape: Shape, option: Word, holder: Word, inline: bool) -> None:
-    text = word_text(holder)
-    offset = holder.start
-    raw = holder.text
+    raw, offset = holder.text, holder.start
     if inline:  # --env=K=V: the K=V part starts after the first '='
         cut = raw.index("=") + 1
         raw, offset = raw[cut:], holder.start + cut
-        text = decode_value(raw, word=True)
-    if text is None:
+    m = _ENV_NAME.match(raw)
+    if m is None:
         return  # -e "$X": the name itself is computed
-    name, eq, _ = text.partition("=")
-    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
-        return
-    # Where V starts in the source: after `NAME=` when the word spells it plainly, else
-    # the whole (quoted) word is rewritten on an edit.
+    name = m.group(1)
+    # Where V starts in the source: right after `NAME=` when the word spells it plainly;
+    # else (a quoted "K=V") the whole pair is rewritten on an edit.
     value_start = offset + len(name) + 1 if raw.startswith(name + "=") else -1
-    shape.env.append(DockerEnv(name, option, holder, value_start, passthrough=not eq))
+    shape.env.append(DockerEnv(name, option, holder, value_start, passthrough=m.group(2) != "="))
 
 
 @dataclass

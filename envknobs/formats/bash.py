@@ -174,8 +174,11 @@ class BashFormat:
         if is_flag_name(knob):
             out = text
             for launch in sorted(launches, key=lambda l: -l.simple.start):
-                out = add_flag(Analysis(out), Analysis(out).launches[launch.ordinal - 1], knob, value,
-                               flag_lookup(launch.engine))
+                current = Analysis(out)
+                out = add_flag(
+                    current, current.launches[launch.ordinal - 1], knob, value,
+                    flag_lookup(launch.engine),
+                )
         elif launches:
             out = text
             for launch in sorted(launches, key=lambda l: -l.simple.start):

@@ -40,6 +40,7 @@ class Place:
     launch: int | None  # the launch command (1-based) it is written on, if any
     raw: str  # the exact source text of the place
     anchor: dict[str, Any] | None = None  # where a removed launch word goes back
+    seen_by: tuple[int, ...] = ()  # the launches (1-based; 0: the end of the script) it reaches
 
     def where(self, path: str | None = None) -> str:
         return f"{path}:{self.line}" if path else f"line {self.line}"
@@ -77,6 +78,7 @@ class KnobSummary:
     conditional: bool  # the value depends on a branch: no single static value
     repeated: bool  # several places, each taking effect (several launch lines)
     is_flag: bool = False
+    absent_on: tuple[int, ...] = ()  # launches that, on some path, see no place at all
 
     @property
     def value(self) -> str | None:
@@ -120,6 +122,7 @@ class KnobSummary:
             "repeated": self.repeated,
             "computed": self.computed,
             "on_launch": self.on_launch,
+            "absent_on": list(self.absent_on),
             "places": [p.to_dict() for p in self.places],
         }
 
