@@ -140,7 +140,11 @@ class State:
         out = dict(self.vars)
         for d in defs:
             if d.append:
-                out[d.name] = frozenset(h + (d,) for h in out.get(d.name, frozenset({()})))
+                # An append run again (in a loop) adds the same words again; keeping only
+                # its last run keeps the order that decides which flag occurrence is last.
+                out[d.name] = frozenset(
+                    tuple(x for x in h if x is not d) + (d,) for h in out.get(d.name, frozenset({()}))
+                )
             else:
                 out[d.name] = frozenset({(d,)})
         return State(out, self.hist | frozenset(defs))

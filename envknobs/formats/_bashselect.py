@@ -21,7 +21,6 @@ from envknobs.formats._bashplaces import KnobState
 from envknobs.formats._bashplaces import Launch
 from envknobs.formats._bashplaces import Site
 from envknobs.formats._bashplaces import flag_lookup
-from envknobs.formats._bashsummary import entry
 from envknobs.formats._bashsummary import fingerprint
 from envknobs.formats._bashsummary import fingerprints
 from envknobs.formats._bashsummary import to_places
@@ -161,7 +160,7 @@ def apply_edits(a: Analysis, knob: str, edits: list[PlaceEdit], remove_all: bool
     lookup = flag_lookup(a.launches[0].engine if a.launches else None)
     if remove_all:
         out = _remove_everywhere(a, knob)
-        return _verify(a, Analysis(out), knob, _absent(state))
+        return _verify(a, Analysis(out), knob, "absent")
     by_key = {state.key(s): s for s in state.places} if state else {}
     splices: list[tuple[int, int, str]] = []
     put_backs: list[PlaceEdit] = []
@@ -224,10 +223,6 @@ def _expected(a: Analysis, state: KnobState, done: dict[str, PlaceEdit]) -> tupl
         return (item[0], None, "unset")
 
     return tuple((launch, frozenset(change(i) for i in seen)) for launch, seen in fingerprint(state))
-
-
-def _absent(state: KnobState | None) -> str:
-    return "absent"
 
 
 def _remove_everywhere(a: Analysis, knob: str) -> str:
@@ -340,5 +335,3 @@ def verify_added(before: Analysis, after: Analysis, knob: str, value: str, launc
         )
     return after.text
 
-
-_ = (entry, ALL)

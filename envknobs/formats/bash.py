@@ -61,22 +61,19 @@ from typing import Sequence
 from envknobs.flags import canonical_flag
 from envknobs.flags import check_flag_name
 from envknobs.flags import is_flag_name
-from envknobs.formats import FormatError
 from envknobs.formats._bashplaces import Analysis
 from envknobs.formats._bashplaces import flag_lookup
-from envknobs.formats._bashsummary import fingerprints
 from envknobs.formats._bashsummary import insertion_point
 from envknobs.formats._bashsummary import summarize
-from envknobs.formats._bashsummary import to_places
 from envknobs.formats._bashwords import decode_value
 from envknobs.formats._bashwords import quote_value
 from envknobs.formats._bashwrite import add_docker_env
 from envknobs.formats._bashwrite import add_flag
 from envknobs.formats._bashwrite import add_prefix
-from envknobs.formats._bashwrite import write_value
 from envknobs.formats._bashselect import Selection
 from envknobs.formats._bashselect import apply_edits
 from envknobs.formats._bashselect import select
+from envknobs.formats._bashselect import verify_added
 from envknobs.formats._text import insert_line
 from envknobs.formats.places import ALL
 from envknobs.formats.places import KnobSummary
@@ -190,10 +187,4 @@ class BashFormat:
         else:
             pos, indent = insertion_point(a, knob)
             out = insert_line(text, pos, f"{indent}export {knob}={quote_value(value)}")
-        from envknobs.formats._bashselect import verify_added
-
         return verify_added(a, Analysis(out), knob, value, launches)
-
-
-# Keep the helpers importable for the tests and other formats.
-_ = (write_value, fingerprints, to_places, ALL)
