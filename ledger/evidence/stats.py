@@ -65,6 +65,9 @@ from typing import Iterable
 from typing import Mapping
 
 from ledger.errors import EvidenceError
+from ledger.evidence.defaults import PRIMARY_METRIC
+from ledger.evidence.runs_csv import DIGEST_COLUMN
+from ledger.evidence.runs_csv import ID_COLUMNS
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -73,9 +76,6 @@ ALPHA = 0.05
 CONFIDENCE = 0.95
 MIN_RUNS = 3
 N_RESAMPLES = 2000
-PRIMARY_METRIC = "output_throughput"
-ID_COLUMNS = ("side", "concurrency", "repeat")
-DIGEST_COLUMN = "output_digest"
 SIDES = ("A", "B")
 VERDICTS = ("gain", "neutral", "regression", "inconclusive")
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from knob_oracles import LaunchRecord
-from knob_oracles import argv_flags
-from knob_oracles import bash_launch_grid
+from tests.envknobs.knob_oracles import LaunchRecord
+from tests.envknobs.knob_oracles import argv_flags
+from tests.envknobs.knob_oracles import bash_launch_grid
 
 from envknobs.catalog import lookup_flag
 from envknobs.formats import get_format

@@ -5,18 +5,18 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from bash_fixtures import ALL as FIXTURES
-from bash_fixtures import ARGS_SGLANG
-from bash_fixtures import CASE_ROLES
-from bash_fixtures import DOCKER_ENV_FILE
-from bash_fixtures import DOCKER_VLLM
-from bash_fixtures import PD_SGLANG
-from bash_fixtures import PD_SGLANG_GRID
-from bash_fixtures import PD_VLLM
-from knob_oracles import bash_launch_grid
-from knob_oracles import bash_syntax_ok
-from scope_oracle import check_reading
-from scope_oracle import docker_env
+from tests.envknobs.bash_fixtures import ALL as FIXTURES
+from tests.envknobs.bash_fixtures import ARGS_SGLANG
+from tests.envknobs.bash_fixtures import CASE_ROLES
+from tests.envknobs.bash_fixtures import DOCKER_ENV_FILE
+from tests.envknobs.bash_fixtures import DOCKER_VLLM
+from tests.envknobs.bash_fixtures import PD_SGLANG
+from tests.envknobs.bash_fixtures import PD_SGLANG_GRID
+from tests.envknobs.bash_fixtures import PD_VLLM
+from tests.envknobs.knob_oracles import bash_launch_grid
+from tests.envknobs.knob_oracles import bash_syntax_ok
+from tests.envknobs.scope_oracle import check_reading
+from tests.envknobs.scope_oracle import docker_env
 
 from envknobs.formats import FormatError
 from envknobs.formats import get_format

@@ -16,11 +16,11 @@ from hypothesis import assume
 from hypothesis import given
 from hypothesis import settings
 from hypothesis import strategies as st
-from knob_oracles import bash_launch_grid
-from knob_oracles import bash_syntax_ok
-from scope_oracle import BASH
-from scope_oracle import check_reading
-from scope_oracle import observed
+from tests.envknobs.knob_oracles import bash_launch_grid
+from tests.envknobs.knob_oracles import bash_syntax_ok
+from tests.envknobs.scope_oracle import BASH
+from tests.envknobs.scope_oracle import check_reading
+from tests.envknobs.scope_oracle import observed
 
 from envknobs.formats import FormatError
 from envknobs.formats.places import ALL

@@ -20,11 +20,11 @@ from hypothesis import settings
 from hypothesis import strategies as st
 
 from ledger.errors import EvidenceError
-from ledger.evidence import DEFAULT_BENCH_COMMAND
-from ledger.evidence import Side
-from ledger.evidence import latest_summary
-from ledger.evidence import record_ab
-from ledger.evidence import run_ab
+from ledger.evidence.runner import DEFAULT_BENCH_COMMAND
+from ledger.evidence.runner import Side
+from ledger.evidence.store import latest_summary
+from ledger.evidence.store import record_ab
+from ledger.evidence.runner import run_ab
 from ledger.evidence.runner import check_template
 from ledger.evidence.runner import env_file_text
 from ledger.evidence.runner import render_command
@@ -211,7 +211,8 @@ def test_ctrl_c_kills_the_bench_and_leaves_no_temp_files(tmp_path, bench):
     driver.write_text(
         textwrap.dedent(f"""
         import sys
-        from ledger.evidence import Side, run_ab
+        from ledger.evidence.runner import Side
+        from ledger.evidence.runner import run_ab
         env = {{"FAKE_SLEEP": "60", "FAKE_PIDFILE": {str(pidfile)!r}}}
         side = Side("A", env, {str(tmp_path)!r})
         try:
@@ -244,7 +245,7 @@ def test_ctrl_c_kills_the_bench_and_leaves_no_temp_files(tmp_path, bench):
 def test_default_command_on_the_bundled_engine(tmp_path):
     """One A and one B run of the real engine bench (tiny preset): the real output format."""
     repo = Path(__file__).resolve().parents[2]
-    if not (repo / "engine" / "bench.py").is_file():
+    if not (repo / "engine" / "tools" / "bench.py").is_file():
         pytest.skip("the bundled engine is not in this checkout")
     side_a = Side("A", {"ENGINE_SEED": "0"}, repo)
     side_b = Side("B", {"ENGINE_SEED": "0"}, repo)

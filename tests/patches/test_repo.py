@@ -8,9 +8,14 @@ from pathlib import Path
 import pytest
 
 from ledger.errors import PatchError
-from ledger.patches import EngineRepo, StackItem, patch_sha256, verify_sha256
+from ledger.patches.stack import EngineRepo
+from ledger.patches.stack import StackItem
+from ledger.patches.stack import patch_sha256
+from ledger.patches.stack import verify_sha256
 
-from .helpers import Stack, git, tree_files
+from .helpers import Stack
+from .helpers import git
+from .helpers import tree_files
 from .test_safety import new_file
 
 HOOKS = (
@@ -146,7 +151,8 @@ def test_adopt_commit(repo: Path, stack: Stack) -> None:
     engine = EngineRepo(repo)
     text, sha = engine.adopt_commit("HEAD~1")
     assert sha == git(repo, "rev-parse", "HEAD~1").strip()
-    assert "+a_5 = 50" in text and engine.patch_is_live(text)
+    assert "+a_5 = 50" in text
+    assert engine.stack_live([StackItem("e0001", "pin", text, True, False)]) == {"e0001": True}
     plan = engine.plan_stack([StackItem("e0001", "pin", text, True, False)])
     engine.apply_plan(plan, message="revert the adopted fix")
     assert (repo / "a.py").read_text() == stack.base_files["a.py"]

@@ -8,9 +8,12 @@ from pathlib import Path
 import pytest
 
 from ledger.errors import PatchError
-from ledger.patches import EngineRepo, StackItem, parse_patch_files
+from ledger.patches.stack import EngineRepo
+from ledger.patches.stack import StackItem
+from ledger.patches.stack import parse_patch_files
 
-from .helpers import git, tree_files
+from .helpers import git
+from .helpers import tree_files
 
 
 def new_file(path: str, body: str = "pwned", header_path: str | None = None) -> str:
@@ -95,7 +98,7 @@ def test_attack_is_refused_with_nothing_written(repo: Path, outside: Path, name:
     with pytest.raises(PatchError):
         engine.plan_stack([StackItem("e0001", "evil", text, False, True)])
     with pytest.raises(PatchError):
-        engine.patch_is_live(text)
+        engine.stack_live([StackItem("e0001", "evil", text, True, False)])
     assert snapshot(repo, outside) == before
     assert sorted(os.listdir(repo / ".git" / "hooks")) == hooks
     assert git(repo, "status", "--porcelain", "--untracked-files=all") == ""
