@@ -285,14 +285,15 @@ def _verify(before: Analysis, after: Analysis, knob: str, expected, put_backs=()
     return after.text
 
 
-def _absent_as_none(fp: tuple | None) -> tuple | None:
-    """An ``unset K`` seen reads like no K at all (the launch gets no K either way)."""
-    if fp is None:
-        return None
-    return tuple(
-        (launch, frozenset(None if e is not None and e[2] == "unset" else e for e in seen))
-        for launch, seen in fp
-    )
+def _absent_as_none(fp: tuple | None) -> tuple:
+    """An ``unset K`` seen reads like no K at all (the launch gets no K either way), and
+    a visit that sees no K says nothing (a flag is only listed where it appears)."""
+    out = []
+    for launch, seen in fp or ():
+        seen = frozenset(None if e is not None and e[2] == "unset" else e for e in seen)
+        if seen != {None}:
+            out.append((launch, seen))
+    return tuple(out)
 
 
 def _explain(before: Analysis, after: Analysis, knob: str, wrong: list[str]) -> str:

@@ -65,6 +65,7 @@ from envknobs.formats._bashplaces import Analysis
 from envknobs.formats._bashplaces import flag_lookup
 from envknobs.formats._bashsummary import insertion_point
 from envknobs.formats._bashsummary import summarize
+from envknobs.formats._bashsummary import to_places
 from envknobs.formats._bashwords import decode_value
 from envknobs.formats._bashwords import quote_value
 from envknobs.formats._bashwrite import add_docker_env
@@ -74,7 +75,9 @@ from envknobs.formats._bashselect import Selection
 from envknobs.formats._bashselect import apply_edits
 from envknobs.formats._bashselect import select
 from envknobs.formats._bashselect import verify_added
+from envknobs.formats import FormatError
 from envknobs.formats._text import insert_line
+from envknobs.formats._text import line_of
 from envknobs.formats.places import ALL
 from envknobs.formats.places import KnobSummary
 from envknobs.formats.places import Place
@@ -130,6 +133,34 @@ class BashFormat:
         found = self.knob(text, knob)
         return found.places if found else ()
 
+    def canonical(self, text: str, knob: str) -> str:
+        """The name this file's knob goes by: a flag's catalog spelling for its engine
+        (``--tp`` -> ``--tp-size``, ``-tp`` -> ``--tensor-parallel-size`` for vLLM)."""
+        return resolve_knob(Analysis(text), knob)
+
+    def select_places(
+        self, text: str, knob: str, at: int | str | None, action: str = "set"
+    ) -> tuple[Place, ...]:
+        """The places ``set``/``unset`` with ``at`` would touch, without touching them.
+
+        A launch line that does not have the knob yet gives a place of kind ``new``
+        (key ``launch N``, value None).  Empty: the edit adds the knob as a new top-level
+        line (or there is nothing to unset).  Raises as ``set``/``unset`` would.
+        """
+        a = Analysis(text)
+        knob = resolve_knob(a, knob)
+        sel = select(a, knob, at, action)
+        state = a.knobs.get(knob)
+        chosen = {id(site) for site in sel.sites}
+        found = [p for p, site in zip(to_places(a, state), state.places) if id(site) in chosen] if state else []
+        for launch in sel.new_on:
+            found.append(Place(
+                knob=knob, key=f"launch {launch.ordinal}", line=line_of(text, launch.simple.start),
+                kind="new", scope="launch command", value=None, computed=False,
+                launch=launch.ordinal, raw="",
+            ))
+        return tuple(found)
+
     # -- writing --------------------------------------------------------------------
     def set(self, text: str, knob: str, value: str, at: int | str | None = None) -> str:
         """Set ``knob`` to ``value`` at the selected places (see the module docstring).
@@ -163,7 +194,22 @@ class BashFormat:
         for e in edits:
             _check(knob, e.value)
         a = Analysis(text)
-        return apply_edits(a, resolve_knob(a, knob), list(edits))
+        knob = resolve_knob(a, knob)
+        state = a.knobs.get(knob)
+        present = {state.key(s) for s in state.places} if state else set()
+        # A place on a launch line that is gone and has no anchor was new when recorded:
+        # it goes back the way it was added.
+        new = [e for e in edits if e.key not in present and e.value is not None and not e.anchor
+               and e.key.startswith("launch ")]
+        rest = [e for e in edits if e not in new]
+        out = apply_edits(a, knob, rest) if rest else text
+        for e in new:
+            n = int(e.key.split()[1])
+            current = Analysis(out)
+            if not 1 <= n <= len(current.launches):
+                raise FormatError(f"{knob}: the script has no launch command {n} any more")
+            out = self.set(out, knob, e.value, at=line_of(out, current.launches[n - 1].simple.start))
+        return out
 
     def _add(self, a: Analysis, knob: str, value: str, sel: Selection) -> str:
         text = a.text
