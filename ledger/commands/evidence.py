@@ -138,7 +138,7 @@ def run_ab(
 ) -> dict:
     """Measure entry ``ref``'s effect; store, commit and return the run's summary."""
     from ledger.evidence.runner import DEFAULT_BENCH_COMMAND
-    from ledger.evidence.runner import run_ab as run_bench
+    from ledger.evidence.runner import run_alternating as run_bench
     from ledger.evidence.store import record_ab
 
     ws = s.ws

@@ -318,7 +318,7 @@ def record_patch(
 
             def engine(entries, plan):
                 def step() -> None:
-                    repo.record_patch(text, entry_id=entry.id, title=entry.title, cls=cls)
+                    repo.commit_patch(text, entry_id=entry.id, title=entry.title, cls=cls)
 
                 return EnginePlan(Path(repo.path), repo.head(), step, text,
                                   tuple(Path(repo.path) / f for f in files))

@@ -6,8 +6,11 @@ rendered docs, so the two can never tell an operator different things.  Pure.
 
 from __future__ import annotations
 
-from ledger.core.model import Action
-from ledger.core.model import Entry
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # annotations only: ledger.errors uses value_text, and model uses errors
+    from ledger.core.model import Action
+    from ledger.core.model import Entry
 
 UNSET = "unset"
 

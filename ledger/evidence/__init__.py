@@ -2,7 +2,7 @@
 
 What lives where:
 
-* ``runner``: :func:`run_ab` - run a bench template alternately A B A B …;
+* ``runner``: :func:`run_alternating` - run a bench template alternately A B A B …;
 * ``store``: :func:`record_ab`, :func:`import_evidence` - judge and store a run;
   :func:`load_summaries`, :func:`latest_summary`, :func:`load_run` - read it back;
   :func:`headline`, :func:`is_stale` - one line for ``show/list/diff/restore``, staleness.

@@ -114,7 +114,7 @@ class Side:
 
 @dataclass
 class AbResult:
-    """What :func:`run_ab` measured: run rows (``side, concurrency, repeat, metrics…``) and meta."""
+    """What :func:`run_alternating` measured: run rows (``side, concurrency, repeat, metrics…``) and meta."""
 
     rows: list[dict[str, Any]]
     meta: dict[str, Any]
@@ -234,7 +234,7 @@ def _run_once(
         )
 
 
-def run_ab(
+def run_alternating(
     command: str,
     side_a: Side,
     side_b: Side,
@@ -254,7 +254,7 @@ def run_ab(
     """
     tokens = check_template(command)
     if side_a.name != "A" or side_b.name != "B":
-        raise EvidenceError("run_ab takes side A then side B")
+        raise EvidenceError("run_alternating takes side A then side B")
     concs = list(concurrencies)
     if not concs or any(isinstance(c, bool) or not isinstance(c, int) or c < 1 for c in concs):
         raise EvidenceError(f"concurrencies must be positive integers, got {concs!r}")
@@ -379,5 +379,5 @@ __all__ = [
     "check_template",
     "env_file_text",
     "render_command",
-    "run_ab",
+    "run_alternating",
 ]

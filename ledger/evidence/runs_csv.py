@@ -2,7 +2,7 @@
 
 Columns: ``side,concurrency,repeat``, then every metric (sorted by name), then
 ``output_digest`` when any run reported one.  Rows are ordered by concurrency, repeat,
-side, i.e. the order ``run_ab`` ran them in.  Floats are written with ``repr`` so they
+side, i.e. the order ``run_alternating`` ran them in.  Floats are written with ``repr`` so they
 read back exactly; a missing value is an empty cell.
 """
 

@@ -39,7 +39,7 @@ from typing import Iterable
 from typing import Mapping
 from typing import Sequence
 
-from ledger.core.model import ENTRY_ID_RE
+from ledger.core.model import NAME_RE as ENTRY_ID_RE
 from ledger.errors import EvidenceError
 from ledger.evidence.runs_csv import parse_runs_csv
 from ledger.evidence.runs_csv import runs_csv_text

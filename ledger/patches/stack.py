@@ -6,7 +6,7 @@ ordered patch entries and gets back plans, commits and booleans.
 
 Mechanism
 ---------
-* **Recording** (:meth:`EngineRepo.record_patch`) checks the patch (below), applies it
+* **Recording** (:meth:`EngineRepo.commit_patch`) checks the patch (below), applies it
   in a private index (``GIT_INDEX_FILE``) on top of HEAD's tree, writes one commit with
   ``git commit-tree`` carrying the trailers ``Ledger-Entry``, ``Ledger-Class`` and
   ``Ledger-Action: record``, then moves the branch and worktree there with
@@ -49,6 +49,7 @@ from pathlib import Path
 
 from ledger.core.model import check_entry_id
 from ledger.errors import GitError
+from ledger.errors import InvalidValue
 from ledger.errors import PatchError
 from ledger.patches.gitrun import PATCH_DIFF_OPTIONS
 from ledger.patches.gitrun import Git
@@ -193,6 +194,14 @@ def _check_title(title: str) -> str:
     return title
 
 
+def _check_entry_id(entry_id: str) -> str:
+    """The entry id rule of :func:`ledger.core.model.check_entry_id`, as a PatchError."""
+    try:
+        return check_entry_id(entry_id)
+    except InvalidValue as e:
+        raise PatchError(str(e)) from None
+
+
 def _commit_message(message: str, trailers: Sequence[tuple[str, str]]) -> str:
     """``message`` made safe to carry, then one trailer block the ledger alone writes."""
     body = message.replace("\r", "").strip() or "knob ledger change"
@@ -316,7 +325,7 @@ class EngineRepo:
     def plan_stack(self, items: Sequence[StackItem]) -> StackPlan:
         """Compute the tree for ``items``' ``applied_after`` states without touching the
         worktree.  Raises StackConflict / StackDrift (naming entries) when it cannot."""
-        ids = [check_entry_id(i.entry_id) for i in items]
+        ids = [_check_entry_id(i.entry_id) for i in items]
         if len(set(ids)) != len(ids):
             raise PatchError(f"patch entries repeat in the stack: {ids}")
         head = self.head()
@@ -444,7 +453,7 @@ class EngineRepo:
         Raises PatchError (nothing written) when the patch is unsafe, malformed, does not
         apply, or changes nothing; the repo's cleanliness is checked when it is applied.
         """
-        check_entry_id(entry_id)
+        _check_entry_id(entry_id)
         _check_title(title)
         if cls not in ("perf", "bugfix"):
             raise PatchError(f"invalid class {cls!r}: use perf or bugfix")
@@ -457,7 +466,7 @@ class EngineRepo:
             raise PatchError("patch changes nothing in the engine repo (already applied?)")
         return plan
 
-    def record_patch(self, text: str, *, entry_id: str, title: str, cls: str) -> str:
+    def commit_patch(self, text: str, *, entry_id: str, title: str, cls: str) -> str:
         """Apply a new patch on top of HEAD as one commit with ledger trailers; its id.
 
         Refused with nothing written when the patch is unsafe, does not apply, or the
