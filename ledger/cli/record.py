@@ -38,6 +38,13 @@ def place_options(f):
     return f
 
 
+def check_options(f):
+    f = click.option("--force", is_flag=True, help="Overwrite drift in the target.")(f)
+    f = click.option("--no-validate", is_flag=True,
+                     help="Skip the catalog's type and range checks.")(f)
+    return f
+
+
 def selection(at_line: int | None, all_places: bool) -> int | str | None:
     if at_line is not None and all_places:
         raise UsageError("give --at LINE or --all, not both")
@@ -53,8 +60,7 @@ def selection(at_line: int | None, all_places: bool) -> int | str | None:
 @click.option("--adopt", is_flag=True, help="Record a change already made by hand.")
 @click.option("--before", help="With --adopt: the value before the hand edit.")
 @click.option("--before-unset", is_flag=True, help="With --adopt: the knob was unset before.")
-@click.option("--no-validate", is_flag=True, help="Skip the catalog's type and range checks.")
-@click.option("--force", is_flag=True, help="Overwrite drift in the target.")
+@check_options
 @json_option
 @dry_run_option
 @click.pass_context
@@ -134,8 +140,7 @@ any env knob."""
 @record_options
 @place_options
 @click.option("--unset", is_flag=True, help="Remove the flag from the launch command.")
-@click.option("--no-validate", is_flag=True, help="Skip the catalog's type and range checks.")
-@click.option("--force", is_flag=True, help="Overwrite drift in the target.")
+@check_options
 @json_option
 @dry_run_option
 @click.pass_context
