@@ -33,6 +33,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from envknobs.flags import Flag
+from envknobs.flags import FlagRegistry
+from envknobs.flags import check_flag_name
+from envknobs.flags import is_flag_name
 from envknobs.registry import Knob
 from envknobs.registry import KnobError
 from envknobs.registry import Registry
@@ -40,6 +44,9 @@ from envknobs.registry import check_knob_name
 from envknobs.registry import check_knob_value
 
 _FIELDS = ("name", "type", "default", "doc", "class_hint", "min", "max", "choices", "unit", "tags")
+_FLAG_FIELDS = (*_FIELDS, "aliases", "negatable", "nargs")
+# Flag catalogs (server arguments, see envknobs.flags) are named `<engine>_flags.yaml`.
+FLAG_CATALOG_SUFFIX = "_flags.yaml"
 
 
 class CatalogError(KnobError):
@@ -67,14 +74,14 @@ def _loader() -> tuple[Callable[[str], Any], tuple[type[Exception], ...]]:
     return (lambda text: yaml.load(text, Loader=loader)), (yaml.YAMLError,)
 
 
-def _item_line(text: str, index: int) -> int | None:
-    """Line of the ``index``-th item of ``knobs`` (error path only: it re-parses)."""
+def _item_line(text: str, index: int, key: str = "knobs") -> int | None:
+    """Line of the ``index``-th item of ``key`` (error path only: it re-parses)."""
     from ruamel.yaml import YAML
     from ruamel.yaml.error import YAMLError
 
     try:
         doc = YAML(typ="rt").load(text)
-        return int(doc["knobs"].lc.item(index)[0]) + 1
+        return int(doc[key].lc.item(index)[0]) + 1
     except (YAMLError, KeyError, IndexError, TypeError, AttributeError):
         return None  # best effort: the message is still useful without a line
 
@@ -85,18 +92,21 @@ def _value_text(value: Any) -> str:
     return str(value)
 
 
-def _knob_from(item: Any) -> Knob:
+def _knob_from(item: Any, engine: str | None = None) -> Knob:
+    """One catalog item as a Knob, or as a Flag when ``engine`` is given (a flag catalog)."""
+    fields = _FIELDS if engine is None else _FLAG_FIELDS
     if not isinstance(item, dict):
         raise KnobError(f"a knob must be a mapping, got {type(item).__name__}")
-    unknown = sorted(set(item) - set(_FIELDS), key=str)
+    unknown = sorted(set(item) - set(fields), key=str)
     if unknown:
         raise KnobError(
-            f"unknown field(s) {', '.join(map(str, unknown))} (allowed: {', '.join(_FIELDS)})"
+            f"unknown field(s) {', '.join(map(str, unknown))} (allowed: {', '.join(fields)})"
         )
     name = item.get("name")
     if not isinstance(name, str):
         raise KnobError("a knob needs a string name")
-    check_knob_name(name)
+    if engine is None:
+        check_knob_name(name)
     for bound in ("min", "max"):
         v = item.get(bound)
         if v is not None and (
@@ -113,7 +123,7 @@ def _knob_from(item: Any) -> Knob:
         v = item.get(text_field)
         if v is not None and not isinstance(v, str):
             raise KnobError(f"knob {name}: {text_field} must be a string, got {v!r}")
-    knob = Knob(
+    common = dict(
         name=name,
         type=item.get("type") or "",
         default=item.get("default"),
@@ -125,10 +135,26 @@ def _knob_from(item: Any) -> Knob:
         unit=item.get("unit"),
         tags=tuple(str(t) for t in tags),
     )
+    knob = Knob(**common) if engine is None else _flag_from(item, engine, common)
     if knob.default is not None:  # a default the knob's own rules refuse is a typo
-        check_knob_value(_value_text(knob.default))
-        knob.parse(_value_text(knob.default))
+        default = knob.default
+        text = " ".join(map(_value_text, default)) if isinstance(default, list) else default
+        check_knob_value(_value_text(text))
+        knob.parse(_value_text(text))
     return knob
+
+
+def _flag_from(item: dict, engine: str, common: dict) -> Flag:
+    aliases = item.get("aliases") or []
+    if not isinstance(aliases, list) or not all(isinstance(a, str) for a in aliases):
+        raise KnobError(f"flag {common['name']}: aliases must be a list of strings")
+    negatable = item.get("negatable", False)
+    if not isinstance(negatable, bool):
+        raise KnobError(f"flag {common['name']}: negatable must be true or false")
+    return Flag(
+        **common, aliases=tuple(aliases), negatable=negatable, nargs=item.get("nargs"),
+        engine=engine,
+    )
 
 
 def load_catalog(path: str | Path) -> Registry:
@@ -138,6 +164,20 @@ def load_catalog(path: str | Path) -> Registry:
     problem: unreadable file, invalid YAML, a missing ``knobs`` list, a bad or duplicate
     knob.
     """
+    return _load(path, "knobs")
+
+
+def load_flag_catalog(path: str | Path) -> FlagRegistry:
+    """Load one flag catalog (an ``engine`` name and a ``flags`` list) into a FlagRegistry.
+
+    Items have the fields of a knob catalog plus ``aliases`` (other spellings, e.g.
+    ``[--tensor-parallel-size]``), ``negatable`` (a ``--no-x`` form exists) and ``nargs``
+    (``+``: several words).  Errors as for :func:`load_catalog`.
+    """
+    return _load(path, "flags")  # type: ignore[return-value]
+
+
+def _load(path: str | Path, key: str) -> Registry:
     where = str(path)
     try:
         text = Path(path).read_text(encoding="utf-8")
@@ -151,24 +191,69 @@ def load_catalog(path: str | Path) -> Registry:
         line = mark.line + 1 if mark is not None else None
         problem = getattr(e, "problem", None) or str(e).splitlines()[0]
         raise CatalogError(where, f"invalid YAML: {problem}", line) from None
-    if not isinstance(data, dict) or not isinstance(data.get("knobs"), list):
-        raise CatalogError(where, "a catalog is a mapping with a 'knobs' list")
-    registry = Registry()
-    for index, item in enumerate(data["knobs"]):
+    if not isinstance(data, dict) or not isinstance(data.get(key), list):
+        raise CatalogError(where, f"a catalog is a mapping with a {key!r} list")
+    engine = None
+    if key == "flags":
+        engine = data.get("engine")
+        if not isinstance(engine, str) or not engine:
+            raise CatalogError(where, "a flag catalog names its 'engine'")
+    registry: Registry = Registry() if engine is None else FlagRegistry()
+    for index, item in enumerate(data[key]):
         try:
-            knob = _knob_from(item)
+            knob = _knob_from(item, engine)
             if knob.name in registry:
                 raise KnobError(f"knob {knob.name} is declared twice")
             registry.add(knob)
         except KnobError as e:
-            raise CatalogError(where, str(e), _item_line(text, index)) from None
+            raise CatalogError(where, str(e), _item_line(text, index, key)) from None
     return registry
 
 
 def bundled_catalogs() -> list[Path]:
-    """The catalog files shipped in ``envknobs/catalogs``, sorted by name."""
+    """The env knob catalog files shipped in ``envknobs/catalogs``, sorted by name."""
+    return [p for p in _bundled() if not p.name.endswith(FLAG_CATALOG_SUFFIX)]
+
+
+def bundled_flag_catalogs() -> list[Path]:
+    """The flag catalog files (``<engine>_flags.yaml``) shipped in ``envknobs/catalogs``."""
+    return [p for p in _bundled() if p.name.endswith(FLAG_CATALOG_SUFFIX)]
+
+
+def _bundled() -> list[Path]:
     folder = resources.files("envknobs") / "catalogs"
     return sorted(Path(str(p)) for p in folder.iterdir() if p.name.endswith(".yaml"))
+
+
+@functools.lru_cache(maxsize=1)
+def flag_registries() -> dict[str, FlagRegistry]:
+    """Engine name (``sglang``, ``vllm``) -> its bundled flags, cached for the process."""
+    out: dict[str, FlagRegistry] = {}
+    for path in bundled_flag_catalogs():
+        registry = load_flag_catalog(path)
+        first = next(iter(registry), None)
+        engine = first.engine if first else path.name[: -len(FLAG_CATALOG_SUFFIX)]
+        out[engine] = registry  # type: ignore[assignment]
+    return out
+
+
+def lookup_flag(name: str, engine: str | None = None) -> Flag | None:
+    """The catalog's declaration of flag ``name`` (any spelling: ``--mem-fraction-static``,
+    ``mem_fraction_static``, the ``--config`` YAML key ``mem-fraction-static``, an alias).
+
+    ``engine`` picks that engine's catalog; without it SGLang's is tried first, then the
+    others in name order.  None when no catalog declares it.
+    """
+    registries = flag_registries()
+    if engine is not None:
+        registry = registries.get(engine)
+        return None if registry is None else registry.get(name)
+    order = sorted(registries, key=lambda e: (e != "sglang", e))
+    for e in order:
+        found = registries[e].get(name)
+        if found is not None:
+            return found
+    return None
 
 
 @functools.lru_cache(maxsize=4)
@@ -201,6 +286,8 @@ def check_assignment(registry: Registry, knob: str, value: str | None) -> list[s
     or not among the choices raises :class:`~envknobs.registry.KnobError` naming knob,
     value and rule.  Unsetting a knob is always fine.
     """
+    if is_flag_name(knob):
+        return check_flag_assignment(knob, value)
     check_knob_name(knob)
     if value is None:
         return []
@@ -219,10 +306,42 @@ def check_assignment(registry: Registry, knob: str, value: str | None) -> list[s
     return []
 
 
+def check_flag_assignment(flag: str, value: str | None, engine: str | None = None) -> list[str]:
+    """:func:`check_assignment` for a launch-line flag (``--cuda-graph-max-bs``).
+
+    An unknown flag is a warning naming the closest known flags.  A boolean flag takes
+    ``true``/``false`` (and friends); ``false`` of a flag without a ``--no-`` form is
+    refused, since such a flag is switched off by removing it (``--unset``).
+    """
+    check_flag_name(flag)
+    if value is None:
+        return []
+    check_knob_value(value)
+    declared = lookup_flag(flag, engine)
+    if declared is None:
+        close: list[str] = []
+        for registry in flag_registries().values():
+            close.extend(c for c in registry.closest(flag) if c not in close)
+        hint = f"closest known: {', '.join(close[:3])}" if close else "no close match in the catalogs"
+        return [f"unknown flag {flag} ({hint})"]
+    declared.validate(value)
+    if declared.is_switch and not declared.parse(value) and not declared.negatable:
+        raise KnobError(
+            f"{declared.name} is a switch without a --no- form: "
+            "remove it with --unset instead of setting it false"
+        )
+    return []
+
+
 __all__ = [
     "CatalogError",
     "bundled_catalogs",
+    "bundled_flag_catalogs",
     "check_assignment",
+    "check_flag_assignment",
+    "flag_registries",
+    "load_flag_catalog",
+    "lookup_flag",
     "default_registry",
     "layered",
     "load_catalog",

@@ -84,7 +84,7 @@ class Knob:
     tags: tuple[str, ...] = field(default_factory=tuple)
 
     def __post_init__(self) -> None:
-        check_knob_name(self.name)
+        self._check_name()
         if self.type not in KNOB_TYPES:
             raise KnobError(f"knob {self.name}: type {self.type!r} is not one of {KNOB_TYPES}")
         if self.class_hint is not None and self.class_hint not in CLASS_HINTS:
@@ -95,6 +95,9 @@ class Knob:
             object.__setattr__(self, "choices", tuple(str(c) for c in self.choices))
         if self.min is not None and self.max is not None and self.min > self.max:
             raise KnobError(f"knob {self.name}: min {self.min} is greater than max {self.max}")
+
+    def _check_name(self) -> None:
+        check_knob_name(self.name)
 
     def parse(self, text: str) -> Any:
         """Parse a value as the engine would read it from the environment.

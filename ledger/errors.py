@@ -101,6 +101,19 @@ class TargetError(FileError):
     """A target file cannot be read, parsed or edited."""
 
 
+class AmbiguousPlace(LedgerError):
+    """A knob has several places that take effect (or none that always does) and the
+    command did not say which: the message names every place as ``file:line``."""
+
+    def __init__(self, message: str, places: Sequence[dict] = ()) -> None:
+        super().__init__()
+        self.message = message
+        self.places = list(places)  # {"path", "line", "scope", "text"} per place
+
+    def __str__(self) -> str:
+        return self.message
+
+
 class Drift:
     """One live value that differs from what the ledger expects."""
 

@@ -22,6 +22,15 @@ Errors are :class:`FormatError` (a ``ValueError``); invalid knob names or values
 :func:`~envknobs.registry.check_knob_name` / :func:`~envknobs.registry.check_knob_value`.
 A ``FormatError`` message says what and where (``line N``), never the file path: the
 caller knows the path and prefixes it.
+
+Places (:mod:`envknobs.formats.places`).  The ``bash`` format also reports where each
+knob is set — ``summary(text)``, ``knob(text, K)``, ``select_places(text, K, at)`` — and
+takes a selection: ``set(text, K, V, at=LINE|ALL)``, ``unset(text, K, at=...)`` and
+``edit_places(text, K, [PlaceEdit(key, value, raw, anchor)])``.  Without a selection an
+edit of a knob with several places raises :class:`~envknobs.formats.places.AmbiguousKnob`
+(a ``FormatError``) naming them all; ``AmbiguousKnob.describe(path)`` gives the message
+with ``path:line``.  Launch flags are knobs named ``--flag`` there (see
+:mod:`envknobs.flags`).
 """
 
 from __future__ import annotations

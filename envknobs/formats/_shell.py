@@ -1,13 +1,14 @@
-"""A small scanner for bash scripts: simple commands with the offsets of their words.
+"""A lexer for bash scripts: words with their exact source spans, operators, redirections.
 
-It is not a bash parser.  It knows enough of the shell's lexical rules to find, in a
-serve script, every simple command and the exact source span of each word: quotes
+It is not a bash parser (that is :mod:`envknobs.formats._bashtree`, built on these
+tokens).  It knows the shell's lexical rules well enough for serve scripts: quotes
 (``'...'``, ``"..."``, ``$'...'``), backslash escapes and ``\\``-newline continuations,
-``$(...)``, ``${...}``, backticks, comments, control operators (``;``, ``&&``, ``|``,
-...), redirections and here-documents (whose bodies are skipped, not read as commands).
-Compound commands (``if``/``for``/functions) are read as straight-line code: a leading
-reserved word such as ``then`` or ``do`` is stepped over and the command after it is
-taken at face value.
+``$(...)``, ``$((...))``, ``${...}``, backticks, comments, control operators (``;``, ``&&``,
+``|``, ``;;``...), redirections (with io-numbers, ``2>&1``) and here-documents, whose
+bodies are skipped and remembered (text in them is never a command).  Three constructs
+are read as one token because their insides are not commands: array assignments
+``NAME=( ... )`` (with their element words, comments and newlines allowed inside),
+``[[ ... ]]`` tests and ``(( ... ))`` arithmetic.
 
 Offsets are into the text as given; a CR before LF counts as part of the line break, so
 CRLF scripts read the way their author meant them.
@@ -23,21 +24,20 @@ from envknobs.formats import FormatError
 from envknobs.formats._text import line_of
 
 _METACHARS = frozenset(" \t\r\n;&|()<>")
-# Words that open or continue a compound command; the command proper follows them.
-_LEADING_RESERVED = frozenset(
-    {"then", "else", "elif", "do", "if", "while", "until", "!", "{", "time"}
-)
-# Words after which nothing on the command is a simple command we understand.
-_OPAQUE_RESERVED = frozenset({"for", "case", "select", "function", "[[", "(("})
+_OPERATORS = (";;&", ";;", ";&", "&&", "||", "|&", ";", "&", "|", "(", ")")
 _REDIRECTION_RE = re.compile(r"&>>?|<<<|<<-?|<>|<&|>&|>>|>\||<|>")
 ASSIGNMENT_RE = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(\+?)=")
+_ARRAY_OPEN_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\+?=\Z")
 
 
 @dataclass
 class Word:
+    """One shell word: its span and raw text; ``array`` holds the elements of ``A=( ... )``."""
+
     start: int
     end: int
     text: str
+    array: list[Word] | None = None
 
     def assignment(self) -> tuple[str, bool, int] | None:
         """``(name, is_append, value_offset)`` if the word is ``NAME=value``."""
@@ -48,37 +48,32 @@ class Word:
 
 
 @dataclass
-class Command:
-    """One simple command: its words (redirections left out) and where its line is."""
+class Token:
+    """``kind``: ``word``, ``op`` (control operator), ``nl`` (line break) or ``redir``."""
 
-    words: list[Word] = field(default_factory=list)
-    # Whether it was the only thing on its logical line (no `;`, `&&`, reserved word,
-    # redirection): only then may a whole line be deleted on its behalf.
-    alone: bool = True
-    # Offset just past the line break (and any here-doc bodies) ending its logical line.
-    line_end: int = -1
-
-    @property
-    def start(self) -> int:
-        return self.words[0].start
-
-    @property
-    def end(self) -> int:
-        return self.words[-1].end
+    kind: str
+    start: int
+    end: int
+    text: str
+    word: Word | None = None
 
 
-# Deepest $(...) / ${...} nesting the scanner follows before refusing the file.
+@dataclass
+class Lexed:
+    tokens: list[Token] = field(default_factory=list)
+    heredocs: list[tuple[int, int]] = field(default_factory=list)  # body spans
+
+
+# Deepest $(...) / ${...} nesting the lexer follows before refusing the file.
 MAX_NESTING = 100
 
 
-class _Scanner:
+class _Lexer:
     def __init__(self, text: str) -> None:
         self.text = text
         self.n = len(text)
-        self.commands: list[Command] = []
-        self.line_commands: list[Command] = []
-        self.current = Command()
-        self.heredocs: list[tuple[str, bool, int]] = []  # (delimiter, <<-, offset)
+        self.out = Lexed()
+        self.pending: list[tuple[str, bool, int]] = []  # here-docs: delimiter, <<-, offset
         self.nesting = 0  # open $(...) / ${...} around the scan position
 
     def fail(self, pos: int, what: str) -> FormatError:
@@ -91,16 +86,17 @@ class _Scanner:
             raise self.fail(i, "unterminated single quote")
         return j + 1
 
-    def skip_ansi_c(self, i: int) -> int:  # $'...' with backslash escapes; i at the quote
+    def skip_escaped(self, i: int, close: str, what: str) -> int:
+        """Skip a ``$'...'`` quote or a backquote (backslash escapes inside); i at the opener."""
         j = i + 1
         while j < self.n:
             if self.text[j] == "\\":
                 j += 2
-            elif self.text[j] == "'":
+            elif self.text[j] == close:
                 return j + 1
             else:
                 j += 1
-        raise self.fail(i, "unterminated $'...' quote")
+        raise self.fail(i, f"unterminated {what}")
 
     def skip_double(self, i: int) -> int:
         j = i + 1
@@ -113,27 +109,16 @@ class _Scanner:
             elif c == "$" and self.text.startswith(("$(", "${"), j):
                 j = self.skip_dollar(j)
             elif c == "`":
-                j = self.skip_backtick(j)
+                j = self.skip_escaped(j, "`", "backquote")
             else:
                 j += 1
         raise self.fail(i, "unterminated double quote")
-
-    def skip_backtick(self, i: int) -> int:
-        j = i + 1
-        while j < self.n:
-            if self.text[j] == "\\":
-                j += 2
-            elif self.text[j] == "`":
-                return j + 1
-            else:
-                j += 1
-        raise self.fail(i, "unterminated backquote")
 
     def skip_dollar(self, i: int) -> int:
         """Skip ``$(...)``, ``$((...))`` or ``${...}`` starting at ``i``.
 
         Nesting deeper than :data:`MAX_NESTING` is refused (no serve script needs it, and
-        each level is a recursion of this scanner).
+        each level is a recursion of this lexer).
         """
         if self.nesting >= MAX_NESTING:
             raise self.fail(i, f"$(...) / ${{...}} nested more than {MAX_NESTING} deep")
@@ -160,7 +145,7 @@ class _Scanner:
                 j = self.skip_double(j)
                 continue
             if c == "`":
-                j = self.skip_backtick(j)
+                j = self.skip_escaped(j, "`", "backquote")
                 continue
             if c == "$" and self.text.startswith(("$(", "${"), j):
                 j = self.skip_dollar(j)
@@ -174,10 +159,10 @@ class _Scanner:
             j += 1
         raise self.fail(i, f"unterminated ${opener}")
 
-    def read_word(self, i: int) -> int:
+    def read_word(self, i: int, extra_stops: str = "") -> int:
         """Offset just past the word starting at ``i``."""
         text = self.text
-        while i < self.n and text[i] not in _METACHARS:
+        while i < self.n and text[i] not in _METACHARS and text[i] not in extra_stops:
             c = text[i]
             if c == "\\":
                 i += 2
@@ -186,38 +171,96 @@ class _Scanner:
             elif c == '"':
                 i = self.skip_double(i)
             elif c == "`":
-                i = self.skip_backtick(i)
+                i = self.skip_escaped(i, "`", "backquote")
             elif c == "$" and i + 1 < self.n and text[i + 1] in "({":
                 i = self.skip_dollar(i)
             elif c == "$" and i + 1 < self.n and text[i + 1] == "'":
-                i = self.skip_ansi_c(i + 1)
+                i = self.skip_escaped(i + 1, "'", "$'...' quote")
             else:
                 i += 1
         return min(i, self.n)
 
-    # -- commands ---------------------------------------------------------------------
-    def end_command(self, separated: bool) -> None:
-        if self.current.words:
-            self.commands.append(self.current)
-            self.line_commands.append(self.current)
-        if separated:
-            for cmd in self.line_commands:
-                cmd.alone = False
-            self.current = Command(alone=False)
-        else:
-            self.current = Command()
+    def skip_blanks(self, i: int, newlines: bool = False) -> int:
+        """Skip blanks, ``\\``-newlines and (with ``newlines``) line breaks and comments."""
+        text = self.text
+        while i < self.n:
+            if text[i] in " \t\r" or (newlines and text[i] == "\n"):
+                i += 1
+            elif text.startswith(("\\\n", "\\\r\n"), i):
+                i += 2 if text[i + 1] == "\n" else 3
+            elif newlines and text[i] == "#":
+                nl = text.find("\n", i)
+                i = self.n if nl < 0 else nl
+            else:
+                break
+        return i
 
-    def end_line(self, after_newline: int) -> int:
-        self.end_command(separated=False)
-        end = self.skip_heredocs(after_newline)
-        for cmd in self.line_commands:
-            cmd.line_end = end
-        self.line_commands = []
-        self.current = Command()
+    # -- special tokens -------------------------------------------------------------
+    def read_array(self, start: int, open_paren: int) -> tuple[int, list[Word]]:
+        """``NAME=( ... )``: the offset past ``)`` and the element words."""
+        elements: list[Word] = []
+        i = open_paren + 1
+        while True:
+            i = self.skip_blanks(i, newlines=True)
+            if i >= self.n:
+                raise self.fail(start, "unterminated array assignment (")
+            if self.text[i] == ")":
+                return i + 1, elements
+            end = self.read_word(i)
+            if end == i:
+                raise self.fail(i, f"unexpected {self.text[i]!r} in an array assignment")
+            elements.append(Word(i, end, self.text[i:end]))
+            i = end
+
+    def read_until_word(self, i: int, closer: str, what: str) -> int:
+        """From ``[[`` (at i), the offset past the matching ``]]`` word."""
+        j = i + 2
+        while True:
+            j = self.skip_blanks(j)
+            if j >= self.n:
+                raise self.fail(i, f"unterminated {what}")
+            end = self.read_word(j)
+            if end == j:  # an operator character: part of the test expression
+                end = j + 1
+            if self.text[j:end] == closer:
+                return end
+            j = end
+
+    def read_arith(self, i: int) -> int:
+        """From ``((`` (at i), the offset past the matching ``))``."""
+        depth, j = 0, i
+        while j < self.n:
+            c = self.text[j]
+            if c == "(":
+                depth += 1
+            elif c == ")":
+                depth -= 1
+                if depth == 0:
+                    return j + 1
+            elif c in "'\"":
+                j = self.skip_single(j) - 1 if c == "'" else self.skip_double(j) - 1
+            j += 1
+        raise self.fail(i, "unterminated ((")
+
+    def redirection(self, i: int) -> int:
+        m = _REDIRECTION_RE.match(self.text, i)
+        op = m.group(0) if m else self.text[i]
+        tokens = self.out.tokens
+        start = i
+        # An io-number like the 2 in 2>&1 was read as a word: it is part of the redirection.
+        if tokens and tokens[-1].kind == "word" and tokens[-1].end == i and tokens[-1].text.isdigit():
+            start = tokens.pop().start
+        j = self.skip_blanks(i + len(op))
+        end = self.read_word(j)
+        if op in ("<<", "<<-") and end > j:
+            delimiter = re.sub(r"""['"\\]""", "", self.text[j:end])
+            self.pending.append((delimiter, op == "<<-", i))
+        tokens.append(Token("redir", start, end, self.text[start:end]))
         return end
 
     def skip_heredocs(self, i: int) -> int:
-        for delimiter, strip_tabs, opened in self.heredocs:
+        for delimiter, strip_tabs, opened in self.pending:
+            body = i
             while True:
                 if i >= self.n:
                     # bash only warns; but a knob written after it would land inside it.
@@ -228,29 +271,12 @@ class _Scanner:
                 i = stop
                 if (line.lstrip("\t") if strip_tabs else line) == delimiter:
                     break
-        self.heredocs = []
+            self.out.heredocs.append((body, i))
+        self.pending = []
         return i
 
-    def redirection(self, i: int) -> int:
-        """Step over a redirection operator and its target word; returns the new offset."""
-        m = _REDIRECTION_RE.match(self.text, i)
-        op = m.group(0) if m else self.text[i]
-        # An io-number like the 2 in 2>&1 was read as a word: it is part of the redirection.
-        words = self.current.words
-        if words and words[-1].end == i and words[-1].text.isdigit():
-            words.pop()
-        self.current.alone = False
-        j = i + len(op)
-        while j < self.n and self.text[j] in " \t":
-            j += 1
-        end = self.read_word(j)
-        if op in ("<<", "<<-") and end > j:
-            delimiter = re.sub(r"""['"\\]""", "", self.text[j:end])
-            self.heredocs.append((delimiter, op == "<<-", i))
-        return end
-
-    def scan(self) -> list[Command]:
-        text, i = self.text, 0
+    def lex(self) -> Lexed:
+        text, i, tokens = self.text, 0, self.out.tokens
         while i < self.n:
             c = text[i]
             if c in " \t\r":
@@ -261,30 +287,34 @@ class _Scanner:
                 nl = text.find("\n", i)
                 i = self.n if nl < 0 else nl
             elif c == "\n":
-                i = self.end_line(i + 1)
+                tokens.append(Token("nl", i, i + 1, "\n"))
+                i = self.skip_heredocs(i + 1)
             elif c in "<>" or text.startswith("&>", i):
                 i = self.redirection(i)
+            elif text.startswith("((", i):
+                end = self.read_arith(i)
+                tokens.append(Token("word", i, end, text[i:end], Word(i, end, text[i:end])))
+                i = end
             elif c in ";&|()":
-                self.end_command(separated=True)
-                i += 2 if text[i : i + 2] in ("&&", "||", ";;", "|&") else 1
+                op = next(o for o in _OPERATORS if text.startswith(o, i))
+                tokens.append(Token("op", i, i + len(op), op))
+                i += len(op)
             else:
                 end = self.read_word(i)
-                self.current.words.append(Word(i, end, text[i:end]))
+                word = Word(i, end, text[i:end])
+                if _ARRAY_OPEN_RE.match(word.text) and text.startswith("(", end):
+                    end, word.array = self.read_array(i, end)
+                    word.end, word.text = end, text[i:end]
+                elif word.text == "[[":
+                    end = self.read_until_word(i, "]]", "[[ test")
+                    word = Word(i, end, text[i:end])
+                tokens.append(Token("word", i, end, word.text, word))
                 i = end
-        self.end_line(self.n)
-        return self.commands
+        if self.pending:
+            self.skip_heredocs(self.n)
+        return self.out
 
 
-def scan_commands(text: str) -> list[Command]:
-    """Every simple command of ``text`` in order; raises FormatError on unbalanced quotes."""
-    return _Scanner(text).scan()
-
-
-def strip_reserved(words: list[Word]) -> tuple[list[Word], bool]:
-    """Drop leading reserved words (``then``, ``do``...); False if the command is opaque."""
-    k = 0
-    while k < len(words) and words[k].text in _LEADING_RESERVED:
-        k += 1
-    if k < len(words) and words[k].text in _OPAQUE_RESERVED:
-        return [], False
-    return words[k:], True
+def lex(text: str) -> Lexed:
+    """The tokens of ``text``; raises FormatError on unbalanced quotes or here-documents."""
+    return _Lexer(text).lex()

@@ -1,10 +1,9 @@
-"""`ledger record knob|patch`."""
+"""`ledger record knob|flag|patch`."""
 
 from __future__ import annotations
 
 import click
 
-from ledger.cli.common import State
 from ledger.cli.common import dry_run_option
 from ledger.cli.common import emit_json
 from ledger.cli.common import json_option
@@ -31,23 +30,52 @@ def record_options(f):
     return f
 
 
-@record.command("knob")
+def place_options(f):
+    f = click.option("--all", "all_places", is_flag=True,
+                     help="Change every place of the knob; each keeps its own old value for "
+                          "revert.")(f)
+    f = click.option("--at", "at_line", type=click.IntRange(min=1), metavar="LINE",
+                     help="Change the knob only at the place on LINE (or add it to the "
+                          "launch command on LINE).")(f)
+    return f
+
+
+def check_options(f):
+    f = restart_option(f)
+    f = click.option("--force", is_flag=True, help="Overwrite drift in the target.")(f)
+    f = click.option("--no-validate", is_flag=True,
+                     help="Skip the catalog's type and range checks.")(f)
+    return f
+
+
+def selection(at_line: int | None, all_places: bool) -> int | str | None:
+    if at_line is not None and all_places:
+        raise UsageError("give --at LINE or --all, not both")
+    return "all" if all_places else at_line
+
+
+@record.command("knob", context_settings={"ignore_unknown_options": True})
 @click.argument("target_name", metavar="TARGET")
 @click.argument("assignment", metavar="KNOB=VALUE | KNOB")
 @record_options
+@place_options
 @click.option("--unset", is_flag=True, help="Remove the knob (give KNOB alone).")
 @click.option("--adopt", is_flag=True, help="Record a change already made by hand.")
 @click.option("--before", help="With --adopt: the value before the hand edit.")
 @click.option("--before-unset", is_flag=True, help="With --adopt: the knob was unset before.")
-@click.option("--no-validate", is_flag=True, help="Skip the catalog's type and range checks.")
-@click.option("--force", is_flag=True, help="Overwrite drift in the target.")
-@restart_option
+@check_options
 @json_option
 @dry_run_option
 @click.pass_context
-def record_knob(ctx, target_name, assignment, cls, title, why, unset, adopt, before,
-                before_unset, no_validate, force, restart, json_out, dry_run) -> None:
-    """Change KNOB in TARGET (with backup) and record the entry."""
+def record_knob(ctx, target_name, assignment, cls, title, why, at_line, all_places, unset, adopt,
+                before, before_unset, no_validate, force, restart, json_out, dry_run) -> None:
+    """Change KNOB in TARGET (with backup) and record the entry.
+
+    In a bash script a knob set in several places that take effect (the branches of an
+    if, a K=V prefix on two launch lines) is refused with every place as FILE:LINE:
+    choose one with --at LINE, or all with --all.  Launch-line flags are recorded with
+    `ledger record flag`.
+    """
     from ledger.commands.record import record_knob as do_record
 
     if unset:
@@ -60,30 +88,107 @@ def record_knob(ctx, target_name, assignment, cls, title, why, unset, adopt, bef
         knob, value = assignment.split("=", 1)
     if before is not None and before_unset:
         raise UsageError("give --before VALUE or --before-unset, not both")
+    if knob.startswith("-"):
+        raise UsageError(f"{knob} is a launch flag: use `ledger record flag {target_name} "
+                         f"{assignment}`")
+    r, live = _with_restart(ctx, restart, dry_run, lambda s, dry: do_record(
+        s, target=target_name, knob=knob, value=value, cls=cls, title=title, why=why,
+        adopt=adopt, before=before, before_given=before is not None or before_unset,
+        no_validate=no_validate, force=force, dry_run=dry, at=selection(at_line, all_places)))
+    _report(ctx, r, adopt, json_out, dry_run, live)
+
+
+def _with_restart(ctx, restart: bool, dry_run: bool, call):
+    """Run a record through ``--restart`` handling; (what it recorded, the live outcome)."""
     done = {}
 
     def mutate(s, dry):
-        done["r"] = do_record(
-            s, target=target_name, knob=knob, value=value, cls=cls, title=title, why=why,
-            adopt=adopt, before=before, before_given=before is not None or before_unset,
-            no_validate=no_validate, force=force, dry_run=dry)
+        done["r"] = call(s, dry)
         return done["r"].applied
 
     _, live = run_live(ctx, restart, dry_run, mutate)
-    r = done["r"]
+    return done["r"], live
+
+
+def _report(ctx, r, adopt: bool, json_out: bool, dry_run: bool, live) -> None:
     for w in r.warnings:
         click.echo(f"warning: {w}", err=True)
     if wants_json(ctx, json_out):
-        emit_json({**_recorded_json(r.entry, r.applied, dry_run, r.warnings), **live.to_dict()})
+        emit_json({**_recorded_json(r.entry, r.applied, dry_run, r.warnings),
+                   **live.to_dict()})
         if live.failed:
             ctx.exit(1)
         return
     e = r.entry
     verb = "would record" if dry_run else ("adopted" if adopt else "recorded")
     click.echo(f"{verb} {e.id} [{e.cls}] {safe(e.title)}")
-    click.echo(f"  {e.target}: {e.knob} {show_value(e.before)} -> {show_value(e.after)}")
+    if e.places:
+        for key, place in e.places.items():
+            click.echo(f"  {e.target}:{place.get('line')}: {e.knob} "
+                       f"{show_value(place.get('before'))} -> {show_value(e.after)}  ({key})")
+    else:
+        click.echo(f"  {e.target}: {e.knob} {show_value(e.before)} -> {show_value(e.after)}")
     print_files(r.applied, dry_run)
     print_live(ctx, live)
+
+
+FLAG_HELP = """Change a launch-line flag of TARGET (a bash serve script) and record it.
+
+\b
+  ledger record flag TARGET --cuda-graph-max-bs=256 --class perf --title T
+  ledger record flag TARGET --mem-fraction-static 0.85 --class perf --title T
+  ledger record flag TARGET --disable-radix-cache --class perf --title T
+  ledger record flag TARGET --enable-prefix-caching=false ...   (written --no-enable-prefix-caching)
+  ledger record flag TARGET --disable-radix-cache --unset ...
+  ledger record flag TARGET -- --title=x ...   (a flag named like one of ours: after --)
+
+The flag is one token --FLAG=VALUE, or --FLAG VALUE, or --FLAG alone for a switch
+(value true).  It is edited where the launch command has it (on the command line, or
+in an args=( ... ) array expanded there), in the form found (--x v or --x=v); a new
+flag goes on its own continuation line (or into the launch's args array).  Values are
+checked against the SGLang and vLLM flag catalogs.  A flag on several launch lines
+(prefill and decode) is refused with every place as FILE:LINE: choose with --at LINE
+or --all.  Revert, restore, suspect, drift, diff, status and evidence treat it like
+any env knob."""
+
+
+@record.command("flag", help=FLAG_HELP,
+                context_settings={"ignore_unknown_options": True})
+@click.argument("target_name", metavar="TARGET")
+@click.argument("flag_words", nargs=-1, type=click.UNPROCESSED, metavar="--FLAG[=VALUE] [VALUE]")
+@record_options
+@place_options
+@click.option("--unset", is_flag=True, help="Remove the flag from the launch command.")
+@check_options
+@json_option
+@dry_run_option
+@click.pass_context
+def record_flag(ctx, target_name, flag_words, cls, title, why, at_line, all_places, unset,
+                no_validate, force, restart, json_out, dry_run) -> None:
+    from ledger.commands.record import record_knob as do_record
+
+    flag, value = parse_flag_words(flag_words, unset)
+    r, live = _with_restart(ctx, restart, dry_run, lambda s, dry: do_record(
+        s, target=target_name, knob=flag, value=value, cls=cls, title=title, why=why,
+        no_validate=no_validate, force=force, dry_run=dry, at=selection(at_line, all_places)))
+    _report(ctx, r, False, json_out, dry_run, live)
+
+
+def parse_flag_words(words: tuple[str, ...], unset: bool) -> tuple[str, str | None]:
+    """``("--x=1",)`` / ``("--x", "1")`` / ``("--x",)`` -> (flag, value); a switch is true."""
+    words = tuple(w for w in words if w != "--")
+    if not words or not words[0].startswith("-") or len(words) > 2:
+        raise UsageError("give one flag: --FLAG=VALUE, --FLAG VALUE or --FLAG (a switch)")
+    flag, eq, inline = words[0].partition("=")
+    if len(words) == 2 and eq:
+        raise UsageError(f"{words[0]} already has a value; {words[1]!r} is one too many")
+    if unset:
+        if eq or len(words) == 2:
+            raise UsageError("--unset takes the flag alone, not a value")
+        return flag, None
+    if eq:
+        return flag, inline
+    return flag, (words[1] if len(words) == 2 else "true")
 
 
 def _recorded_json(entry, applied, dry_run: bool, warnings: list[str]) -> dict:
@@ -107,15 +212,8 @@ def record_patch(ctx, patch_file, rev, cls, title, why, restart, json_out, dry_r
 
     if bool(patch_file) == bool(rev):
         raise UsageError("give a patch FILE or --commit REV (one of them)")
-    done = {}
-
-    def mutate(s, dry):
-        done["r"] = do_record(s, patch_file=patch_file, rev=rev, cls=cls, title=title,
-                              why=why, dry_run=dry)
-        return done["r"].applied
-
-    _, live = run_live(ctx, restart, dry_run, mutate)
-    r = done["r"]
+    r, live = _with_restart(ctx, restart, dry_run, lambda s, dry: do_record(
+        s, patch_file=patch_file, rev=rev, cls=cls, title=title, why=why, dry_run=dry))
     if wants_json(ctx, json_out):
         emit_json({**_recorded_json(r.entry, r.applied, dry_run, []), **live.to_dict()})
         if live.failed:

@@ -111,8 +111,7 @@ def status(ctx, live, targets, json_out) -> None:
     colour = use_colour()
     rows = []
     for r in st.entries:
-        live = "ok" if r["ok"] else paint("UNREADABLE" if r.get("unreadable") else "DRIFT",
-                                          "drift", colour)
+        live = "ok" if r["ok"] else _live_cell(r, colour)
         rows.append([r["id"], r["class"], _state_cell(r, colour), r["change"], live, r["title"]])
     click.echo(table(rows, ["ID", "CLASS", "STATE", "CHANGE", "LIVE", "TITLE"], max_width=44)
                if rows else "no entries")
@@ -122,6 +121,14 @@ def status(ctx, live, targets, json_out) -> None:
         click.echo("\nunder suspicion: " + ", ".join(f"{r['id']} {safe(r['title'])}" for r in suspects))
     for err in st.errors:
         click.echo(f"warning: {err}", err=True)
+
+
+def _live_cell(r: dict, colour: bool) -> str:
+    state = r.get("live_state") or ("UNREADABLE" if r.get("unreadable") else "DRIFT")
+    if state in ("conditional", "repeated"):
+        lines = ",".join(str(n) for n in r.get("lines") or [])
+        return paint(f"{state} (lines {lines})", "drift", colour)
+    return paint(state.upper(), "drift", colour)
 
 
 def _print_drift(drifts, colour: bool) -> None:

@@ -1,4 +1,4 @@
-"""`ledger init` and `ledger target add|list`."""
+"""`ledger init` and `ledger target add|list|show`."""
 
 from __future__ import annotations
 
@@ -45,11 +45,66 @@ def target() -> None:
 def target_add(ctx, name: str, path: str, fmt: str, container: str | None, dry_run: bool) -> None:
     """Put the file PATH under management as target NAME."""
     from ledger.commands.setup import add_target
+    from ledger.commands.setup import target_summary
 
     s = ctx.find_object(State).session(ctx)
     t = add_target(s, name, path, fmt, container, Path.cwd(), dry_run)
     verb = "would add" if dry_run else "added"
     click.echo(f"{verb} target {t.name}: {safe(t.path)} ({t.format})")
+    print_summary(target_summary(s, t.name, t))
+
+
+@target.command("show")
+@click.argument("name")
+@json_option
+@click.pass_context
+def target_show(ctx, name: str, json_out: bool) -> None:
+    """What the ledger sees in target NAME: each knob and launch flag, its value and lines,
+    and whether it is conditional (depends on a branch), repeated (one place per launch
+    line), computed by the shell, or on a launch line."""
+    from ledger.commands.setup import target_summary
+
+    s = ctx.find_object(State).session(ctx)
+    d = target_summary(s, name)
+    if wants_json(ctx, json_out):
+        return emit_json(d)
+    click.echo(f"{d['target']}: {safe(d['path'])} ({d['format']})")
+    print_summary(d)
+
+
+def _where(k: dict) -> str:
+    scopes = list(dict.fromkeys(p["scope"] for p in k["places"]))
+    launches = sorted({p["launch"] for p in k["places"] if p.get("launch")})
+    parts = []
+    if launches:
+        parts.append("launch line" + ("s " if len(launches) > 1 else " ") + ",".join(map(str, launches)))
+    parts += [sc for sc in scopes if sc != "top level" and not sc.startswith("background")]
+    return "; ".join(parts) or "top level"
+
+
+def print_summary(d: dict) -> None:
+    """The knobs table of `target show` (also printed by `target add`)."""
+    rows = []
+    for k in d["knobs"]:
+        places = k["places"]
+        if k["state"] in ("conditional", "repeated"):
+            value = " | ".join(dict.fromkeys("unset" if p["value"] is None else p["value"] for p in places))
+        else:
+            value = "(computed)" if k["computed"] else ("unset" if k["value"] is None else k["value"])
+        lines = ",".join(str(p["line"]) for p in places)
+        rows.append([k["knob"], value, k["state"], lines, _where(k)])
+    if not rows:
+        click.echo("  no knobs found")
+    else:
+        click.echo(table(rows, ["KNOB", "VALUE", "STATE", "LINES", "WHERE"], max_width=40))
+    for launch in d.get("launches", []):
+        kind = "docker run" if launch["docker"] else (launch["engine"] or "exec")
+        click.echo(f"launch {launch['ordinal']}: line {launch['line']}-{launch['end_line']} ({kind})")
+    for note in d.get("notes", []):
+        click.echo(f"note: {safe(note)}")
+    if any(k["state"] in ("conditional", "repeated") for k in d["knobs"]):
+        click.echo("conditional/repeated knobs have no single value: record them with "
+                   "--at LINE (one place) or --all")
 
 
 @target.command("list")

@@ -37,18 +37,33 @@ from ledger.store.txn import WriterLock
 from ledger.store.workspace import Workspace
 
 
-def _knob_sides(ws: Workspace, e: Entry):
+def _knob_sides(ws: Workspace, e: Entry, command: str | None = None):
+    """Sides A and B of a knob (or flag) entry: the live knobs, with the entry's own set
+    as its layer gives with the entry reverted (A) or applied (B).  Env knobs go to the
+    bench's environment, launch flags to its ``{flags}`` argument.  An entry recorded at
+    several places measures its first place's layer (the bench runs one server)."""
     from ledger.evidence.runner import Side
 
     tf = read_target(ws, ws.target(e.target))
-    layer = planner.knob_layers(ws.entries())[(e.target, e.knob)]
+    layer = planner.knob_layers(ws.entries())[planner.entry_keys(e)[0]]
     value_a = planner.layer_value(layer, {e.id: False})
     value_b = planner.layer_value(layer, {e.id: True})
-    live = dict(tf.values)
+    env = {k: v for k, v in tf.values.items() if not k.startswith("-")}
+    flags = {k: v for k, v in tf.values.items() if k.startswith("-")}
+    own = flags if e.knob.startswith("-") else env
+    if e.knob.startswith("-") and command is not None and "{flags}" not in command.split():
+        raise EvidenceError(
+            f"{e.knob} is a launch flag: the bench command must pass the side's flags to the "
+            "server with a {flags} argument, else A and B would run the same (see --bench)"
+        )
     engine_dir = ws.engine_repo_path or Path.cwd()
-    side_a = Side("A", {**live, e.knob: value_a}, engine_dir)
-    side_b = Side("B", {**live, e.knob: value_b}, engine_dir)
-    context = {k: v for k, v in live.items() if k != e.knob}
+    a_own, b_own = {**own, e.knob: value_a}, {**own, e.knob: value_b}
+    if own is flags:
+        side_a, side_b = Side("A", env, engine_dir, a_own), Side("B", env, engine_dir, b_own)
+    else:
+        side_a = Side("A", a_own, engine_dir, flags)
+        side_b = Side("B", b_own, engine_dir, flags)
+    context = {k: v for k, v in tf.values.items() if k != e.knob}
     return side_a, side_b, context
 
 
@@ -101,10 +116,10 @@ def plan_ab(
     concs = _parse_concurrency(concurrency)
     e = ws.resolve(ref)
     if e.kind == "knob":
-        side_a, side_b, _ = _knob_sides(ws, e)
-        differs = {k: {"A": side_a.env.get(k), "B": side_b.env.get(k)}
-                   for k in sorted(set(side_a.env) | set(side_b.env))
-                   if side_a.env.get(k) != side_b.env.get(k)}
+        side_a, side_b, _ = _knob_sides(ws, e, command)
+        a_all, b_all = {**side_a.env, **side_a.flags}, {**side_b.env, **side_b.flags}
+        differs = {k: {"A": a_all.get(k), "B": b_all.get(k)}
+                   for k in sorted(set(a_all) | set(b_all)) if a_all.get(k) != b_all.get(k)}
     else:
         differs = {"engine tree": {"A": f"without patch {e.id}", "B": f"with patch {e.id}"}}
     return {"entry": e.id, "command": command, "concurrency": concs, "runs_per_side": runs,
@@ -142,7 +157,7 @@ def run_ab(
     with WriterLock(ws, s.command):
         e = ws.resolve(ref)
         if e.kind == "knob":
-            side_a, side_b, context = _knob_sides(ws, e)
+            side_a, side_b, context = _knob_sides(ws, e, command)
             result = run_bench(command, side_a, side_b, concs, runs, progress=progress)
         else:
             with _patch_sides(ws, e) as (side_a, side_b, context):

@@ -7,7 +7,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from envknobs.registry import KnobError
-from envknobs.registry import check_knob_name
 from envknobs.registry import check_knob_value
 from ledger.commands.session import Session
 from ledger.commands.session import writing
@@ -16,6 +15,8 @@ from ledger.core.display import value_text
 from ledger.core.model import Action
 from ledger.core.model import Entry
 from ledger.core.model import check_class
+from ledger.core.model import check_knob_or_flag
+from ledger.core.model import place_knob
 from ledger.core.model import slugify
 from ledger.errors import Drift
 from ledger.errors import DriftError
@@ -47,9 +48,10 @@ def knob_registry():
 
 
 def validate_knob(knob: str, value: str | None, no_validate: bool) -> list[str]:
-    """Check a knob assignment against the catalogs; return warnings, raise on errors."""
+    """Check a knob (or ``--flag``) assignment against the catalogs; return warnings,
+    raise on errors."""
     try:
-        check_knob_name(knob)
+        check_knob_or_flag(knob)
         if value is not None:
             check_knob_value(value)
     except KnobError as e:
@@ -105,10 +107,20 @@ def record_knob(
     no_validate: bool = False,
     force: bool = False,
     dry_run: bool = False,
+    at: int | str | None = None,
 ) -> Recorded:
-    """Change a knob in a target and record it; or, with ``adopt``, record a change made by hand."""
+    """Change a knob in a target and record it; or, with ``adopt``, record a change made by hand.
+
+    ``knob`` may be a launch flag (``--cuda-graph-max-bs``).  ``at`` selects places in a
+    bash script: a line, or ``"all"``; without it a knob with several places (or one
+    that depends on a branch) is refused with every place named (see :func:`record_at`).
+    """
     check_class(cls)
     t = s.ws.target(target)
+    if at is not None and t.format != "bash":
+        raise UsageError(f"--at/--all select places in a bash script; {target} is {t.format}")
+    if at is not None and adopt:
+        raise UsageError("--adopt records a whole knob; it does not take --at/--all")
     warnings = validate_knob(knob, value, no_validate)
     if before is not None:
         validate_knob(knob, before, True)
@@ -119,6 +131,15 @@ def record_knob(
     with writing(s, dry_run):
         entries = s.ws.entries()
         tf = read_target(s.ws, t)
+        knob = canonical_knob(tf, knob)
+        if at is not None:
+            done = record_at(s, tf, entries, knob=knob, value=value, at=at, cls=cls,
+                             title=title, why=why, force=force, dry_run=dry_run,
+                             warnings=warnings)
+            if done is not None:
+                return done
+        else:
+            refuse_ambiguous(tf, knob, value, adopt)
         layer = planner.knob_layers(entries).get((target, knob))
         if adopt:
             entry_before = _adopted_before(tf, layer, knob, value, before)
@@ -146,6 +167,91 @@ def record_knob(
         )
         applied.changed = [entry]
         return Recorded(entry, applied, warnings)
+
+
+def canonical_knob(tf, knob: str) -> str:
+    """A flag as the file's launch lines spell it in the catalog (``--tp`` -> ``--tp-size``)."""
+    from ledger.store.targets import target_format
+
+    fmt = target_format(tf.target)
+    return fmt.canonical(tf.text, knob) if hasattr(fmt, "canonical") else knob
+
+
+def refuse_ambiguous(tf, knob: str, value: str | None, adopt: bool) -> None:
+    """No silent pick: a knob with several places, or one that depends on a branch, is
+    refused with each place as ``file:line`` and how to select one."""
+    from envknobs.formats import FormatError
+    from envknobs.formats.places import AmbiguousKnob
+    from ledger.store.targets import ambiguous
+    from ledger.store.targets import target_format
+
+    fmt = target_format(tf.target)
+    if not hasattr(fmt, "select_places"):
+        return
+    try:
+        fmt.select_places(tf.text, knob, None, "unset" if value is None else "set")
+    except AmbiguousKnob as e:
+        if adopt:
+            raise UsageError(f"{tf.path}: {knob} has several places; --adopt cannot say which "
+                             "one was edited: record it with --at LINE instead") from e
+        raise ambiguous(e, tf.path) from e
+    except FormatError:
+        pass  # the edit itself reports it, naming the file
+
+
+def record_at(s: Session, tf, entries, *, knob: str, value: str | None, at: int | str,
+              cls: str, title: str, why: str, force: bool, dry_run: bool,
+              warnings: list[str]) -> Recorded | None:
+    """Record a change at the selected places only; the entry keeps each place's key,
+    line, old value, exact text and anchor, so revert/restore touch exactly those.
+    None when the file does not have the knob yet: it is then a whole new knob."""
+    from envknobs.formats import FormatError
+    from envknobs.formats.places import AmbiguousKnob
+    from ledger.errors import TargetError
+    from ledger.store.targets import ambiguous
+    from ledger.store.targets import target_format
+
+    target = tf.target.name
+    fmt = target_format(tf.target)
+    try:
+        selected = fmt.select_places(tf.text, knob, at, "unset" if value is None else "set")
+    except AmbiguousKnob as e:
+        raise ambiguous(e, tf.path) from e
+    except FormatError as e:
+        raise TargetError(str(tf.path), str(e)) from e
+    layers = planner.knob_layers(entries)
+    places: dict[str, dict] = {}
+    drifts = []
+    for p in selected:
+        key = place_knob(knob, p.key)
+        live = tf.place_values.get(key)
+        layer = layers.get((target, key))
+        expected = planner.layer_value(layer) if layer else live
+        if live != expected and not force:
+            drifts.append(Drift(f"{tf.path}:{p.line}", key, expected, live))
+        before = live if force else expected
+        if before != value:
+            places[p.key] = {"line": p.line, "before": before, "raw": p.raw, "anchor": p.anchor}
+    if drifts:
+        raise DriftError(drifts)
+    if not places:
+        if not selected:  # a knob the file does not have: a new one, where it always applies
+            return None
+        raise Refused(f"{knob} in {target} is already {value_text(value, quote=True)} at "
+                      f"line {', '.join(str(p.line) for p in selected)}: nothing to record")
+    first = next(iter(places.values()))
+    entry = new_entry(s, kind="knob", cls=cls, title=title, why=why, adopt=False,
+                      target=target, knob=knob, before=first["before"], after=value,
+                      places=places, at=str(at))
+    edits = {(target, place_knob(knob, k)): (p["before"], value) for k, p in places.items()}
+    lines = ", ".join(str(p["line"]) for p in places.values())
+    message = (f"record {cls} {knob}={value_text(value, quote=True)} in {target} at line "
+               f"{lines}: {entry.title}\n\n- {entry.id} [{cls}] {entry.title}\n")
+    applied = apply_plan(s.ws, planner.Plan("record", (), (), edits), command=s.command,
+                         now=s.now, message=message, force=force, dry_run=dry_run,
+                         new_entries=[entry])
+    applied.changed = [entry]
+    return Recorded(entry, applied, warnings)
 
 
 def _adopted_before(tf, layer, knob: str, value: str | None, before: str | None) -> str | None:

@@ -50,7 +50,8 @@ def build_model(ws: Workspace):
     targets = []
     for name, t in ws.config.targets.items():
         try:
-            live = read_target(ws, t).values
+            tf = read_target(ws, t)
+            live = {key: tf.live(key) for (tname, key) in layers if tname == name}
         except LedgerError:
             live = {}
         rows = [

@@ -100,26 +100,47 @@ def status(ws: Workspace) -> Status:
     entries = ws.entries()
     expected = planner.expected_knobs(entries)
     files, errors = _readable_targets(ws, [t for t, _ in expected])
-    live_of = {
-        key: files[key[0]].values.get(key[1]) for key in expected if key[0] in files
-    }
+    live_of = {key: files[key[0]].live(key[1]) for key in expected if key[0] in files}
+    ambiguous = {key for key in live_of if files[key[0]].ambiguity(key[1]) is not None}
     paths = {name: str(tf.path) for name, tf in files.items()}
-    st = Status(drift=planner.find_drift(entries, live_of, paths), errors=errors)
+    checked = {k: v for k, v in live_of.items() if k not in ambiguous}
+    st = Status(drift=planner.find_drift(entries, checked, paths), errors=errors)
     patch_live = _patch_liveness(ws, entries, st.errors)
     for e in entries:
         row = {"id": e.id, "slug": e.slug, "class": e.cls, "kind": e.kind, "title": e.title,
                "state": e.state, "display_state": display_state(e), "suspicion": e.suspicion,
                "change": change_text(e)}
         if e.kind == "knob":
-            key = (e.target, e.knob)
-            row.update(target=e.target, knob=e.knob, expected=expected[key],
-                       live=live_of.get(key), unreadable=key not in live_of,
-                       ok=key in live_of and live_of[key] == expected[key])
+            row.update(_knob_row(e, expected, live_of, files))
         else:
             live = patch_live.get(e.id)
             row.update(live=live, ok=live is not None and live == e.applied)
         st.entries.append(row)
     return st
+
+
+def _knob_row(e: Entry, expected: dict, live_of: dict, files: dict) -> dict:
+    """``live_state``: ok, drift, unreadable, or — for a knob with no single value in the
+    file — conditional / repeated, with the lines of its places (never ok)."""
+    keys = planner.entry_keys(e)
+    row = {"target": e.target, "knob": e.knob, "at": e.at, "lines": list(e.place_lines),
+           "expected": expected[keys[0]], "live": live_of.get(keys[0])}
+    tf = files.get(e.target)
+    if any(k not in live_of for k in keys):
+        state = "unreadable"
+    elif not e.places and tf is not None and tf.ambiguity(e.knob) is not None:
+        found = tf.ambiguity(e.knob)
+        state, row["lines"] = found.state, list(found.lines)
+        row["places"] = [p.to_dict() for p in found.places]
+    elif all(live_of[k] == expected[k] for k in keys):
+        state = "ok"
+    else:
+        state = "drift"
+    if len(keys) > 1:  # --all: each place's own value
+        row["expected"] = {k[1]: expected[k] for k in keys}
+        row["live"] = {k[1]: live_of.get(k) for k in keys}
+    row.update(live_state=state, unreadable=state == "unreadable", ok=state == "ok")
+    return row
 
 
 def _patch_liveness(ws: Workspace, entries: Sequence[Entry], errors: list[str]) -> dict:
@@ -174,8 +195,9 @@ def off_the_table(ws: Workspace, with_files: bool = False) -> OffTable:
         out.reverted[e.cls].append(row)
     expected = planner.expected_knobs(entries)
     files, out.errors = _readable_targets(ws, [t for t, _ in expected])
-    live_of = {k: files[k[0]].values.get(k[1]) for k in expected if k[0] in files}
-    out.drift = planner.find_drift(entries, live_of, {n: str(f.path) for n, f in files.items()})
+    live_of = {k: files[k[0]].live(k[1]) for k in expected if k[0] in files}
+    checked = {k: v for k, v in live_of.items() if files[k[0]].ambiguity(k[1]) is None}
+    out.drift = planner.find_drift(entries, checked, {n: str(f.path) for n, f in files.items()})
     if with_files:
         full = planner.full_knobs(entries)
         edits = {k: (live_of.get(k), v) for k, v in full.items() if k[0] in files}

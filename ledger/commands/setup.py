@@ -1,4 +1,5 @@
-"""`ledger init` and `ledger target add`: create a workspace, put files under management."""
+"""`ledger init`, `ledger target add` and `target show`: create a workspace, put files
+under management, and say what the ledger understood of one."""
 
 from __future__ import annotations
 
@@ -85,6 +86,21 @@ def add_target(
 def _refuse_taken(config: Config, name: str) -> None:
     if name in config.targets:
         raise Refused(f"a target named {name!r} exists already ({config.targets[name].path})")
+
+
+def target_summary(s: Session, name: str, target: Target | None = None) -> dict:
+    """What the ledger sees in a target: every knob and launch flag with its value, the
+    lines of its places, and whether it is conditional, repeated, computed by the shell
+    or on a launch line; the launch commands; notes (``--env-file``, ``"$@"`` ...)."""
+    t = target or s.ws.target(name)
+    tf = read_target(s.ws, t)
+    base = {"target": t.name, "path": str(tf.path), "format": t.format}
+    if tf.summary is None:
+        knobs = [{"knob": k, "flag": False, "state": "static", "value": v, "conditional": False,
+                  "repeated": False, "computed": False, "on_launch": False, "absent_on": [],
+                  "places": []} for k, v in tf.values.items()]
+        return {**base, "knobs": knobs, "launches": [], "notes": []}
+    return {**base, **tf.summary.to_dict()}
 
 
 def set_service(s: Session, name: str, changes: dict, dry_run: bool = False) -> Target:

@@ -39,7 +39,13 @@ def display_state(e: Entry) -> str:
 
 
 def change_text(e: Entry) -> str:
-    """``KNOB: before -> after`` for a knob entry, ``patch FILES`` for a patch entry."""
+    """``KNOB: before -> after`` for a knob entry (``KNOB at lines 25, 29: a | b -> c``
+    when recorded at selected places), ``patch FILES`` for a patch entry."""
+    if e.kind == "knob" and e.places:
+        lines = ", ".join(str(n) for n in e.place_lines)
+        olds = " | ".join(dict.fromkeys(value_text(p.get("before")) for p in e.places.values()))
+        where = "line" if len(e.places) == 1 else "lines"
+        return f"{e.knob} at {where} {lines}: {olds} -> {value_text(e.after)}"
     if e.kind == "knob":
         return f"{e.knob}: {value_text(e.before)} -> {value_text(e.after)}"
     return f"patch {', '.join(e.files)}"

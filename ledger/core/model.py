@@ -26,6 +26,8 @@ from dataclasses import replace
 from typing import Any
 from typing import Mapping
 
+from envknobs.flags import check_flag_name
+from envknobs.flags import is_flag_name
 from envknobs.registry import KnobError
 from envknobs.registry import check_knob_name
 from envknobs.registry import check_knob_value
@@ -45,6 +47,26 @@ FORMATS = ("bash", "dotenv", "k8s")
 # entries/<id>.md) and URL fragments: no separators, no leading dot, nothing a shell or a
 # URL would need to quote.
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")
+
+
+# A knob at one place of a file ("CUDA_VISIBLE_DEVICES@launch 2"): the layer key of
+# entries recorded with --at/--all.  '@' is in no env knob or flag name.
+PLACE_SEP = "@"
+
+
+def place_knob(knob: str, key: str) -> str:
+    return f"{knob}{PLACE_SEP}{key}"
+
+
+def split_place(knob: str) -> tuple[str, str | None]:
+    """``(knob, place key)`` of a layer key; the key is None for a whole knob."""
+    name, sep, key = knob.partition(PLACE_SEP)
+    return name, (key if sep else None)
+
+
+def check_knob_or_flag(name: str) -> str:
+    """An env knob name (``SGLANG_X``) or a launch flag (``--cuda-graph-max-bs``)."""
+    return check_flag_name(name) if is_flag_name(name) else check_knob_name(name)
 
 
 def check_class(value: str) -> str:
@@ -125,6 +147,10 @@ class Entry:
     after: str | None = None
     # where the knob's line sits, to put it back there (see ledger.core.layout)
     anchor: dict | None = None
+    # the places changed when a selection was given (record --at LINE / --all): place key
+    # -> {"line": at record time, "before": value there, "raw": its exact text, "anchor"}
+    places: dict[str, dict] | None = None
+    at: str | None = None  # the selection as given: "all" or a line number
     # patch entries
     patch: str | None = None
     sha256: str | None = None
@@ -147,13 +173,15 @@ class Entry:
             if not self.target or not self.knob:
                 raise InvalidValue(f"entry {self.id}: a knob entry needs a target and a knob")
             try:
-                check_knob_name(self.knob)
+                check_knob_or_flag(split_place(self.knob)[0])
                 for v in (self.before, self.after):
                     if v is not None:
                         check_knob_value(v)
             except KnobError as e:
                 raise InvalidValue(f"entry {self.id}: {e}") from None
-            if self.before == self.after:
+            if self.places is not None:
+                self._check_places()
+            elif self.before == self.after:
                 raise InvalidValue(
                     f"entry {self.id}: {self.knob} before and after are the same "
                     f"({'unset' if self.after is None else repr(self.after)})"
@@ -161,6 +189,23 @@ class Entry:
         else:
             if not self.patch or not self.sha256:
                 raise InvalidValue(f"entry {self.id}: a patch entry needs a patch file and sha256")
+
+    def _check_places(self) -> None:
+        if not isinstance(self.places, dict) or not self.places:
+            raise InvalidValue(f"entry {self.id}: places must be a non-empty mapping")
+        for key, place in self.places.items():
+            if not isinstance(key, str) or not isinstance(place, dict):
+                raise InvalidValue(f"entry {self.id}: a place is a key and a mapping")
+            if place.get("before") == self.after:
+                raise InvalidValue(
+                    f"entry {self.id}: {self.knob} at {key} is already "
+                    f"{'unset' if self.after is None else repr(self.after)}"
+                )
+
+    @property
+    def place_lines(self) -> tuple[int, ...]:
+        """The lines of the places the entry changed (at record time)."""
+        return tuple(int(p.get("line") or 0) for p in (self.places or {}).values())
 
     @property
     def applied(self) -> bool:
@@ -174,7 +219,8 @@ class Entry:
     def label(self) -> str:
         """What the entry changes, in one short phrase."""
         if self.kind == "knob":
-            return f"{self.target}:{self.knob}"
+            where = f" (line {', '.join(map(str, self.place_lines))})" if self.places else ""
+            return f"{self.target}:{self.knob}{where}"
         return f"patch {', '.join(self.files) if self.files else self.patch}"
 
     def with_action(self, action: Action, **changes: Any) -> "Entry":
@@ -202,6 +248,9 @@ class Entry:
             d.update(target=self.target, knob=self.knob, before=self.before, after=self.after)
             if self.anchor is not None:
                 d["anchor"] = self.anchor
+            if self.places is not None:
+                d["places"] = self.places
+                d["at"] = self.at
         else:
             d.update(patch=self.patch, sha256=self.sha256, files=list(self.files), commit=self.commit)
         d["history"] = [a.to_dict() for a in self.history]
@@ -231,6 +280,8 @@ class Entry:
             before=opt("before"),
             after=opt("after"),
             anchor=d.get("anchor") if isinstance(d.get("anchor"), dict) else None,
+            places=dict(d["places"]) if isinstance(d.get("places"), dict) else None,
+            at=opt("at"),
             patch=opt("patch"),
             sha256=opt("sha256"),
             files=tuple(str(f) for f in d.get("files") or ()),
@@ -276,7 +327,11 @@ __all__ = [
     "KINDS",
     "STATES",
     "FORMATS",
+    "PLACE_SEP",
     "check_class",
+    "check_knob_or_flag",
     "check_target_name",
+    "place_knob",
+    "split_place",
     "slugify",
 ]

@@ -28,23 +28,43 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from dataclasses import field
+from dataclasses import replace
 from typing import Iterable
 from typing import Mapping
 from typing import Sequence
 
 from ledger.core.model import Action
 from ledger.core.model import Entry
+from ledger.core.model import place_knob
 from ledger.errors import Drift
 from ledger.errors import Refused
 
-KnobKey = tuple[str, str]  # (target name, knob name)
+KnobKey = tuple[str, str]  # (target name, knob name, or knob@place for a selected place)
+
+
+def entry_keys(e: Entry) -> list[KnobKey]:
+    """The layers a knob entry belongs to: its knob, or each place it selected."""
+    if e.places:
+        return [(e.target, place_knob(e.knob, key)) for key in e.places]  # type: ignore[arg-type]
+    return [(e.target, e.knob)]  # type: ignore[list-item]
 
 
 def knob_layers(entries: Iterable[Entry]) -> dict[KnobKey, list[Entry]]:
-    """Knob entries grouped by (target, knob), each group in record order."""
+    """Knob entries grouped by (target, knob), each group in record order.
+
+    An entry recorded at selected places (``--at``/``--all``) is in one layer per place,
+    keyed ``knob@place``, as a view whose ``before`` is that place's own old value; so
+    each place reverts to exactly what it held.
+    """
     layers: dict[KnobKey, list[Entry]] = {}
     for e in sorted((e for e in entries if e.kind == "knob"), key=lambda e: e.seq):
-        layers.setdefault((e.target, e.knob), []).append(e)  # type: ignore[arg-type]
+        if not e.places:
+            layers.setdefault((e.target, e.knob), []).append(e)  # type: ignore[arg-type]
+            continue
+        for key, place in e.places.items():
+            view = replace(e, knob=place_knob(e.knob, key), before=place.get("before"),  # type: ignore[arg-type]
+                           places=None, at=None)
+            layers.setdefault((e.target, view.knob), []).append(view)  # type: ignore[arg-type]
     return layers
 
 
@@ -126,7 +146,7 @@ def _effects(
     """Knob values and patch flips that follow from ``changes``."""
     new_state = {new.id: new.applied for _, new in changes}
     edits: dict[KnobKey, tuple[str | None, str | None]] = {}
-    touched = {(old.target, old.knob) for old, _ in changes if old.kind == "knob"}
+    touched = {key for old, _ in changes if old.kind == "knob" for key in entry_keys(old)}
     layers = knob_layers(entries)
     for key in sorted(touched):  # type: ignore[type-var]
         layer = layers[key]  # type: ignore[index]
@@ -308,6 +328,7 @@ def unique_slug(entries: Iterable[Entry], slug: str) -> str:
 
 __all__ = [
     "KnobKey",
+    "entry_keys",
     "Plan",
     "Skip",
     "expected_knobs",

@@ -7,7 +7,10 @@ The bench command is a template (user data, e.g. from ``ledger.yaml``)::
 
 It is split with :func:`shlex.split` *first*; then the placeholders ``{out}``,
 ``{concurrency}``, ``{engine_dir}``, ``{env_file}`` and ``{python}`` are substituted
-inside each token, so a value can never add, remove or re-quote an argument.  It runs
+inside each token, so a value can never add, remove or re-quote an argument.  ``{flags}``,
+a token of its own, becomes the side's launch flags, one argument per word
+(``--cuda-graph-max-bs 256``, a switch alone, ``--no-x`` for a false negatable one): how
+the A/B of a flag entry reaches the server the bench starts.  It runs
 without a shell, in the side's ``engine_dir``, with ``os.environ`` plus the side's env.
 ``{env_file}`` is a file with the side's env as ``K='V'`` lines that bash ``source``
 and python-dotenv read alike.
@@ -41,6 +44,7 @@ from typing import Callable
 from typing import Mapping
 from typing import Sequence
 
+from envknobs.flags import check_flag_name
 from envknobs.registry import KnobError
 from envknobs.registry import check_knob_name
 from envknobs.registry import check_knob_value
@@ -55,7 +59,7 @@ DEFAULT_BENCH_COMMAND = (
     "{python} -m engine bench --mode offline --preset tiny --concurrency {concurrency} "
     "--num-prompts 32 --input-len 32 --output-len 32 --json {out}"
 )
-PLACEHOLDERS = ("out", "concurrency", "engine_dir", "env_file", "python")
+PLACEHOLDERS = ("out", "concurrency", "engine_dir", "env_file", "python", "flags")
 _PLACEHOLDER_RE = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 STDERR_TAIL = 2000
 
@@ -73,17 +77,39 @@ class Side:
     name: str
     env: Mapping[str, str | None] = field(default_factory=dict)
     engine_dir: Path = Path(".")
+    flags: Mapping[str, str | None] = field(default_factory=dict)  # --flag -> value
 
     def __post_init__(self) -> None:
         if self.name not in ("A", "B"):
             raise EvidenceError(f"side name must be A or B, got {self.name!r}")
         try:
-            for k, v in self.env.items():
-                check_knob_name(k)
+            for k, v in [*self.env.items(), *self.flags.items()]:
+                (check_flag_name if k.startswith("-") else check_knob_name)(k)
                 if v is not None:
                     check_knob_value(v)
         except KnobError as e:
             raise EvidenceError(f"side {self.name}: {e}") from None
+
+    def flag_words(self) -> list[str]:
+        """The side's flags as arguments, in name order (unset ones left out)."""
+        from envknobs.catalog import lookup_flag
+
+        words: list[str] = []
+        for name, value in sorted(self.flags.items()):
+            declared = lookup_flag(name)
+            if value is None:
+                continue
+            if declared is not None and declared.type == "bool" or value in ("true", "false") and declared is None:
+                if value.lower() in ("true", "1", "yes", "y", "on"):
+                    words.append(name)
+                elif declared is not None and declared.negatable:
+                    words.append("--no-" + name.lstrip("-"))
+                continue
+            if declared is not None and declared.nargs:
+                words += [name, *value.split()]
+            else:
+                words += [name, value]
+        return words
 
 
 @dataclass
@@ -115,16 +141,27 @@ def check_template(template: str) -> list[str]:
         )
     if "out" not in used:
         raise EvidenceError("the bench command must write its JSON to {out}")
+    if any("{flags}" in t and t != "{flags}" for t in tokens):
+        raise EvidenceError("{flags} must be an argument of its own in the bench command")
     return tokens
 
 
-def render_command(tokens: Sequence[str], values: Mapping[str, str]) -> list[str]:
-    """Substitute placeholders inside each already-split token (never re-split)."""
+def render_command(
+    tokens: Sequence[str], values: Mapping[str, str], flags: Sequence[str] = ()
+) -> list[str]:
+    """Substitute placeholders inside each already-split token (never re-split); a
+    ``{flags}`` token becomes the words of ``flags``."""
 
     def sub(m: re.Match[str]) -> str:
         return values[m.group(1)] if m.group(1) in values else m.group(0)
 
-    return [_PLACEHOLDER_RE.sub(sub, t) for t in tokens]
+    out: list[str] = []
+    for t in tokens:
+        if t == "{flags}":
+            out.extend(flags)
+        else:
+            out.append(_PLACEHOLDER_RE.sub(sub, t))
+    return out
 
 
 def env_file_text(env: Mapping[str, str | None]) -> str:
@@ -253,6 +290,7 @@ def run_alternating(
                     "env_file": str(env_files[side.name]),
                     "python": python,
                 },
+                side.flag_words(),
             )
             env = _side_environ(side)
             _run_once(argv, Path(side.engine_dir), env, tmp / "stderr.txt", timeout_s)
@@ -315,9 +353,15 @@ def _meta(
     env_diff = {
         k: {"A": a.env.get(k), "B": b.env.get(k)} for k in keys if a.env.get(k) != b.env.get(k)
     }
+    flag_keys = sorted(set(a.flags) | set(b.flags))
+    flags_diff = {
+        k: {"A": a.flags.get(k), "B": b.flags.get(k)}
+        for k in flag_keys if a.flags.get(k) != b.flags.get(k)
+    }
     return {
         "command": command,
         "env": env_diff,
+        **({"flags": flags_diff} if flags_diff else {}),
         "engine_dir": {"A": str(a.engine_dir), "B": str(b.engine_dir)},
         "concurrencies": concs,
         "runs": runs,

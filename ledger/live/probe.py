@@ -227,17 +227,48 @@ def _observe_url(probe: LiveProbe) -> Observed:
 
 
 def launch_flags(argv: list[str] | None) -> dict[str, str]:
-    """``--flag value`` / ``--flag=value`` on a command line -> {"--flag": "value"};
-    a flag followed by another flag (or nothing) is a boolean: value ``""``.
-    The last occurrence wins, as with argparse."""
-    flags: dict[str, str] = {}
+    """A running process's command line as flag knobs, spelled as the bash format
+    reports a serve script's launch flags (:mod:`envknobs.flags`): ``--x v`` and ``--x=v``
+    give ``v``; a switch (a catalog boolean, or a flag followed by another flag or by
+    nothing) gives ``true``; ``--no-x`` of a negatable catalog flag gives ``--x``:
+    ``false``; a catalog ``nargs`` flag joins its words with spaces.  Names are canonical
+    (``--cuda_graph_max_bs`` is ``--cuda-graph-max-bs``); the last occurrence wins, as with
+    argparse; nothing after a bare ``--`` is a flag."""
+    from envknobs.catalog import lookup_flag
+    from envknobs.flags import FLAG_NAME_RE
+    from envknobs.flags import canonical_flag
+
+    def is_flag(word: str) -> bool:
+        return word.startswith("--") and bool(FLAG_NAME_RE.match(word.partition("=")[0]))
+
     args = list(argv or ())
-    for i, arg in enumerate(args):
-        if not arg.startswith("--") or arg == "--":
+    flags: dict[str, str] = {}
+    k = 0
+    while k < len(args):
+        word = args[k]
+        k += 1
+        if word == "--":
+            break
+        if not is_flag(word):
             continue
-        name, sep, value = arg.partition("=")
-        if not sep:
-            nxt = args[i + 1] if i + 1 < len(args) else None
-            value = nxt if nxt is not None and not nxt.startswith("--") else ""
-        flags[name] = value
+        name, eq, inline = word.partition("=")
+        flag = lookup_flag(name)
+        if flag is None and name.startswith("--no-"):
+            base = lookup_flag("--" + name[5:])
+            if base is not None and getattr(base, "negatable", False):
+                flags[base.name] = "false"
+                continue
+        knob = flag.name if flag is not None else canonical_flag(name)
+        if eq:
+            flags[knob] = inline
+            continue
+        if flag is not None and getattr(flag, "type", None) == "bool":
+            flags[knob] = "true"
+            continue
+        words = []
+        while k < len(args) and not is_flag(args[k]) and args[k] != "--" and (
+                not words or (flag is not None and getattr(flag, "nargs", None))):
+            words.append(args[k])
+            k += 1
+        flags[knob] = " ".join(words) if words else "true"
     return flags

@@ -14,8 +14,8 @@ knob the file sets — one state:
                      the reason is said, never guessed.
 
 Launch flags are knobs whose name starts with ``--``: the process's value comes from its
-command line (:func:`ledger.live.probe.launch_flags`), the file's from
-:func:`file_values`, the one place to point at the bash launch-line flag reader.
+command line (:func:`ledger.live.probe.launch_flags`, spelled as the bash format spells
+a script's launch flags), the file's from :func:`file_values`.
 """
 
 from __future__ import annotations
@@ -83,9 +83,9 @@ class TargetLive:
 
 
 def file_values(tf: TargetFile) -> dict[str, str]:
-    """Knob -> value the target file gives its process: env knobs from the format's
-    reader; launch flags (``--name``) come from the same mapping once the bash format
-    reports them (the launch-line flag reader), so this is the one place to change."""
+    """Knob -> value the target file gives its process: env knobs, and for a bash serve
+    script its launch flags (``--name``, as :mod:`envknobs.flags` spells them), from the
+    format's reader; the one place to change if flags ever come from elsewhere."""
     return dict(tf.values)
 
 

@@ -18,6 +18,7 @@ from typing import Sequence
 
 from ledger.core import planner
 from ledger.core.model import Entry
+from ledger.core.model import place_knob
 from ledger.errors import DriftError
 from ledger.errors import PatchError
 from ledger.errors import TargetError
@@ -64,8 +65,10 @@ def drift_in(ws: Workspace, entries: Sequence[Entry], files: dict[str, TargetFil
     live = {}
     for key in planner.knob_layers(entries):
         target, knob = key
-        if target in files:
-            live[key] = files[target].values.get(knob)
+        # A knob with no single value (conditional, repeated) is not drift: its edit
+        # refuses and names its places, and `ledger status` shows it.
+        if target in files and files[target].ambiguity(knob) is None:
+            live[key] = files[target].live(knob)
     paths = {name: str(tf.path) for name, tf in files.items()}
     return planner.find_drift(entries, live, paths)
 
@@ -79,6 +82,16 @@ def layer_anchors(entries: Sequence[Entry]) -> dict[str, dict[str, dict | None]]
     for (target, knob), layer in planner.knob_layers(entries).items():
         anchor = next((e.anchor for e in layer if e.anchor is not None), None)
         out.setdefault(target, {})[knob] = anchor
+    return out
+
+
+def layer_places(entries: Sequence[Entry]) -> dict[str, dict[str, dict]]:
+    """target -> ``knob@place`` -> that place as its first entry recorded it (old value,
+    exact text, anchor): what a revert of the whole layer writes back."""
+    out: dict[str, dict[str, dict]] = {}
+    for e in sorted((e for e in entries if e.kind == "knob" and e.places), key=lambda e: e.seq):
+        for key, place in (e.places or {}).items():
+            out.setdefault(e.target, {}).setdefault(place_knob(e.knob, key), place)  # type: ignore[arg-type]
     return out
 
 
@@ -97,10 +110,11 @@ def new_target_bytes(
     for key, (_, new_value) in sorted(edits.items(), key=lambda kv: (order.get(kv[0], 0), kv[0])):
         by_target.setdefault(key[0], {})[key[1]] = new_value
     anchors = layer_anchors(entries)
+    places = layer_places(entries)
     out = {}
     for target, knob_values in sorted(by_target.items()):
         tf = files[target]
-        new = edit_target(tf, knob_values, anchors.get(target))
+        new = edit_target(tf, knob_values, anchors.get(target), places.get(target))
         if new != tf.raw:
             out[tf.path] = (tf.raw, new)
     return out

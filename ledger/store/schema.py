@@ -36,6 +36,16 @@ def anchor_problem(anchor: Any) -> str | None:
         return None
     if not isinstance(anchor, dict):
         return f"field 'anchor' must be an object or null, not {_type(anchor)}"
+    if "place" in anchor:  # a knob or flag at one place of a bash target (store.targets)
+        place = anchor["place"]
+        if not isinstance(place, dict) or not isinstance(place.get("key"), str):
+            return "anchor place must be an object with a string 'key'"
+        for key in ("value", "raw"):
+            if place.get(key) is not None and not isinstance(place[key], str):
+                return f"anchor place {key} must be a string or null, not {_type(place[key])}"
+        if place.get("anchor") is not None and not isinstance(place["anchor"], dict):
+            return f"anchor place anchor must be an object or null, not {_type(place['anchor'])}"
+        return None
     if "knob" in anchor:
         if not isinstance(anchor["knob"], str):
             return f"anchor knob must be a string, not {_type(anchor['knob'])}"

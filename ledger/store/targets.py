@@ -8,13 +8,18 @@ and a file it changes differs only in the lines of the knobs it set.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from dataclasses import field
 from pathlib import Path
+from typing import Any
 from typing import Mapping
 
 from envknobs.registry import KnobError
 from ledger.core.layout import add_knob
 from ledger.core.layout import anchor_for
 from ledger.core.model import Target
+from ledger.core.model import place_knob
+from ledger.core.model import split_place
+from ledger.errors import AmbiguousPlace
 from ledger.errors import InvalidValue
 from ledger.errors import TargetError
 from ledger.store.workspace import Workspace
@@ -30,10 +35,32 @@ class TargetFile:
     path: Path
     raw: bytes
     values: dict[str, str]
+    # bash targets: what the format sees (envknobs.formats.places.Summary), and the value
+    # at every place of every knob, keyed knob@place ("CUDA_VISIBLE_DEVICES@launch 2")
+    summary: Any = None
+    place_values: dict[str, str | None] = field(default_factory=dict)
 
     @property
     def text(self) -> str:
         return self.raw.decode(ENCODING, ERRORS)
+
+    def live(self, knob: str) -> str | None:
+        """The live value of a layer key: a knob, or ``knob@place``."""
+        if split_place(knob)[1] is not None:
+            return self.place_values.get(knob)
+        return self.values.get(knob)
+
+    def ambiguity(self, knob: str):
+        """For a whole knob (not ``knob@place``) that has no single value in the file —
+        conditional on a branch or repeated on several launch lines — its summary."""
+        if split_place(knob)[1] is not None:
+            return None
+        found = self.knob_summary(knob)
+        return found if found is not None and found.needs_selection else None
+
+    def knob_summary(self, knob: str):
+        """The format's view of ``knob`` (places, conditional, repeated), if it has one."""
+        return self.summary.get(knob) if self.summary is not None else None
 
 
 def anchor_in(
@@ -47,15 +74,36 @@ def anchor_in(
 
     fmt = _format(tf.target)
     try:
+        if hasattr(fmt, "knob"):
+            place = launch_place_anchor(fmt, text, knob)
+            if place is not None:
+                return place
         return anchor_for(fmt, text, knob, fmt.parse(text), managed or {})
     except (FormatError, KnobError):
         return None
 
 
-def _format(target: Target):
+_LAUNCH_WORDS = ("prefix", "docker-env", "flag", "array-flag")
+
+
+def launch_place_anchor(fmt, text: str, knob: str) -> dict | None:
+    """For a knob whose one place is a word of a launch command (a prefix, a flag, a
+    docker --env): the format's own record of where it goes back, byte for byte."""
+    found = fmt.knob(text, knob)
+    if found is None or len(found.places) != 1 or found.places[0].kind not in _LAUNCH_WORDS:
+        return None
+    p = found.places[0]
+    return {"place": {"key": p.key, "value": p.value, "raw": p.raw, "anchor": p.anchor}}
+
+
+def target_format(target: Target):
+    """The envknobs format that reads and edits ``target``."""
     from envknobs.formats import get_format
 
     return get_format(target.format, container=target.container)
+
+
+_format = target_format
 
 
 def read_target(ws: Workspace, target: Target) -> TargetFile:
@@ -68,39 +116,102 @@ def read_target(ws: Workspace, target: Target) -> TargetFile:
         raw = path.read_bytes()
     except OSError as e:
         raise TargetError(str(path), f"cannot read: {e.strerror}") from e
+    fmt = _format(target)
+    text = raw.decode(ENCODING, ERRORS)
     try:
-        values = _format(target).parse(raw.decode(ENCODING, ERRORS))
+        if not hasattr(fmt, "summary"):
+            return TargetFile(target, path, raw, fmt.parse(text))
+        summary = fmt.summary(text)
     except FormatError as e:
         raise TargetError(str(path), str(e)) from e
-    return TargetFile(target, path, raw, values)
+    values = {k.knob: k.value for k in summary.knobs if k.value is not None and not k.needs_selection}
+    places = {place_knob(k.knob, p.key): p.value for k in summary.knobs for p in k.places}
+    return TargetFile(target, path, raw, values, summary, places)
+
+
+def ambiguous(e, path: Path) -> AmbiguousPlace:
+    """An envknobs AmbiguousKnob as the ledger's error: every place as ``file:line``."""
+    flag = "record flag" if e.knob.startswith("-") else "record knob"
+    places = [
+        {"path": str(path), "line": p.line, "scope": p.scope, "text": p.raw.strip()}
+        for p in e.places
+    ]
+    message = e.describe(str(path)).replace(
+        "select a place with --at LINE", f"select a place with `ledger {flag} ... --at LINE`"
+    )
+    return AmbiguousPlace(message, places)
 
 
 def edit_target(
     tf: TargetFile, edits: Mapping[str, str | None],
     anchors: Mapping[str, dict | None] | None = None,
+    places: Mapping[str, dict] | None = None,
 ) -> bytes:
     """The file's bytes with each knob in ``edits`` set (or unset, for None).
 
-    Removals go first, then changes in place, then knobs that are absent, in the order
-    given, each put back at its anchor when it has one (see :mod:`ledger.core.layout`).
+    Keys ``knob@place`` edit that one place (entries recorded with ``--at``/``--all``);
+    ``places`` holds each such place as recorded first (its old value, exact text and
+    anchor), so that going back to that value writes back that exact text.  Then plain
+    knobs: removals, changes in place, and knobs that are absent, in the order given,
+    each put back at its anchor when it has one (see :mod:`ledger.core.layout`).
     """
     from envknobs.formats import FormatError
+    from envknobs.formats.places import AmbiguousKnob
 
     fmt = _format(tf.target)
     text = tf.text
     present = tf.values
-    removals = [k for k, v in edits.items() if v is None]
-    changes = [k for k, v in edits.items() if v is not None and k in present]
-    additions = [k for k, v in edits.items() if v is not None and k not in present]
+    plain = {k: v for k, v in edits.items() if split_place(k)[1] is None}
+    removals = [k for k, v in plain.items() if v is None]
+    changes = [k for k, v in plain.items() if v is not None and k in present]
+    additions = [k for k, v in plain.items() if v is not None and k not in present]
     try:
+        text = _edit_places(fmt, text, edits, places or {})
         for knob in removals:
             text = fmt.unset(text, knob)
         for knob in changes:
-            text = fmt.set(text, knob, edits[knob])
+            text = fmt.set(text, knob, plain[knob])
         for knob in additions:
-            text = add_knob(fmt, text, knob, edits[knob], anchors or {})
+            text = _add(fmt, text, knob, plain[knob], anchors or {})
+    except AmbiguousKnob as e:
+        raise ambiguous(e, tf.path) from e
     except FormatError as e:
         raise TargetError(str(tf.path), str(e)) from e
     except KnobError as e:
         raise InvalidValue(f"{tf.path}: {e}") from e
     return text.encode(ENCODING, ERRORS)
+
+
+def _edit_places(fmt, text: str, edits: Mapping[str, str | None], places: Mapping[str, dict]) -> str:
+    from envknobs.formats.places import PlaceEdit
+
+    by_knob: dict[str, list] = {}
+    for key, value in edits.items():
+        knob, place = split_place(key)
+        if place is None:
+            continue
+        recorded = places.get(key) or {}
+        raw = recorded.get("raw") if recorded.get("before") == value and recorded.get("raw") else None
+        by_knob.setdefault(knob, []).append(
+            PlaceEdit(place, value, raw=raw, anchor=recorded.get("anchor"))
+        )
+    for knob, place_edits in by_knob.items():
+        text = fmt.edit_places(text, knob, place_edits)
+    return text
+
+
+def _add(fmt, text: str, knob: str, value: str, anchors: Mapping[str, dict | None]) -> str:
+    """An absent knob back in: at its launch-word anchor, else at its layout anchor."""
+    from envknobs.formats import FormatError
+    from envknobs.formats.places import PlaceEdit
+
+    place = (anchors.get(knob) or {}).get("place")
+    if isinstance(place, dict) and hasattr(fmt, "edit_places"):
+        raw = place.get("raw") if place.get("value") == value else None
+        try:
+            return fmt.edit_places(
+                text, knob, [PlaceEdit(str(place.get("key")), value, raw=raw, anchor=place.get("anchor"))]
+            )
+        except FormatError:
+            pass  # the text around it changed: the format places it as a new knob
+    return add_knob(fmt, text, knob, value, anchors)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
+import shlex
 import subprocess
 from pathlib import Path
 
@@ -124,4 +126,107 @@ def yaml11_env(text: str, container: str) -> dict[str, str]:
 
     for doc in yaml.safe_load_all(text):
         walk(doc)
+    return found
+
+
+# -- launch harness: real bash runs a serve script, the launchers only report ------------
+LAUNCHERS = ("python", "python3", "vllm", "sglang", "docker", "podman")
+_HARNESS = r"""
+__script=$1; __out=$2; shift 2
+__report() {
+    local i line=0 rec k
+    for ((i = 0; i < ${#BASH_SOURCE[@]} - 1; i++)); do
+        if [[ ${BASH_SOURCE[i+1]} == "$__script" ]]; then line=${BASH_LINENO[i]}; break; fi
+    done
+    printf -v rec '%s\x1f' "$__run" "$line" "$#" "$@"
+    for k in "${__names[@]}"; do
+        if [[ -n ${!k+x} ]]; then printf -v rec '%s1\x1f%s\x1f' "$rec" "${!k}"
+        else printf -v rec '%s0\x1f\x1f' "$rec"; fi
+    done
+    printf '%s\x1e' "$rec" >>"$__out"
+}
+for __p in LAUNCHERS; do eval "$__p() { __report $__p \"\$@\"; }"; done
+exec() { if (($#)); then "$@"; exit 0; fi; }
+sleep() { :; }; curl() { :; }; nvidia-smi() { :; }
+"""
+
+
+@dataclasses.dataclass
+class LaunchRecord:
+    line: int  # first line of the launch command in the script
+    argv: list[str]  # program and arguments, as bash passed them
+    values: dict[str, str | None]  # each asked variable at the launch (None: unset)
+
+
+def bash_launches(
+    path: Path, names: list[str], conditions: dict[str, str] | None = None
+) -> list[LaunchRecord]:
+    """Source ``path`` in real bash with ``conditions`` set; every launch it reaches.
+
+    The launch programs (python, vllm, docker, ...) are shell functions that report the
+    launch line, the argv bash built and the variables ``names`` instead of starting a
+    server; ``exec`` runs the command and ends the script, as it would.
+    """
+    return bash_launch_grid(path, names, [conditions or {}])[0]
+
+
+def bash_launch_grid(
+    path: Path, names: list[str], grid: list[dict[str, str]]
+) -> list[list[LaunchRecord]]:
+    """:func:`bash_launches` for each conditions of ``grid``, in one bash process
+    (each run in its own subshell)."""
+    names_decl = "__names=(" + " ".join(shlex.quote(n) for n in names) + ")\n"
+    harness = _HARNESS.replace("LAUNCHERS", " ".join(LAUNCHERS))
+    runs = []
+    for i, conditions in enumerate(grid):
+        prelude = "".join(f"{k}={shlex.quote(v)}; " for k, v in conditions.items())
+        runs.append(f'( {prelude}__run={i}; source "$__script"; wait ) </dev/null\n')
+    script = harness + names_decl + "".join(runs)
+    report = path.with_name(path.name + ".launches")
+    report.write_bytes(b"")
+    subprocess.run(
+        [BASH, "-c", script, "_", str(path), str(report)],
+        capture_output=True,
+        env={"PATH": "/usr/bin:/bin"},
+        timeout=60,
+    )
+    out = report.read_bytes().decode("utf-8", "surrogateescape")
+    found: list[list[LaunchRecord]] = [[] for _ in grid]
+    for rec in out.split("\x1e"):
+        if not rec:
+            continue
+        fields = rec.split("\x1f")
+        run, line, argc = int(fields[0]), int(fields[1]), int(fields[2])
+        argv = fields[3 : 3 + argc]
+        rest = fields[3 + argc :]
+        values = {n: (rest[2 * i + 1] if rest[2 * i] == "1" else None) for i, n in enumerate(names)}
+        found[run].append(LaunchRecord(line, argv, values))
+    return [sorted(r, key=lambda r: (r.line, r.argv)) for r in found]
+
+
+def bash_syntax_ok(text: str) -> bool:
+    return subprocess.run([BASH, "-n"], input=text.encode("utf-8", "surrogateescape"),
+                          capture_output=True, timeout=20).returncode == 0
+
+
+def argv_flags(argv: list[str]) -> list[tuple[str, str]]:
+    """Every ``(flag, value)`` of an argv in order (argparse keeps the last of each).
+
+    Independent of the format's own reader: ``--x=v``, ``--x v``, and a switch
+    (``true``) when the next word is another flag or the end.
+    """
+    found: list[tuple[str, str]] = []
+    k = 0
+    while k < len(argv):
+        word = argv[k]
+        if word.startswith("-") and len(word) > 1 and not word[1].isdigit():
+            name, eq, value = word.partition("=")
+            if eq:
+                found.append((name, value))
+            elif k + 1 < len(argv) and not argv[k + 1].startswith("-"):
+                found.append((name, argv[k + 1]))
+                k += 1
+            else:
+                found.append((name, "true"))
+        k += 1
     return found

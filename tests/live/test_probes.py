@@ -123,6 +123,7 @@ def test_url_probe_reads_server_info_and_knows_what_it_does_not_report(tmp_path,
     assert unknown.state == "unreadable" and "does not report" in unknown.detail
     assert knob_state(obs, "--port", "5", "5").state == "live"  # a launch flag
     assert knob_state(obs, "--port", "6", "6").state == "pending restart"
+    assert knob_state(obs, "--verbose", "true", "true").state == "pending restart"
     answers["/bad"] = (200, {"no": "env"})
     assert p.observe(LiveProbe("url", f"{url}/bad"), tmp_path).state == p.UNREADABLE
     dead = p.observe(LiveProbe("url", "http://127.0.0.1:9/server_info"), tmp_path)
@@ -130,9 +131,15 @@ def test_url_probe_reads_server_info_and_knows_what_it_does_not_report(tmp_path,
     assert knob_state(dead, "ENGINE_A", "1", "1").state == "not running"
 
 
-def test_launch_flags_both_forms_and_booleans():
+def test_launch_flags_spelled_as_the_bash_format_reports_them():
     argv = ["python", "-m", "x", "--port", "30", "--mem=0.8", "--flag", "--last"]
-    assert p.launch_flags(argv) == {"--port": "30", "--mem": "0.8", "--flag": "", "--last": ""}
+    assert p.launch_flags(argv) == {"--port": "30", "--mem": "0.8", "--flag": "true",
+                                    "--last": "true"}
+    sglang = ["python", "-m", "sglang.launch_server", "--cuda_graph_max_bs", "256",
+              "--disable-radix-cache", "extra", "--", "--not-a-flag", "1"]
+    flags = p.launch_flags(sglang)
+    assert flags["--cuda-graph-max-bs"] == "256" and flags["--disable-radix-cache"] == "true"
+    assert "--not-a-flag" not in flags
 
 
 @pytest.mark.parametrize("spec,message", [

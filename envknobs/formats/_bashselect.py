@@ -1,0 +1,338 @@
+"""Which places an edit touches, and the checked application of place edits.
+
+:func:`select` turns an ``at`` (None, a line, or ALL) into the sites to edit, or the
+launches a new place goes on — refusing with :class:`AmbiguousKnob` rather than
+choosing.  :func:`apply_edits` performs place edits and verifies, on every path, that
+exactly the intended change happened (see :func:`expected_after`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from dataclasses import field
+
+from envknobs.flags import is_flag_name
+from envknobs.formats import FormatError
+from envknobs.formats._bashedit import put_back
+from envknobs.formats._bashedit import removal_span
+from envknobs.formats._bashflow import Def
+from envknobs.formats._bashplaces import Analysis
+from envknobs.formats._bashplaces import KnobState
+from envknobs.formats._bashplaces import Launch
+from envknobs.formats._bashplaces import Site
+from envknobs.formats._bashplaces import flag_lookup
+from envknobs.formats._bashsummary import fingerprint
+from envknobs.formats._bashsummary import fingerprints
+from envknobs.formats._bashsummary import to_places
+from envknobs.formats._bashwrite import find_container
+from envknobs.formats._bashwrite import launch_word_cut
+from envknobs.formats._bashwrite import write_value
+from envknobs.formats._text import line_of
+from envknobs.formats._text import remove_lines
+from envknobs.formats.places import ALL
+from envknobs.formats.places import AmbiguousKnob
+from envknobs.formats.places import PlaceEdit
+
+_LAUNCH_KINDS = ("prefix", "docker-env", "flag", "array-flag")
+
+
+@dataclass
+class Selection:
+    state: KnobState | None
+    sites: list[Site] = field(default_factory=list)
+    new_on: list[Launch] = field(default_factory=list)  # launches a new place goes on
+
+    def key(self, site: Site) -> str:
+        return self.state.key(site)  # type: ignore[union-attr]
+
+
+def _ambiguous(a: Analysis, state: KnobState, action: str) -> AmbiguousKnob:
+    places = to_places(a, state)
+    if state.conditional:
+        reason = "depends on a branch of the script (conditional), set at"
+    else:
+        reason = f"has {len(places)} places that take effect"
+    return AmbiguousKnob(state.knob, places, action, reason)
+
+
+def _env_file_refusal(launches: list[Launch], knob: str, text: str) -> None:
+    for launch in launches:
+        if launch.shape is not None and launch.shape.env_files:
+            from envknobs.formats._launch import word_text
+
+            w = launch.shape.env_files[0]
+            raise FormatError(
+                f"line {line_of(text, w.start)}: the container's env also comes from "
+                f"--env-file {word_text(w) or w.text}: adding or removing {knob} on this launch "
+                "line would not say what the container gets; manage that file as a dotenv "
+                "target instead"
+            )
+
+
+def _new_places(a: Analysis, knob: str, action: str) -> Selection:
+    servers = [l for l in a.launches if l.shape is not None]
+    lines = tuple(line_of(a.text, l.simple.start) for l in (servers or a.launches))
+    if is_flag_name(knob):
+        if not servers:
+            raise FormatError(
+                f"{knob}: the script has no server launch command (python -m sglang.launch_server, "
+                "vllm serve, docker run ...) to put a flag on"
+            )
+        if len(servers) > 1:
+            raise AmbiguousKnob(knob, [], action, "is on no launch line yet; the launch commands are at", lines)
+        return Selection(None, [], servers)
+    docker = [l for l in a.launches if l.shape is not None and l.shape.docker]
+    if docker:
+        if len(a.launches) > 1:
+            raise AmbiguousKnob(knob, [], action, "is on no launch line yet; the launch commands are at", lines)
+        _env_file_refusal(docker, knob, a.text)
+        return Selection(None, [], docker)
+    return Selection(None)
+
+
+def select(a: Analysis, knob: str, at: int | str | None, action: str) -> Selection:
+    """The sites ``at`` selects (see the module docstring)."""
+    state = a.knobs.get(knob)
+    places = state.places if state else []
+    if at is None:
+        if state is not None and (len(places) > 1 or state.conditional):
+            raise _ambiguous(a, state, action)
+        if places and places[0].kind == "unset":  # unset everywhere: as if absent
+            return Selection(state) if action == "unset" else _new_places(a, knob, action)
+        if places or action == "unset":
+            return Selection(state, places[:1])
+        return _new_places(a, knob, action)
+    if at == ALL:
+        if places or action == "unset":
+            return Selection(state, list(places))
+        if is_flag_name(knob):
+            return Selection(None, [], [l for l in a.launches if l.shape is not None] or _new_places(a, knob, action).new_on)
+        docker = [l for l in a.launches if l.shape is not None and l.shape.docker]
+        _env_file_refusal(docker, knob, a.text)
+        return Selection(None, [], docker)
+    if isinstance(at, bool) or not isinstance(at, int):
+        raise FormatError(f"--at takes a line number or 'all', not {at!r}")
+    return _select_line(a, knob, state, at, action)
+
+
+def _select_line(a: Analysis, knob: str, state: KnobState | None, line: int, action: str) -> Selection:
+    places = state.places if state else []
+    matching = [s for s in places if line_of(a.text, s.start) <= line <= line_of(a.text, s.end)]
+    if len(matching) > 1:
+        raise FormatError(f"line {line}: {knob} has {len(matching)} places on that line; edit it by hand")
+    if matching:
+        return Selection(state, matching)
+    launch = a.launch_of(line)
+    if launch is not None:
+        on = [s for s in places if s.launch == launch.ordinal]
+        if on:
+            return Selection(state, on)
+        if action == "set" and not (is_flag_name(knob) and launch.shape is None):
+            if not is_flag_name(knob):
+                _env_file_refusal([launch], knob, a.text)
+            return Selection(state, [], [launch])
+    listed = ", ".join(f"line {s.line}" for s in places) or "none"
+    raise FormatError(f"line {line}: no place of {knob} there (its places: {listed})")
+
+
+# -- applying ------------------------------------------------------------------------
+def _unset_at(a: Analysis, site: Site) -> tuple[int, int, str]:
+    if site.kind == "unset":
+        return site.start, site.start, ""
+    if site.kind in _LAUNCH_KINDS:
+        if site.kind == "docker-env":
+            launch = a.launches[site.launch - 1]  # type: ignore[operator]
+            _env_file_refusal([launch], site.knob, a.text)
+        start, end = launch_word_cut(a.text, site)
+        return start, end, ""
+    if site.statement is None:
+        raise FormatError(
+            f"line {site.line}: {site.knob} shares its statement with other assignments; "
+            "edit that line by hand"
+        )
+    return site.start, site.end, f"unset {site.knob}"
+
+
+def apply_edits(a: Analysis, knob: str, edits: list[PlaceEdit], remove_all: bool = False) -> str:
+    """Apply place edits to ``a.text`` and verify them; raises FormatError."""
+    text = a.text
+    state = a.knobs.get(knob)
+    lookup = flag_lookup(a.launches[0].engine if a.launches else None)
+    if remove_all:
+        out = _remove_everywhere(a, knob)
+        return _verify(a, Analysis(out), knob, "absent")
+    by_key = {state.key(s): s for s in state.places} if state else {}
+    splices: list[tuple[int, int, str]] = []
+    put_backs: list[PlaceEdit] = []
+    done: dict[str, PlaceEdit] = {}
+    for e in edits:
+        site = by_key.get(e.key)
+        if site is None:
+            if e.value is not None:
+                if not e.anchor:
+                    raise FormatError(f"{knob}: its place {e.key!r} is no longer in the file")
+                put_backs.append(e)
+            continue
+        done[e.key] = e
+        if e.value is None:
+            splices.append(_unset_at(a, site))
+        elif e.raw is not None:
+            splices.append((site.start, site.end, e.raw))
+        elif site.value != e.value or site.kind == "unset":
+            new = write_value(text, site, e.value, _lookup_for(a, site) or lookup)
+            delta = len(new) - len(text)
+            splices.append((site.start, site.end, new[site.start : site.end + delta]))
+    out = text
+    for start, end, new in sorted(splices, key=lambda s: -s[0]):
+        out = out[:start] + new + out[end:]
+    for e in put_backs:
+        out = _put_back(out, knob, e)
+    if out == text:
+        return text
+    expected = None if put_backs else _expected(a, state, done) if state else None
+    return _verify(a, Analysis(out), knob, expected, put_backs)
+
+
+def _lookup_for(a: Analysis, site: Site):
+    launch = a.launches[site.launch - 1] if site.launch else None
+    return flag_lookup(launch.engine) if launch else None
+
+
+def _put_back(text: str, knob: str, e: PlaceEdit) -> str:
+    anchor = e.anchor or {}
+    span = find_container(Analysis(text), str(anchor.get("container", "")))
+    out = put_back(text, span, anchor) if span else None
+    if out is None:
+        raise FormatError(
+            f"{knob}: cannot put its place {e.key!r} back: the text around it "
+            f"({anchor.get('before', '')!r}) changed; edit it by hand"
+        )
+    return out
+
+
+def _expected(a: Analysis, state: KnobState, done: dict[str, PlaceEdit]) -> tuple:
+    def change(item):
+        if item is None or item[0] not in done:
+            return item
+        e = done[item[0]]
+        site = next(s for s in state.places if state.key(s) == item[0])
+        if e.value is not None:
+            return (item[0], e.value, False)
+        if site.kind in _LAUNCH_KINDS:
+            return None
+        return (item[0], None, "unset")
+
+    return tuple((launch, frozenset(change(i) for i in seen)) for launch, seen in fingerprint(state))
+
+
+def _remove_everywhere(a: Analysis, knob: str) -> str:
+    """``unset`` without a selection: the one place and the dead assignments behind it."""
+    text = a.text
+    defs = {id(d): d for v in a.visits for d in v.state.hist if d.name == knob and d.kind != "unset"}
+    cuts: list[tuple[int, int, bool]] = []
+    by_statement: dict[int, list[Def]] = {}
+    for d in defs.values():
+        by_statement.setdefault(id(d.simple), []).append(d)
+    for group in by_statement.values():
+        simple = group[0].simple
+        operands = [w for w in simple.words if w.assignment()]
+        if len(operands) == len(group) and group[0].kind != "prefix" and not simple.redirs:
+            if not _alone(text, simple.start, simple.end):
+                raise FormatError(
+                    f"line {line_of(text, simple.start)}: {knob} is set on a line shared with "
+                    "other commands; edit that line by hand"
+                )
+            cuts.append((simple.start, simple.end, True))
+        else:
+            cuts.extend((*removal_span(text, d.word.start, d.word.end, lines=False), False) for d in group)
+    state = a.knobs.get(knob)
+    for site in state.places if state else []:
+        if site.kind in _LAUNCH_KINDS:
+            if site.kind == "docker-env":
+                _env_file_refusal([a.launches[site.launch - 1]], knob, text)  # type: ignore[operator]
+            cuts.append((*launch_word_cut(text, site), False))
+    out = text
+    for start, end, whole in sorted(set(cuts), key=lambda c: -c[0]):
+        out = remove_lines(out, start, end) if whole else out[:start] + out[end:]
+    return out
+
+
+def _alone(text: str, start: int, end: int) -> bool:
+    from envknobs.formats._text import line_end
+    from envknobs.formats._text import line_start
+
+    head = text[line_start(text, start) : start]
+    tail = text[end : line_end(text, end)].strip(" \t\r\n")
+    return head.strip(" \t") == "" and (tail == "" or tail.startswith("#"))
+
+
+def _verify(before: Analysis, after: Analysis, knob: str, expected, put_backs=()) -> str:
+    old, new = fingerprints(before), fingerprints(after)
+    wrong = sorted(k for k in set(old) | set(new) if k != knob and old.get(k) != new.get(k))
+    if expected == "absent":
+        st = after.knobs.get(knob)
+        if st is not None and any(e is not None and e[2] != "unset" for _, s in fingerprint(st) for e in s):
+            wrong.append(knob)
+    elif put_backs:
+        st = after.knobs.get(knob)
+        keys = {st.key(s): s.value for s in st.places} if st else {}
+        if any(keys.get(e.key, object()) != e.value for e in put_backs):
+            wrong.append(knob)
+    elif expected is not None and _absent_as_none(new.get(knob)) != _absent_as_none(expected):
+        wrong.append(knob)
+    if wrong:
+        raise FormatError(_explain(before, after, knob, wrong))
+    return after.text
+
+
+def _absent_as_none(fp: tuple | None) -> tuple:
+    """An ``unset K`` seen reads like no K at all (the launch gets no K either way), and
+    a visit that sees no K says nothing (a flag is only listed where it appears)."""
+    out = []
+    for launch, seen in fp or ():
+        seen = frozenset(None if e is not None and e[2] == "unset" else e for e in seen)
+        if seen != {None}:
+            out.append((launch, seen))
+    return tuple(out)
+
+
+def _explain(before: Analysis, after: Analysis, knob: str, wrong: list[str]) -> str:
+    if wrong == [knob]:
+        st = after.knobs.get(knob)
+        seen = sorted(
+            {f"line {s.line}" for _, group in (st.per_visit if st else []) for s in group if s is not None}
+        )
+        return (
+            f"cannot change {knob} safely: after the edit a launch would still see it from "
+            f"{', '.join(seen) or 'nowhere'} (select those places too with --all, or edit by hand)"
+        )
+    return (
+        f"cannot change {knob} safely: re-reading the edited file changes "
+        f"{', '.join(wrong)} (is there an unclosed quote or block near the edit?)"
+    )
+
+
+def verify_added(before: Analysis, after: Analysis, knob: str, value: str, launches: list[Launch]) -> str:
+    """A new place of ``knob``: every visit of ``launches`` (all, for a top-level line)
+    sees exactly it, with ``value``; nothing else changed."""
+    st = after.knobs.get(knob)
+    ordinals = {l.ordinal for l in launches}
+    ok = st is not None
+    if ok:
+        for launch, seen in fingerprint(st):  # type: ignore[arg-type]
+            if launches and launch not in ordinals:
+                continue
+            values = [e for e in seen if e is not None]
+            ok &= len(seen) == 1 and len(values) == 1 and values[0][1] == value and values[0][2] is False
+        ok &= not launches or ordinals <= {launch for launch, _ in fingerprint(st)}  # type: ignore[arg-type]
+    old, new = fingerprints(before), fingerprints(after)
+    wrong = sorted(k for k in set(old) | set(new) if k != knob and old.get(k) != new.get(k))
+    if not ok:
+        wrong.append(knob)
+    if wrong:
+        raise FormatError(
+            f"cannot add {knob} safely: re-reading the edited file changes "
+            f"{', '.join(wrong)} (is there an unclosed quote or block near the edit?)"
+        )
+    return after.text
+

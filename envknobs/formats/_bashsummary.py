@@ -1,0 +1,150 @@
+"""Reports of an analysed script: places, the summary, fingerprints, where a new knob goes."""
+
+from __future__ import annotations
+
+from envknobs.formats import FormatError
+from envknobs.formats._bashflow import Cmd
+from envknobs.formats._bashplaces import Analysis
+from envknobs.formats._bashplaces import KnobState
+from envknobs.formats._bashtree import Simple
+from envknobs.formats._launch import _ALL_ARGS
+from envknobs.formats._launch import array_expansion
+from envknobs.formats._launch import flag_spelling
+from envknobs.formats._launch import word_text
+from envknobs.formats._text import indent_at
+from envknobs.formats._text import line_end
+from envknobs.formats._text import line_of
+from envknobs.formats._text import line_start
+from envknobs.formats.places import KnobSummary
+from envknobs.formats.places import LaunchInfo
+from envknobs.formats.places import Place
+from envknobs.formats.places import Summary
+
+
+def to_places(a: Analysis, state: KnobState) -> tuple[Place, ...]:
+    from envknobs.formats._bashwrite import anchor_for_site
+
+    return tuple(
+        Place(
+            knob=state.knob, key=state.key(s), line=s.line, kind=s.kind, scope=s.scope,
+            value=s.value, computed=s.computed, launch=s.launch,
+            raw=a.text[s.start : s.end], anchor=anchor_for_site(a, s),
+            seen_by=tuple(sorted({n for n, seen in state.per_visit if s in seen})),
+        )
+        for s in state.places
+    )
+
+
+def summarize(a: Analysis) -> Summary:
+    knobs = tuple(
+        KnobSummary(
+            k, to_places(a, st), st.conditional, st.repeated, k.startswith("-"),
+            tuple(sorted({n for n, seen in st.per_visit if None in seen})),
+        )
+        for k, st in sorted(a.knobs.items(), key=lambda kv: _first(kv[1]))
+    )
+    launches = tuple(_launch_info(a, launch) for launch in a.launches)
+    notes = []
+    if not a.launches:
+        notes.append("no launch command found: knobs are read as the end of the script sees them")
+    for info in launches:
+        if not info.reached:
+            notes.append(f"the launch command at line {info.line} is never reached")
+        for path, line in info.env_files:
+            notes.append(
+                f"line {line}: the container's env also comes from --env-file {path}: "
+                "manage that file as a dotenv target"
+            )
+        if info.opaque:
+            notes.append(
+                f"line {info.line}: the launch also takes {', '.join(info.opaque)}, "
+                "which the ledger cannot see into"
+            )
+    return Summary(knobs, launches, tuple(notes))
+
+
+def _first(state: KnobState) -> int:
+    return min((s.start for s in state.places), default=0)
+
+
+def _launch_info(a: Analysis, launch) -> LaunchInfo:
+    shape = launch.shape
+    text = a.text
+    env_files: tuple = ()
+    opaque: list[str] = []
+    if shape is not None:
+        env_files = tuple((word_text(w), line_of(text, w.start)) for w in shape.env_files)
+        values: set[int] = set()
+        for visit in a.visits:
+            if visit.launch == launch.ordinal:
+                for uses in a.flags_seen(visit):
+                    for site in uses.values():
+                        values.update(id(w) for w in site.obj.values)  # type: ignore[attr-defined]
+        for w in shape.args:
+            if id(w) in values or array_expansion(w) is not None:
+                continue
+            # A quoted "$X" is one argument; $X unquoted, "$@" may be any number of flags.
+            splits = w.text[:1] not in "'\"" and word_text(w) is None
+            if w.text in _ALL_ARGS or (splits and flag_spelling(w) is None):
+                opaque.append(w.text)
+    return LaunchInfo(
+        ordinal=launch.ordinal,
+        line=line_of(text, launch.simple.start),
+        end_line=line_of(text, launch.simple.end),
+        engine=launch.engine,
+        docker=bool(shape and shape.docker),
+        env_files=env_files,
+        opaque=tuple(dict.fromkeys(opaque)),
+        reached=any(v.launch == launch.ordinal for v in a.visits),
+    )
+
+
+def entry(state: KnobState, site) -> tuple | None:
+    if site is None:
+        return None
+    if site.kind == "unset":
+        return (state.key(site), None, "unset")
+    return (state.key(site), site.value, site.computed)
+
+
+def fingerprint(state: KnobState) -> tuple:
+    return tuple((launch, frozenset(entry(state, s) for s in seen)) for launch, seen in state.per_visit)
+
+
+def fingerprints(a: Analysis) -> dict[str, tuple]:
+    """Knob -> what every visit sees (keys, values): equal before and after an edit of
+    another knob, whatever lines moved."""
+    return {k: fingerprint(st) for k, st in a.knobs.items()}
+
+
+def insertion_point(a: Analysis, knob: str) -> tuple[int, str]:
+    """Where a new ``export`` line goes (offset, indentation): at top level, before every
+    launch.  FormatError when the launches sit inside the script's first command."""
+    text, items = a.text, a.tree.root.items
+    boundary = min((v.root_item for v in a.visits if v.launch), default=len(items))
+    starts = a.tree.root.starts
+    limit = len(text) if boundary >= len(items) else line_start(text, starts[boundary])
+    top = [s for s in a.tree.simples if not s.scope and s.end <= limit]
+    cmds: dict[int, Cmd] = a.cmds
+    exports = [s for s in top if cmds[id(s)].kind == "assign" and s.words[0].text == "export"]
+    if exports:
+        anchor = exports[-1]
+        pos = line_end(text, anchor.end)
+        for s in top:  # a later `unset K` would cancel the new line: go after it
+            c = cmds[id(s)]
+            if c.kind == "unset" and any(d.name == knob for d in c.defs) and s.start >= pos:
+                anchor, pos = s, line_end(text, s.end)
+        return pos, indent_at(text, anchor.start)
+    for index, item in enumerate(items[: boundary + 1]):
+        start = starts[index]
+        is_assign = isinstance(item, Simple) and cmds[id(item)].kind in ("assign", "unset")
+        if is_assign and index < boundary:
+            continue
+        if index == boundary and not isinstance(item, Simple):
+            raise FormatError(
+                f"line {line_of(text, start)}: no top-level place before the launch commands "
+                f"for a new {knob}: they are inside the compound command starting here; "
+                "add it by hand, or put it on a launch line with --at LINE"
+            )
+        return line_start(text, start), ""
+    return len(text), ""

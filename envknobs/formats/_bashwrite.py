@@ -1,0 +1,281 @@
+"""The edits of the bash format, one place at a time: values, removals, new places.
+
+Each function takes the text and an analysed site and returns the new text; none of
+them decides *which* place to edit (that is :mod:`envknobs.formats.bash`), and every
+result is re-read and verified by the caller.
+"""
+
+from __future__ import annotations
+
+from envknobs.formats import FormatError
+from envknobs.formats._bashedit import anchor_of
+from envknobs.formats._bashedit import insert_continuation_line
+from envknobs.formats._bashedit import insert_line_before
+from envknobs.formats._bashedit import insert_words
+from envknobs.formats._bashedit import removal_span
+from envknobs.formats._bashflow import Def
+from envknobs.formats._bashplaces import Analysis
+from envknobs.formats._bashplaces import Launch
+from envknobs.formats._bashplaces import Site
+from envknobs.formats._bashwords import quote_value
+from envknobs.formats._launch import _ALL_ARGS
+from envknobs.formats._launch import DockerEnv
+from envknobs.formats._launch import FlagUse
+from envknobs.formats._launch import array_expansion
+from envknobs.formats._launch import flag_spelling
+from envknobs.formats._text import line_of
+from envknobs.registry import FALSE_WORDS
+from envknobs.registry import TRUE_WORDS
+
+
+def _splice(text: str, start: int, end: int, new: str) -> str:
+    return text[:start] + new + text[end:]
+
+
+def computed_error(text: str, site: Site) -> FormatError:
+    return FormatError(
+        f"line {site.line}: {site.knob} is computed by the shell "
+        f"({text[site.start:site.end].strip()!r}); make it a literal value or edit it by hand"
+    )
+
+
+def write_value(text: str, site: Site, value: str, lookup) -> str:
+    """Give ``site`` the value ``value``, keeping its form and quoting style."""
+    obj = site.obj
+    if isinstance(obj, Def):
+        if site.kind == "unset":
+            if site.statement is None:
+                raise FormatError(
+                    f"line {site.line}: {site.knob} is unset among other names; edit it by hand"
+                )
+            return _splice(text, site.start, site.end, f"export {site.knob}={quote_value(value)}")
+        if site.computed:
+            raise computed_error(text, site)
+        _, _, value_start = obj.word.assignment()  # type: ignore[misc]
+        raw = text[value_start : obj.word.end]
+        return _splice(text, value_start, obj.word.end, quote_value(value, style_of=raw))
+    if isinstance(obj, DockerEnv):
+        return _write_docker_env(text, obj, value)
+    if isinstance(obj, FlagUse):
+        return _write_flag(text, site, obj, value, lookup)
+    raise FormatError(f"line {site.line}: cannot edit {site.knob} here")  # pragma: no cover
+
+
+def _write_docker_env(text: str, env: DockerEnv, value: str) -> str:
+    word = env.word
+    if env.value_start >= 0:
+        raw = text[env.value_start : word.end]
+        return _splice(text, env.value_start, word.end, quote_value(value, style_of=raw))
+    start = word.start
+    if env.option is word:  # --env="K=V": rewrite the part after --env=
+        start = word.start + word.text.index("=") + 1
+    raw = text[start : word.end]
+    return _splice(text, start, word.end, quote_value(f"{env.name}={value}", style_of=raw))
+
+
+def _bool_of(value: str) -> bool | None:
+    word = value.strip().lower()
+    return True if word in TRUE_WORDS else (False if word in FALSE_WORDS else None)
+
+
+def _write_flag(text: str, site: Site, use: FlagUse, value: str, lookup) -> str:
+    word = use.word
+    if use.form == "equals":
+        spelled = flag_spelling(word)
+        if word.text.startswith(spelled[0] + "="):  # type: ignore[index]
+            start = word.start + len(spelled[0]) + 1  # type: ignore[index]
+            raw = text[start : word.end]
+            return _splice(text, start, word.end, quote_value(value, style_of=raw))
+        return _splice(text, word.start, word.end, quote_value(f"{spelled[0]}={value}", style_of=word.text))  # type: ignore[index]
+    if use.form == "space":
+        v = use.values[0]
+        return _splice(text, v.start, v.end, quote_value(value, style_of=v.text))
+    if use.form == "nargs":
+        new = " ".join(quote_value(w) for w in value.split())
+        if not use.values:
+            return insert_words(text, word.end, new)
+        return _splice(text, use.values[0].start, use.values[-1].end, new)
+    wanted = _bool_of(value)
+    flag = lookup(use.knob)
+    if wanted is None:
+        raise FormatError(
+            f"line {site.line}: {use.knob} is a switch here (present or absent), not {value!r}"
+        )
+    if wanted == (use.form == "switch"):
+        return text
+    base = flag_spelling(word)[0]  # type: ignore[index]
+    if wanted:  # --no-x -> --x
+        return _splice(text, word.start, word.end, "--" + base[len("--no-") :])
+    if flag is None or not getattr(flag, "negatable", False):
+        raise FormatError(
+            f"line {site.line}: {use.knob} is a switch without a --no- form; unset it instead"
+        )
+    return _splice(text, word.start, word.end, "--no-" + base.lstrip("-"))
+
+
+# -- removals -----------------------------------------------------------------------
+def launch_word_cut(text: str, site: Site) -> tuple[int, int]:
+    return removal_span(
+        text, site.start, site.end, in_array=site.kind == "array-flag", lines=site.kind != "prefix"
+    )
+
+
+def anchor_for_site(a: Analysis, site: Site) -> dict | None:
+    """Where a launch word goes back after its removal (None for statement sites)."""
+    if site.kind not in ("prefix", "docker-env", "flag", "array-flag"):
+        return None
+    cut = launch_word_cut(a.text, site)
+    container = container_of(a, site)
+    if container is None:
+        return None
+    ident, (lo, _), words = container
+    previous = [w.start for w in words if w.end <= cut[0]]
+    following = [w.end for w in words if w.start >= cut[1]]
+    context_start = max(previous) if previous else lo
+    context_end = min(following) if following else cut[1]
+    return {"container": ident, **anchor_of(a.text, cut, context_start, context_end)}
+
+
+def container_of(a: Analysis, site: Site):
+    """(identifier, span, words) of the command or array a launch word belongs to."""
+    if site.kind == "array-flag":
+        owner = a._array_owner.get(id(site.obj.word))  # type: ignore[attr-defined]
+        same = sorted(
+            (d for c in a.cmds.values() for d in c.defs if d.name == owner.name and d.word.array is not None),
+            key=lambda d: d.word.start,
+        )
+        index = next(i for i, d in enumerate(same) if d is owner)
+        return f"array {owner.name} {index + 1}", (owner.word.start, owner.word.end), owner.word.array
+    for launch in a.launches:
+        s = launch.simple
+        if s.start <= site.start < s.end + 1:
+            return f"launch {launch.ordinal}", (s.start, s.end), s.words
+    return None
+
+
+def find_container(a: Analysis, ident: str) -> tuple[int, int] | None:
+    kind, _, rest = ident.partition(" ")
+    if kind == "launch":
+        n = int(rest)
+        if 1 <= n <= len(a.launches):
+            s = a.launches[n - 1].simple
+            return s.start, s.end
+        return None
+    name, _, index = rest.partition(" ")
+    same = sorted(
+        (d for c in a.cmds.values() for d in c.defs if d.name == name and d.word.array is not None),
+        key=lambda d: d.word.start,
+    )
+    k = int(index) - 1
+    return (same[k].word.start, same[k].word.end) if 0 <= k < len(same) else None
+
+
+# -- new places ------------------------------------------------------------------------
+def flag_text(knob: str, value: str, lookup, equals: bool) -> str:
+    flag = lookup(knob)
+    wanted = _bool_of(value)
+    if flag is not None and flag.type == "bool" or flag is None and wanted is True:
+        if wanted is None:
+            raise FormatError(f"{knob} is a switch: true or false, not {value!r}")
+        if wanted:
+            return knob
+        if flag is None or not flag.negatable:
+            raise FormatError(f"{knob} is a switch without a --no- form: leave it out instead")
+        return "--no-" + knob[2:]
+    if flag is not None and flag.nargs:
+        return " ".join([knob, *(quote_value(w) for w in value.split())])
+    return f"{knob}={quote_value(value)}" if equals else f"{knob} {quote_value(value)}"
+
+
+def add_flag(a: Analysis, launch: Launch, knob: str, value: str, lookup) -> str:
+    """``knob`` on ``launch``: into its only ``args=(...)`` array, else on the command itself."""
+    text = a.text
+    shape = launch.shape
+    assert shape is not None
+    uses = []
+    for visit in a.visits:
+        if visit.launch == launch.ordinal:
+            for argv in a.argv_options(visit):
+                from envknobs.formats._launch import scan_flags
+
+                uses.extend(scan_flags(argv, lookup))
+    valued = [u for u in uses if u.form in ("space", "equals")]
+    equals = sum(u.form == "equals" for u in valued) * 2 > len(valued)
+    new = flag_text(knob, value, lookup, equals)
+    array = _own_array(a, launch)
+    if array is not None:
+        return _add_to_array(text, array, new)
+    args = [w for w in shape.args if w.text not in _ALL_ARGS and array_expansion(w) is None]
+    words = launch.simple.words
+    last = args[-1] if args else (shape.args[-1] if shape.args else words[-1])
+    first_line = line_of(text, words[0].start)
+    if line_of(text, last.start) > first_line and _line_starts_with_arg(text, last, shape.args):
+        return insert_continuation_line(text, last.start, new)
+    return insert_words(text, last.end, new)
+
+
+def _line_starts_with_arg(text: str, word, args) -> bool:
+    line = line_of(text, word.start)
+    on_line = [w for w in args if line_of(text, w.start) == line]
+    from envknobs.formats._text import line_start
+
+    return bool(on_line) and text[line_start(text, on_line[0].start) : on_line[0].start].strip() == ""
+
+
+def _own_array(a: Analysis, launch: Launch) -> Def | None:
+    """The one array literal expanded on ``launch`` that no other launch expands."""
+    names = [n for n in (array_expansion(w) for w in launch.shape.args) if n]  # type: ignore[union-attr]
+    if len(names) != 1:
+        return None
+    others = [
+        l for l in a.launches
+        if l is not launch and l.shape and any(array_expansion(w) == names[0] for w in l.shape.args)
+    ]
+    histories = {h for v in a.visits if v.launch == launch.ordinal for h in v.state.get(names[0])}
+    if others or len(histories) != 1:
+        return None
+    (history,) = histories
+    return history[0] if len(history) == 1 else None
+
+
+def _add_to_array(text: str, array: Def, new: str) -> str:
+    word = array.word
+    close = word.end - 1  # the ')'
+    elements = word.array or []
+    from envknobs.formats._text import line_start
+
+    if text[line_start(text, close) : close].strip() == "" and line_of(text, close) > line_of(text, word.start):
+        indent = "    "
+        if elements:
+            from envknobs.formats._text import indent_at
+
+            indent = indent_at(text, elements[-1].start)
+        return insert_line_before(text, close, new, indent)
+    if elements:
+        return insert_words(text, elements[-1].end, new)
+    return text[:close] + new + text[close:]
+
+
+def add_docker_env(text: str, launch: Launch, knob: str, value: str) -> str:
+    """A new ``-e K=V`` next to the launch's other ``--env`` options, in their form."""
+    shape = launch.shape
+    assert shape is not None and shape.docker
+    if not shape.env:
+        return insert_words(text, shape.env_anchor.end, f"-e {quote_value(f'{knob}={value}')}")  # type: ignore[union-attr]
+    last = shape.env[-1]
+    holder = last.word
+    style = holder.text if last.option is not holder else holder.text[holder.text.index("=") + 1 :]
+    pair = quote_value(f"{knob}={value}", style_of=style if style[:1] in "'\"" else None)
+    opt = last.option.text.split("=", 1)[0]
+    new = f"{opt}={pair}" if last.option is holder else f"{opt} {pair}"
+    from envknobs.formats._text import line_start
+
+    alone = text[line_start(text, last.option.start) : last.option.start].strip() == ""
+    if alone and line_of(text, last.option.start) > line_of(text, launch.simple.start):
+        return insert_continuation_line(text, last.option.start, new)
+    return insert_words(text, holder.end, new)
+
+
+def add_prefix(text: str, launch: Launch, knob: str, value: str) -> str:
+    start = launch.simple.start
+    return text[:start] + f"{knob}={quote_value(value)} " + text[start:]

@@ -1,0 +1,300 @@
+"""Launch commands: which commands of a serve script start a server, and their flags.
+
+A *launch command* is a simple command that starts a server.  Recognized, wherever they
+are in the script (a PD launcher has two, prefill and decode):
+
+* ``python -m sglang.launch_server`` (any interpreter word, ``"$PYTHON"`` included),
+  ``sglang_router.launch_server`` / ``launch_router``, ``sglang serve``;
+* ``vllm serve [MODEL]`` and ``python -m vllm.entrypoints.openai.api_server``;
+* ``python -m engine serve`` (the bundled engine);
+* ``docker run`` / ``podman run``: the container's env is in its ``-e``/``--env`` options,
+  and the server's flags follow the image (after a recognized server command inside,
+  or directly after an image whose name says ``vllm``, whose entrypoint is the server).
+
+Wrappers in front are stepped over: ``exec`` (with ``-a NAME``), ``env`` (its ``K=V``
+arguments count as prefixes), ``nohup``, ``setsid``, ``time``, ``numactl``/``taskset``
+with their options.
+
+Flags are read like argparse does: ``--flag value`` / ``--flag=value``; a catalog flag
+that is a switch takes no value word, an ``nargs`` flag takes every following word that
+is not a flag; an unknown flag takes the next word as its value unless that word looks
+like a flag.  A word after ``--`` is positional.  The last occurrence of a flag on one
+command line wins (argparse keeps the last), so earlier ones are dead.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from dataclasses import field
+from typing import Callable
+
+from envknobs.formats._bashwords import decode_value
+from envknobs.formats._shell import Word
+
+_MODULES = {
+    "sglang.launch_server": "sglang",
+    "sglang_router.launch_server": "sglang",
+    "sglang_router.launch_router": "sglang",
+    "vllm.entrypoints.openai.api_server": "vllm",
+    "vllm.entrypoints.api_server": "vllm",
+}
+_WRAPPERS = {"nohup", "setsid", "time", "numactl", "taskset", "stdbuf", "command"}
+_NEGATIVE = re.compile(r"-\.?\d")
+_ARRAY_EXPANSION = re.compile(r'"?\$\{([A-Za-z_][A-Za-z0-9_]*)\[[@*]\]\}"?\Z')
+# docker/podman run options that take a value word (the rest are switches).
+_DOCKER_VALUED = frozenset(
+    """-e --env --env-file -v --volume -p --publish --name --gpus --shm-size --ipc --network
+    --net -w --workdir --entrypoint --ulimit --runtime --device --cap-add --cap-drop
+    --security-opt --mount -u --user -h --hostname -l --label -m --memory --cpus
+    --cpuset-cpus --restart --log-driver --log-opt --pid --platform --add-host --dns
+    --group-add --tmpfs --expose --stop-signal --stop-timeout --memory-swap --cgroupns --uts
+    --userns --pull --label-file --volumes-from --link --oom-score-adj --cidfile --ip
+    --health-cmd --env-host --annotation --pod --uidmap --gidmap""".split()
+)
+
+
+def word_text(word: Word) -> str | None:
+    """The word as the command receives it; None when the shell computes it."""
+    return decode_value(word.text, word=True)
+
+
+def is_flag_word(text: str | None) -> bool:
+    return text is not None and text.startswith("-") and len(text) > 1 and not _NEGATIVE.match(text)
+
+
+def array_expansion(word: Word) -> str | None:
+    """``NAME`` if the word is ``"${NAME[@]}"`` (an array expanded into arguments)."""
+    m = _ARRAY_EXPANSION.match(word.text)
+    return m.group(1) if m else None
+
+
+@dataclass
+class DockerEnv:
+    """One ``-e K=V`` / ``--env K=V`` / ``--env=K=V`` of a docker launch."""
+
+    name: str
+    option: Word  # the -e / --env word (the same word as ``word`` for --env=K=V)
+    word: Word  # the word holding K=V (or just K: the shell's value is passed through)
+    value_start: int  # offset of V in the text (in ``word``)
+    passthrough: bool
+
+
+@dataclass
+class Shape:
+    """What a launch command is made of."""
+
+    engine: str | None  # sglang | vllm | engine | None (a docker image we cannot tell)
+    prefixes: list[Word] = field(default_factory=list)  # K=V in front, and `env K=V`
+    args: list[Word] = field(default_factory=list)  # the server's argument words
+    docker: bool = False
+    env: list[DockerEnv] = field(default_factory=list)
+    env_files: list[Word] = field(default_factory=list)
+    env_anchor: Word | None = None  # the `run` word: new --env options go after it
+
+
+def _skip_wrappers(words: list[Word], k: int, prefixes: list[Word]) -> int:
+    while k < len(words):
+        text = word_text(words[k])
+        if text == "exec":
+            k += 1
+            while k < len(words) and (word_text(words[k]) or "").startswith("-"):
+                k += 2 if word_text(words[k]) == "-a" else 1
+        elif text == "env":
+            k += 1
+            while k < len(words):
+                t = word_text(words[k]) or ""
+                if t in ("-u", "--unset", "-C", "--chdir", "-S"):
+                    k += 2
+                elif t.startswith("-"):
+                    k += 1
+                elif words[k].assignment():
+                    prefixes.append(words[k])
+                    k += 1
+                else:
+                    break
+        elif text in _WRAPPERS:
+            k += 1
+            while k < len(words) and (word_text(words[k]) or "").startswith("-"):
+                t = word_text(words[k]) or ""
+                k += 2 if (len(t) == 2 and t != "--") else 1  # -c 0-7 / --cpunodebind=0
+        else:
+            return k
+    return k
+
+
+def _server_start(words: list[Word], k: int) -> tuple[str, int] | None:
+    """(engine, index of the first argument word) if words[k:] start a known server."""
+    texts = [word_text(w) for w in words[k : k + 6]]
+    program = (texts[0] or "").rsplit("/", 1)[-1] if texts else ""
+    if program in ("vllm", "sglang") and len(texts) > 1 and texts[1] == "serve":
+        return program, k + 2
+    for j in range(1, len(texts) - 1):
+        if texts[j] == "-m":
+            module = texts[j + 1] or ""
+            if module in _MODULES:
+                return _MODULES[module], k + j + 2
+            if module == "engine" and j + 2 < len(texts) and texts[j + 2] == "serve":
+                return "engine", k + j + 3
+            return None
+    return None
+
+
+def launch_shape(words: list[Word]) -> Shape | None:
+    """The shape of a launch command, or None when the command starts no known server."""
+    k = 0
+    prefixes: list[Word] = []
+    while k < len(words) and words[k].assignment():
+        prefixes.append(words[k])
+        k += 1
+    k = _skip_wrappers(words, k, prefixes)
+    if k >= len(words):
+        return None
+    program = (word_text(words[k]) or "").rsplit("/", 1)[-1]
+    if program in ("docker", "podman") and k + 1 < len(words) and word_text(words[k + 1]) == "run":
+        return _docker_shape(words, k + 1, prefixes)
+    found = _server_start(words, k)
+    if found is None:
+        return None
+    engine, first = found
+    return Shape(engine, prefixes, words[first:])
+
+
+def _docker_shape(words: list[Word], run: int, prefixes: list[Word]) -> Shape:
+    shape = Shape(None, prefixes, docker=True, env_anchor=words[run])
+    k = run + 1
+    while k < len(words):
+        text = word_text(words[k])
+        if not is_flag_word(text):
+            break
+        option, eq, inline = (text or "").partition("=")
+        if option in ("-e", "--env"):
+            holder = words[k] if eq else (words[k + 1] if k + 1 < len(words) else None)
+            if holder is not None:
+                _add_env(shape, words[k], holder, bool(eq))
+        elif option == "--env-file":
+            shape.env_files.append(words[k] if eq else words[min(k + 1, len(words) - 1)])
+        k += 1 if eq or option not in _DOCKER_VALUED else 2
+    if k >= len(words):
+        return shape
+    image = word_text(words[k]) or ""
+    found = _server_start(words, k + 1)
+    if found is not None:
+        shape.engine, first = found
+        shape.args = words[first:]
+    else:
+        shape.engine = "vllm" if "vllm" in image else ("sglang" if "sglang" in image else None)
+        shape.args = words[k + 1 :]
+    return shape
+
+
+_ENV_NAME = re.compile(r"""["']?([A-Za-z_][A-Za-z0-9_]*)(=|["']?\Z)""")
+
+
+def _add_env(shape: Shape, option: Word, holder: Word, inline: bool) -> None:
+    raw, offset = holder.text, holder.start
+    if inline:  # --env=K=V: the K=V part starts after the first '='
+        cut = raw.index("=") + 1
+        raw, offset = raw[cut:], holder.start + cut
+    m = _ENV_NAME.match(raw)
+    if m is None:
+        return  # -e "$X": the name itself is computed
+    name = m.group(1)
+    # Where V starts in the source: right after `NAME=` when the word spells it plainly;
+    # else (a quoted "K=V") the whole pair is rewritten on an edit.
+    value_start = offset + len(name) + 1 if raw.startswith(name + "=") else -1
+    shape.env.append(DockerEnv(name, option, holder, value_start, passthrough=m.group(2) != "="))
+
+
+@dataclass
+class FlagUse:
+    """One occurrence of a flag among a launch's argument words."""
+
+    knob: str  # the flag's knob name (--canonical-name)
+    word: Word  # the flag word
+    values: list[Word]  # separate value words (empty for --x=v and switches)
+    form: str  # "space" | "equals" | "switch" | "negated" | "nargs"
+    value: str | None  # None: computed by the shell
+
+    @property
+    def end(self) -> int:
+        return (self.values[-1] if self.values else self.word).end
+
+
+Lookup = Callable[[str], object]
+
+
+def scan_flags(args: list[Word], lookup: Lookup) -> list[FlagUse]:
+    """Every flag among ``args`` (words already expanded), in order.
+
+    ``lookup(name)`` returns the catalog's Flag for a spelling, or None.
+    """
+    uses: list[FlagUse] = []
+    k = 0
+    while k < len(args):
+        spelled = flag_spelling(args[k])
+        if spelled is None:
+            if word_text(args[k]) == "--":
+                break
+            k += 1
+            continue
+        use, k = _read_flag(args, k, spelled, lookup)
+        uses.append(use)
+    return uses
+
+
+_LITERAL_FLAG = re.compile(r"(--?[A-Za-z0-9][A-Za-z0-9_.-]*)(=|\Z)")
+_ALL_ARGS = frozenset({'"$@"', "$@", '"$*"', "$*", '"${@}"', "${@}"})
+
+
+def flag_spelling(word: Word) -> tuple[str, bool, str | None] | None:
+    """``(name, has '=', inline value)`` if the word is a flag; the value None when computed."""
+    m = _LITERAL_FLAG.match(word.text)
+    if m is not None and not _NEGATIVE.match(word.text):
+        if m.group(2):
+            return m.group(1), True, decode_value(word.text[m.end() :], word=True)
+        return m.group(1), False, None
+    text = word_text(word)
+    if not is_flag_word(text):
+        return None
+    name, eq, inline = text.partition("=")  # type: ignore[union-attr]
+    return name, bool(eq), inline if eq else None
+
+
+def _takes_value(word: Word | None) -> bool:
+    if word is None or word.text in _ALL_ARGS or array_expansion(word) is not None:
+        return False
+    return flag_spelling(word) is None
+
+
+def _read_flag(
+    args: list[Word], k: int, spelled: tuple[str, bool, str | None], lookup: Lookup
+) -> tuple[FlagUse, int]:
+    from envknobs.flags import canonical_flag
+
+    word = args[k]
+    name, eq, inline = spelled
+    flag = lookup(name)
+    if flag is None and name.startswith("--no-"):
+        base = lookup("--" + name[5:])
+        if base is not None and getattr(base, "negatable", False):
+            return FlagUse(base.name, word, [], "negated", "false"), k + 1  # type: ignore[attr-defined]
+    knob = flag.name if flag is not None else (canonical_flag(name) if name.startswith("--") else name)  # type: ignore[attr-defined]
+    if eq:
+        return FlagUse(knob, word, [], "equals", inline), k + 1
+    nxt = args[k + 1] if k + 1 < len(args) else None
+    nxt_text = word_text(nxt) if nxt is not None else None
+    takes_value = _takes_value(nxt)
+    if flag is not None and getattr(flag, "type", None) == "bool":
+        return FlagUse(knob, word, [], "switch", "true"), k + 1
+    if flag is not None and getattr(flag, "nargs", None):
+        j = k + 1
+        while j < len(args) and _takes_value(args[j]):
+            j += 1
+        values = args[k + 1 : j]
+        texts = [word_text(w) for w in values]
+        value = None if any(t is None for t in texts) else " ".join(texts)  # type: ignore[arg-type]
+        return FlagUse(knob, word, values, "nargs", value), j
+    if not takes_value:
+        return FlagUse(knob, word, [], "switch", "true" if flag is None else None), k + 1
+    return FlagUse(knob, word, [nxt], "space", nxt_text), k + 2  # type: ignore[list-item]
