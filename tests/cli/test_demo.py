@@ -27,7 +27,9 @@ def test_demo_plays_the_whole_story(tmp_path, ledger):
     live = claw.split("$ ledger status --live", 1)[1].split("\n#", 1)[0]
     rows = [line.split() for line in live.splitlines() if line.strip().startswith("ENGINE_")]
     assert rows and all(r[1] == "live" for r in rows), live
-    assert "ENGINE_DECODE_TARGET_CTAS    live   2       2     2" in live
+    assert ["ENGINE_DECODE_TARGET_CTAS", "live", "2", "2", "2"] in rows
+    flags = [line.split() for line in live.splitlines() if line.strip().startswith("--")]
+    assert ["--role", "live", "-", "decode", "decode"] in flags  # launch flags too
     # ...and a bad knob value is rolled back by the health gate, the server answering again.
     assert "health check FAILED" in claw and "rolled back: workspace commit" in claw
     assert "after the rollback: decode: restarted" in claw
