@@ -38,6 +38,7 @@ SUMMARY_KEYS = [
     "started",
     "finished",
     "headline",
+    "load",
     "by_concurrency",
 ]
 
