@@ -12,6 +12,10 @@ the order backups were taken.  A manifest is written last and
 atomically, so a backup that is listed is complete.  The store is local safety state,
 not history: it is kept out of the workspace's git history (see ``.gitignore`` written
 by ``ledger init``).
+
+This package depends on nothing of the ledger's: its errors are :class:`BackupError`, or
+the class the caller hands in (``BackupStore(root, error=...)``; the ledger hands in its
+own ``ledger.errors.BackupError`` so the CLI's one ``LedgerError`` handler reports them).
 """
 
 from __future__ import annotations
@@ -25,8 +29,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
-from ledger.errors import BackupError
-from ledger.fsio import atomic_write
+from backups.fsio import atomic_write
+
+
+class BackupError(Exception):
+    """The backup store cannot do what was asked; the message names the file or backup."""
+
+    exit_code = 1
 
 
 @dataclass(frozen=True)
@@ -67,18 +76,19 @@ def sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _read_bytes(path: Path) -> bytes | None:
+def _read_bytes(path: Path, error: type[Exception]) -> bytes | None:
     try:
         return path.read_bytes()
     except FileNotFoundError:
         return None
     except OSError as e:
-        raise BackupError(f"{path}: cannot read for backup: {e.strerror}") from e
+        raise error(f"{path}: cannot read for backup: {e.strerror}") from e
 
 
 class BackupStore:
-    def __init__(self, root: str | Path) -> None:
+    def __init__(self, root: str | Path, error: type[Exception] = BackupError) -> None:
         self.root = Path(root)
+        self.error = error
 
     @property
     def objects(self) -> Path:
@@ -102,7 +112,7 @@ class BackupStore:
         self.objects.mkdir(parents=True, exist_ok=True)
         for p in paths:
             path = Path(p).absolute()
-            data = _read_bytes(path)
+            data = _read_bytes(path, self.error)
             if data is None:
                 files.append(BackedUpFile(str(path), None, None, 0))
                 continue
@@ -138,21 +148,21 @@ class BackupStore:
             )
             return Backup(d["id"], d["time"], d["command"], files)
         except (OSError, ValueError, KeyError, TypeError) as e:
-            raise BackupError(f"{manifest}: unreadable backup manifest ({e})") from e
+            raise self.error(f"{manifest}: unreadable backup manifest ({e})") from e
 
     def get(self, ref: str) -> Backup:
         """A backup by id or unambiguous id prefix (``latest`` for the newest)."""
         backups = self.list()
         if ref == "latest":
             if not backups:
-                raise BackupError("the backup store is empty")
+                raise self.error("the backup store is empty")
             return backups[-1]
         matches = [b for b in backups if b.id == ref] or [b for b in backups if b.id.startswith(ref)]
         if not matches:
-            raise BackupError(f"no backup matches {ref!r} (see `ledger backups list`)")
+            raise self.error(f"no backup matches {ref!r} (see `ledger backups list`)")
         if len(matches) > 1:
             ids = ", ".join(b.id for b in matches[:6])
-            raise BackupError(f"backup {ref!r} is ambiguous: {ids}")
+            raise self.error(f"backup {ref!r} is ambiguous: {ids}")
         return matches[0]
 
     def content(self, f: BackedUpFile) -> bytes | None:
@@ -163,9 +173,9 @@ class BackupStore:
         try:
             data = blob.read_bytes()
         except FileNotFoundError as e:
-            raise BackupError(f"backup object {f.sha256[:12]} for {f.path} is missing") from e
+            raise self.error(f"backup object {f.sha256[:12]} for {f.path} is missing") from e
         if sha256_bytes(data) != f.sha256:
-            raise BackupError(f"backup object {f.sha256[:12]} for {f.path} is corrupt")
+            raise self.error(f"backup object {f.sha256[:12]} for {f.path} is corrupt")
         return data
 
     def diff(self, backup: Backup, path: str | Path | None = None) -> str:
@@ -174,12 +184,12 @@ class BackupStore:
         if path is not None:
             f = backup.file(path)
             if f is None:
-                raise BackupError(f"backup {backup.id} holds no copy of {path}")
+                raise self.error(f"backup {backup.id} holds no copy of {path}")
             files = (f,)
         chunks = []
         for f in files:
             old = self.content(f)
-            new = _read_bytes(Path(f.path))
+            new = _read_bytes(Path(f.path), self.error)
             if old == new:
                 continue
             old_lines = (old or b"").decode("utf-8", "replace").splitlines(keepends=True)

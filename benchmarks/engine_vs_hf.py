@@ -22,11 +22,11 @@ import time
 
 import torch
 
-from engine.bench import make_prompts
+from engine.tools.bench import make_prompts
 from engine.config import ModelConfig
 from engine.knobs import EngineKnobs
-from engine.llm import LLMEngine
-from engine.sequence import SamplingParams
+from engine.core.llm import LLMEngine
+from engine.core.sequence import SamplingParams
 
 
 def hf_model(engine: LLMEngine, dtype: torch.dtype):

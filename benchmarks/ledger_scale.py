@@ -2,7 +2,7 @@
 
     python benchmarks/ledger_scale.py --entries 10000 --targets 100 --keep /tmp/ledger-scale
 
-Builds a workspace through the library API (targets added with ``ops.add_target``, entries
+Builds a workspace through the library API (targets added with ``add_target``, entries
 made by the planner's helpers, the files edited by the real target formats, everything
 written through one ``Transaction``), leaves it in ``--keep``, then times the commands as
 an operator runs them (a fresh ``ledger`` process each) and prints the figures:
@@ -33,17 +33,19 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from ledger import ops  # noqa: E402
-from ledger import planner  # noqa: E402
-from ledger.model import Action  # noqa: E402
-from ledger.model import Entry  # noqa: E402
-from ledger.targets import edit_target  # noqa: E402
-from ledger.targets import read_target  # noqa: E402
-from ledger.txn import Transaction  # noqa: E402
-from ledger.workspace import Workspace  # noqa: E402
-from ledger.workspace import ENTRIES_NAME  # noqa: E402
-from ledger.workspace import entries_bytes  # noqa: E402
-from ledger.workspace import utc_now  # noqa: E402
+from ledger.commands.session import open_session  # noqa: E402
+from ledger.commands.setup import add_target  # noqa: E402
+from ledger.commands.setup import init_workspace  # noqa: E402
+from ledger.core import planner  # noqa: E402
+from ledger.core.model import Action  # noqa: E402
+from ledger.core.model import Entry  # noqa: E402
+from ledger.store.targets import edit_target  # noqa: E402
+from ledger.store.targets import read_target  # noqa: E402
+from ledger.store.txn import Transaction  # noqa: E402
+from ledger.store.workspace import ENTRIES_NAME  # noqa: E402
+from ledger.store.workspace import Workspace  # noqa: E402
+from ledger.store.workspace import entries_bytes  # noqa: E402
+from ledger.store.workspace import utc_now  # noqa: E402
 
 SCRIPT = """#!/usr/bin/env bash
 # decode server {i}
@@ -58,12 +60,12 @@ def build(root: Path, n_entries: int, n_targets: int, seed: int = 0) -> None:
     scripts = root.parent / f"{root.name}-scripts"
     shutil.rmtree(scripts, ignore_errors=True)
     scripts.mkdir(parents=True)
-    ops.init_workspace(root)
-    s = ops.open_session(str(root), "bench target add")
+    init_workspace(root)
+    s = open_session(str(root), "bench target add")
     for i in range(n_targets):
         p = scripts / f"serve_{i:03d}.sh"
         p.write_text(SCRIPT.format(i=i, port=30000 + i))
-        ops.add_target(s, f"t{i:03d}", str(p), "bash", None, root, dry_run=False)
+        add_target(s, f"t{i:03d}", str(p), "bash", None, root, dry_run=False)
     ws = Workspace(root)
     now = utc_now()
     entries: list[Entry] = []

@@ -1,5 +1,5 @@
-"""``python -m engine``: see engine.cli."""
+"""``python -m engine``: see engine.tools.cli."""
 
-from engine.cli import main
+from engine.tools.cli import main
 
 raise SystemExit(main())

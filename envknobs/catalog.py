@@ -13,8 +13,8 @@ has the fields of :class:`~envknobs.registry.Knob`::
         tags: [liveness]     # optional, descriptive
         doc: One line.
 
-:func:`default_registry` is every bundled catalog plus the bundled engine's own knobs
-(``engine.knobs.REGISTRY``), cached for the process.  :func:`check_assignment` is the
+:func:`default_registry` is every bundled catalog plus the knobs a caller declares in
+code (the ledger passes the bundled engine's ``engine.knobs.REGISTRY``), cached.  :func:`check_assignment` is the
 check ``ledger record`` runs before writing a value.
 
 Loading is on the path of every ``ledger record``, so it uses libyaml (PyYAML's
@@ -171,24 +171,17 @@ def bundled_catalogs() -> list[Path]:
     return sorted(Path(str(p)) for p in folder.iterdir() if p.name.endswith(".yaml"))
 
 
-def _engine_registry() -> Registry | None:
-    try:
-        from engine.knobs import REGISTRY  # the bundled engine; imported only when needed
-    except ImportError:
-        return None
-    return REGISTRY
+@functools.lru_cache(maxsize=4)
+def default_registry(extra: Registry | None = None) -> Registry:
+    """All bundled catalogs, plus ``extra`` layered last; cached for the process.
 
-
-@functools.lru_cache(maxsize=1)
-def default_registry() -> Registry:
-    """All bundled catalogs plus the bundled engine's knobs, cached for the process.
-
-    When the engine declares a knob a catalog also lists, the engine's declaration wins:
-    it is the code that actually reads the variable.
+    ``extra`` is how a caller adds knobs declared in code — the ledger passes the bundled
+    engine's ``engine.knobs.REGISTRY`` — so this package imports neither.  When ``extra``
+    declares a knob a catalog also lists, its declaration wins: it is the code that
+    actually reads the variable.
     """
     layers = [load_catalog(path) for path in bundled_catalogs()]
-    engine = _engine_registry()
-    return layered(*layers, *([engine] if engine is not None else []))
+    return layered(*layers, *([extra] if extra is not None else []))
 
 
 def layered(*registries: Registry) -> Registry:

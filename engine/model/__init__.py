@@ -1,1 +1,1 @@
-"""Llama-architecture model: one nn.Module per file."""
+"""The Llama-architecture model (one nn.Module per file) and the attention ops it runs."""

@@ -5,11 +5,11 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from engine.attention_ops import AttnContext
-from engine.attention_ops import batched_prefill_attention
-from engine.attention_ops import gather_kv
-from engine.attention_ops import prefill_attention
-from engine.attention_ops import split_k_attention
+from engine.model.attention_ops import AttnContext
+from engine.model.attention_ops import batched_prefill_attention
+from engine.model.attention_ops import gather_kv
+from engine.model.attention_ops import prefill_attention
+from engine.model.attention_ops import split_k_attention
 from engine.config import ModelConfig
 from engine.model.linear import Linear
 from engine.model.rope import RotaryEmbedding

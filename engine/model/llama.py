@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from engine.attention_ops import AttnContext
+from engine.model.attention_ops import AttnContext
 from engine.config import ModelConfig
 from engine.model.decoder_layer import DecoderLayer
 from engine.model.linear import Linear

@@ -9,10 +9,10 @@ from hypothesis import given
 from hypothesis import settings
 from hypothesis import strategies as st
 
-from ledger import planner
+from ledger.core import planner
+from ledger.core.model import Action
+from ledger.core.model import Entry
 from ledger.errors import Refused
-from ledger.model import Action
-from ledger.model import Entry
 
 AT = "2026-12-02T00:00:00Z"
 

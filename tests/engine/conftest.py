@@ -10,8 +10,8 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 

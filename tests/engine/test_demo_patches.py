@@ -19,12 +19,12 @@ PATCHES = REPO / "ledger" / "demo_patches"
 
 PROBE = r"""
 import json
-from engine.attention_ops import num_kv_splits
-from engine.http_util import BadRequest
+from engine.model.attention_ops import num_kv_splits
+from engine.serving.http import BadRequest
 from engine.knobs import EngineKnobs
-from engine.llm import LLMEngine
-from engine.requests import parse_generate
-from engine.sequence import SamplingParams
+from engine.core.llm import LLMEngine
+from engine.serving.requests import parse_generate
+from engine.core.sequence import SamplingParams
 
 eng = LLMEngine(EngineKnobs(num_pages=64, num_threads=1), preset="tiny")
 seq = eng.generate([list(range(3, 43))], SamplingParams(8, ignore_eos=True))[0]

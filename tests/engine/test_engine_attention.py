@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-from engine.attention_ops import MIN_SPLIT_TOKENS
-from engine.attention_ops import num_kv_splits
-from engine.attention_ops import prefill_attention
-from engine.attention_ops import reference_attention
-from engine.attention_ops import split_k_decode
+from engine.model.attention_ops import MIN_SPLIT_TOKENS
+from engine.model.attention_ops import num_kv_splits
+from engine.model.attention_ops import prefill_attention
+from engine.model.attention_ops import reference_attention
+from engine.model.attention_ops import split_k_decode
 
 
 @pytest.mark.parametrize("heads,kv_heads", [(4, 4), (8, 2), (6, 1)])
@@ -31,11 +31,11 @@ def test_paged_gather_into_split_layout_equals_token_major_attention(splits):
     """The engine's decode path (one index_select of the paged cache straight into the
     head-major split layout, shared buffers) computes what split_k_decode computes on a
     plainly gathered KV, for scattered pages and ragged lengths."""
-    from engine.attention_ops import decode_kv_index
-    from engine.attention_ops import gather_kv
-    from engine.attention_ops import split_k_attention
-    from engine.attention_ops import split_k_bias
-    from engine.attention_ops import split_layout
+    from engine.model.attention_ops import decode_kv_index
+    from engine.model.attention_ops import gather_kv
+    from engine.model.attention_ops import split_k_attention
+    from engine.model.attention_ops import split_k_bias
+    from engine.model.attention_ops import split_layout
 
     torch.manual_seed(splits)
     P, Hkv, H, D, num_pages = 4, 2, 6, 8, 40
@@ -90,7 +90,7 @@ def test_chunked_prefill_attention_equals_whole_prompt():
 
 
 def test_batched_prefill_equals_per_sequence():
-    from engine.attention_ops import batched_prefill_attention
+    from engine.model.attention_ops import batched_prefill_attention
 
     torch.manual_seed(1)
     B, T, H, Hkv, D = 3, 9, 4, 2, 8

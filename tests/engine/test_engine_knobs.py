@@ -55,7 +55,7 @@ def test_cli_refuses_bad_knob_with_exit_1(tmp_path):
 
 
 def test_importing_knobs_does_not_import_torch():
-    code = "import sys, engine.knobs, engine.cli; print('torch' in sys.modules)"
+    code = "import sys, engine.knobs, engine.tools.cli; print('torch' in sys.modules)"
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert r.stdout.strip() == "False"
 

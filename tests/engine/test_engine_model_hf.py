@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from engine.llm import LLMEngine
-from engine.scheduler import ScheduledBatch
-from engine.sequence import SamplingParams
+from engine.core.llm import LLMEngine
+from engine.core.scheduler import ScheduledBatch
+from engine.core.sequence import SamplingParams
 
 transformers = pytest.importorskip("transformers")
 

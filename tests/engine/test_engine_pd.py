@@ -7,8 +7,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from engine.llm import LLMEngine
-from engine.sequence import SamplingParams
+from engine.core.llm import LLMEngine
+from engine.core.sequence import SamplingParams
 
 
 @pytest.fixture(scope="module")

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from engine.block_manager import BlockManager
-from engine.block_manager import OutOfPages
-from engine.scheduler import Scheduler
-from engine.sequence import SamplingParams
-from engine.sequence import Sequence
+from engine.core.block_manager import BlockManager
+from engine.core.block_manager import OutOfPages
+from engine.core.scheduler import Scheduler
+from engine.core.sequence import SamplingParams
+from engine.core.sequence import Sequence
 
 
 def _run(sched: Scheduler, max_steps: int = 10_000) -> list:

@@ -7,11 +7,11 @@ import urllib.request
 
 import pytest
 
-from engine.llm import LLMEngine
-from engine.sequence import SamplingParams
-from engine.server import EngineHTTPServer
-from engine.server import Worker
-from engine.server import make_worker_handler
+from engine.core.llm import LLMEngine
+from engine.core.sequence import SamplingParams
+from engine.serving.http import EngineHTTPServer
+from engine.serving.worker import Worker
+from engine.serving.worker import make_worker_handler
 
 
 @pytest.fixture(scope="module")

@@ -9,14 +9,14 @@ from hypothesis import HealthCheck
 from hypothesis import given
 from hypothesis import settings
 from hypothesis import strategies as st
-from knob_oracles import bash_launch_env
-from knob_oracles import bash_source_values
-from knob_oracles import knob_names
-from knob_oracles import values
 
 from envknobs.formats import FormatError
 from envknobs.formats import get_format
 from envknobs.registry import KnobError
+from tests.envknobs.knob_oracles import bash_launch_env
+from tests.envknobs.knob_oracles import bash_source_values
+from tests.envknobs.knob_oracles import knob_names
+from tests.envknobs.knob_oracles import values
 
 BASH = get_format("bash")
 ORACLE = settings(

@@ -14,11 +14,10 @@ from envknobs.formats import FormatError
 from envknobs.formats import get_format
 from envknobs.formats.dotenv import render_value
 from envknobs.registry import KnobError
-
-from knob_oracles import bash_source_values
-from knob_oracles import dotenv_read
-from knob_oracles import knob_names
-from knob_oracles import values
+from tests.envknobs.knob_oracles import bash_source_values
+from tests.envknobs.knob_oracles import dotenv_read
+from tests.envknobs.knob_oracles import knob_names
+from tests.envknobs.knob_oracles import values
 
 DOTENV = get_format("dotenv")
 ORACLE = settings(

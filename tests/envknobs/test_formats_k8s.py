@@ -13,10 +13,9 @@ from ruamel.yaml import YAML
 from envknobs.formats import FormatError
 from envknobs.formats import get_format
 from envknobs.registry import KnobError
-
-from knob_oracles import knob_names
-from knob_oracles import values
-from knob_oracles import yaml11_env
+from tests.envknobs.knob_oracles import knob_names
+from tests.envknobs.knob_oracles import values
+from tests.envknobs.knob_oracles import yaml11_env
 
 PROPERTY = settings(max_examples=80, derandomize=True, deadline=None)
 

@@ -244,7 +244,7 @@ def test_ctrl_c_kills_the_bench_and_leaves_no_temp_files(tmp_path, bench):
 def test_default_command_on_the_bundled_engine(tmp_path):
     """One A and one B run of the real engine bench (tiny preset): the real output format."""
     repo = Path(__file__).resolve().parents[2]
-    if not (repo / "engine" / "bench.py").is_file():
+    if not (repo / "engine" / "tools" / "bench.py").is_file():
         pytest.skip("the bundled engine is not in this checkout")
     side_a = Side("A", {"ENGINE_SEED": "0"}, repo)
     side_b = Side("B", {"ENGINE_SEED": "0"}, repo)

@@ -2,27 +2,20 @@
 
 from __future__ import annotations
 
-import importlib.util
 import random
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from ledger.errors import EvidenceError
+from ledger.evidence.stats import _holm
 from ledger.evidence.stats import analyze
 from ledger.evidence.stats import entry_verdict
 from ledger.evidence.stats import format_headline
 from ledger.evidence.stats import metric_direction
-from ledger.evidence.stats import _holm
-
-_spec = importlib.util.spec_from_file_location(
-    "fake_bench", Path(__file__).with_name("fake_bench.py")
-)
-fake_bench = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(fake_bench)
+from tests.evidence import fake_bench
 
 
 def fake_ab(

@@ -7,7 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from .helpers import BASE, Stack, edit, git, make_base_repo
+from .helpers import BASE
+from .helpers import Stack
+from .helpers import edit
+from .helpers import git
+from .helpers import make_base_repo
 
 
 @pytest.fixture(scope="session")

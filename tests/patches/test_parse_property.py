@@ -6,10 +6,12 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck
+from hypothesis import given
+from hypothesis import settings
 from hypothesis import strategies as st
 
-from ledger.patches import parse_patch_files
+from ledger.patches.stack import parse_patch_files
 
 from .helpers import git
 

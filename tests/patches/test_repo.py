@@ -8,9 +8,14 @@ from pathlib import Path
 import pytest
 
 from ledger.errors import PatchError
-from ledger.patches import EngineRepo, StackItem, patch_sha256, verify_sha256
+from ledger.patches.stack import EngineRepo
+from ledger.patches.stack import StackItem
+from ledger.patches.stack import patch_sha256
+from ledger.patches.stack import verify_sha256
 
-from .helpers import Stack, git, tree_files
+from .helpers import Stack
+from .helpers import git
+from .helpers import tree_files
 from .test_safety import new_file
 
 HOOKS = (

@@ -8,9 +8,12 @@ from pathlib import Path
 import pytest
 
 from ledger.errors import PatchError
-from ledger.patches import EngineRepo, StackItem, parse_patch_files
+from ledger.patches.stack import EngineRepo
+from ledger.patches.stack import StackItem
+from ledger.patches.stack import parse_patch_files
 
-from .helpers import git, tree_files
+from .helpers import git
+from .helpers import tree_files
 
 
 def new_file(path: str, body: str = "pwned", header_path: str | None = None) -> str:

@@ -15,9 +15,15 @@ from pathlib import Path
 import pytest
 
 from ledger.errors import PatchError
-from ledger.patches import EngineRepo, StackConflict, StackDrift, StackItem
+from ledger.patches.stack import EngineRepo
+from ledger.patches.stack import StackConflict
+from ledger.patches.stack import StackDrift
+from ledger.patches.stack import StackItem
 
-from .helpers import Stack, git, tree_files, write_files
+from .helpers import Stack
+from .helpers import git
+from .helpers import tree_files
+from .helpers import write_files
 
 ALL = frozenset(range(4))
 

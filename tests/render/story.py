@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ledger.model import Action
-from ledger.model import Entry
-from ledger.render_model import KnobRow
-from ledger.render_model import RenderModel
-from ledger.render_model import TargetState
+from ledger.core.model import Action
+from ledger.core.model import Entry
+from ledger.render.model import KnobRow
+from ledger.render.model import RenderModel
+from ledger.render.model import TargetState
 
 SCRIPT = "<script>alert(1)</script>"
 PIPE_TITLE = "Queue | size | 8"

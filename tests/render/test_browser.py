@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from ledger.render import render_docs
+from ledger.render.docs import render_docs
 from tests.render.story import story_model
 
 REPO = Path(__file__).resolve().parents[2]

@@ -14,9 +14,9 @@ RENDER_FROM_INSTALL = """
 import sys
 from pathlib import Path
 import ledger, templates
-from ledger.model import Entry
-from ledger.render import render_docs
-from ledger.render_model import RenderModel
+from ledger.core.model import Entry
+from ledger.render.docs import render_docs
+from ledger.render.model import RenderModel
 install = Path(sys.argv[1]).resolve()
 for module in (ledger, templates):
     assert Path(module.__file__).resolve().is_relative_to(install), module.__file__

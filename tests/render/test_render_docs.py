@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 from markdown_it import MarkdownIt
 
+from ledger.core.model import Entry
 from ledger.errors import InvalidValue
 from ledger.errors import LedgerError
-from ledger.model import Entry
-from ledger.render import render_docs
-from ledger.render_model import RenderModel
+from ledger.render.docs import render_docs
+from ledger.render.model import RenderModel
 from tests.render.story import ab_summary
 from tests.render.story import story_entries
 from tests.render.story import story_model
@@ -193,7 +193,7 @@ def test_same_model_renders_byte_identical_docs(tmp_path: Path) -> None:
     # Another process with another hash seed: nothing may depend on set or dict order,
     # on matplotlib's per-process state or on the clock.
     script = (
-        "import sys; from pathlib import Path; from ledger.render import render_docs; "
+        "import sys; from pathlib import Path; from ledger.render.docs import render_docs; "
         "from tests.render.story import story_model; "
         "render_docs(Path(sys.argv[1]), story_model())"
     )

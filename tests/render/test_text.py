@@ -15,13 +15,13 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
-from ledger.render_text import fmt_ci
-from ledger.render_text import fmt_median
-from ledger.render_text import fmt_p
-from ledger.render_text import fmt_pct
-from ledger.render_text import md_code
-from ledger.render_text import md_text
-from ledger.render_text import when
+from ledger.render.text import fmt_ci
+from ledger.render.text import fmt_median
+from ledger.render.text import fmt_p
+from ledger.render.text import fmt_pct
+from ledger.render.text import md_code
+from ledger.render.text import md_text
+from ledger.render.text import when
 
 RENDERER = MarkdownIt("commonmark").enable(["table", "strikethrough"])
 

@@ -1,0 +1,156 @@
+"""The model runner: turns a scheduled batch into tensors, runs the model, samples."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from engine.model.attention_ops import AttnContext
+from engine.model.attention_ops import decode_kv_index
+from engine.model.attention_ops import num_kv_splits
+from engine.model.attention_ops import split_k_bias
+from engine.model.attention_ops import split_layout
+from engine.config import ModelConfig
+from engine.knobs import EngineKnobs
+from engine.model.llama import LlamaForCausalLM
+from engine.core.scheduler import ScheduledBatch
+
+
+class ModelRunner:
+    """Owns the model and the paged KV cache of one worker."""
+
+    def __init__(self, model: LlamaForCausalLM, cfg: ModelConfig, knobs: EngineKnobs) -> None:
+        self.model = model
+        self.cfg = cfg
+        self.knobs = knobs
+        self.page_size = knobs.page_size
+        self.dtype = next(model.parameters()).dtype
+        self.device = next(model.parameters()).device
+        slots = knobs.num_pages * knobs.page_size
+        # One flat slot array per layer: [num_pages * page_size, Hkv, D].
+        self.k_caches = [torch.zeros(slots, cfg.num_kv_heads, cfg.head_dim, dtype=self.dtype,
+                                     device=self.device)
+                         for _ in range(cfg.num_layers)]
+        self.v_caches = [torch.zeros_like(k) for k in self.k_caches]
+        for layer, k, v in zip(model.layers, self.k_caches, self.v_caches):
+            layer.self_attn.k_cache = k
+            layer.self_attn.v_cache = v
+        self.generator = torch.Generator(device=self.device).manual_seed(knobs.seed)
+        self.last_num_splits = 1
+        # Decode gathers each layer's context into this memory (grown on demand, kept):
+        # a fresh multi-MB tensor per step would cost page faults on every step.
+        self._kv_workspace = torch.empty(0, dtype=self.dtype, device=self.device)
+
+    def _slots(self, block_table: list[int], start: int, end: int) -> torch.Tensor:
+        pos = torch.arange(start, end)
+        pages = torch.tensor(block_table, dtype=torch.long)[pos // self.page_size]
+        return pages * self.page_size + pos % self.page_size
+
+    @torch.inference_mode()
+    def run(self, batch: ScheduledBatch) -> list[int]:
+        """One forward step; returns the sampled next token of each sequence in the batch."""
+        if batch.is_prefill:
+            ids, positions, ctx = self._prepare_prefill(batch)
+            rows = torch.tensor(ctx.cu_seqlens[1:]) - 1  # last fed token of each sequence
+        else:
+            ids, positions, ctx = self._prepare_decode(batch)
+            rows = None
+        if self.device.type != "cpu":
+            # Batches are assembled on the host (small index tensors), then moved once.
+            ids, positions, rows = (None if t is None else t.to(self.device, non_blocking=True)
+                                    for t in (ids, positions, rows))
+            ctx = ctx.to(self.device)
+        logits = self.model(ids, positions, ctx, rows)  # [B, vocab]
+        temps = [s.params.temperature for s in batch.seqs]
+        return self.sample(logits, temps)
+
+    def _prepare_prefill(self, batch: ScheduledBatch
+                         ) -> tuple[torch.Tensor, torch.Tensor, AttnContext]:
+        ids: list[int] = []
+        cu = [0]
+        starts: list[int] = []
+        slot_parts: list[torch.Tensor] = []
+        ctx_slots: list[torch.Tensor] = []
+        for seq, n in zip(batch.seqs, batch.num_new_tokens):
+            start = seq.num_computed
+            ids.extend(seq.tokens[start:start + n])
+            cu.append(cu[-1] + n)
+            starts.append(start)
+            all_slots = self._slots(seq.block_table, 0, start + n)  # [start + n]
+            slot_parts.append(all_slots[start:])
+            ctx_slots.append(all_slots)
+        positions = torch.cat([torch.arange(s, s + n) for s, n in zip(starts,
+                                                                        batch.num_new_tokens)])
+        ctx = AttnContext(is_prefill=True, slot_mapping=torch.cat(slot_parts),
+                          context_lens=torch.tensor([s + n for s, n in
+                                                     zip(starts, batch.num_new_tokens)]),
+                          context_slots=ctx_slots, cu_seqlens=cu, start_pos=starts)
+        return torch.tensor(ids), positions, ctx
+
+    def _prepare_decode(self, batch: ScheduledBatch
+                        ) -> tuple[torch.Tensor, torch.Tensor, AttnContext]:
+        seqs = batch.seqs
+        lens = [s.num_tokens for s in seqs]
+        max_len = max(lens)
+        P = self.page_size
+        splits = num_kv_splits(len(seqs), self.cfg.num_kv_heads, max_len,
+                               self.knobs.decode_target_ctas)
+        self.last_num_splits = splits
+        S, C = split_layout(max_len, splits)
+        # The gather covers the split-K padded length S*C; padding reads page 0 (masked).
+        width = -(-(S * C) // P)
+        # Built as Python lists and converted once: a tensor op per sequence costs more
+        # than the whole conversion at decode batch sizes.
+        rows = []
+        last_slots = []
+        for s, n in zip(seqs, lens):
+            table = s.block_table[:width]
+            rows.append(table + [0] * (width - len(table)))
+            last_slots.append(s.block_table[(n - 1) // P] * P + (n - 1) % P)
+        tables = torch.tensor(rows, dtype=torch.long)  # [B, width]
+        lens_t = torch.tensor(lens)
+        Hkv = self.cfg.num_kv_heads
+        ctx = AttnContext(is_prefill=False, slot_mapping=torch.tensor(last_slots),
+                          context_lens=lens_t, num_splits=splits,
+                          decode_bias=split_k_bias(lens_t, max_len, splits),
+                          kv_index=decode_kv_index(tables, S * C, P, Hkv))
+        ctx.kv_buffers = self._kv_buffers((len(seqs), Hkv, S, C, self.cfg.head_dim))
+        # The last token of each sequence (``Sequence.tokens`` would copy the whole list).
+        ids = torch.tensor([s.output_ids[-1] if s.output_ids else s.prompt_ids[-1]
+                            for s in seqs])
+        positions = lens_t - 1
+        return ids, positions, ctx
+
+    def _kv_buffers(self, shape: tuple[int, ...]) -> tuple[torch.Tensor, torch.Tensor]:
+        """Two [B, Hkv, S, C, D] views of the persistent decode gather workspace."""
+        n = math.prod(shape)
+        if self._kv_workspace.numel() < 2 * n:
+            # Grow with headroom so a batch growing by a token a step does not reallocate.
+            self._kv_workspace = torch.empty(3 * n, dtype=self.dtype, device=self.device)
+        return self._kv_workspace[:n].view(shape), self._kv_workspace[n:2 * n].view(shape)
+
+    def sample(self, logits: torch.Tensor, temperatures: list[float]) -> list[int]:
+        """Greedy for temperature 0, else seeded multinomial sampling. logits: [B, V]."""
+        greedy = logits.argmax(dim=-1)
+        if all(t == 0 for t in temperatures):
+            return greedy.tolist()
+        t = torch.tensor([max(x, 1e-5) for x in temperatures], device=logits.device).unsqueeze(1)
+        probs = torch.softmax(logits / t, dim=-1)
+        sampled = torch.multinomial(probs, 1, generator=self.generator).squeeze(1)
+        use_greedy = torch.tensor([x == 0 for x in temperatures], device=logits.device)
+        return torch.where(use_greedy, greedy, sampled).tolist()
+
+    # KV transfer (PD): copy a sequence's KV out of / into its pages.
+    def export_kv(self, block_table: list[int], num_tokens: int) -> torch.Tensor:
+        """KV of the first ``num_tokens`` tokens: [layers, 2, num_tokens, Hkv, D]."""
+        slots = self._slots(block_table, 0, num_tokens).to(self.device)
+        return torch.stack([torch.stack((k[slots], v[slots]))
+                            for k, v in zip(self.k_caches, self.v_caches)]).cpu()
+
+    def import_kv(self, block_table: list[int], kv: torch.Tensor) -> None:
+        slots = self._slots(block_table, 0, kv.shape[2]).to(self.device)
+        kv = kv.to(device=self.device, dtype=self.dtype)
+        for layer, (k, v) in enumerate(zip(self.k_caches, self.v_caches)):
+            k[slots] = kv[layer, 0]
+            v[slots] = kv[layer, 1]

@@ -1,0 +1,247 @@
+"""One HTTP worker (roles ``both``, ``prefill``, ``decode``); the router: engine.serving.router.
+
+PD flow (shared ``bootstrap_room`` id, as in SGLang's disaggregation):
+
+1. The router sends the request to the decode worker, which reserves KV pages for the
+   prompt and records the room in its inflight table (state ``WaitingForInput``), and to
+   the prefill worker, which computes the prompt's KV and first token.
+2. Bootstrap handshake: the prefill worker polls the decode worker's ``/bootstrap`` until
+   the room is known there, then pushes the KV (``/kv_transfer``, see engine.serving.kv_transfer).
+3. The decode worker copies the KV into the reserved pages and decodes the rest.
+
+Both sides bound the transfer by ``ENGINE_INFLIGHT_TIMEOUT_S``: past it, the pages are
+freed on that side and the request is answered with HTTP 504; the servers keep serving.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from dataclasses import dataclass
+from dataclasses import field
+from typing import Any
+from urllib.parse import parse_qs
+from urllib.parse import urlparse
+
+from engine.config import EngineError
+from engine.core.block_manager import OutOfPages
+from engine.core.llm import LLMEngine
+from engine.core.sequence import Sequence
+from engine.serving.http import GENERATION_TIMEOUT_S
+from engine.serving.http import BadRequest
+from engine.serving.http import HTTPFailure
+from engine.serving.http import JSONHandler
+from engine.serving.http import get
+from engine.serving.http import post
+from engine.serving.kv_transfer import decode_kv
+from engine.serving.kv_transfer import encode_kv
+from engine.serving.requests import GenerateRequest
+from engine.serving.requests import parse_generate
+from engine.serving.requests import response_body
+
+
+@dataclass
+class Inflight:
+    """One request's KV transfer, on either side."""
+
+    room: int
+    seq: Sequence
+    state: str  # Bootstrapping | WaitingForInput | Transferring | Success | Failed
+    created: float = field(default_factory=time.monotonic)
+    landed: threading.Event = field(default_factory=threading.Event)
+    future: Any = None
+
+
+class Worker:
+    """The state behind one worker's HTTP handlers."""
+
+    def __init__(self, engine: LLMEngine, role: str) -> None:
+        self.engine = engine
+        self.role = role
+        self.timeout = engine.knobs.inflight_timeout_s
+        self.drop_prob = engine.knobs.transfer_drop_prob
+        self.inflight: dict[int, Inflight] = {}
+        self.lock = threading.Lock()
+        self.rng = random.Random(engine.knobs.seed)
+
+    def health(self) -> dict[str, Any]:
+        with self.lock:
+            inflight = len(self.inflight)
+        sched = self.engine.scheduler
+        return {"status": "ok", "role": self.role, "free_pages": self.engine.blocks.num_free,
+                "total_pages": self.engine.blocks.num_pages, "inflight": inflight,
+                "running": len(sched.running), "waiting": len(sched.waiting),
+                "dtype": self.engine.dtype_name, "device": self.engine.device_name,
+                "knobs": self.engine.knobs.as_env()}
+
+    def _sequence(self, req: GenerateRequest) -> Sequence:
+        ids = req.input_ids if req.input_ids is not None else \
+            self.engine.tokenizer.encode(req.prompt or "")
+        try:
+            return self.engine.make_sequence(ids, req.params)
+        except EngineError as e:
+            raise BadRequest(str(e)) from None
+
+    def generate(self, req: GenerateRequest) -> tuple[int, dict[str, Any]]:
+        arrival = time.perf_counter()
+        seq = self._sequence(req)
+        if self.role == "decode":
+            if req.bootstrap_room is None:
+                raise BadRequest("a decode worker needs 'bootstrap_room' (send via the router)")
+            return self._decode_side(seq, req.bootstrap_room, arrival)
+        if self.role == "prefill" and req.bootstrap_room is not None:
+            if req.decode_url is None:
+                raise BadRequest("'bootstrap_room' needs 'decode_url' on a prefill worker")
+            seq.hold_kv = True
+            return self._prefill_side(seq, req.bootstrap_room, req.decode_url, arrival)
+        seq = self.engine.submit(seq).result(GENERATION_TIMEOUT_S)
+        if seq.error:
+            return 503, {"error": seq.error}
+        return 200, response_body(seq, self.engine.tokenizer, arrival, time.perf_counter())
+
+    # ---- prefill side ------------------------------------------------------------------
+    def _prefill_side(self, seq: Sequence, room: int, decode_url: str,
+                      arrival: float) -> tuple[int, dict[str, Any]]:
+        seq = self.engine.submit(seq).result(GENERATION_TIMEOUT_S)
+        if seq.error:
+            return 503, {"error": seq.error}
+        entry = Inflight(room, seq, "Bootstrapping")
+        with self.lock:
+            self.inflight[room] = entry
+        deadline = entry.created + self.timeout
+        try:
+            self._bootstrap(decode_url, room, deadline)
+            entry.state = "Transferring"
+            if self.rng.random() < self.drop_prob:
+                # Fault injection: the transfer is lost; no ack will come before the deadline.
+                time.sleep(max(0.0, deadline - time.monotonic()))
+                raise HTTPFailure(504, "transfer dropped (ENGINE_TRANSFER_DROP_PROB)")
+            kv = self.engine.call(lambda: self.engine.runner.export_kv(
+                seq.block_table, len(seq.prompt_ids))).result()
+            payload = encode_kv(room, seq.output_ids[0], seq.token_times[0] - arrival, kv)
+            post(f"{decode_url}/kv_transfer", payload, timeout=max(0.01, deadline
+                 - time.monotonic()), content_type="application/octet-stream")
+            entry.state = "Success"
+        except HTTPFailure as e:
+            entry.state = "Failed"
+            return 504, {"error": f"KV transfer of room {room} aborted after "
+                                  f"{time.monotonic() - entry.created:.2f}s: {e.message}"}
+        finally:
+            with self.lock:
+                self.inflight.pop(room, None)
+            self.engine.call(lambda: self.engine.blocks.free(seq.block_table)).result()
+        return 200, response_body(seq, self.engine.tokenizer, arrival, time.perf_counter())
+
+    def _bootstrap(self, decode_url: str, room: int, deadline: float) -> None:
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise HTTPFailure(504, f"bootstrap with {decode_url} timed out")
+            try:
+                if get(f"{decode_url}/bootstrap?room={room}", timeout=left).get("ready"):
+                    return
+            except HTTPFailure:
+                pass  # decode not up yet or restarting; retry until the deadline
+            time.sleep(min(0.005, max(0.0, left)))
+
+    # ---- decode side -------------------------------------------------------------------
+    def _decode_side(self, seq: Sequence, room: int, arrival: float
+                     ) -> tuple[int, dict[str, Any]]:
+        def reserve() -> None:
+            self.engine.blocks.grow(seq.block_table, len(seq.prompt_ids))
+
+        try:
+            self.engine.call(reserve).result()
+        except OutOfPages as e:
+            return 503, {"error": f"decode worker out of KV pages: {e}"}
+        entry = Inflight(room, seq, "WaitingForInput")
+        with self.lock:
+            if room in self.inflight:
+                self.engine.call(lambda: self.engine.blocks.free(seq.block_table)).result()
+                return 409, {"error": f"bootstrap_room {room} is already in flight"}
+            self.inflight[room] = entry
+        landed = entry.landed.wait(self.timeout)
+        with self.lock:
+            if not landed and entry.state == "WaitingForInput":
+                entry.state = "Failed"
+            self.inflight.pop(room, None)
+        if entry.state == "Failed":
+            self.engine.call(lambda: self.engine.blocks.free(seq.block_table)).result()
+            return 504, {"error": f"KV for room {room} did not arrive within "
+                                  f"ENGINE_INFLIGHT_TIMEOUT_S={self.timeout:g}s; aborted"}
+        entry.landed.wait()  # an import in progress finishes quickly (local copy)
+        seq = entry.future.result(GENERATION_TIMEOUT_S)
+        if seq.error:
+            return 503, {"error": seq.error}
+        return 200, response_body(seq, self.engine.tokenizer, arrival, time.perf_counter())
+
+    def kv_arrived(self, body: bytes) -> tuple[int, dict[str, Any]]:
+        try:
+            room, first_token, prefill_ttft, kv = decode_kv(body)
+        except ValueError as e:
+            raise BadRequest(f"bad KV transfer: {e}") from None
+        with self.lock:
+            entry = self.inflight.get(room)
+            if entry is None or entry.state != "WaitingForInput":
+                return 404, {"error": f"room {room} is not waiting for KV (timed out?)"}
+            entry.state = "Transferring"
+        seq = entry.seq
+        if kv.shape[2] != len(seq.prompt_ids):
+            with self.lock:
+                entry.state = "Failed"
+            entry.landed.set()
+            return 400, {"error": f"KV holds {kv.shape[2]} tokens, prompt has "
+                                  f"{len(seq.prompt_ids)}"}
+
+        def land() -> None:
+            self.engine.runner.import_kv(seq.block_table, kv)
+            seq.num_computed = len(seq.prompt_ids)
+            seq.output_ids.append(first_token)
+            # TTFT as the prefill worker measured it, on this side's clock.
+            seq.token_times.append(time.perf_counter())
+
+        self.engine.call(land).result()
+        entry.future = self.engine.submit(seq, prefilled=True)
+        entry.state = "Success"
+        entry.landed.set()
+        return 200, {"ok": True, "prefill_ttft_ms": prefill_ttft * 1e3}
+
+    def bootstrap_ready(self, room: int) -> dict[str, Any]:
+        with self.lock:
+            entry = self.inflight.get(room)
+            return {"ready": entry is not None and entry.state == "WaitingForInput"}
+
+
+def make_worker_handler(worker: Worker) -> type[JSONHandler]:
+    class Handler(JSONHandler):
+        def do_GET(self) -> None:
+            url = urlparse(self.path)
+            if url.path == "/health":
+                self.send_json(200, worker.health())
+            elif url.path == "/bootstrap" and worker.role == "decode":
+                try:
+                    room = int(parse_qs(url.query).get("room", [""])[0])
+                except ValueError:
+                    self.send_json(400, {"error": "room must be an integer"})
+                    return
+                self.send_json(200, worker.bootstrap_ready(room))
+            else:
+                self.send_json(404, {"error": f"no route GET {url.path}"})
+
+        def do_POST(self) -> None:
+            path = urlparse(self.path).path
+            try:
+                if path == "/generate":
+                    status, body = worker.generate(parse_generate(self.read_json()))
+                elif path == "/kv_transfer" and worker.role == "decode":
+                    status, body = worker.kv_arrived(self.read_body(limit=1 << 31))
+                else:
+                    status, body = 404, {"error": f"no route POST {path}"}
+            except BadRequest as e:
+                status, body = 400, {"error": str(e)}
+            except Exception as e:  # noqa: BLE001 - answer and keep serving, whatever happened
+                status, body = 500, {"error": f"{type(e).__name__}: {e}"}
+            self.send_json(status, body)
+
+    return Handler

@@ -1,0 +1,1 @@
+"""Tools on top of the engine: the ``python -m engine`` command line and the benchmark."""

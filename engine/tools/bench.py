@@ -1,0 +1,170 @@
+"""Offline and online benchmarks; results use sglang ``bench_serving`` key names.
+
+One JSON object per concurrency level is appended (JSONL) to the output file, plus
+``output_digest`` (sha256 of every generated token id, in prompt order) so two runs can
+be checked for identical outputs, and the knob values in effect.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import statistics
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+from collections.abc import Callable
+
+from engine.knobs import EngineKnobs
+
+
+def make_prompts(num: int, length: int, vocab: int, seed: int) -> list[list[int]]:
+    """Deterministic random prompts (same for every run and concurrency level)."""
+    import random
+
+    rng = random.Random(seed)
+    top = min(vocab, 256)
+    return [[rng.randrange(top) for _ in range(length)] for _ in range(num)]
+
+
+def output_digest(outputs: list[list[int]]) -> str:
+    return hashlib.sha256(json.dumps(outputs, separators=(",", ":")).encode()).hexdigest()[:16]
+
+
+def _pct(xs: list[float], q: float) -> float:
+    if not xs:
+        return 0.0
+    s = sorted(xs)
+    k = (len(s) - 1) * q
+    lo = int(k)
+    hi = min(lo + 1, len(s) - 1)
+    return s[lo] + (s[hi] - s[lo]) * (k - lo)
+
+
+def summarize(concurrency: int, duration: float, input_lens: list[int],
+              outputs: list[list[int]], ttfts: list[float], e2es: list[float],
+              itls: list[float]) -> dict[str, Any]:
+    """Per-request latencies (seconds) -> the bench_serving result fields (ms)."""
+    tpots = [(e - t) / (len(o) - 1) for o, t, e in zip(outputs, ttfts, e2es) if len(o) > 1]
+    out_tokens = sum(len(o) for o in outputs)
+
+    def ms(xs: list[float], what: str) -> float:
+        if not xs:
+            return 0.0
+        return {"mean": statistics.fmean(xs), "median": statistics.median(xs),
+                "p99": _pct(xs, 0.99), "std": statistics.pstdev(xs)}[what] * 1e3
+
+    res: dict[str, Any] = {
+        "backend": "engine", "max_concurrency": concurrency, "concurrency": concurrency,
+        "completed": len(outputs), "duration": duration,
+        "total_input_tokens": sum(input_lens), "total_output_tokens": out_tokens,
+        "request_throughput": len(outputs) / duration,
+        "input_throughput": sum(input_lens) / duration,
+        "output_throughput": out_tokens / duration,
+        "total_throughput": (sum(input_lens) + out_tokens) / duration,
+    }
+    for name, xs in (("ttft", ttfts), ("tpot", tpots), ("itl", itls), ("e2e_latency", e2es)):
+        for stat in ("mean", "median", "std", "p99"):
+            res[f"{stat}_{name}_ms"] = ms(xs, stat)
+    res["output_digest"] = output_digest(outputs)
+    return res
+
+
+def bench_offline(engine: Any, concurrencies: list[int], prompts: list[list[int]],
+                  output_len: int, progress: Callable[[str], None]) -> list[dict[str, Any]]:
+    """Run every prompt through ``engine`` with at most ``c`` sequences running at once."""
+    from engine.core.sequence import SamplingParams
+
+    params = SamplingParams(max_new_tokens=output_len, ignore_eos=True)
+    engine.generate(prompts[:1], SamplingParams(max_new_tokens=2, ignore_eos=True))  # warm-up
+    results = []
+    cap = engine.scheduler.max_running
+    for c in concurrencies:
+        engine.scheduler.max_running = min(c, cap)  # the knob still caps the batch
+        t0 = time.perf_counter()
+        seqs = engine.generate(prompts, params)
+        duration = time.perf_counter() - t0
+        ttfts = [s.token_times[0] - s.start_time for s in seqs]
+        e2es = [s.token_times[-1] - s.start_time for s in seqs]
+        itls = [b - a for s in seqs for a, b in zip(s.token_times, s.token_times[1:])]
+        res = summarize(c, duration, [len(p) for p in prompts], [s.output_ids for s in seqs],
+                        ttfts, e2es, itls)
+        res["decode_kv_splits_last"] = engine.runner.last_num_splits
+        results.append(res)
+        progress(f"bench offline c={c}: {res['output_throughput']:.1f} out tok/s, "
+                 f"{duration:.2f}s")
+    engine.scheduler.max_running = cap
+    return results
+
+
+def bench_online(url: str, concurrencies: list[int], prompts: list[list[int]],
+                 output_len: int, progress: Callable[[str], None]) -> list[dict[str, Any]]:
+    """Closed-loop load on a server's ``/generate``: ``c`` clients, each one request at a time."""
+    from engine.serving.http import post
+
+    results = []
+    for c in concurrencies:
+        def one(ids: list[int]) -> tuple[list[int], float, float]:
+            t = time.perf_counter()
+            out = post(f"{url}/generate", {"input_ids": ids, "max_new_tokens": output_len,
+                                           "ignore_eos": True, "temperature": 0.0},
+                       timeout=3600)
+            e2e = time.perf_counter() - t
+            ttft = (out.get("meta", {}).get("ttft_ms") or e2e * 1e3) / 1e3
+            return out["output_ids"], ttft, e2e
+
+        t0 = time.perf_counter()
+        with ThreadPoolExecutor(max_workers=c) as pool:
+            rows = list(pool.map(one, prompts))
+        duration = time.perf_counter() - t0
+        outputs = [r[0] for r in rows]
+        # Non-streaming API: inter-token latency is estimated as the request's TPOT.
+        itls = [(e - t) / (len(o) - 1) for o, t, e in rows if len(o) > 1]
+        res = summarize(c, duration, [len(p) for p in prompts], outputs,
+                        [r[1] for r in rows], [r[2] for r in rows], itls)
+        results.append(res)
+        progress(f"bench online c={c}: {res['output_throughput']:.1f} out tok/s")
+    return results
+
+
+def write_results(path: str | None, results: list[dict[str, Any]], extra: dict[str, Any]
+                  ) -> None:
+    """Write one JSON line per result, replacing ``path`` (``-`` or None: stdout).
+
+    Unlike sglang (which appends), each call owns its file: a reused path never mixes
+    two runs (the ledger A/B runner gives each run its own file anyway).
+    """
+    lines = "".join(json.dumps({**r, **extra}, sort_keys=True) + "\n" for r in results)
+    if path in (None, "-"):
+        sys.stdout.write(lines)
+        return
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(lines)
+
+
+def knob_fields(knobs: EngineKnobs) -> dict[str, Any]:
+    return {"knobs": knobs.as_env()}
+
+
+def server_device(info: dict[str, Any] | None) -> str:
+    """The ``device`` a served run measured: a worker's own, or behind a router the
+    decode worker's (where the output tokens are made); ``unknown`` without /health."""
+    if not info:
+        return "unknown"
+    for node in (info, info.get("decode"), info.get("prefill")):
+        if isinstance(node, dict) and isinstance(node.get("device"), str):
+            return node["device"]
+    return "unknown"
+
+
+def server_info(url: str) -> dict[str, Any] | None:
+    """The server's ``/health`` (with the knobs in effect on each worker), as sglang's
+    ``server_info``; ``knobs`` of an online result are the bench process's own."""
+    from engine.serving.http import HTTPFailure
+    from engine.serving.http import get
+
+    try:
+        return get(f"{url}/health", timeout=10)
+    except HTTPFailure:
+        return None

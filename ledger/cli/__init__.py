@@ -1,0 +1,107 @@
+"""The `ledger` command line: parse, call one library function, format what comes back.
+
+Each command family has a module here that mirrors the library module deciding it:
+``ledger/cli/record.py`` parses `ledger record …` and calls ``ledger/commands/record.py``;
+likewise ``setup`` (init, target), ``revert`` (revert, restore, suspect, clear), ``report``
+(list, show, status, diff, log), ``evidence`` (ab, evidence), ``docs`` (render, demo) and
+``backups``.  This module holds the group and the one place errors are caught:
+:class:`~ledger.errors.LedgerError` → ``error: …`` on stderr and the error's exit code (1
+refused/failed, 2 usage); ``--debug`` shows the traceback.  ``diff --exit-code`` exits 3
+when something is off the table.  Heavy modules (git, pandas, torch, matplotlib) are
+imported inside commands, so ``ledger --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from ledger.cli.backups import backups
+from ledger.cli.common import State
+from ledger.cli.common import set_argv
+from ledger.cli.docs import demo
+from ledger.cli.docs import render
+from ledger.cli.evidence import ab
+from ledger.cli.evidence import evidence
+from ledger.cli.record import record
+from ledger.cli.report import diff
+from ledger.cli.report import list_cmd
+from ledger.cli.report import log
+from ledger.cli.report import show
+from ledger.cli.report import status
+from ledger.cli.revert import clear
+from ledger.cli.revert import restore
+from ledger.cli.revert import revert
+from ledger.cli.revert import suspect
+from ledger.cli.setup import init
+from ledger.cli.setup import target
+from ledger.errors import LedgerError
+
+CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+
+
+class LedgerGroup(click.Group):
+    """Catches LedgerError once: `error: …` on stderr, the error's exit code.
+
+    ``--debug`` re-raises, so the traceback shows.  OS errors that escape the library
+    (a disk full, a permission denied) get the same treatment with the file named.
+    """
+
+    def main(self, args=None, *rest, **kwargs):
+        argv = list(args) if args is not None else sys.argv[1:]
+        previous = set_argv(argv)
+        try:
+            return super().main(argv, *rest, **kwargs)
+        finally:
+            set_argv(previous)
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except LedgerError as e:
+            if isinstance(ctx.obj, State) and ctx.obj.debug:
+                raise
+            click.echo(f"error: {e}", err=True)
+            ctx.exit(e.exit_code)
+        except OSError as e:
+            if isinstance(ctx.obj, State) and ctx.obj.debug:
+                raise
+            where = f"{e.filename}: " if getattr(e, "filename", None) else ""
+            click.echo(f"error: {where}{e.strerror or e}", err=True)
+            ctx.exit(1)
+
+
+@click.group(cls=LedgerGroup, context_settings=CONTEXT)
+@click.option(
+    "-C",
+    "--workspace",
+    metavar="DIR",
+    help="Workspace directory (default: search upward for ledger.yaml; env LEDGER_WORKSPACE).",
+)
+@click.option("--json", "json_out", is_flag=True, help="JSON output on read commands.")
+@click.option("--debug", is_flag=True, help="Show tracebacks on errors.")
+@click.version_option(package_name="knob-ledger", prog_name="ledger")
+@click.pass_context
+def cli(ctx: click.Context, workspace: str | None, json_out: bool, debug: bool) -> None:
+    """knob ledger: every knob change and engine patch, classified perf or bugfix, with
+    evidence — and safe, class-selective rollback and claw-back.
+
+    \b
+    The incident story, in commands:
+      ledger suspect ID --why "harness hangs"   take a perf change off the table
+      ledger diff                               see what is off the table, and why
+      ledger clear ID --why "proxy was it"      exonerate it
+      ledger restore --perf-only                claw the perf back, with its evidence
+    """
+    ctx.obj = State(workspace, json_out, debug)
+
+
+for command in (init, target, record, list_cmd, show, status, diff, log, revert, restore, suspect,
+                clear, ab, evidence, render, demo, backups):
+    cli.add_command(command)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console-script entry point."""
+    cli.main(args=argv, prog_name="ledger")

@@ -1,0 +1,68 @@
+"""`ledger render` and `ledger demo`."""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+import click
+
+from ledger.cli.common import State
+from ledger.cli.output import safe
+from ledger.errors import LedgerError
+
+
+@click.command()
+@click.option("--out", type=click.Path(file_okay=False), help="Output directory (default: "
+              "docs/ in the workspace).")
+@click.option("--format", "formats", default="md,html", show_default=True,
+              help="Comma-separated: md, html.")
+@click.pass_context
+def render(ctx, out, formats) -> None:
+    """Write the change history as docs: CHANGELOG.md, entries/<id>.md, index.html."""
+    from ledger.commands.render import render as do_render
+
+    s = ctx.find_object(State).session(ctx)
+    fmts = [f.strip() for f in formats.split(",") if f.strip()]
+    written = do_render(s.ws, Path(out) if out else None, fmts)
+    click.echo(f"wrote {len(written)} files to {safe(written[0].parent if written else out)}")
+    for p in written:
+        if p.name in ("CHANGELOG.md", "index.html"):
+            click.echo(f"  {safe(p)}")
+
+
+@click.command()
+@click.argument("directory", type=click.Path(file_okay=False))
+@click.option("--force", is_flag=True, help="Use DIRECTORY even if it is not empty.")
+@click.option("--runs", type=int, default=3, show_default=True, help="A/B runs per side.")
+@click.pass_context
+def demo(ctx, directory, force, runs) -> None:
+    """The whole story on the bundled engine, printed as a transcript you can retype."""
+    from ledger.commands.demo import prepare
+
+    d = prepare(Path(directory), force=force, runs=runs)
+    click.echo(f"# knob ledger demo in {d.root}: the bundled engine as a git repo "
+               "(engine-repo/), its serve scripts (deploy/), two patches (patches/)")
+    click.echo(f"$ ledger init {shlex.quote(str(d.workspace))} --engine-repo "
+               f"{shlex.quote(str(d.root / 'engine-repo'))}")
+    click.echo(f"$ cd {shlex.quote(str(d.workspace))}")
+    for step in d.steps:
+        click.echo(f"\n# {step.note}")
+        click.echo("$ ledger " + " ".join(shlex.quote(a) for a in step.args))
+        rc = run_nested(ctx.find_root().command, ["-C", str(d.workspace), *step.args])
+        if rc:
+            raise LedgerError(f"demo step `ledger {' '.join(step.args)}` failed (exit {rc})")
+    click.echo(f"\n# done. The docs: {d.root / 'docs' / 'index.html'} and "
+               f"{d.root / 'docs' / 'CHANGELOG.md'}; the workspace: {d.workspace}")
+
+
+def run_nested(cli: click.Command, argv: list[str]) -> int:
+    """Run one `ledger` command (``cli`` is the root group) in this process; its exit code."""
+    try:
+        rv = cli.main(args=argv, prog_name="ledger", standalone_mode=False)
+    except click.exceptions.Exit as e:
+        return e.exit_code
+    except click.ClickException as e:
+        e.show()
+        return e.exit_code
+    return rv if isinstance(rv, int) else 0

@@ -1,0 +1,156 @@
+"""`ledger ab` and `ledger evidence add|show`."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from ledger.cli.common import State
+from ledger.cli.common import dry_run_option
+from ledger.cli.common import emit_json
+from ledger.cli.common import json_option
+from ledger.cli.common import wants_json
+from ledger.cli.output import safe
+from ledger.cli.output import show_value
+from ledger.cli.output import table
+from ledger.errors import UsageError
+
+
+def _int_list(text: str) -> list[int]:
+    try:
+        values = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise UsageError(f"expected comma-separated integers, got {text!r}") from None
+    if not values:
+        raise UsageError("give at least one concurrency level")
+    return values
+
+
+class Progress:
+    """`[ab] 7/22 runs  B @c16  ETA 41s` on stderr, redrawn in place on a terminal."""
+
+    def __init__(self) -> None:
+        self.tty = sys.stderr.isatty()
+
+    def __call__(self, done: int, total: int, eta_s: float, label: str) -> None:
+        line = f"[ab] {done}/{total} runs  {label}  ETA {eta_s:.0f}s"
+        if self.tty:
+            click.echo(f"\r\x1b[2K{line}", err=True, nl=done == total)
+        else:
+            click.echo(line, err=True)
+
+
+@click.command()
+@click.argument("ref", metavar="ID")
+@click.option("--runs", type=int, default=5, show_default=True, help="Runs per side and "
+              "concurrency (after one warm-up per side).")
+@click.option("--concurrency", default="1,16,64", show_default=True, help="Concurrency levels.")
+@click.option("--bench", metavar="CMD", help="Bench command template (default: bench.command in "
+              "ledger.yaml); placeholders {out} {concurrency} {engine_dir} {env_file} {python}.")
+@click.option("--metric", default="output_throughput", show_default=True,
+              help="Primary metric for the verdict.")
+@json_option
+@dry_run_option
+@click.pass_context
+def ab(ctx, ref, runs, concurrency, bench, metric, json_out, dry_run) -> None:
+    """Collect A/B evidence for an entry: A = reverted, B = applied, alternating."""
+    from ledger.commands.evidence import plan_ab
+    from ledger.commands.evidence import run_ab
+
+    s = ctx.find_object(State).session(ctx)
+    if dry_run:
+        plan = plan_ab(s, ref, runs=runs, concurrency=_int_list(concurrency), bench=bench)
+        if wants_json(ctx, json_out):
+            return emit_json(plan)
+        click.echo(f"would run {plan['total_runs']} benches for {plan['entry']} "
+                   f"(1 warm-up per side, then A B alternating, {runs} per side at "
+                   f"concurrency {','.join(map(str, plan['concurrency']))}):")
+        click.echo(f"  {safe(plan['command'])}")
+        for k, v in plan["differs"].items():
+            click.echo(f"  {safe(k)}: A {show_value(v['A'])}  B {show_value(v['B'])}")
+        return None
+    summary = run_ab(s, ref, runs=runs, concurrency=_int_list(concurrency), bench=bench,
+                     metric=metric, progress=Progress())
+    if wants_json(ctx, json_out):
+        return emit_json(summary)
+    click.echo(f"{summary.get('entry', ref)}: {safe(summary.get('headline', ''))}")
+    _print_summary_table(summary)
+
+
+def _print_summary_table(summary: dict) -> None:
+    metric = summary.get("metric", "output_throughput")
+    rows = []
+    for c in summary.get("by_concurrency") or []:
+        m = (c.get("metrics") or {}).get(metric)
+        if not m:
+            continue
+        ci = f"{m.get('ci_low_pct', 0):+.1f}..{m.get('ci_high_pct', 0):+.1f}%"
+        rows.append([f"c{c['concurrency']}", f"{m.get('median_a', 0):.2f}",
+                     f"{m.get('median_b', 0):.2f}", f"{m.get('delta_pct', 0):+.1f}%", ci,
+                     f"{m.get('p_value', 1):.3f}", f"{c.get('n_a')}/{c.get('n_b')}",
+                     m.get("verdict", "")])
+    if rows:
+        click.echo(f"{metric}:")
+        click.echo(table(rows, ["CONC", "MEDIAN A", "MEDIAN B", "DELTA", "95% CI", "P", "N",
+                                "VERDICT"]))
+    click.echo(f"verdict {summary.get('verdict')}; outputs {summary.get('outputs')}")
+
+
+@click.group()
+def evidence() -> None:
+    """Import and inspect A/B evidence."""
+
+
+@evidence.command("add")
+@click.argument("ref", metavar="ID")
+@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("--side", required=True, type=click.Choice(["A", "B"]),
+              help="A: the entry reverted; B: the entry applied.")
+@click.option("--concurrency", type=int, help="Concurrency of results that do not say it.")
+@click.option("--metric", default="output_throughput", show_default=True)
+@json_option
+@dry_run_option
+@click.pass_context
+def evidence_add(ctx, ref, files, side, concurrency, metric, json_out, dry_run) -> None:
+    """Import bench results (engine JSON, sglang bench_serving JSONL, vLLM --save-result)."""
+    from ledger.commands.evidence import add_evidence
+    from ledger.commands.evidence import check_evidence_files
+
+    s = ctx.find_object(State).session(ctx)
+    if dry_run:
+        found = check_evidence_files(s.ws, ref, files, concurrency)
+        if wants_json(ctx, json_out):
+            return emit_json(found)
+        for f in found["files"]:
+            click.echo(f"would import {safe(f['path'])} as side {side}: {f['shape']} results, "
+                       f"{f['rows']} row(s) at concurrency "
+                       f"{','.join(map(str, f['concurrency']))}")
+        return None
+    summary = add_evidence(s, ref, files, side, concurrency, metric)
+    if wants_json(ctx, json_out):
+        return emit_json(summary)
+    click.echo(f"imported {len(files)} file(s) as side {side}: {safe(summary.get('headline'))}")
+
+
+@evidence.command("show")
+@click.argument("ref", metavar="ID")
+@json_option
+@click.pass_context
+def evidence_show(ctx, ref, json_out) -> None:
+    """The evidence table of an entry (latest run), and its headline."""
+    from ledger.commands.evidence import show_evidence
+
+    s = ctx.find_object(State).session(ctx)
+    d = show_evidence(s.ws, ref)
+    if wants_json(ctx, json_out):
+        return emit_json(d)
+    click.echo(f"{d['entry']}  {safe(d['title'])}")
+    click.echo(f"  {safe(d['headline'])}" + ("  [stale: recorded at another engine commit or "
+                                              "with other knob values]" if d["stale"] else ""))
+    if not d["runs"]:
+        return
+    latest = d["runs"][-1]
+    click.echo(f"  run {latest.get('run_id')} ({latest.get('source')}), "
+               f"{len(d['runs'])} run(s) stored\n")
+    _print_summary_table(latest)

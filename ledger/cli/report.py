@@ -1,0 +1,194 @@
+"""The read commands: `ledger list`, `show`, `status`, `diff`, `log`."""
+
+from __future__ import annotations
+
+import click
+
+from ledger.cli.common import State
+from ledger.cli.common import emit_json
+from ledger.cli.common import json_option
+from ledger.cli.common import safe_diff
+from ledger.cli.common import wants_json
+from ledger.cli.output import paint
+from ledger.cli.output import safe
+from ledger.cli.output import table
+from ledger.cli.output import use_colour
+from ledger.errors import UsageError
+
+
+def _state_cell(row: dict, colour: bool) -> str:
+    state = row["display_state"]
+    return paint(state, state.split(" ")[0], colour)
+
+
+@click.command("list")
+@click.option("--class", "cls", type=click.Choice(["perf", "bugfix"]), help="Only this class.")
+@click.option("--state", type=click.Choice(["applied", "reverted", "suspected", "cleared"]),
+              help="Only entries in this state.")
+@json_option
+@click.pass_context
+def list_cmd(ctx, cls, state, json_out) -> None:
+    """Entries, one line each, in record order."""
+    from ledger.commands.report import list_entries
+
+    s = ctx.find_object(State).session(ctx)
+    rows = list_entries(s.ws, cls, state)
+    if wants_json(ctx, json_out):
+        return emit_json(rows)
+    if not rows:
+        return click.echo("no entries")
+    colour = use_colour()
+    click.echo(table(
+        [[r["id"], paint(r["class"], r["class"], colour), _state_cell(r, colour), r["title"],
+          r["change"], r["evidence"]] for r in rows],
+        ["ID", "CLASS", "STATE", "TITLE", "CHANGE", "EVIDENCE"], max_width=48))
+
+
+@click.command()
+@click.argument("ref", metavar="ID")
+@json_option
+@click.pass_context
+def show(ctx, ref, json_out) -> None:
+    """One entry: the change, its state, history and evidence."""
+    from ledger.commands.report import show_entry
+
+    s = ctx.find_object(State).session(ctx)
+    d = show_entry(s.ws, ref)
+    if wants_json(ctx, json_out):
+        return emit_json(d)
+    click.echo(f"{d['id']}  {safe(d['title'])}")
+    click.echo(f"  class     {d['class']}   state {d['display_state']}   slug {d['slug']}")
+    click.echo(f"  change    {safe(d['change'])}" + (f"   in {d['target']}" if d.get("target") else ""))
+    if d["why"]:
+        click.echo(f"  why       {safe(d['why'])}")
+    if d["suspicion"]:
+        click.echo(f"  suspected {safe(d['suspect_why'])}")
+        if d["suspicion"] == "cleared":
+            click.echo(f"  cleared   {safe(d['clear_why'])}")
+    click.echo(f"  evidence  {safe(d['evidence'])}")
+    click.echo("  history")
+    click.echo(_indent(table([[a["at"], a["action"], a["why"]] for a in d["history"]],
+                             max_width=80), 4))
+
+
+def _indent(text: str, n: int) -> str:
+    return "\n".join(" " * n + line for line in text.splitlines())
+
+
+@click.command()
+@json_option
+@click.pass_context
+def status(ctx, json_out) -> None:
+    """Each entry's recorded state against what is live; drift; suspects."""
+    from ledger.commands.report import status as do_status
+
+    s = ctx.find_object(State).session(ctx)
+    st = do_status(s.ws)
+    if wants_json(ctx, json_out):
+        return emit_json(st.to_dict())
+    colour = use_colour()
+    rows = []
+    for r in st.entries:
+        live = "ok" if r["ok"] else paint("UNREADABLE" if r.get("unreadable") else "DRIFT",
+                                          "drift", colour)
+        rows.append([r["id"], r["class"], _state_cell(r, colour), r["change"], live, r["title"]])
+    click.echo(table(rows, ["ID", "CLASS", "STATE", "CHANGE", "LIVE", "TITLE"], max_width=44)
+               if rows else "no entries")
+    _print_drift(st.drift, colour)
+    suspects = [r for r in st.entries if r["suspicion"] == "suspected"]
+    if suspects:
+        click.echo("\nunder suspicion: " + ", ".join(f"{r['id']} {safe(r['title'])}" for r in suspects))
+    for err in st.errors:
+        click.echo(f"warning: {err}", err=True)
+
+
+def _print_drift(drifts, colour: bool) -> None:
+    if not drifts:
+        return
+    click.echo("\n" + paint("drift (live differs from the ledger):", "drift", colour))
+    for d in drifts:
+        click.echo(f"  {safe(d.describe())}")
+
+
+@click.command()
+@click.argument("revs", nargs=-1, metavar="[REV [REV2]]")
+@click.option("--files", is_flag=True, help="Add the diff of each file a full restore writes.")
+@click.option("--exit-code", is_flag=True, help="Exit 3 when there are differences.")
+@json_option
+@click.pass_context
+def diff(ctx, revs, files, exit_code, json_out) -> None:
+    """What is off the table now — or, with REVs, what changed in the ledger between them."""
+    from ledger.commands import report
+
+    if len(revs) > 2:
+        raise UsageError("diff takes at most two revisions")
+    s = ctx.find_object(State).session(ctx)
+    if revs:
+        changes = report.history_diff(s.ws, revs[0], revs[1] if len(revs) > 1 else None)
+        if wants_json(ctx, json_out):
+            emit_json(changes)
+        else:
+            for c in changes:
+                if c["what"] == "config":
+                    click.echo(f"ledger.yaml  {c['change']}")
+                else:
+                    click.echo(f"{c['id']}  [{c['class']}] {safe(c['title'])}: {safe(c['change'])}")
+            if not changes:
+                click.echo("no ledger changes between those revisions")
+        if exit_code and changes:
+            ctx.exit(3)
+        return
+    out = report.off_the_table(s.ws, with_files=files)
+    if wants_json(ctx, json_out):
+        emit_json(out.to_dict())
+    else:
+        _print_off_table(out)
+    if exit_code and out.differs:
+        ctx.exit(3)
+
+
+def _print_off_table(out) -> None:
+    colour = use_colour()
+    total = sum(len(v) for v in out.reverted.values())
+    if not total:
+        click.echo("nothing is off the table: every entry is applied")
+    else:
+        click.echo(f"off the table: {total} reverted entr{'y' if total == 1 else 'ies'}")
+        for cls in ("perf", "bugfix"):
+            rows = out.reverted.get(cls) or []
+            if not rows:
+                continue
+            click.echo(f"\n{paint(cls, cls, colour)} ({len(rows)})")
+            for r in rows:
+                click.echo(f"  {r['id']}  {safe(r['title'])}  [{_state_cell(r, colour)}]")
+                click.echo(f"      change    {safe(r['change'])}")
+                if r["reverted_why"]:
+                    click.echo(f"      reverted  {safe(r['reverted_why'])}  ({r['reverted_at']})")
+                if r["suspicion"] == "cleared":
+                    click.echo(f"      cleared   {safe(r['clear_why'])}")
+                click.echo(f"      evidence  {safe(r['evidence'])}")
+    _print_drift(out.drift, colour)
+    for text in out.files.values():
+        click.echo("")
+        click.echo(safe_diff(text), nl=False)
+    if out.patch_diff:
+        click.echo("")
+        click.echo(safe_diff(out.patch_diff), nl=False)
+    for err in out.errors:
+        click.echo(f"warning: {err}", err=True)
+
+
+@click.command()
+@click.option("-n", "--limit", type=int, help="At most this many commits.")
+@json_option
+@click.pass_context
+def log(ctx, limit, json_out) -> None:
+    """The workspace's audit trail: one commit per command."""
+    from ledger.commands.report import workspace_log
+
+    s = ctx.find_object(State).session(ctx)
+    commits = workspace_log(s.ws, limit)
+    if wants_json(ctx, json_out):
+        return emit_json(commits)
+    for c in commits:
+        click.echo(f"{c['sha'][:10]}  {c['time']}  {safe(c['subject'])}")

@@ -1,0 +1,144 @@
+"""`ledger revert`, `restore`, `suspect`, `clear`."""
+
+from __future__ import annotations
+
+import click
+
+from ledger.cli.common import State
+from ledger.cli.common import dry_run_option
+from ledger.cli.common import emit_json
+from ledger.cli.common import json_option
+from ledger.cli.common import print_files
+from ledger.cli.common import wants_json
+from ledger.cli.output import safe
+
+
+def _print_applied(applied, verb: str, ctx, json_out: bool, infinitive: str = "") -> None:
+    if wants_json(ctx, json_out):
+        return emit_json(
+            {
+                "op": applied.op,
+                "dry_run": applied.dry_run,
+                "changed": [e.to_dict() for e in applied.changed],
+                "skipped": [
+                    {"id": k.entry.id, "title": k.entry.title, "reason": k.reason}
+                    for k in applied.skipped
+                ],
+                "files": applied.files,
+                "patch_diff": applied.patch_diff,
+                "backup": applied.backup_id,
+                "commit": applied.commit,
+            }
+        )
+    done = f"would {infinitive or verb}" if applied.dry_run else verb
+    if not applied.changed:
+        click.echo(f"nothing to {infinitive or verb}")
+    for e in applied.changed:
+        click.echo(f"{done} {e.id} [{e.cls}] {safe(e.title)}  ({safe(_change(e))})")
+    for k in applied.skipped:
+        click.echo(f"skipped {k.entry.id} [{k.entry.cls}] {safe(k.entry.title)}: {safe(k.reason)}")
+    print_files(applied, applied.dry_run)
+
+
+def _change(e) -> str:
+    from ledger.commands.report import change_text
+
+    return change_text(e)
+
+
+@click.command()
+@click.argument("refs", nargs=-1, metavar="[ID...]")
+@click.option("--perf-only", is_flag=True, help="Every applied perf entry; no bugfix is touched.")
+@click.option("--class", "cls", type=click.Choice(["perf", "bugfix"]), help="Every applied entry "
+              "of this class.")
+@click.option("--why", default="", help="Why (kept in each entry's history).")
+@click.option("--force", is_flag=True, help="Overwrite drift in the target files.")
+@json_option
+@dry_run_option
+@click.pass_context
+def revert(ctx, refs, perf_only, cls, why, force, json_out, dry_run) -> None:
+    """Revert entries: by ID, or --perf-only, or --class CLASS."""
+    from ledger.commands import revert as ops
+
+    s = ctx.find_object(State).session(ctx)
+    r = ops.revert(
+        s, refs=refs, perf_only=perf_only, cls=cls, why=why, force=force, dry_run=dry_run
+    )
+    _print_applied(r, "reverted", ctx, json_out, "revert")
+
+
+@click.command()
+@click.argument("refs", nargs=-1, metavar="[ID...]")
+@click.option("--perf-only", is_flag=True, help="Every reverted perf entry; no bugfix is touched.")
+@click.option("--include-suspects", is_flag=True, help="Also restore entries under suspicion.")
+@click.option("--force", is_flag=True, help="Restore even what evidence calls a regression; "
+              "overwrite drift.")
+@click.option("--require-evidence", is_flag=True, help="Only restore entries whose evidence "
+              "shows a gain.")
+@click.option("--why", default="", help="Why (kept in each entry's history).")
+@json_option
+@dry_run_option
+@click.pass_context
+def restore(ctx, refs, perf_only, include_suspects, force, require_evidence, why, json_out,
+            dry_run) -> None:
+    """Re-apply reverted entries, showing the evidence for each."""
+    from ledger.commands import revert as ops
+
+    s = ctx.find_object(State).session(ctx)
+    r = ops.restore(s, refs=refs, perf_only=perf_only, include_suspects=include_suspects,
+                    force=force, require_evidence=require_evidence, why=why, dry_run=dry_run)
+    if not wants_json(ctx, json_out):
+        _print_restore(s, r)
+        return
+    _print_applied(r, "restored", ctx, json_out, "restore")
+
+
+def _print_restore(s, applied) -> None:
+    from ledger.evidence.view import evidence_for
+
+    prefix = "would restore" if applied.dry_run else "restored"
+    if not applied.changed:
+        click.echo("nothing to restore")
+    for e in applied.changed:
+        click.echo(f"{prefix} {e.id} [{e.cls}] {safe(e.title)}  ({safe(_change(e))})")
+        click.echo(f"    evidence: {safe(evidence_for(s.ws, e).text)}")
+    for k in applied.skipped:
+        click.echo(f"held back {k.entry.id} [{k.entry.cls}] {safe(k.entry.title)}: "
+                   f"{safe(k.reason)}")
+        click.echo(f"    evidence: {safe(evidence_for(s.ws, k.entry).text)}")
+    print_files(applied, applied.dry_run)
+
+
+@click.command()
+@click.argument("ref", metavar="ID")
+@click.option("--why", required=True, help="The hypothesis: why it is suspected.")
+@click.option("--force", is_flag=True, help="Overwrite drift in the target file.")
+@json_option
+@dry_run_option
+@click.pass_context
+def suspect(ctx, ref, why, force, json_out, dry_run) -> None:
+    """Revert an entry and mark it suspected of causing an incident."""
+    from ledger.commands import revert as ops
+
+    s = ctx.find_object(State).session(ctx)
+    _print_applied(
+        ops.suspect(s, ref, why, force=force, dry_run=dry_run),
+        "suspected",
+        ctx,
+        json_out,
+        "suspect",
+    )
+
+
+@click.command()
+@click.argument("ref", metavar="ID")
+@click.option("--why", required=True, help="What exonerated it.")
+@json_option
+@dry_run_option
+@click.pass_context
+def clear(ctx, ref, why, json_out, dry_run) -> None:
+    """Clear a suspect (it stays reverted until `ledger restore`)."""
+    from ledger.commands import revert as ops
+
+    s = ctx.find_object(State).session(ctx)
+    _print_applied(ops.clear(s, ref, why, dry_run=dry_run), "cleared", ctx, json_out, "clear")

@@ -1,0 +1,65 @@
+"""`ledger init` and `ledger target add|list`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from ledger.cli.common import State
+from ledger.cli.common import dry_run_option
+from ledger.cli.common import emit_json
+from ledger.cli.common import json_option
+from ledger.cli.common import wants_json
+from ledger.cli.output import safe
+from ledger.cli.output import table
+
+
+@click.command()
+@click.argument("directory", required=False, default=".", type=click.Path(file_okay=False))
+@click.option("--engine-repo", metavar="PATH", help="Git checkout of the engine that patch "
+              "entries apply to.")
+@dry_run_option
+def init(directory: str, engine_repo: str | None, dry_run: bool) -> None:
+    """Create a workspace (a git repo with ledger.yaml) in DIRECTORY."""
+    from ledger.commands.setup import init_workspace
+
+    root = init_workspace(Path(directory), engine_repo, dry_run=dry_run)
+    verb = "would initialise" if dry_run else "initialised"
+    click.echo(f"{verb} ledger workspace in {safe(root)}")
+
+
+@click.group()
+def target() -> None:
+    """Manage the config files under the ledger's care."""
+
+
+@target.command("add")
+@click.argument("name")
+@click.argument("path")
+@click.option("--format", "fmt", required=True, type=click.Choice(["bash", "dotenv", "k8s"]),
+              help="File format.")
+@click.option("--container", help="k8s: the container whose env list holds the knobs.")
+@dry_run_option
+@click.pass_context
+def target_add(ctx, name: str, path: str, fmt: str, container: str | None, dry_run: bool) -> None:
+    """Put the file PATH under management as target NAME."""
+    from ledger.commands.setup import add_target
+
+    s = ctx.find_object(State).session(ctx)
+    t = add_target(s, name, path, fmt, container, Path.cwd(), dry_run)
+    verb = "would add" if dry_run else "added"
+    click.echo(f"{verb} target {t.name}: {safe(t.path)} ({t.format})")
+
+
+@target.command("list")
+@json_option
+@click.pass_context
+def target_list(ctx, json_out: bool) -> None:
+    """The managed files."""
+    s = ctx.find_object(State).session(ctx)
+    targets = [{"name": n, **t.to_dict()} for n, t in s.ws.config.targets.items()]
+    if wants_json(ctx, json_out):
+        return emit_json(targets)
+    click.echo(table([[t["name"], t["format"], t["path"]] for t in targets],
+                     ["TARGET", "FORMAT", "PATH"], max_width=100))

@@ -1,0 +1,1 @@
+"""The library functions behind each `ledger` command, one module per command family."""

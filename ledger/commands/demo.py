@@ -1,0 +1,132 @@
+"""`ledger demo DIR`: the whole story, end to end, on the bundled engine.
+
+:func:`prepare` lays out, in DIR:
+
+    engine-repo/     a git checkout of the bundled engine (the engine/ package, one commit)
+    deploy/          its serve scripts (serve_decode.sh, serve_prefill.sh, serve_router.sh)
+    patches/         a perf patch and a bugfix patch against the engine (real diffs
+                     shipped with the project: ledger/demo_patches/)
+    ledger/          the workspace (engine_repo: ../engine-repo), managing serve_decode.sh
+
+and returns the commands of the story, which the CLI runs one by one, printing each as a
+transcript an operator could retype (from ``cd DIR/ledger``): record a perf and a bugfix
+knob and a perf and a bugfix patch; measure the perf knob A/B on the ``tiny`` preset; the
+incident (suspect, revert --perf-only); what is off the table; the exoneration; the
+claw-back; the rendered docs.
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from ledger.commands.setup import init_workspace
+from ledger.errors import Refused
+from ledger.store import wsgit
+
+DEMO_PATCHES = Path(__file__).resolve().parent.parent / "demo_patches"
+SCRIPTS = ("serve_decode.sh", "serve_prefill.sh", "serve_router.sh")
+
+PERF_KNOB = ("ENGINE_DECODE_TARGET_CTAS", "64")
+BUGFIX_KNOB = ("ENGINE_INFLIGHT_TIMEOUT_S", "10")
+
+
+@dataclass(frozen=True)
+class Step:
+    note: str
+    args: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Demo:
+    root: Path
+    workspace: Path
+    steps: tuple[Step, ...]
+
+
+def _engine_package() -> Path:
+    import engine
+
+    return Path(engine.__file__).resolve().parent
+
+
+def _ignore(directory: str, names: list[str]) -> set[str]:
+    return {n for n in names if n == "__pycache__" or n.endswith((".pyc", ".pyo"))}
+
+
+def prepare(directory: Path, force: bool = False, runs: int = 3) -> Demo:
+    """Lay out the demo in ``directory`` and return the story's commands."""
+    root = Path(directory).absolute()
+    if root.exists() and not root.is_dir():
+        raise Refused(f"{root} exists and is not a directory")
+    if root.exists() and any(root.iterdir()):
+        if not force:
+            raise Refused(f"{root} is not empty: pick an empty directory or pass --force")
+        for child in ("engine-repo", "deploy", "patches", "ledger", "docs"):
+            target = root / child
+            if target.is_symlink() or target.is_file():
+                target.unlink()
+            elif target.exists():
+                shutil.rmtree(target)
+    root.mkdir(parents=True, exist_ok=True)
+
+    repo = root / "engine-repo"
+    shutil.copytree(_engine_package(), repo / "engine", ignore=_ignore)
+    (repo / ".gitignore").write_text("__pycache__/\n*.pyc\n")
+    wsgit.init(repo)
+    wsgit.commit(repo, ["engine", ".gitignore"], "bundled engine, as shipped with knob ledger\n")
+
+    deploy = root / "deploy"
+    deploy.mkdir()
+    for name in SCRIPTS:
+        shutil.copy2(repo / "engine" / "scripts" / name, deploy / name)
+    patches = root / "patches"
+    patches.mkdir()
+    for name in ("perf.patch", "bugfix.patch"):
+        shutil.copy2(DEMO_PATCHES / name, patches / name)
+
+    ws = init_workspace(root / "ledger", str(repo))
+    return Demo(root, ws, _story(root, runs))
+
+
+def _story(root: Path, runs: int) -> tuple[Step, ...]:
+    perf_knob, perf_value = PERF_KNOB
+    fix_knob, fix_value = BUGFIX_KNOB
+    deploy = root / "deploy"
+    patches = root / "patches"
+    return (
+        Step("put the decode serve script under management",
+             ("target", "add", "decode", str(deploy / "serve_decode.sh"), "--format", "bash")),
+        Step("a perf knob: more split-K partitions for decode attention",
+             ("record", "knob", "decode", f"{perf_knob}={perf_value}", "--class", "perf",
+              "--title", "decode target CTAS 64",
+              "--why", "more split-K partitions keep both cores busy at low batch")),
+        Step("a bugfix knob: fail stuck KV transfers fast instead of wedging the queue",
+             ("record", "knob", "decode", f"{fix_knob}={fix_value}", "--class", "bugfix",
+              "--title", "inflight transfer timeout 10s",
+              "--why", "a transfer stuck for 30s held decode pages and stalled admission")),
+        Step("a perf patch to the engine",
+             ("record", "patch", str(patches / "perf.patch"), "--class", "perf",
+              "--title", "fewer, longer split-K partitions on CPU",
+              "--why", "below 64 tokens a partition costs more in combine than it gains")),
+        Step("a bugfix patch to the engine",
+             ("record", "patch", str(patches / "bugfix.patch"), "--class", "bugfix",
+              "--title", "refuse non-boolean ignore_eos",
+              "--why", "bool('false') is True: clients asking not to ignore EOS got the opposite")),
+        Step("measure the perf knob: A = reverted, B = applied, alternating",
+             ("ab", "decode-target-ctas-64", "--runs", str(runs), "--concurrency", "1,8")),
+        Step("the ledger so far", ("list",)),
+        Step("the incident: the harness hangs; the newest perf change is the prime suspect",
+             ("suspect", "decode-target-ctas-64", "--why", "harness hangs after several rounds")),
+        Step("...and every other perf change comes off the table too",
+             ("revert", "--perf-only", "--why", "incident: harness hangs; bisecting perf")),
+        Step("what is off the table, and why", ("diff",)),
+        Step("days later: the cause was a client proxy",
+             ("clear", "decode-target-ctas-64", "--why", "client proxy was the cause")),
+        Step("claw the perf back, with its evidence", ("restore", "--perf-only")),
+        Step("nothing is off the table any more", ("diff",)),
+        Step("every entry against what is live", ("status",)),
+        Step("the change history as docs", ("render", "--out", str(root / "docs"))),
+        Step("the audit trail", ("log",)),
+    )

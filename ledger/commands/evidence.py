@@ -1,0 +1,195 @@
+"""`ledger ab` and `ledger evidence …`: collect, import and show an entry's evidence.
+
+Side A is the entry reverted, side B the entry applied; everything else is as live:
+
+* for a knob entry, each side's environment is the target file's live knobs with the
+  entry's knob set to the value the ledger's layering gives with the entry reverted (A)
+  or applied (B); the bench runs from the engine repo (or the current directory when the
+  workspace has none);
+* for a patch entry, A and B run from two temporary git worktrees of the engine repo —
+  the live stack with the entry taken out (A) or put in (B) — so the live tree is never
+  touched.
+
+The runs, the judgement and the storage are :mod:`ledger.evidence`'s; this module picks
+the sides, holds the writer lock for the whole run (so nobody changes what is being
+measured), and commits the stored run to the workspace.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Callable
+from typing import Iterator
+from typing import Sequence
+
+from ledger.core import planner
+from ledger.core.model import Entry
+from ledger.errors import EvidenceError
+from ledger.evidence.view import current_engine_commit
+from ledger.store import wsgit
+from ledger.store.targets import read_target
+from ledger.store.txn import WriterLock
+from ledger.store.workspace import Workspace
+
+DEFAULT_CONCURRENCY = (1, 16, 64)
+DEFAULT_RUNS = 5
+
+
+def _knob_sides(ws: Workspace, e: Entry):
+    from ledger.evidence import Side
+
+    tf = read_target(ws, ws.target(e.target))
+    layer = planner.knob_layers(ws.entries())[(e.target, e.knob)]
+    value_a = planner.layer_value(layer, {e.id: False})
+    value_b = planner.layer_value(layer, {e.id: True})
+    live = dict(tf.values)
+    engine_dir = ws.engine_repo_path or Path.cwd()
+    side_a = Side("A", {**live, e.knob: value_a}, engine_dir)
+    side_b = Side("B", {**live, e.knob: value_b}, engine_dir)
+    context = {k: v for k, v in live.items() if k != e.knob}
+    return side_a, side_b, context
+
+
+@contextmanager
+def _patch_sides(ws: Workspace, e: Entry) -> Iterator[tuple]:
+    from dataclasses import replace
+
+    from ledger.evidence import Side
+    from ledger.store.patch_entries import engine_repo
+    from ledger.store.patch_entries import stack_items
+
+    repo = engine_repo(ws)
+    items = stack_items(ws, ws.entries(), {})
+    scratch = Path(tempfile.mkdtemp(prefix=f"ab-{e.id}-", dir=ws.state_dir))
+    made = []
+    try:
+        dirs = {}
+        for name, applied in (("A", False), ("B", True)):
+            flipped = [replace(i, applied_after=applied) if i.entry_id == e.id else i
+                       for i in items]
+            dest = scratch / name
+            repo.materialize(flipped, dest)
+            made.append(dest)
+            dirs[name] = dest
+        yield Side("A", {}, dirs["A"]), Side("B", {}, dirs["B"]), None
+    finally:
+        for dest in made:
+            repo.remove_worktree(dest)
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _parse_concurrency(values: Sequence[int] | None) -> list[int]:
+    concs = list(values or DEFAULT_CONCURRENCY)
+    if not concs or any(c < 1 for c in concs):
+        raise EvidenceError(f"concurrency levels must be positive integers, got {concs}")
+    return concs
+
+
+def plan_ab(
+    s, ref: str, *, runs: int = DEFAULT_RUNS, concurrency: Sequence[int] | None = None,
+    bench: str | None = None,
+) -> dict:
+    """What `ledger ab --dry-run` shows: the command, what differs between sides, the runs."""
+    from ledger.evidence import DEFAULT_BENCH_COMMAND
+    from ledger.evidence.runner import check_template
+
+    ws = s.ws
+    command = bench or ws.config.bench_command or DEFAULT_BENCH_COMMAND
+    check_template(command)
+    concs = _parse_concurrency(concurrency)
+    e = ws.resolve(ref)
+    if e.kind == "knob":
+        side_a, side_b, _ = _knob_sides(ws, e)
+        differs = {k: {"A": side_a.env.get(k), "B": side_b.env.get(k)}
+                   for k in sorted(set(side_a.env) | set(side_b.env))
+                   if side_a.env.get(k) != side_b.env.get(k)}
+    else:
+        differs = {"engine tree": {"A": f"without patch {e.id}", "B": f"with patch {e.id}"}}
+    return {"entry": e.id, "command": command, "concurrency": concs, "runs_per_side": runs,
+            "total_runs": 2 + 2 * runs * len(concs), "differs": differs}
+
+
+def run_ab(
+    s,
+    ref: str,
+    *,
+    runs: int = DEFAULT_RUNS,
+    concurrency: Sequence[int] | None = None,
+    bench: str | None = None,
+    metric: str = "output_throughput",
+    progress: Callable[[int, int, float, str], None] | None = None,
+) -> dict:
+    """Measure entry ``ref``'s effect; store, commit and return the run's summary."""
+    from ledger.evidence import DEFAULT_BENCH_COMMAND
+    from ledger.evidence import record_ab
+    from ledger.evidence import run_ab as run_bench
+
+    ws = s.ws
+    command = bench or ws.config.bench_command or DEFAULT_BENCH_COMMAND
+    concs = _parse_concurrency(concurrency)
+    if runs < 1:
+        raise EvidenceError(f"--runs must be at least 1, got {runs}")
+    with WriterLock(ws, s.command):
+        e = ws.resolve(ref)
+        if e.kind == "knob":
+            side_a, side_b, context = _knob_sides(ws, e)
+            result = run_bench(command, side_a, side_b, concs, runs, progress=progress)
+        else:
+            with _patch_sides(ws, e) as (side_a, side_b, context):
+                result = run_bench(command, side_a, side_b, concs, runs, progress=progress)
+        summary = record_ab(ws.root, e.id, result, metric=metric,
+                            engine_commit=current_engine_commit(ws), context=context)
+        _commit_evidence(ws, e, f"ab {e.id}: {summary.get('headline', '')}")
+    return summary
+
+
+def add_evidence(
+    s, ref: str, files: Sequence[str], side: str, concurrency: int | None = None,
+    metric: str = "output_throughput",
+) -> dict:
+    """Import bench results the operator ran elsewhere as side A or B of ``ref``."""
+    from ledger.evidence import import_evidence
+    from ledger.evidence.view import knob_context
+
+    ws = s.ws
+    with WriterLock(ws, s.command):
+        e = ws.resolve(ref)
+        summary = import_evidence(
+            ws.root, e.id, [Path(f) for f in files], side, concurrency=concurrency,
+            metric=metric, engine_commit=current_engine_commit(ws), context=knob_context(ws, e),
+        )
+        _commit_evidence(ws, e, f"evidence add {e.id} side {side}: {summary.get('headline', '')}")
+    return summary
+
+
+def check_evidence_files(
+    ws: Workspace, ref: str, files: Sequence[str], concurrency: int | None = None
+) -> dict:
+    """Parse result files as `evidence add` would, storing nothing (for --dry-run)."""
+    from ledger.evidence import load_result_file
+
+    e = ws.resolve(ref)
+    out = []
+    for f in files:
+        shape, rows = load_result_file(Path(f), concurrency)
+        out.append({"path": str(f), "shape": shape, "rows": len(rows),
+                    "concurrency": sorted({int(r["concurrency"]) for r in rows})})
+    return {"entry": e.id, "files": out}
+
+
+def show_evidence(ws: Workspace, ref: str) -> dict:
+    """Every stored run of ``ref``'s evidence (oldest first) and the latest's staleness."""
+    from ledger.evidence import load_summaries
+    from ledger.evidence.view import evidence_for
+
+    e = ws.resolve(ref)
+    info = evidence_for(ws, e)
+    return {"entry": e.id, "title": e.title, "headline": info.headline, "stale": info.stale,
+            "runs": load_summaries(ws.root, e.id)}
+
+
+def _commit_evidence(ws: Workspace, e: Entry, message: str) -> None:
+    wsgit.commit(ws.root, [f"evidence/{e.id}"], message + f"\n\n- {e.id} [{e.cls}] {e.title}\n")

@@ -1,0 +1,247 @@
+"""`ledger record knob` and `ledger record patch`: make a change and record it as an entry
+(or, with ``adopt``, record a change already made by hand)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from envknobs.registry import KnobError
+from envknobs.registry import check_knob_name
+from envknobs.registry import check_knob_value
+from ledger.commands.session import Session
+from ledger.commands.session import maybe_lock
+from ledger.core import planner
+from ledger.core.model import Action
+from ledger.core.model import Entry
+from ledger.core.model import check_class
+from ledger.core.model import slugify
+from ledger.errors import Drift
+from ledger.errors import DriftError
+from ledger.errors import InvalidValue
+from ledger.errors import PatchError
+from ledger.errors import Refused
+from ledger.errors import UsageError
+from ledger.store.apply import Applied
+from ledger.store.apply import EnginePlan
+from ledger.store.apply import apply_plan
+from ledger.store.apply import layer_anchors
+from ledger.store.patch_entries import PATCH_DIR
+from ledger.store.patch_entries import engine_repo
+from ledger.store.targets import anchor_in
+from ledger.store.targets import edit_target
+from ledger.store.targets import read_target
+from ledger.store.workspace import new_entry_id
+
+
+def knob_registry():
+    """The bundled catalogs plus the bundled engine's own knobs (its declarations win)."""
+    from envknobs.catalog import default_registry
+
+    try:
+        from engine.knobs import REGISTRY
+    except ImportError:  # installed without the engine
+        REGISTRY = None
+    return default_registry(REGISTRY)
+
+
+def validate_knob(knob: str, value: str | None, no_validate: bool) -> list[str]:
+    """Check a knob assignment against the catalogs; return warnings, raise on errors."""
+    try:
+        check_knob_name(knob)
+        if value is not None:
+            check_knob_value(value)
+    except KnobError as e:
+        raise InvalidValue(str(e)) from None
+    if no_validate:
+        return []
+    from envknobs.catalog import check_assignment
+
+    try:
+        return check_assignment(knob_registry(), knob, value)
+    except KnobError as e:
+        raise InvalidValue(f"{e} (pass --no-validate to record it anyway)") from None
+
+
+def new_entry(s: Session, *, kind: str, cls: str, title: str, why: str, adopt: bool, **fields) -> Entry:
+    entries = s.ws.entries()
+    if not title or not title.strip():
+        raise InvalidValue("--title must not be empty")
+    action = Action(at=s.now, action="adopt" if adopt else "record", why=why, command=s.command)
+    return Entry(
+        id=new_entry_id(e.id for e in entries),
+        seq=planner.next_seq(entries),
+        kind=kind,
+        cls=check_class(cls),
+        title=title.strip(),
+        slug=planner.unique_slug(entries, slugify(title)),
+        recorded=s.now,
+        why=why,
+        history=(action,),
+        **fields,
+    )
+
+
+@dataclass
+class Recorded:
+    entry: Entry
+    applied: Applied
+    warnings: list[str]
+
+
+def record_knob(
+    s: Session,
+    *,
+    target: str,
+    knob: str,
+    value: str | None,
+    cls: str,
+    title: str,
+    why: str = "",
+    adopt: bool = False,
+    before: str | None = None,
+    before_given: bool = False,
+    no_validate: bool = False,
+    force: bool = False,
+    dry_run: bool = False,
+) -> Recorded:
+    """Change a knob in a target and record it; or, with ``adopt``, record a change made by hand."""
+    check_class(cls)
+    t = s.ws.target(target)
+    warnings = validate_knob(knob, value, no_validate)
+    if before is not None:
+        validate_knob(knob, before, True)
+    if before_given and not adopt:
+        raise UsageError("--before/--before-unset only go with --adopt")
+    if adopt and not before_given:
+        raise UsageError("--adopt needs --before VALUE or --before-unset")
+    with maybe_lock(s, dry_run):
+        entries = s.ws.entries()
+        tf = read_target(s.ws, t)
+        layer = planner.knob_layers(entries).get((target, knob))
+        if adopt:
+            entry_before = _adopted_before(tf, layer, knob, value, before)
+        else:
+            entry_before = _before_now(tf, layer, knob, force)
+        if entry_before == value:
+            raise Refused(f"{knob} in {target} is already {_show(value)}: nothing to record")
+        # Where the knob's line sits while present, so a later revert/restore can put it back.
+        holding = tf.text if value is None else edit_target(tf, {knob: value}).decode(
+            "utf-8", "surrogateescape")
+        entry = new_entry(s, kind="knob", cls=cls, title=title, why=why, adopt=adopt,
+                          target=target, knob=knob, before=entry_before, after=value,
+                          anchor=anchor_in(tf, holding, knob,
+                                           layer_anchors(entries).get(target)))
+        edits = {} if adopt else {(target, knob): (entry_before, value)}
+        plan = planner.Plan("record", (), (), edits)
+        message = f"record {cls} {knob}={_show(value)} in {target}: {entry.title}\n\n" \
+                  f"- {entry.id} [{cls}] {entry.title}\n"
+        applied = apply_plan(
+            s.ws, plan, command=s.command, now=s.now, message=message, force=force,
+            dry_run=dry_run,
+            new_entries=[entry],
+        )
+        applied.changed = [entry]
+        return Recorded(entry, applied, warnings)
+
+
+def _adopted_before(tf, layer, knob: str, value: str | None, before: str | None) -> str | None:
+    """The ``before`` of an adopted hand edit, checked against the file and the ledger."""
+    live = tf.values.get(knob)
+    if live != value:
+        raise Refused(
+            f"{tf.path}: {knob} is {_show(live)} in the file, not {_show(value)}: "
+            "--adopt records a change already made; make it first (or drop --adopt)"
+        )
+    if layer and planner.layer_value(layer) != before:
+        raise Refused(
+            f"{knob} in {tf.target.name}: the ledger expects {_show(planner.layer_value(layer))} "
+            f"before this change, not {_show(before)}"
+        )
+    return before
+
+
+def _before_now(tf, layer, knob: str, force: bool) -> str | None:
+    """The value in effect before a new change: the ledger's, which the file must agree
+    with (drift is refused unless ``force``, which takes the file's)."""
+    live = tf.values.get(knob)
+    expected = planner.layer_value(layer) if layer else live
+    if live != expected:
+        if not force:
+            raise DriftError([Drift(str(tf.path), knob, expected, live)])
+        return live
+    return expected
+
+
+def _show(v: str | None) -> str:
+    return "unset" if v is None else repr(v)
+
+
+@dataclass
+class RecordedPatch:
+    entry: Entry
+    applied: Applied
+
+
+def record_patch(
+    s, *, patch_file: str | None, rev: str | None, cls: str, title: str, why: str = "",
+    dry_run: bool = False,
+) -> RecordedPatch:
+    """Apply a patch file to the engine repo and record it — or adopt commit ``rev``."""
+    from ledger.patches.stack import parse_patch_files
+    from ledger.patches.stack import patch_sha256
+
+    repo = engine_repo(s.ws)
+    with maybe_lock(s, dry_run):
+        if rev is not None:
+            text, commit = repo.adopt_commit(rev)
+        else:
+            text, commit = _read_patch_file(Path(patch_file)), None
+        files = tuple(parse_patch_files(text))
+        entry = new_entry(
+            s, kind="patch", cls=cls, title=title, why=why, adopt=rev is not None,
+            patch=f"{PATCH_DIR}/{{id}}.patch", sha256=patch_sha256(text), files=files,
+            commit=commit,
+        )
+        entry = _with_patch_path(entry)
+        engine = None
+        if rev is None:
+            repo.require_clean()
+            repo.plan_record(text, entry_id=entry.id, title=entry.title, cls=cls)
+
+            def engine(entries, plan):
+                def step() -> None:
+                    repo.record_patch(text, entry_id=entry.id, title=entry.title, cls=cls)
+
+                return EnginePlan(Path(repo.path), repo.head(), step, text,
+                                  tuple(Path(repo.path) / f for f in files))
+
+        verb = "adopt" if rev else "record"
+        message = f"{verb} {cls} patch: {entry.title}\n\n- {entry.id} [{cls}] {entry.title}\n" + \
+            "".join(f"  {f}\n" for f in files)
+        plan = planner.Plan(verb, (), (), {}, (entry,) if rev is None else ())
+        applied = apply_plan(
+            s.ws, plan, command=s.command, now=s.now, message=message, dry_run=dry_run,
+            new_entries=[entry], engine=engine,
+            extra_ledger_writes={entry.patch: text.encode("utf-8", "surrogateescape")},
+        )
+        applied.changed = [entry]
+        return RecordedPatch(entry, applied)
+
+
+def _with_patch_path(entry: Entry) -> Entry:
+    from dataclasses import replace
+
+    return replace(entry, patch=f"{PATCH_DIR}/{entry.id}.patch")
+
+
+def _read_patch_file(path: Path) -> str:
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise PatchError(f"{path}: no such patch file") from None
+    except OSError as e:
+        raise PatchError(f"{path}: cannot read: {e.strerror}") from e
+    if not data.strip():
+        raise PatchError(f"{path}: the patch is empty")
+    return data.decode("utf-8", "surrogateescape")

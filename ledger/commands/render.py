@@ -1,0 +1,85 @@
+"""`ledger render`: build the render model from the workspace and write the docs.
+
+The model is a snapshot (see :mod:`ledger.render.model`): entries, the knob state of
+every target (live value and the value with every entry applied), the latest evidence
+of each entry with its staleness, and a diffstat per patch entry.  The renderer itself
+touches no file but its output, so the same ledger renders byte-identical docs.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Sequence
+
+from ledger.core import planner
+from ledger.core.model import Entry
+from ledger.errors import LedgerError
+from ledger.evidence.view import evidence_for
+from ledger.store.targets import read_target
+from ledger.store.workspace import Workspace
+
+_DIFF_FILE = re.compile(r"^diff --git a/(.*?) b/(.*)$")
+
+
+def diffstat(text: str) -> list[tuple[str, int, int]]:
+    """(file, lines added, lines removed) per file of a unified diff, in order."""
+    stats: list[list] = []
+    for line in text.splitlines():
+        m = _DIFF_FILE.match(line)
+        if m:
+            stats.append([m.group(2), 0, 0])
+        elif line.startswith("+++ ") or line.startswith("--- "):
+            if not stats:
+                stats.append([line[4:].removeprefix("b/"), 0, 0])
+        elif stats and line.startswith("+"):
+            stats[-1][1] += 1
+        elif stats and line.startswith("-"):
+            stats[-1][2] += 1
+    return [(f, a, r) for f, a, r in stats]
+
+
+def build_model(ws: Workspace):
+    from ledger.render.docs import KnobRow
+    from ledger.render.docs import RenderModel
+    from ledger.render.docs import TargetState
+
+    entries = ws.entries()
+    layers = planner.knob_layers(entries)
+    full = planner.full_knobs(entries)
+    targets = []
+    for name, t in ws.config.targets.items():
+        try:
+            live = read_target(ws, t).values
+        except LedgerError:
+            live = {}
+        rows = [
+            KnobRow(knob, live.get(knob), full[(tname, knob)], [e.id for e in layer])
+            for (tname, knob), layer in sorted(layers.items()) if tname == name
+        ]
+        targets.append(TargetState(name, t.path, t.format, rows))
+    evidence, stale = {}, set()
+    for e in entries:
+        info = evidence_for(ws, e)
+        if info.summary is not None:
+            evidence[e.id] = info.summary
+            if info.stale:
+                stale.add(e.id)
+    patch_stats = {e.id: _patch_stats(ws, e) for e in entries if e.kind == "patch"}
+    return RenderModel(title=ws.root.name, entries=list(entries), targets=targets,
+                       evidence=evidence, stale=stale, patch_stats=patch_stats)
+
+
+def _patch_stats(ws: Workspace, e: Entry) -> list[tuple[str, int, int]]:
+    try:
+        return diffstat((ws.root / e.patch).read_text(encoding="utf-8", errors="replace"))
+    except OSError:
+        return [(f, 0, 0) for f in e.files]
+
+
+def render(ws: Workspace, out: Path | None = None, formats: Sequence[str] = ("md", "html")) -> list[Path]:
+    """Write the change-history docs to ``out`` (default ``<workspace>/docs``)."""
+    from ledger.render.docs import render_docs
+
+    out_dir = Path(out) if out is not None else ws.root / "docs"
+    return render_docs(out_dir.absolute(), build_model(ws), tuple(formats))

@@ -1,0 +1,254 @@
+"""Read commands: list, show, status, diff, log.  They return data; the CLI formats it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from dataclasses import field
+from typing import Sequence
+
+from ledger.core import planner
+from ledger.core.model import Entry
+from ledger.errors import Drift
+from ledger.errors import LedgerError
+from ledger.evidence.view import EvidenceInfo
+from ledger.evidence.view import evidence_for
+from ledger.store import wsgit
+from ledger.store.apply import new_target_bytes
+from ledger.store.apply import read_targets
+from ledger.store.apply import unified
+from ledger.store.workspace import CONFIG_NAME
+from ledger.store.workspace import ENTRIES_NAME
+from ledger.store.workspace import Workspace
+from ledger.store.workspace import parse_entries
+
+
+def display_state(e: Entry) -> str:
+    """applied / reverted / suspected / cleared (reverted) — what an operator calls it."""
+    if e.suspicion == "suspected":
+        return "suspected" if not e.applied else "applied (suspected)"
+    if e.suspicion == "cleared" and not e.applied:
+        return "cleared"
+    return e.state
+
+
+def change_text(e: Entry) -> str:
+    if e.kind == "knob":
+        def show(v):
+            return "unset" if v is None else v
+        return f"{e.knob}: {show(e.before)} -> {show(e.after)}"
+    return f"patch {', '.join(e.files)}"
+
+
+def last_reason(e: Entry) -> str:
+    """Why the entry is in its current state (the last action's why)."""
+    for a in reversed(e.history):
+        if a.why:
+            return a.why
+    return e.why
+
+
+def entry_row(ws: Workspace, e: Entry, evidence: EvidenceInfo | None = None) -> dict:
+    ev = evidence if evidence is not None else evidence_for(ws, e)
+    row = e.to_dict()
+    row.pop("history")
+    row.update(display_state=display_state(e), change=change_text(e), evidence=ev.text,
+               verdict=ev.verdict, evidence_stale=ev.stale)
+    return row
+
+
+def list_entries(ws: Workspace, cls: str | None = None, state: str | None = None) -> list[dict]:
+    out = []
+    for e in ws.entries():
+        if cls and e.cls != cls:
+            continue
+        if state and state not in (e.state, display_state(e), e.suspicion):
+            continue
+        out.append(entry_row(ws, e))
+    return out
+
+
+def show_entry(ws: Workspace, ref: str) -> dict:
+    e = ws.resolve(ref)
+    ev = evidence_for(ws, e)
+    d = entry_row(ws, e, ev)
+    d["history"] = [a.to_dict() for a in e.history]
+    d["evidence_summary"] = ev.summary
+    if e.kind == "patch":
+        d["patch_text"] = (ws.root / e.patch).read_text(encoding="utf-8", errors="replace")
+    return d
+
+
+@dataclass
+class Status:
+    entries: list[dict] = field(default_factory=list)
+    drift: list[Drift] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return {
+            "entries": self.entries,
+            "drift": [d.to_dict() for d in self.drift],
+            "suspects": [r["id"] for r in self.entries if r["suspicion"] == "suspected"],
+            "errors": self.errors,
+            "clean": not self.drift and not self.errors,
+        }
+
+
+def _readable_targets(ws: Workspace, names: Sequence[str]):
+    files, errors = {}, []
+    for name in sorted(set(names)):
+        try:
+            files.update(read_targets(ws, [name]))
+        except LedgerError as e:
+            errors.append(str(e))
+    return files, errors
+
+
+def status(ws: Workspace) -> Status:
+    """Each entry's recorded state against what is live; drift; suspects."""
+    entries = ws.entries()
+    expected = planner.expected_knobs(entries)
+    files, errors = _readable_targets(ws, [t for t, _ in expected])
+    live_of = {
+        key: files[key[0]].values.get(key[1]) for key in expected if key[0] in files
+    }
+    paths = {name: str(tf.path) for name, tf in files.items()}
+    st = Status(drift=planner.find_drift(entries, live_of, paths), errors=errors)
+    patch_live = _patch_liveness(ws, entries, st.errors)
+    for e in entries:
+        row = {"id": e.id, "slug": e.slug, "class": e.cls, "kind": e.kind, "title": e.title,
+               "state": e.state, "display_state": display_state(e), "suspicion": e.suspicion,
+               "change": change_text(e)}
+        if e.kind == "knob":
+            key = (e.target, e.knob)
+            row.update(target=e.target, knob=e.knob, expected=expected[key],
+                       live=live_of.get(key), unreadable=key not in live_of,
+                       ok=key in live_of and live_of[key] == expected[key])
+        else:
+            live = patch_live.get(e.id)
+            row.update(live=live, ok=live is not None and live == e.applied)
+        st.entries.append(row)
+    return st
+
+
+def _patch_liveness(ws: Workspace, entries: Sequence[Entry], errors: list[str]) -> dict:
+    patches = [e for e in entries if e.kind == "patch"]
+    if not patches:
+        return {}
+    from ledger.store.patch_entries import patch_liveness
+
+    try:
+        return patch_liveness(ws, patches)
+    except LedgerError as e:
+        errors.append(str(e))
+        return {}
+
+
+@dataclass
+class OffTable:
+    """What `ledger diff` reports: reverted entries, drift, and the files a restore writes."""
+
+    reverted: dict[str, list[dict]] = field(default_factory=dict)  # class -> rows
+    drift: list[Drift] = field(default_factory=list)
+    files: dict[str, str] = field(default_factory=dict)
+    patch_diff: str = ""
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def differs(self) -> bool:
+        return bool(any(self.reverted.values()) or self.drift or self.files or self.patch_diff)
+
+    def to_dict(self) -> dict:
+        return {
+            "off_the_table": self.reverted,
+            "drift": [d.to_dict() for d in self.drift],
+            "files": self.files,
+            "patch_diff": self.patch_diff,
+            "errors": self.errors,
+            "differs": self.differs,
+        }
+
+
+def off_the_table(ws: Workspace, with_files: bool = False) -> OffTable:
+    """The live configuration against the fully-applied ledger."""
+    entries = ws.entries()
+    out = OffTable(reverted={"perf": [], "bugfix": []})
+    for e in entries:
+        if e.applied:
+            continue
+        row = entry_row(ws, e)
+        row["reverted_why"] = _revert_reason(e)
+        row["reverted_at"] = _revert_time(e)
+        out.reverted[e.cls].append(row)
+    expected = planner.expected_knobs(entries)
+    files, out.errors = _readable_targets(ws, [t for t, _ in expected])
+    live_of = {k: files[k[0]].values.get(k[1]) for k in expected if k[0] in files}
+    out.drift = planner.find_drift(entries, live_of, {n: str(f.path) for n, f in files.items()})
+    if with_files:
+        full = planner.full_knobs(entries)
+        edits = {k: (live_of.get(k), v) for k, v in full.items() if k[0] in files}
+        for path, (old, new) in new_target_bytes(files, edits, entries).items():
+            out.files[str(path)] = unified(str(path), old, new)
+        if any(e.kind == "patch" and not e.applied for e in entries):
+            from ledger.store.patch_entries import full_restore_diff
+
+            try:
+                out.patch_diff = full_restore_diff(ws, entries)
+            except LedgerError as err:
+                out.errors.append(str(err))
+    return out
+
+
+def _revert_reason(e: Entry) -> str:
+    for a in reversed(e.history):
+        if a.action in ("revert", "suspect"):
+            return a.why
+    return ""
+
+
+def _revert_time(e: Entry) -> str:
+    for a in reversed(e.history):
+        if a.action in ("revert", "suspect"):
+            return a.at
+    return ""
+
+
+def history_diff(ws: Workspace, rev1: str, rev2: str | None) -> list[dict]:
+    """What changed in the ledger between two commits of the workspace (rev2: HEAD)."""
+    a = wsgit.verify_rev(ws.root, rev1)
+    b = wsgit.verify_rev(ws.root, rev2 or "HEAD")
+    old = {e.id: e for e in _entries_at(ws, a)}
+    new = {e.id: e for e in _entries_at(ws, b)}
+    changes = []
+    if wsgit.show_file(ws.root, a, CONFIG_NAME) != wsgit.show_file(ws.root, b, CONFIG_NAME):
+        changes.append({"what": "config", "path": CONFIG_NAME, "change": "targets or settings changed"})
+    for entry_id in sorted(old.keys() | new.keys(), key=lambda i: (new.get(i) or old[i]).seq):
+        before, after = old.get(entry_id), new.get(entry_id)
+        if before != after:
+            changes.append(_describe_entry_change(before, after))
+    return changes
+
+
+def _entries_at(ws: Workspace, rev: str) -> list[Entry]:
+    text = wsgit.show_file(ws.root, rev, ENTRIES_NAME)
+    return parse_entries(text, f"{ENTRIES_NAME} at {rev[:10]}") if text else []
+
+
+def _describe_entry_change(old: Entry | None, new: Entry | None) -> dict:
+    e = new if new is not None else old
+    row = {"what": "entry", "id": e.id, "class": e.cls, "title": e.title}
+    if old is None:
+        row["change"] = f"recorded ({change_text(e)}, {display_state(e)})"
+    elif new is None:
+        row["change"] = "removed"
+    else:
+        added = new.history[len(old.history):]
+        parts = [f"{a.action}" + (f": {a.why}" if a.why else "") for a in added]
+        if display_state(old) != display_state(new):
+            parts.insert(0, f"{display_state(old)} -> {display_state(new)}")
+        row["change"] = "; ".join(parts) or "edited"
+    return row
+
+
+def workspace_log(ws: Workspace, limit: int | None = None) -> list[dict]:
+    return wsgit.log(ws.root, limit)

@@ -1,0 +1,107 @@
+"""`ledger revert`, `restore`, `suspect` and `clear`: take entries off the table and back.
+
+Each one plans with :mod:`ledger.core.planner` (pure) and applies the plan through
+:func:`ledger.store.apply.apply_plan` (one transaction, one workspace commit)."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from ledger.commands.session import Session
+from ledger.commands.session import maybe_lock
+from ledger.core import planner
+from ledger.core.model import Entry
+from ledger.core.model import check_class
+from ledger.errors import UsageError
+from ledger.store.apply import Applied
+from ledger.store.apply import apply_plan
+from ledger.store.apply import commit_message
+
+
+def _resolve_all(s: Session, refs: Sequence[str]) -> list[Entry]:
+    return [s.ws.resolve(r) for r in refs]
+
+
+def revert(
+    s: Session,
+    *,
+    refs: Sequence[str] = (),
+    perf_only: bool = False,
+    cls: str | None = None,
+    why: str = "",
+    force: bool = False,
+    dry_run: bool = False,
+) -> Applied:
+    """Revert entries by id, or every applied entry of a class (--perf-only = --class perf)."""
+    cls = _class_selector(refs, perf_only, cls)
+    with maybe_lock(s, dry_run):
+        entries = s.ws.entries()
+        chosen = _resolve_all(s, refs) if refs else planner.select(entries, cls=cls, state="applied")
+        plan = planner.plan_revert(entries, chosen, why=why, at=s.now, command=s.command)
+        return _apply(s, plan, why, force, dry_run)
+
+
+def restore(
+    s: Session,
+    *,
+    refs: Sequence[str] = (),
+    perf_only: bool = False,
+    cls: str | None = None,
+    include_suspects: bool = False,
+    force: bool = False,
+    require_evidence: bool = False,
+    why: str = "",
+    dry_run: bool = False,
+) -> Applied:
+    """Re-apply reverted entries, holding back suspects and regressions (DESIGN §2)."""
+    cls = _class_selector(refs, perf_only, cls)
+    with maybe_lock(s, dry_run):
+        entries = s.ws.entries()
+        chosen = _resolve_all(s, refs) if refs else planner.select(entries, cls=cls, state="reverted")
+        from ledger.evidence.view import verdicts_for
+
+        plan = planner.plan_restore(
+            entries, chosen, why=why, at=s.now, command=s.command, explicit=bool(refs),
+            include_suspects=include_suspects, force=force, require_evidence=require_evidence,
+            verdicts=verdicts_for(s.ws, chosen),
+        )
+        return _apply(s, plan, why, force, dry_run)
+
+
+def suspect(s: Session, ref: str, why: str, force: bool = False, dry_run: bool = False) -> Applied:
+    """Revert an entry and mark it suspected, with the hypothesis written down."""
+    if not why.strip():
+        raise UsageError("suspect needs --why: write the hypothesis down")
+    with maybe_lock(s, dry_run):
+        entries = s.ws.entries()
+        plan = planner.plan_revert(entries, [s.ws.resolve(ref)], why=why, at=s.now,
+                                   command=s.command, suspect=True)
+        return _apply(s, plan, why, force, dry_run)
+
+
+def clear(s: Session, ref: str, why: str, dry_run: bool = False) -> Applied:
+    """Exonerate a suspect (does not re-apply it: `restore` does)."""
+    if not why.strip():
+        raise UsageError("clear needs --why: say what exonerated it")
+    with maybe_lock(s, dry_run):
+        plan = planner.plan_clear(s.ws.resolve(ref), why=why, at=s.now, command=s.command)
+        return _apply(s, plan, why, False, dry_run)
+
+
+def _class_selector(refs: Sequence[str], perf_only: bool, cls: str | None) -> str | None:
+    chosen = [x for x in (bool(refs), perf_only, cls is not None) if x]
+    if len(chosen) != 1:
+        raise UsageError("give entry ids, or --perf-only, or --class CLASS (exactly one)")
+    if perf_only:
+        return "perf"
+    return check_class(cls) if cls is not None else None
+
+
+def _apply(s: Session, plan: planner.Plan, why: str, force: bool, dry_run: bool) -> Applied:
+    from ledger.store.patch_entries import engine_step_for
+
+    message = commit_message(plan.op, why, [new for _, new in plan.changes])
+    return apply_plan(
+        s.ws, plan, command=s.command, now=s.now, message=message, force=force,
+        dry_run=dry_run, engine=lambda entries, p: engine_step_for(s.ws, entries, p),
+    )

@@ -1,0 +1,84 @@
+"""`ledger init` and `ledger target add`: create a workspace, put files under management."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from ledger.commands.session import Session
+from ledger.core.model import Target
+from ledger.core.model import check_target_name
+from ledger.errors import InvalidValue
+from ledger.errors import Refused
+from ledger.evidence.runner import DEFAULT_BENCH_COMMAND
+from ledger.store import wsgit
+from ledger.store.targets import read_target
+from ledger.store.txn import Transaction
+from ledger.store.txn import WriterLock
+from ledger.store.workspace import CONFIG_NAME
+from ledger.store.workspace import ENTRIES_NAME
+from ledger.store.workspace import Config
+from ledger.store.workspace import check_target_file
+from ledger.store.workspace import dump_config
+from ledger.store.workspace import entries_bytes
+
+GITIGNORE = "# local state of knob ledger: lock, intent record, backups\n.ledger/\n"
+
+
+def init_workspace(directory: Path, engine_repo: str | None = None, dry_run: bool = False) -> Path:
+    """Create a workspace in ``directory`` (a new git repo with ledger.yaml)."""
+    root = Path(directory).absolute()
+    if (root / CONFIG_NAME).exists():
+        raise Refused(f"{root} is already a ledger workspace")
+    if root.exists() and not root.is_dir():
+        raise InvalidValue(f"{root} exists and is not a directory")
+    repo_setting = None
+    if engine_repo is not None:
+        repo_path = Path(engine_repo).absolute()
+        if not (repo_path / ".git").exists():
+            raise InvalidValue(f"engine repo {engine_repo}: not a git checkout (no .git)")
+        repo_setting = _relative_if_inside(repo_path, root)
+    if dry_run:
+        return root
+    root.mkdir(parents=True, exist_ok=True)
+    if not (root / ".git").exists():
+        wsgit.init(root)
+    config = Config(engine_repo=repo_setting, bench_command=DEFAULT_BENCH_COMMAND)
+    (root / CONFIG_NAME).write_text(dump_config(config), encoding="utf-8")
+    (root / ".gitignore").write_text(GITIGNORE, encoding="utf-8")
+    (root / ENTRIES_NAME).write_bytes(entries_bytes([]))
+    wsgit.commit(root, [CONFIG_NAME, ".gitignore", ENTRIES_NAME], "init: new ledger workspace\n")
+    return root
+
+
+def _relative_if_inside(path: Path, root: Path) -> str:
+    try:
+        return str(path.relative_to(root))
+    except ValueError:
+        return str(path)
+
+
+def _write_config(s: Session, message: str) -> str:
+    text = dump_config(s.ws.config, s.ws.config_path.read_text(encoding="utf-8"))
+    txn = Transaction(s.ws, s.command, s.now)
+    return txn.execute(message=message, ledger_writes={CONFIG_NAME: text.encode()}).commit
+
+
+def add_target(
+    s: Session, name: str, path: str, fmt: str, container: str | None, cwd: Path, dry_run: bool
+) -> Target:
+    """Put a file under management (it must exist, parse, and not be a symlink)."""
+    check_target_name(name)
+    if name in s.ws.config.targets:
+        raise Refused(f"a target named {name!r} exists already ({s.ws.config.targets[name].path})")
+    abs_path = Path(path) if Path(path).is_absolute() else (cwd / path)
+    abs_path = Path(os.path.normpath(abs_path))
+    check_target_file(abs_path)
+    target = Target(name, _relative_if_inside(abs_path, s.ws.root), fmt, container)
+    read_target(s.ws, target)  # parses, so a bad file or a missing container fails now
+    if dry_run:
+        return target
+    with WriterLock(s.ws, s.command):
+        s.ws.config.targets[name] = target
+        _write_config(s, f"target add {name}: {target.path} ({fmt})\n")
+    return target

@@ -1,0 +1,262 @@
+"""Ledger records: entries, their history, and the workspace configuration.
+
+These are plain dataclasses with validation in ``__post_init__``; they know how to turn
+themselves into the mappings stored in YAML (``to_dict``) and back (``from_dict``), and
+nothing about files, git or the clock.
+
+An entry is one recorded change, classified ``perf`` or ``bugfix``:
+
+* a *knob entry* sets ``knob`` in ``target`` from ``before`` to ``after`` (either may be
+  ``None``: unset);
+* a *patch entry* applies the unified diff stored at ``patch`` (with its ``sha256``) to
+  the engine repo.
+
+``state`` is ``applied`` or ``reverted``.  ``suspicion`` is ``None``, ``suspected``
+(reverted because it was suspected of causing an incident; ``suspect_why`` holds the
+hypothesis) or ``cleared`` (exonerated; ``clear_why`` holds the reason).  ``seq`` is the
+record order, which is what knob layering and the patch stack follow.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from dataclasses import field
+from dataclasses import replace
+from typing import Any
+from typing import Mapping
+
+from envknobs.registry import KnobError
+from envknobs.registry import check_knob_name
+from envknobs.registry import check_knob_value
+from ledger.errors import InvalidValue
+
+CLASSES = ("perf", "bugfix")
+KINDS = ("knob", "patch")
+STATES = ("applied", "reverted")
+SUSPICIONS = ("suspected", "cleared")
+ACTIONS = ("record", "adopt", "revert", "restore", "suspect", "clear")
+FORMATS = ("bash", "dotenv", "k8s")
+
+TARGET_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")
+
+
+def check_class(value: str) -> str:
+    if value not in CLASSES:
+        raise InvalidValue(f"invalid class {value!r}: use perf or bugfix")
+    return value
+
+
+def check_target_name(name: str) -> str:
+    if not TARGET_NAME_RE.match(name or ""):
+        raise InvalidValue(
+            f"invalid target name {name!r}: use letters, digits, '.', '_' and '-' "
+            "(at most 64, starting with a letter or digit)"
+        )
+    return name
+
+
+def slugify(title: str, limit: int = 48) -> str:
+    """A short lowercase slug for addressing an entry: 'Raise CTAS to 512' -> 'raise-ctas-to-512'."""
+    slug = re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")
+    return slug[:limit].rstrip("-") or "entry"
+
+
+@dataclass(frozen=True)
+class Action:
+    """One line of an entry's history: what was done, when, and why."""
+
+    at: str
+    action: str
+    why: str = ""
+    # The workspace command that did it, e.g. "revert --perf-only".
+    command: str = ""
+
+    def __post_init__(self) -> None:
+        if self.action not in ACTIONS:
+            raise InvalidValue(f"unknown history action {self.action!r}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"at": self.at, "action": self.action, "why": self.why, "command": self.command}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "Action":
+        return cls(
+            at=str(d["at"]),
+            action=str(d["action"]),
+            why=str(d.get("why") or ""),
+            command=str(d.get("command") or ""),
+        )
+
+
+@dataclass(frozen=True)
+class Entry:
+    id: str
+    seq: int
+    kind: str
+    cls: str
+    title: str
+    slug: str
+    recorded: str
+    state: str = "applied"
+    why: str = ""
+    suspicion: str | None = None
+    suspect_why: str = ""
+    clear_why: str = ""
+    # knob entries
+    target: str | None = None
+    knob: str | None = None
+    before: str | None = None
+    after: str | None = None
+    # where the knob's line sits, to put it back there (see ledger.core.layout)
+    anchor: dict | None = None
+    # patch entries
+    patch: str | None = None
+    sha256: str | None = None
+    files: tuple[str, ...] = ()
+    commit: str | None = None
+    history: tuple[Action, ...] = field(default_factory=tuple)
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise InvalidValue(f"entry {self.id}: unknown kind {self.kind!r}")
+        check_class(self.cls)
+        if self.state not in STATES:
+            raise InvalidValue(f"entry {self.id}: unknown state {self.state!r}")
+        if self.suspicion is not None and self.suspicion not in SUSPICIONS:
+            raise InvalidValue(f"entry {self.id}: unknown suspicion {self.suspicion!r}")
+        if not self.title.strip():
+            raise InvalidValue(f"entry {self.id}: the title is empty")
+        if self.kind == "knob":
+            if not self.target or not self.knob:
+                raise InvalidValue(f"entry {self.id}: a knob entry needs a target and a knob")
+            try:
+                check_knob_name(self.knob)
+                for v in (self.before, self.after):
+                    if v is not None:
+                        check_knob_value(v)
+            except KnobError as e:
+                raise InvalidValue(f"entry {self.id}: {e}") from None
+            if self.before == self.after:
+                raise InvalidValue(
+                    f"entry {self.id}: {self.knob} before and after are the same "
+                    f"({'unset' if self.after is None else repr(self.after)})"
+                )
+        else:
+            if not self.patch or not self.sha256:
+                raise InvalidValue(f"entry {self.id}: a patch entry needs a patch file and sha256")
+
+    @property
+    def applied(self) -> bool:
+        return self.state == "applied"
+
+    @property
+    def suspected(self) -> bool:
+        return self.suspicion == "suspected"
+
+    @property
+    def label(self) -> str:
+        """What the entry changes, in one short phrase."""
+        if self.kind == "knob":
+            return f"{self.target}:{self.knob}"
+        return f"patch {', '.join(self.files) if self.files else self.patch}"
+
+    def with_action(self, action: Action, **changes: Any) -> "Entry":
+        return replace(self, history=self.history + (action,), **changes)
+
+    def last_action(self) -> Action | None:
+        return self.history[-1] if self.history else None
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "id": self.id,
+            "seq": self.seq,
+            "kind": self.kind,
+            "class": self.cls,
+            "title": self.title,
+            "slug": self.slug,
+            "recorded": self.recorded,
+            "state": self.state,
+            "why": self.why,
+            "suspicion": self.suspicion,
+            "suspect_why": self.suspect_why,
+            "clear_why": self.clear_why,
+        }
+        if self.kind == "knob":
+            d.update(target=self.target, knob=self.knob, before=self.before, after=self.after)
+            if self.anchor is not None:
+                d["anchor"] = self.anchor
+        else:
+            d.update(patch=self.patch, sha256=self.sha256, files=list(self.files), commit=self.commit)
+        d["history"] = [a.to_dict() for a in self.history]
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "Entry":
+        def opt(key: str) -> str | None:
+            v = d.get(key)
+            return None if v is None else str(v)
+
+        return cls(
+            id=str(d["id"]),
+            seq=int(d["seq"]),
+            kind=str(d["kind"]),
+            cls=str(d["class"]),
+            title=str(d["title"]),
+            slug=str(d.get("slug") or slugify(str(d["title"]))),
+            recorded=str(d["recorded"]),
+            state=str(d.get("state", "applied")),
+            why=str(d.get("why") or ""),
+            suspicion=opt("suspicion"),
+            suspect_why=str(d.get("suspect_why") or ""),
+            clear_why=str(d.get("clear_why") or ""),
+            target=opt("target"),
+            knob=opt("knob"),
+            before=opt("before"),
+            after=opt("after"),
+            anchor=d.get("anchor") if isinstance(d.get("anchor"), dict) else None,
+            patch=opt("patch"),
+            sha256=opt("sha256"),
+            files=tuple(str(f) for f in d.get("files") or ()),
+            commit=opt("commit"),
+            history=tuple(Action.from_dict(a) for a in d.get("history") or ()),
+        )
+
+
+@dataclass(frozen=True)
+class Target:
+    """A config file under management."""
+
+    name: str
+    path: str  # as written in ledger.yaml: absolute, or relative to the workspace
+    format: str
+    container: str | None = None  # k8s: which container's env list
+
+    def __post_init__(self) -> None:
+        check_target_name(self.name)
+        if self.format not in FORMATS:
+            raise InvalidValue(
+                f"target {self.name}: unknown format {self.format!r} (use {', '.join(FORMATS)})"
+            )
+        if self.format == "k8s" and not self.container:
+            raise InvalidValue(f"target {self.name}: a k8s target needs --container")
+
+    def to_dict(self) -> dict[str, Any]:
+        d = {"path": self.path, "format": self.format}
+        if self.container:
+            d["container"] = self.container
+        return d
+
+
+__all__ = [
+    "Action",
+    "Entry",
+    "Target",
+    "CLASSES",
+    "KINDS",
+    "STATES",
+    "FORMATS",
+    "check_class",
+    "check_target_name",
+    "slugify",
+]

@@ -1,0 +1,295 @@
+"""The planner: from entries to the configuration they imply.  Pure.
+
+No files, no git, no clock: every function takes entries (and, where needed, the live
+values a caller read, or the time to stamp history with) and returns data.  This is
+where the semantics of DESIGN §2 live, so they can be tested exhaustively and fast.
+
+Knob layering
+    For one (target, knob) pair, knob entries stack in record order (``seq``).  The
+    value the ledger expects live is the ``after`` of the last *applied* entry; with
+    none applied it is the ``before`` of the first entry (the base).  Any subset of
+    applied entries therefore has exactly one correct value per pair, whatever the
+    order of the commands that led there.
+
+Patch stack
+    Patch entries form one ordered stack; the desired engine tree is base + applied
+    patches in record order.  The planner only says which patches are applied before
+    and after an operation; ``ledger.patches.stack`` turns that into a tree (or refuses).
+
+Class-selective operations
+    ``plan_revert`` / ``plan_restore`` take an explicit selection and return the entries'
+    new states plus the knob values and patch set that follow.  Restores skip entries
+    under suspicion (unless ``include_suspects``) and entries whose evidence says
+    ``regression`` (unless ``force``); when the operator named an entry explicitly, such
+    a skip is a refusal instead, because silently doing less than asked is worse.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from dataclasses import field
+from typing import Iterable
+from typing import Mapping
+from typing import Sequence
+
+from ledger.core.model import Action
+from ledger.core.model import Entry
+from ledger.errors import Drift
+from ledger.errors import Refused
+
+KnobKey = tuple[str, str]  # (target name, knob name)
+
+
+def knob_layers(entries: Iterable[Entry]) -> dict[KnobKey, list[Entry]]:
+    """Knob entries grouped by (target, knob), each group in record order."""
+    layers: dict[KnobKey, list[Entry]] = {}
+    for e in sorted((e for e in entries if e.kind == "knob"), key=lambda e: e.seq):
+        layers.setdefault((e.target, e.knob), []).append(e)  # type: ignore[arg-type]
+    return layers
+
+
+def layer_value(layer: Sequence[Entry], applied: Mapping[str, bool] | None = None) -> str | None:
+    """The value a layer implies: after of the last applied entry, else the base.
+
+    ``applied`` overrides entries' states by id (to ask "what if"), without copying.
+    """
+    for e in reversed(layer):
+        is_applied = applied.get(e.id, e.applied) if applied is not None else e.applied
+        if is_applied:
+            return e.after
+    return layer[0].before
+
+
+def expected_knobs(entries: Iterable[Entry]) -> dict[KnobKey, str | None]:
+    """What the ledger expects live for every (target, knob) it knows."""
+    return {key: layer_value(layer) for key, layer in knob_layers(entries).items()}
+
+
+def full_knobs(entries: Iterable[Entry]) -> dict[KnobKey, str | None]:
+    """The values with every entry applied: the configuration with nothing off the table."""
+    return {key: layer[-1].after for key, layer in knob_layers(entries).items()}
+
+
+def find_drift(
+    entries: Iterable[Entry],
+    live: Mapping[KnobKey, str | None],
+    paths: Mapping[str, str],
+) -> list[Drift]:
+    """Pairs whose live value differs from the ledger's expectation.
+
+    ``live`` holds the values read from the targets for (at least) the pairs checked;
+    pairs absent from ``live`` are not checked.  ``paths`` maps target name to its file,
+    for the message.
+    """
+    drifts = []
+    for key, expected in expected_knobs(entries).items():
+        if key not in live:
+            continue
+        found = live[key]
+        if found != expected:
+            target, knob = key
+            drifts.append(Drift(paths.get(target, target), knob, expected, found))
+    return drifts
+
+
+@dataclass(frozen=True)
+class Skip:
+    entry: Entry
+    reason: str
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What one command will do: entry transitions and the configuration that follows."""
+
+    op: str
+    changes: tuple[tuple[Entry, Entry], ...]  # (before, after) per changed entry
+    skipped: tuple[Skip, ...] = ()
+    # (target, knob) -> (old expected value, new expected value), only where it changes
+    knob_edits: dict[KnobKey, tuple[str | None, str | None]] = field(default_factory=dict)
+    # patch entries whose applied-ness changes, in record order
+    patch_flips: tuple[Entry, ...] = ()
+
+    @property
+    def empty(self) -> bool:
+        return not self.changes
+
+    def new_entries(self, entries: Iterable[Entry]) -> list[Entry]:
+        """All entries with this plan's changes applied, in record order."""
+        changed = {new.id: new for _, new in self.changes}
+        return sorted((changed.get(e.id, e) for e in entries), key=lambda e: e.seq)
+
+
+def _effects(
+    entries: Sequence[Entry], changes: Sequence[tuple[Entry, Entry]]
+) -> tuple[dict[KnobKey, tuple[str | None, str | None]], tuple[Entry, ...]]:
+    """Knob values and patch flips that follow from ``changes``."""
+    new_state = {new.id: new.applied for _, new in changes}
+    edits: dict[KnobKey, tuple[str | None, str | None]] = {}
+    touched = {(old.target, old.knob) for old, _ in changes if old.kind == "knob"}
+    layers = knob_layers(entries)
+    for key in sorted(touched):  # type: ignore[type-var]
+        layer = layers[key]  # type: ignore[index]
+        old_value = layer_value(layer)
+        new_value = layer_value(layer, new_state)
+        if old_value != new_value:
+            edits[key] = (old_value, new_value)  # type: ignore[index]
+    flips = tuple(
+        new for old, new in sorted(changes, key=lambda c: c[0].seq)
+        if old.kind == "patch" and old.applied != new.applied
+    )
+    return edits, flips
+
+
+def select(
+    entries: Iterable[Entry],
+    *,
+    ids: Sequence[str] = (),
+    cls: str | None = None,
+    state: str | None = None,
+) -> list[Entry]:
+    """Entries by id (in the given order) or by class and state (in record order)."""
+    if ids:
+        by_id = {e.id: e for e in entries}
+        return [by_id[i] for i in dict.fromkeys(ids)]
+    return [
+        e for e in sorted(entries, key=lambda e: e.seq)
+        if (cls is None or e.cls == cls) and (state is None or e.state == state)
+    ]
+
+
+def plan_revert(
+    entries: Sequence[Entry],
+    selected: Sequence[Entry],
+    *,
+    why: str,
+    at: str,
+    command: str,
+    suspect: bool = False,
+) -> Plan:
+    """Revert ``selected`` (already-reverted ones are skipped; ``suspect`` marks them)."""
+    changes = []
+    skipped = []
+    for e in selected:
+        action = Action(at=at, action="suspect" if suspect else "revert", why=why, command=command)
+        if suspect:
+            new = e.with_action(action, state="reverted", suspicion="suspected", suspect_why=why)
+            changes.append((e, new))
+        elif not e.applied:
+            skipped.append(Skip(e, "already reverted"))
+        else:
+            changes.append((e, e.with_action(action, state="reverted")))
+    edits, flips = _effects(entries, changes)
+    return Plan("suspect" if suspect else "revert", tuple(changes), tuple(skipped), edits, flips)
+
+
+def restore_blocker(
+    e: Entry,
+    *,
+    include_suspects: bool,
+    force: bool,
+    require_evidence: bool,
+    verdict: str | None,
+) -> str | None:
+    """Why ``e`` must not be restored under these flags, or None if it may be."""
+    if e.suspected and not include_suspects:
+        return (
+            f"under suspicion ({e.suspect_why or 'no hypothesis given'}); "
+            "`ledger clear` it or pass --include-suspects"
+        )
+    if verdict == "regression" and not force:
+        return "its evidence says regression; pass --force to restore it anyway"
+    if require_evidence and verdict not in ("gain",):
+        return f"no gain shown by evidence ({verdict or 'no evidence'}); --require-evidence"
+    return None
+
+
+def plan_restore(
+    entries: Sequence[Entry],
+    selected: Sequence[Entry],
+    *,
+    why: str,
+    at: str,
+    command: str,
+    explicit: bool,
+    include_suspects: bool = False,
+    force: bool = False,
+    require_evidence: bool = False,
+    verdicts: Mapping[str, str | None] | None = None,
+) -> Plan:
+    """Re-apply ``selected`` entries that are reverted and allowed back (rules above)."""
+    changes = []
+    skipped = []
+    refused = []
+    for e in selected:
+        if e.applied:
+            skipped.append(Skip(e, "already applied"))
+            continue
+        blocker = restore_blocker(
+            e,
+            include_suspects=include_suspects,
+            force=force,
+            require_evidence=require_evidence,
+            verdict=(verdicts or {}).get(e.id),
+        )
+        if blocker:
+            (refused if explicit else skipped).append(Skip(e, blocker))
+            continue
+        # Without a reason given, a cleared suspect comes back for the reason it was cleared.
+        reason = why or (f"cleared: {e.clear_why}" if e.suspicion == "cleared" else "")
+        action = Action(at=at, action="restore", why=reason, command=command)
+        changes.append((e, e.with_action(action, state="applied")))
+    if refused:
+        lines = "\n  ".join(f"{s.entry.id} {s.entry.title}: {s.reason}" for s in refused)
+        raise Refused(f"not restoring:\n  {lines}")
+    edits, flips = _effects(entries, changes)
+    return Plan("restore", tuple(changes), tuple(skipped), edits, flips)
+
+
+def plan_clear(entry: Entry, *, why: str, at: str, command: str) -> Plan:
+    """Exonerate a suspect.  The entry stays reverted: clearing is not restoring."""
+    if not entry.suspected:
+        raise Refused(f"entry {entry.id} ({entry.title}) is not under suspicion")
+    new = entry.with_action(
+        Action(at=at, action="clear", why=why, command=command), suspicion="cleared", clear_why=why
+    )
+    return Plan("clear", ((entry, new),))
+
+
+def next_seq(entries: Iterable[Entry]) -> int:
+    return max((e.seq for e in entries), default=0) + 1
+
+
+def unique_slug(entries: Iterable[Entry], slug: str) -> str:
+    taken = {e.slug for e in entries}
+    if slug not in taken:
+        return slug
+    n = 2
+    while f"{slug}-{n}" in taken:
+        n += 1
+    return f"{slug}-{n}"
+
+
+
+
+
+
+
+
+__all__ = [
+    "KnobKey",
+    "Plan",
+    "Skip",
+    "expected_knobs",
+    "find_drift",
+    "full_knobs",
+    "knob_layers",
+    "layer_value",
+    "next_seq",
+    "plan_clear",
+    "plan_restore",
+    "plan_revert",
+    "restore_blocker",
+    "select",
+    "unique_slug",
+]

@@ -1,0 +1,102 @@
+"""The ledger's view of an entry's evidence: its headline, verdict and staleness.
+
+Evidence lives under ``evidence/<entry-id>/<run-id>/`` (see :mod:`ledger.evidence.store`);
+this module answers the questions the other commands ask of it, and stays cheap when an
+entry has no evidence at all (no pandas, no YAML parsing).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable
+
+from ledger.core.model import Entry
+from ledger.errors import LedgerError
+from ledger.store.workspace import Workspace
+
+NO_EVIDENCE = "no evidence"
+
+
+@dataclass(frozen=True)
+class EvidenceInfo:
+    headline: str
+    verdict: str | None
+    stale: bool
+    summary: dict | None
+
+    @property
+    def text(self) -> str:
+        return f"[stale] {self.headline}" if self.stale else self.headline
+
+
+NONE = EvidenceInfo(NO_EVIDENCE, None, False, None)
+
+
+def has_evidence(ws: Workspace, entry: Entry) -> bool:
+    return (ws.evidence_dir / entry.id).is_dir()
+
+
+def evidence_for(ws: Workspace, entry: Entry, context: dict | None = None) -> EvidenceInfo:
+    """The latest evidence of ``entry`` (or NONE), with staleness against the live state."""
+    if not has_evidence(ws, entry):
+        return NONE
+    from ledger.evidence import store
+
+    summary = store.latest_summary(ws.root, entry.id)
+    if summary is None:
+        return NONE
+    engine_commit = current_engine_commit(ws)
+    recorded_at = summary.get("engine_commit")
+    if recorded_at and engine_commit and recorded_at != engine_commit \
+            and same_tree(ws, recorded_at, engine_commit):
+        # A revert and a restore make new commits of the same tree: same engine source,
+        # so the evidence still describes it.
+        engine_commit = recorded_at
+    if context is None:
+        context = knob_context(ws, entry)
+    stale = store.is_stale(summary, engine_commit, context)
+    return EvidenceInfo(store.headline(summary), summary.get("verdict"), stale, summary)
+
+
+def verdicts_for(ws: Workspace, entries: Iterable[Entry]) -> dict[str, str | None]:
+    return {e.id: evidence_for(ws, e).verdict for e in entries if has_evidence(ws, e)}
+
+
+def _engine_git(ws: Workspace):
+    """The engine repo through the hardened runner (it is not ours: no hooks, no GIT_*)."""
+    path = ws.engine_repo_path
+    if path is None or not (path / ".git").exists():
+        return None
+    from ledger.patches.gitrun import Git
+
+    return Git(path)
+
+
+def current_engine_commit(ws: Workspace) -> str | None:
+    git = _engine_git(ws)
+    try:
+        return git.head() if git else None
+    except LedgerError:  # an unreadable engine repo only makes evidence unjudgeable
+        return None
+
+
+def same_tree(ws: Workspace, a: str, b: str) -> bool:
+    """Whether two engine commits hold the same source tree."""
+    git = _engine_git(ws)
+    try:
+        return bool(git) and git.tree_of(a) == git.tree_of(b)
+    except LedgerError:  # an unknown commit (history rewritten): not the same engine
+        return False
+
+
+def knob_context(ws: Workspace, entry: Entry) -> dict | None:
+    """The other knobs of the entry's target as they are live (None for patch entries)."""
+    if entry.kind != "knob":
+        return None
+    from ledger.store.targets import read_target
+
+    try:
+        tf = read_target(ws, ws.target(entry.target))
+    except LedgerError:
+        return None
+    return {k: v for k, v in tf.values.items() if k != entry.knob}

@@ -1,0 +1,1 @@
+"""Rendered change-history docs: the render model, text escaping, charts, the templates' views."""

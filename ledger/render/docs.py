@@ -1,0 +1,364 @@
+"""Rendered change-history docs: CHANGELOG.md, entries/<id>.md (+ chart) and index.html.
+
+``ledger render`` calls :func:`render_docs` with a :class:`~ledger.render.model.RenderModel`
+(a file-free snapshot of the workspace).  This module turns that snapshot into *views*
+(plain dicts of display values, computed once here so the templates stay logic-light)
+and renders the jinja2 templates shipped in the ``templates`` package.
+
+Rules the output keeps:
+
+* **Deterministic.**  Same model, same bytes: no clock, no random ids, stable sort keys
+  everywhere, charts with a fixed SVG hash salt (see :mod:`ledger.render.charts`).  Docs can be
+  committed and reviewed as diffs.
+* **Escaped.**  Every user-supplied string (titles, reasons, knob values, file names,
+  evidence fields) is data.  HTML templates autoescape; Markdown templates pass every
+  such value through :func:`md_text` or :func:`md_code`, which neutralise HTML and
+  whatever would break a table, a link or a list.
+* **Self-contained HTML.**  ``index.html`` inlines its CSS and the charts' SVG: it opens
+  from a laptop, an artifact store or an air-gapped review box with no network.
+
+Files from an earlier render whose entry is gone are left alone: the renderer never
+deletes in a directory the user chose.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+from typing import Iterable
+from typing import Mapping
+
+from ledger.core.model import CLASSES
+from ledger.core.model import Entry
+from ledger.errors import InvalidValue
+from ledger.errors import LedgerError
+from ledger.render.charts import ab_chart_svg
+from ledger.render.charts import inline_svg
+from ledger.render.charts import metric_label
+from ledger.render.model import KnobRow
+from ledger.render.model import RenderModel
+from ledger.render.model import TargetState
+from ledger.render.text import fmt_ci
+from ledger.render.text import fmt_median
+from ledger.render.text import fmt_p
+from ledger.render.text import fmt_pct
+from ledger.render.text import md_code
+from ledger.render.text import md_text
+from ledger.render.text import when
+
+FORMATS = ("md", "html")
+
+
+def entry_status(entry: Entry) -> str:
+    """One word for badges and CSS: applied, reverted, suspected or cleared."""
+    if entry.suspicion == "suspected":
+        return "suspected"
+    if entry.suspicion == "cleared" and not entry.applied:
+        return "cleared"
+    return entry.state
+
+
+def state_label(entry: Entry) -> str:
+    """The state as the docs print it: 'applied', 'reverted · suspected', ..."""
+    return entry.state + (f" · {entry.suspicion}" if entry.suspicion else "")
+
+
+def _revert_reason(entry: Entry) -> str:
+    """Why the entry is off the table: the last revert or suspect action's reason."""
+    for action in reversed(entry.history):
+        if action.action in ("revert", "suspect"):
+            return action.why
+    return entry.suspect_why or entry.why
+
+
+def _p_text(cell: Mapping[str, Any]) -> str:
+    """The raw p-value, plus the Holm-adjusted one the verdict used when it differs."""
+    raw, adjusted = fmt_p(cell.get("p_value")), fmt_p(cell.get("p_adjusted"))
+    return raw if adjusted in ("—", raw) else f"{raw} (adj. {adjusted})"
+
+
+def _evidence_view(model: RenderModel, entry: Entry) -> dict[str, Any] | None:
+    summary = model.evidence.get(entry.id)
+    if summary is None:
+        return None
+    metric = str(summary.get("metric") or "")
+    rows, other = [], []
+    for row in summary.get("by_concurrency") or ():
+        if not isinstance(row, Mapping):
+            continue
+        metrics = row.get("metrics") if isinstance(row.get("metrics"), Mapping) else {}
+        outputs = row.get("outputs") or summary.get("outputs") or "unknown"
+        for name in sorted(metrics, key=lambda n: (n != metric, str(n))):
+            m = metrics[name] if isinstance(metrics[name], Mapping) else {}
+            view = {
+                "concurrency": row.get("concurrency", "—"),
+                # A metric can have fewer runs than its concurrency level when a bench
+                # did not report it every time: prefer the metric's own counts.
+                "n": f"{m.get('n_a', row.get('n_a', '—'))}/{m.get('n_b', row.get('n_b', '—'))}",
+                "metric": str(name),
+                "median_a": fmt_median(m.get("median_a")),
+                "median_b": fmt_median(m.get("median_b")),
+                "delta": fmt_pct(m.get("delta_pct")),
+                "ci": fmt_ci(m.get("ci_low_pct"), m.get("ci_high_pct")),
+                "p": _p_text(m),
+                "verdict": str(m.get("verdict") or "—"),
+                "outputs": str(outputs),
+            }
+            (rows if name == metric else other).append(view)
+    return {
+        "headline": str(summary.get("headline") or f"{summary.get('verdict', 'no verdict')}"),
+        "verdict": str(summary.get("verdict") or "inconclusive"),
+        "outputs": str(summary.get("outputs") or "unknown"),
+        "metric": metric,
+        "metric_label": metric_label(metric) if metric else "",
+        "source": str(summary.get("source") or ""),
+        "run_id": str(summary.get("run_id") or ""),
+        "engine_commit": str(summary.get("engine_commit") or ""),
+        "started": when(summary.get("started")),
+        "finished": when(summary.get("finished")),
+        "stale": entry.id in model.stale,
+        "rows": rows,
+        "other_rows": other,
+    }
+
+
+def _restore_plan(entry: Entry, evidence: dict[str, Any] | None) -> dict[str, str]:
+    """What `ledger restore` would do with a reverted entry (DESIGN §2 rules).
+
+    ``held`` says why a plain restore skips it (empty when it would not), ``command`` is
+    what brings it back.
+    """
+    if entry.suspicion == "suspected":
+        return {
+            "held": "suspected: clear it first, or restore with --include-suspects",
+            "command": f"ledger restore {entry.id} --include-suspects",
+        }
+    if evidence is not None and evidence["verdict"] == "regression":
+        return {
+            "held": "its evidence says regression",
+            "command": f"ledger restore {entry.id} --force",
+        }
+    command = "ledger restore --perf-only" if entry.cls == "perf" else f"ledger restore {entry.id}"
+    return {"held": "", "command": command}
+
+
+def entry_view(model: RenderModel, entry: Entry, chart_svg: str | None) -> dict[str, Any]:
+    """Everything the templates show about one entry, as display-ready values."""
+    evidence = _evidence_view(model, entry)
+    last = entry.last_action()
+    stats = [
+        {"file": name, "added": int(added), "removed": int(removed)}
+        for name, added, removed in model.patch_stats.get(entry.id, ())
+    ]
+    history = [
+        {"at": when(a.at), "at_raw": a.at, "action": a.action, "why": a.why, "command": a.command}
+        for a in entry.history
+    ]
+    return {
+        "id": entry.id,
+        "seq": entry.seq,
+        "title": entry.title,
+        "cls": entry.cls,
+        "kind": entry.kind,
+        "status": entry_status(entry),
+        "state_label": state_label(entry),
+        "applied": entry.applied,
+        "suspicion": entry.suspicion,
+        "why": entry.why,
+        "suspect_why": entry.suspect_why,
+        "clear_why": entry.clear_why,
+        "recorded": when(entry.recorded),
+        "last_action": last.action if last else "record",
+        # A record's reason is the entry's why; a later action without one says nothing.
+        "last_why": (last.why if last else "") or (entry.why if not last or last.action in
+                                                     ("record", "adopt") else ""),
+        "last_at": when(last.at) if last else when(entry.recorded),
+        "revert_why": "" if entry.applied else _revert_reason(entry),
+        "restore": None if entry.applied else _restore_plan(entry, evidence),
+        "target": entry.target,
+        "knob": entry.knob,
+        "before": entry.before,
+        "after": entry.after,
+        "patch": entry.patch,
+        "sha256": entry.sha256 or "",
+        "commit": entry.commit or "",
+        "files": [s["file"] for s in stats] or list(entry.files),
+        "stats": stats,
+        "added": sum(s["added"] for s in stats),
+        "removed": sum(s["removed"] for s in stats),
+        "history": history,
+        "evidence": evidence,
+        "headline": evidence["headline"] if evidence else "no evidence",
+        "chart": chart_svg,
+        "chart_inline": inline_svg(chart_svg, f"chart-{entry.id}") if chart_svg else None,
+    }
+
+
+def _timeline(entries: Iterable[Entry]) -> list[dict[str, Any]]:
+    """Every action of every entry, oldest first; ties keep record and history order."""
+    events = []
+    for entry in entries:
+        for index, action in enumerate(entry.history):
+            events.append(
+                (
+                    (action.at, entry.seq, index),
+                    {
+                        "at": when(action.at),
+                        "action": action.action,
+                        "why": action.why,
+                        "id": entry.id,
+                        "title": entry.title,
+                        "cls": entry.cls,
+                    },
+                )
+            )
+    return [event for _, event in sorted(events, key=lambda pair: pair[0])]
+
+
+def build_views(model: RenderModel, charts: Mapping[str, str]) -> dict[str, Any]:
+    """The template context shared by every output: entries, groups, knobs, timeline."""
+    views = [entry_view(model, e, charts.get(e.id)) for e in model.entries]
+    newest_first = sorted(views, key=lambda v: v["seq"], reverse=True)
+    titles = {v["id"]: v["title"] for v in views}
+
+    def knob_rows(target: TargetState) -> list[dict[str, Any]]:
+        return [
+            {
+                "knob": row.knob,
+                "live": row.live,
+                "full": row.ledger_full,
+                "off": row.off_table,
+                "entries": [(i, titles.get(i, i)) for i in row.entries],
+            }
+            for row in target.knobs
+        ]
+
+    reverted = [v for v in newest_first if not v["applied"]]
+    return {
+        "title": model.title,
+        "entries": views,
+        "groups": [(cls, [v for v in newest_first if v["cls"] == cls]) for cls in CLASSES],
+        "off_table": reverted,
+        "off_perf": [v for v in reverted if v["cls"] == "perf"],
+        "off_other": [v for v in reverted if v["cls"] != "perf"],
+        "patches": [v for v in views if v["kind"] == "patch"],
+        "with_evidence": [v for v in views if v["evidence"] is not None],
+        "targets": [
+            {"name": t.name, "path": t.path, "format": t.format, "knobs": knob_rows(t)}
+            for t in model.targets
+        ],
+        "timeline": _timeline(model.entries),
+        "counts": {
+            "entries": len(views),
+            "perf": sum(v["cls"] == "perf" for v in views),
+            "bugfix": sum(v["cls"] == "bugfix" for v in views),
+            "applied": sum(v["applied"] for v in views),
+            "reverted": len(reverted),
+            "suspected": sum(v["status"] == "suspected" for v in views),
+        },
+    }
+
+
+# ---------------------------------------------------------------------------------------
+# Templates and files
+# ---------------------------------------------------------------------------------------
+
+
+def _environment() -> Any:
+    import jinja2
+
+    env = jinja2.Environment(
+        # The templates ship as package data of the top-level `templates` package, so an
+        # installed wheel finds them as well as a checkout does.
+        loader=jinja2.PackageLoader("templates", ""),
+        autoescape=lambda name: bool(name) and name.endswith(".html.j2"),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters.update(md=md_text, code=md_code)
+    return env
+
+
+def _write(path: Path, text: str) -> None:
+    """Write atomically: a reader (or a crash) never sees a half-written doc."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(text.encode("utf-8"))
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def render_docs(out_dir: Path, model: RenderModel, formats: Iterable[str] = FORMATS) -> list[Path]:
+    """Render the change-history docs of ``model`` into ``out_dir``; return the files written.
+
+    ``formats`` picks ``md`` (CHANGELOG.md, entries/<id>.md and entries/<id>.svg charts)
+    and/or ``html`` (a self-contained index.html).  The same model always gives the
+    same bytes.  Raises :class:`~ledger.errors.InvalidValue` for an unknown format and
+    :class:`~ledger.errors.LedgerError` when ``out_dir`` cannot be written.
+    """
+    chosen = list(dict.fromkeys(formats))
+    unknown = [f for f in chosen if f not in FORMATS]
+    if unknown or not chosen:
+        raise InvalidValue(
+            f"unknown render format {', '.join(map(repr, unknown)) or '(none)'}: "
+            f"use {' and/or '.join(FORMATS)}"
+        )
+    out_dir = Path(out_dir)
+    charts = {}
+    for entry in model.entries:
+        summary = model.evidence.get(entry.id)
+        svg = ab_chart_svg(summary, title=entry.title, salt=entry.id) if summary else None
+        if svg is not None:
+            charts[entry.id] = svg
+    context = build_views(model, charts)
+    context["formats"] = chosen
+    env = _environment()
+
+    outputs: list[tuple[Path, str]] = []
+    if "md" in chosen:
+        outputs.append(
+            (out_dir / "CHANGELOG.md", env.get_template("changelog.md.j2").render(context))
+        )
+        entry_template = env.get_template("entry.md.j2")
+        for view in context["entries"]:
+            outputs.append(
+                (out_dir / "entries" / f"{view['id']}.md", entry_template.render(context, e=view))
+            )
+            if view["chart"]:
+                outputs.append((out_dir / "entries" / f"{view['id']}.svg", view["chart"]))
+    if "html" in chosen:
+        # Raw source, not a template: CSS braces must not meet jinja's syntax.
+        css = env.loader.get_source(env, "style.css")[0]
+        outputs.append(
+            (out_dir / "index.html", env.get_template("index.html.j2").render(context, css=css))
+        )
+    try:
+        for path, text in outputs:
+            _write(path, text)
+    except OSError as e:
+        raise LedgerError(f"cannot write the rendered docs to {out_dir}: {e}") from e
+    return [path for path, _ in outputs]
+
+
+__all__ = [
+    "KnobRow",
+    "RenderModel",
+    "TargetState",
+    "build_views",
+    "entry_view",
+    "md_code",
+    "md_text",
+    "render_docs",
+    "when",
+]

@@ -1,0 +1,128 @@
+"""Text for the rendered docs: Markdown escaping and the display form of values.
+
+Kept apart from :mod:`ledger.render.docs` so the escaping rules, which are what stands between
+a hostile title and a reviewer's browser, can be read and tested on their own.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from datetime import datetime
+from typing import Any
+
+# ---------------------------------------------------------------------------------------
+# Markdown escaping
+# ---------------------------------------------------------------------------------------
+
+# Characters with inline meaning anywhere: code, emphasis, links, table cells.  `<`, `>`
+# and `&` become entities (a backslash before `<` is not honoured by every renderer).
+_MD_INLINE = {
+    "\\": "\\\\",
+    "`": "\\`",
+    "*": "\\*",
+    "[": "\\[",
+    "]": "\\]",
+    "|": "\\|",
+    "~": "\\~",
+    "<": "&lt;",
+    ">": "&gt;",
+    "&": "&amp;",
+}
+_MD_INLINE_RE = re.compile(r"[\\`*\[\]|~<>&]")
+# `_` opens emphasis only at a word edge; escaping it inside KNOB_NAMES would make the raw
+# Markdown unreadable for no gain.
+_MD_UNDERSCORE_RE = re.compile(r"(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
+# What turns the start of a line into a heading, list, quote or rule.
+_MD_LINE_START_RE = re.compile(r"^(#|[-+=](?=\s|$)|\d{1,9}(?=[.)](?:\s|$)))")
+_NEWLINES_RE = re.compile(r"\r\n|\r|\n")
+
+
+def md_text(value: Any) -> str:
+    """``value`` as literal Markdown inline text, safe in a table cell, link text or list.
+
+    Line breaks become ``<br>`` (the only HTML this emits) so a multi-line reason stays
+    inside its table cell.
+    """
+    text = "" if value is None else str(value)
+    lines = []
+    for line in _NEWLINES_RE.split(text):
+        line = _MD_INLINE_RE.sub(lambda m: _MD_INLINE[m.group(0)], line)
+        line = _MD_UNDERSCORE_RE.sub(r"\\_", line)
+        line = _MD_LINE_START_RE.sub(r"\\\1", line.lstrip())
+        lines.append(line)
+    return "<br>".join(lines)
+
+
+def md_code(value: str | None, table: bool = True) -> str:
+    """``value`` as a Markdown code span; ``unset``/``empty`` in italics for None/"".
+
+    The fence is one backtick longer than any run inside the value, so no value can close
+    it early.  In GFM tables a ``|`` ends the cell even inside code, hence ``\\|`` there.
+    """
+    if value is None:
+        return "*unset*"
+    if value == "":
+        return "*empty*"
+    text = _NEWLINES_RE.sub(" ", value)
+    if table:
+        text = text.replace("|", "\\|")
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * (longest + 1)
+    # CommonMark strips one space from each end of a code span whose content starts and
+    # ends with a space (unless it is all spaces), and a backtick at an edge would merge
+    # with the fence: one pad space on each side keeps the value exact in both cases.
+    edges = text[:1] + text[-1:]
+    pad = " " if text.strip(" ") and ("`" in edges or " " in edges) else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+# ---------------------------------------------------------------------------------------
+# Display values
+# ---------------------------------------------------------------------------------------
+
+
+def when(stamp: str | None) -> str:
+    """An ISO timestamp shortened for people ('2026-05-02 14:14 UTC'); other text as is."""
+    if not stamp:
+        return ""
+    try:
+        moment = datetime.fromisoformat(str(stamp).replace("Z", "+00:00"))
+    except ValueError:
+        return str(stamp)
+    offset = moment.utcoffset()
+    zone = "" if offset is None else " UTC" if not offset else moment.strftime(" %z")
+    return moment.strftime("%Y-%m-%d %H:%M") + zone
+
+
+def _num(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
+def fmt_median(value: Any) -> str:
+    v = _num(value)
+    if v is None:
+        return "—"
+    return f"{v:,.1f}" if abs(v) >= 10 else f"{v:.3g}"
+
+
+def fmt_pct(value: Any) -> str:
+    v = _num(value)
+    return "—" if v is None else f"{v:+.1f}%"
+
+
+def fmt_ci(low: Any, high: Any) -> str:
+    lo, hi = _num(low), _num(high)
+    return "—" if lo is None or hi is None else f"{lo:+.1f} … {hi:+.1f}%"
+
+
+def fmt_p(value: Any) -> str:
+    v = _num(value)
+    if v is None:
+        return "—"
+    return "<0.001" if v < 0.001 else f"{v:.3f}"
+
+
+__all__ = ["fmt_ci", "fmt_median", "fmt_p", "fmt_pct", "md_code", "md_text", "when"]

@@ -1,0 +1,189 @@
+"""The apply path shared by every mutating command.
+
+A command builds a :class:`~ledger.core.planner.Plan` (pure), then :func:`apply_plan` turns it
+into writes: it reads the target files the plan touches, refuses drift (unless
+``force``), computes each file's new bytes, prepares the engine repo's patch-stack step,
+and runs everything through one :class:`~ledger.store.txn.Transaction`.  With ``dry_run`` it
+stops before writing and returns what it would have done.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+from dataclasses import field
+from pathlib import Path
+from typing import Callable
+from typing import Sequence
+
+from ledger.core import planner
+from ledger.core.model import Entry
+from ledger.errors import DriftError
+from ledger.errors import PatchError
+from ledger.store.targets import TargetFile
+from ledger.store.targets import edit_target
+from ledger.store.targets import read_target
+from ledger.store.txn import Transaction
+from ledger.store.workspace import ENTRIES_NAME
+from ledger.store.workspace import Workspace
+from ledger.store.workspace import entries_bytes
+
+
+@dataclass
+class Applied:
+    """What a mutating command did (or, with dry_run, would do)."""
+
+    op: str
+    changed: list[Entry] = field(default_factory=list)
+    skipped: list[planner.Skip] = field(default_factory=list)
+    files: dict[str, str] = field(default_factory=dict)  # path -> unified diff
+    patch_diff: str = ""
+    backup_id: str | None = None
+    commit: str | None = None
+    dry_run: bool = False
+    notices: list[str] = field(default_factory=list)
+
+
+def unified(path: str, old: bytes, new: bytes) -> str:
+    a = old.decode("utf-8", "replace").splitlines(keepends=True)
+    b = new.decode("utf-8", "replace").splitlines(keepends=True)
+    old_name, new_name = (path, path) if path.startswith("/") else (f"a/{path}", f"b/{path}")
+    text = "".join(difflib.unified_diff(a, b, fromfile=old_name, tofile=new_name))
+    return text if text.endswith("\n") or not text else text + "\n"
+
+
+def read_targets(ws: Workspace, names: Sequence[str]) -> dict[str, TargetFile]:
+    return {name: read_target(ws, ws.target(name)) for name in sorted(set(names))}
+
+
+def drift_in(ws: Workspace, entries: Sequence[Entry], files: dict[str, TargetFile]):
+    """Drift in the given target files, against the ledger's current expectation."""
+    live = {}
+    for key in planner.knob_layers(entries):
+        target, knob = key
+        if target in files:
+            live[key] = files[target].values.get(knob)
+    paths = {name: str(tf.path) for name, tf in files.items()}
+    return planner.find_drift(entries, live, paths)
+
+
+def layer_anchors(entries: Sequence[Entry]) -> dict[str, dict[str, dict | None]]:
+    """target -> every knob the ledger manages there -> its anchor (None if unknown).
+
+    A layer's anchor is its first entry's that has one (see :mod:`ledger.core.layout`).
+    """
+    out: dict[str, dict[str, dict | None]] = {}
+    for (target, knob), layer in planner.knob_layers(entries).items():
+        anchor = next((e.anchor for e in layer if e.anchor is not None), None)
+        out.setdefault(target, {})[knob] = anchor
+    return out
+
+
+def new_target_bytes(
+    files: dict[str, TargetFile],
+    edits: dict[planner.KnobKey, tuple[str | None, str | None]],
+    entries: Sequence[Entry] = (),
+) -> dict[Path, tuple[bytes, bytes]]:
+    """(old, new) bytes per target path for the planned knob values.
+
+    Knobs are edited in the record order of their layers, so re-added knobs go back in
+    a deterministic order whatever the order of the commands that removed them.
+    """
+    order = {key: layer[0].seq for key, layer in planner.knob_layers(entries).items()}
+    by_target: dict[str, dict[str, str | None]] = {}
+    for key, (_, new_value) in sorted(edits.items(), key=lambda kv: (order.get(kv[0], 0), kv[0])):
+        by_target.setdefault(key[0], {})[key[1]] = new_value
+    anchors = layer_anchors(entries)
+    out = {}
+    for target, knob_values in sorted(by_target.items()):
+        tf = files[target]
+        new = edit_target(tf, knob_values, anchors.get(target))
+        if new != tf.raw:
+            out[tf.path] = (tf.raw, new)
+    return out
+
+
+EngineStep = Callable[[], None]
+
+
+@dataclass
+class EnginePlan:
+    """The engine repo part of a command, prepared by ``ledger.store.patch_entries``."""
+
+    repo: Path
+    head: str
+    step: EngineStep
+    diff: str = ""
+    files: tuple[Path, ...] = ()  # engine files the step may change: backed up first
+
+
+def apply_plan(
+    ws: Workspace,
+    plan: planner.Plan,
+    *,
+    command: str,
+    now: str,
+    message: str,
+    force: bool = False,
+    dry_run: bool = False,
+    new_entries: Sequence[Entry] = (),
+    extra_ledger_writes: dict[str, bytes | None] | None = None,
+    engine: Callable[[Sequence[Entry], planner.Plan], EnginePlan | None] | None = None,
+) -> Applied:
+    """Carry out ``plan``: all of it or none of it.
+
+    ``new_entries`` are entries this command records (added after the plan's changes);
+    ``extra_ledger_writes`` are other workspace files it writes (a stored patch).
+    """
+    entries = ws.entries()
+    result = Applied(op=plan.op, changed=[new for _, new in plan.changes],
+                     skipped=list(plan.skipped), dry_run=dry_run)
+    touched = [target for target, _ in plan.knob_edits]
+    files = read_targets(ws, touched)
+    drifts = drift_in(ws, entries, files)
+    if drifts and not force:
+        raise DriftError(drifts)
+    writes = new_target_bytes(files, plan.knob_edits, entries)
+    for path, (old, new) in writes.items():
+        result.files[str(path)] = unified(str(path), old, new)
+    engine_plan = None
+    if plan.patch_flips:
+        if engine is None:
+            raise PatchError("this command changes patch entries but no engine repo is set up")
+        engine_plan = engine(entries, plan)
+        if engine_plan is not None:
+            result.patch_diff = engine_plan.diff
+    if dry_run or (plan.empty and not new_entries):
+        return result
+    after = plan.new_entries(entries) + list(new_entries)
+    ledger_writes: dict[str, bytes | None] = {ENTRIES_NAME: entries_bytes(after)}
+    ledger_writes.update(extra_ledger_writes or {})
+    txn = Transaction(ws, command, now)
+    try:
+        outcome = txn.execute(
+            message=message,
+            target_writes={p: new for p, (_, new) in writes.items()},
+            ledger_writes=ledger_writes,
+            engine_step=engine_plan.step if engine_plan else None,
+            engine_repo=engine_plan.repo if engine_plan else None,
+            engine_head=engine_plan.head if engine_plan else None,
+            backup_also=engine_plan.files if engine_plan else (),
+        )
+    finally:
+        ws.invalidate()
+    result.backup_id = outcome.backup_id
+    result.commit = outcome.commit
+    return result
+
+
+def commit_message(op: str, why: str, changed: Sequence[Entry]) -> str:
+    """``revert 2 entries: harness hangs`` plus one line per entry."""
+    n = len(changed)
+    head = f"{op} {n} entr{'y' if n == 1 else 'ies'}"
+    if why:
+        head += f": {why.splitlines()[0][:120]}"
+    body = "\n".join(f"- {e.id} [{e.cls}] {e.title}" for e in changed)
+    return f"{head}\n\n{body}\n" if body else head + "\n"
+
+
+__all__ = ["Applied", "EnginePlan", "apply_plan", "commit_message", "unified"]

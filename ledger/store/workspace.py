@@ -1,0 +1,354 @@
+"""The workspace: a git repository holding ``ledger.yaml`` and the entries.
+
+Layout::
+
+    ledger.yaml              version, targets, engine_repo, bench command (YAML, for people)
+    entries.jsonl            the entries, one JSON object per line, in record order
+    patches/<id>.patch       the body of each patch entry (its sha256 is in the entry)
+    evidence/<id>/<run>/     A/B evidence (runs.csv, meta.yaml, summary.yaml)
+    .ledger/                 local state, not in git: lock, intent record, backups
+    .gitignore               keeps .ledger/ out of git
+
+The entries live in one JSON Lines file, one entry per line, not in a YAML file per
+entry: a ledger of ten thousand entries must load in a fraction of a second for
+``status`` and ``diff`` (Python's YAML parsers are one to two orders of magnitude slower
+than its JSON parser), and ``revert --perf-only`` over thousands of entries must be one
+atomic file write and one small git commit, not thousands of renames.  One line per
+entry still gives a readable ``git diff`` of what each command changed, and an error in
+the file is reported with its line number.
+
+The workspace is found like git finds a repository: ``-C DIR``, else ``LEDGER_WORKSPACE``,
+else the nearest directory at or above the current one holding ``ledger.yaml``.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import secrets
+from dataclasses import dataclass
+from dataclasses import field
+from datetime import datetime
+from datetime import timezone
+from pathlib import Path
+from typing import Iterable
+
+from ledger.core.model import Entry
+from ledger.core.model import Target
+from ledger.errors import AmbiguousEntry
+from ledger.errors import ConfigError
+from ledger.errors import EntryNotFound
+from ledger.errors import InvalidValue
+from ledger.errors import LedgerError
+from ledger.errors import TargetError
+from ledger.errors import WorkspaceNotFound
+
+__all__ = ["Config", "Workspace"]
+
+CONFIG_NAME = "ledger.yaml"
+ENTRIES_NAME = "entries.jsonl"
+CONFIG_VERSION = 1
+STATE_DIR = ".ledger"
+
+
+def utc_now() -> str:
+    """Now, as the ledger stamps history: ISO 8601, UTC, seconds."""
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def new_entry_id(taken: Iterable[str]) -> str:
+    """A fresh 8-hex-digit id, like a short git hash, not already in ``taken``."""
+    taken = set(taken)
+    while True:
+        candidate = secrets.token_hex(4)
+        if candidate not in taken and not candidate.isdigit():
+            return candidate
+
+
+@dataclass
+class Config:
+    targets: dict[str, Target] = field(default_factory=dict)
+    engine_repo: str | None = None
+    bench_command: str | None = None
+
+    def to_dict(self) -> dict:
+        d: dict = {"version": CONFIG_VERSION, "engine_repo": self.engine_repo}
+        d["targets"] = {name: t.to_dict() for name, t in self.targets.items()}
+        if self.bench_command:
+            d["bench"] = {"command": self.bench_command}
+        return d
+
+
+def _yaml_rt():
+    from ruamel.yaml import YAML
+
+    yaml = YAML()
+    yaml.indent(mapping=2, sequence=4, offset=2)
+    yaml.preserve_quotes = True
+    return yaml
+
+
+def _mark_line(err: Exception) -> int | None:
+    mark = getattr(err, "problem_mark", None) or getattr(err, "context_mark", None)
+    return mark.line + 1 if mark is not None else None
+
+
+def load_config(path: Path) -> Config:
+    """Parse ledger.yaml, with errors naming the file and line.
+
+    Read with the (faster) safe loader; only when the content is wrong is the file read
+    again with the round-trip loader, which knows the line of every key.
+    """
+    from ruamel.yaml import YAML
+    from ruamel.yaml import YAMLError
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise ConfigError(str(path), f"cannot read: {e.strerror}") from e
+    try:
+        data = YAML(typ="safe", pure=True).load(text)
+    except YAMLError as e:
+        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+        raise ConfigError(str(path), f"not valid YAML: {problem}", _mark_line(e)) from e
+    try:
+        return _config_from(data, str(path), lambda *keys: None)
+    except ConfigError:
+        lines = _yaml_rt().load(text)
+        return _config_from(data, str(path), lambda *keys: _line_of(lines, keys))
+
+
+def _line_of(node, keys) -> int | None:
+    """1-based line of the last of ``keys`` (a path of mapping keys) in a round-trip tree."""
+    try:
+        for key in keys[:-1]:
+            node = node[key]
+        return node.lc.key(keys[-1])[0] + 1
+    except Exception:  # any shape problem: the message still names the file
+        return None
+
+
+def _config_from(data, path: str, line_of) -> Config:
+    if not isinstance(data, dict):
+        raise ConfigError(path, "expected a mapping with version, targets, engine_repo", 1)
+
+    version = data.get("version", CONFIG_VERSION)
+    if version != CONFIG_VERSION:
+        raise ConfigError(path, f"unsupported version {version!r}", line_of("version"))
+    targets_node = data.get("targets") or {}
+    if not isinstance(targets_node, dict):
+        raise ConfigError(path, "targets must be a mapping", line_of("targets"))
+    targets = {}
+    for name, spec in targets_node.items():
+        line = line_of("targets", name)
+        if not isinstance(spec, dict) or "path" not in spec or "format" not in spec:
+            raise ConfigError(path, f"target {name!r} needs path and format", line)
+        try:
+            targets[str(name)] = Target(
+                name=str(name),
+                path=str(spec["path"]),
+                format=str(spec["format"]),
+                container=None if spec.get("container") is None else str(spec["container"]),
+            )
+        except InvalidValue as e:
+            raise ConfigError(path, str(e), line) from None
+    engine_repo = data.get("engine_repo")
+    bench = data.get("bench") or {}
+    if not isinstance(bench, dict):
+        raise ConfigError(path, "bench must be a mapping", line_of("bench"))
+    command = bench.get("command")
+    return Config(
+        targets=targets,
+        engine_repo=None if engine_repo in (None, "") else str(engine_repo),
+        bench_command=None if command is None else str(command),
+    )
+
+
+def dump_config(config: Config, previous_text: str | None = None) -> str:
+    """ledger.yaml text for ``config``, keeping the operator's comments where possible."""
+    yaml = _yaml_rt()
+    data = yaml.load(previous_text) if previous_text else None
+    if not isinstance(data, dict):
+        from ruamel.yaml.comments import CommentedMap
+
+        data = CommentedMap()
+        data.yaml_set_start_comment("knob ledger workspace — see `ledger --help`")
+    new = config.to_dict()
+    for key in ("version", "engine_repo"):
+        data[key] = new[key]
+    targets = data.get("targets")
+    if not isinstance(targets, dict):
+        targets = data["targets"] = {}
+    for name in list(targets):
+        if name not in new["targets"]:
+            del targets[name]
+    for name, spec in new["targets"].items():
+        targets[name] = spec
+    if "bench" in new:
+        data["bench"] = new["bench"]
+    buf = io.StringIO()
+    yaml.dump(data, buf)
+    return buf.getvalue()
+
+
+def find_root(start: Path | None = None, explicit: str | None = None) -> Path:
+    """The workspace root: explicit (-C), LEDGER_WORKSPACE, or search upward like git."""
+    if explicit is None:
+        explicit = os.environ.get("LEDGER_WORKSPACE") or None
+    if explicit is not None:
+        root = Path(explicit).absolute()
+        if not (root / CONFIG_NAME).is_file():
+            raise WorkspaceNotFound(str(root))
+        return root
+    here = (start or Path.cwd()).absolute()
+    for candidate in (here, *here.parents):
+        if (candidate / CONFIG_NAME).is_file():
+            return candidate
+    raise WorkspaceNotFound(str(here))
+
+
+class Workspace:
+    """An opened workspace: its config, its entries, and where things live."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root).absolute()
+        self.config = load_config(self.config_path)
+        self._entries: list[Entry] | None = None
+
+    @classmethod
+    def open(cls, explicit: str | None = None, start: Path | None = None) -> "Workspace":
+        return cls(find_root(start, explicit))
+
+    # -- places -------------------------------------------------------------------------
+    @property
+    def config_path(self) -> Path:
+        return self.root / CONFIG_NAME
+
+    @property
+    def state_dir(self) -> Path:
+        return self.root / STATE_DIR
+
+    @property
+    def entries_path(self) -> Path:
+        return self.root / ENTRIES_NAME
+
+    @property
+    def patches_dir(self) -> Path:
+        return self.root / "patches"
+
+    @property
+    def evidence_dir(self) -> Path:
+        return self.root / "evidence"
+
+    def rel(self, path: Path) -> str:
+        return os.path.relpath(path, self.root)
+
+    # -- entries ------------------------------------------------------------------------
+    def entries(self) -> list[Entry]:
+        """All entries in record order (loaded once per Workspace)."""
+        if self._entries is None:
+            self._entries = self._load_entries()
+        return self._entries
+
+    def _load_entries(self) -> list[Entry]:
+        if not self.entries_path.exists():
+            return []
+        try:
+            text = self.entries_path.read_text(encoding="utf-8")
+        except OSError as e:
+            raise ConfigError(str(self.entries_path), f"cannot read: {e.strerror}") from e
+        return parse_entries(text, str(self.entries_path))
+
+    def invalidate(self) -> None:
+        self._entries = None
+
+    def resolve(self, ref: str) -> Entry:
+        """An entry by full id, unambiguous id prefix, or slug."""
+        entries = self.entries()
+        for e in entries:
+            if e.id == ref or e.slug == ref:
+                return e
+        matches = [e for e in entries if ref and e.id.startswith(ref)]
+        if len(matches) == 1:
+            return matches[0]
+        if matches:
+            raise AmbiguousEntry(ref, [f"{e.id} ({e.slug})" for e in matches])
+        raise EntryNotFound(ref)
+
+    # -- targets ------------------------------------------------------------------------
+    def target(self, name: str) -> Target:
+        try:
+            return self.config.targets[name]
+        except KeyError:
+            known = ", ".join(sorted(self.config.targets)) or "none yet"
+            raise InvalidValue(
+                f"no target named {name!r} (known: {known}; add one with `ledger target add`)"
+            ) from None
+
+    def target_path(self, target: Target) -> Path:
+        p = Path(target.path)
+        return p if p.is_absolute() else self.root / p
+
+    @property
+    def engine_repo_path(self) -> Path | None:
+        if not self.config.engine_repo:
+            return None
+        p = Path(self.config.engine_repo)
+        return p if p.is_absolute() else (self.root / p)
+
+
+def parse_entries(text: str, where: str) -> list[Entry]:
+    """Entries from the JSON Lines text of ``entries.jsonl``; errors name file and line."""
+    out = []
+    ids: dict[str, int] = {}
+    seqs: dict[int, int] = {}
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            data = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise ConfigError(where, f"not valid JSON: {e.msg} (column {e.colno})", lineno) from e
+        if not isinstance(data, dict):
+            raise ConfigError(where, "each line holds one JSON object (an entry)", lineno)
+        try:
+            entry = Entry.from_dict(data)
+        except KeyError as e:
+            raise ConfigError(where, f"entry is missing field {e.args[0]!r}", lineno) from None
+        except (TypeError, ValueError) as e:
+            raise ConfigError(where, f"bad field value: {e}", lineno) from None
+        except LedgerError as e:
+            raise ConfigError(where, str(e), lineno) from None
+        if entry.id in ids:
+            raise ConfigError(where, f"id {entry.id} is also used on line {ids[entry.id]}", lineno)
+        if entry.seq in seqs:
+            raise ConfigError(where, f"seq {entry.seq} is also used on line {seqs[entry.seq]}",
+                              lineno)
+        ids[entry.id] = seqs[entry.seq] = lineno
+        out.append(entry)
+    out.sort(key=lambda e: e.seq)
+    return out
+
+
+def entries_bytes(entries: Iterable[Entry]) -> bytes:
+    """``entries.jsonl``: one compact JSON object per entry, in record order."""
+    lines = [
+        json.dumps(e.to_dict(), ensure_ascii=False, separators=(", ", ": "))
+        for e in sorted(entries, key=lambda e: e.seq)
+    ]
+    return ("\n".join(lines) + "\n").encode("utf-8") if lines else b""
+
+
+def check_target_file(path: Path) -> None:
+    """A managed file must exist, be a regular file, and not be a symlink."""
+    if path.is_symlink():
+        raise TargetError(
+            str(path),
+            "is a symlink; manage the file it points to instead "
+            f"({os.path.realpath(path)}) so writes cannot land somewhere unexpected",
+        )
+    if not path.exists():
+        raise TargetError(str(path), "does not exist")
+    if not path.is_file():
+        raise TargetError(str(path), "is not a regular file")
