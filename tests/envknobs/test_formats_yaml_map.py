@@ -17,7 +17,7 @@ from envknobs.formats import get_format
 from envknobs.formats.yaml_map import key_checker
 from envknobs.registry import KnobError
 
-from knob_oracles import values
+from tests.envknobs.knob_oracles import values
 
 PROPERTY = settings(max_examples=100, derandomize=True, deadline=None)
 

@@ -11,15 +11,15 @@ from envknobs.formats import get_format
 from envknobs.formats._k8s_find import ContainerAmbiguous
 from envknobs.formats.k8s import K8sFormat
 
-from k8s_shapes import LWS
-from k8s_shapes import LWS_PD
-from k8s_shapes import NO_CONTAINERS
-from k8s_shapes import OME_PD
-from k8s_shapes import OME_SIMPLE
-from k8s_shapes import RBG_V1
-from k8s_shapes import RBG_V2
-from k8s_shapes import SHAPES
-from k8s_shapes import TWINS
+from tests.envknobs.k8s_shapes import LWS
+from tests.envknobs.k8s_shapes import LWS_PD
+from tests.envknobs.k8s_shapes import NO_CONTAINERS
+from tests.envknobs.k8s_shapes import OME_PD
+from tests.envknobs.k8s_shapes import OME_SIMPLE
+from tests.envknobs.k8s_shapes import RBG_V1
+from tests.envknobs.k8s_shapes import RBG_V2
+from tests.envknobs.k8s_shapes import SHAPES
+from tests.envknobs.k8s_shapes import TWINS
 
 ADDRESS_LINE = re.compile(r"^  (\S+)\s+\(line (\d+): ", re.M)
 
@@ -166,7 +166,7 @@ def test_identical_documents_need_path_addresses() -> None:
 
 
 def test_init_containers_are_selectable() -> None:
-    from k8s_shapes import DEPLOYMENTS
+    from tests.envknobs.k8s_shapes import DEPLOYMENTS
 
     fmt = get_format("k8s", container="fetch-model")
     assert fmt.parse(DEPLOYMENTS) == {"MODEL_URL": "s3://models/llama3"}

@@ -23,7 +23,7 @@ from envknobs.formats._yaml_scalar import double_quoted
 from envknobs.formats._yaml_scalar import plain_is_string
 from envknobs.formats._yaml_scalar import single_quoted
 
-from knob_oracles import values
+from tests.envknobs.knob_oracles import values
 
 PROPERTY = settings(max_examples=120, derandomize=True, deadline=None)
 
@@ -217,7 +217,7 @@ def test_new_values_take_the_neighbours_style(items: str, expected: str, number:
 
 
 def test_flow_items_get_a_flow_item() -> None:
-    from k8s_shapes import LWS_PD
+    from tests.envknobs.k8s_shapes import LWS_PD
 
     fmt = get_format("k8s", container="decode/leader/sglang")
     out = fmt.set(LWS_PD, "SGLANG_Y", "on")
