@@ -141,15 +141,6 @@ class Knob:
             return self.default
         return self.parse(raw)
 
-    def range_text(self) -> str:
-        if self.choices:
-            return "|".join(self.choices)
-        if self.min is None and self.max is None:
-            return ""
-        lo = "" if self.min is None else f"{self.min:g}"
-        hi = "" if self.max is None else f"{self.max:g}"
-        return f"[{lo}..{hi}]"
-
 
 class Registry:
     """An ordered set of knobs, looked up by name."""
@@ -169,12 +160,6 @@ class Registry:
         """Declare a knob in code (the engine's way): ``registry.declare("X", "int", 4, ...)``."""
         return self.add(Knob(name=name, type=type, default=default, doc=doc, **kw))
 
-    def merge(self, other: "Registry") -> "Registry":
-        out = Registry(self)
-        for knob in other:
-            out.add(knob)
-        return out
-
     def get(self, name: str) -> Knob | None:
         return self._knobs.get(name)
 
@@ -193,7 +178,3 @@ class Registry:
     def closest(self, name: str, n: int = 3) -> list[str]:
         """Known names closest to ``name`` (for "unknown knob, did you mean ...")."""
         return difflib.get_close_matches(name, list(self._knobs), n=n, cutoff=0.6)
-
-    def read_all(self, environ: Mapping[str, str] | None = None) -> dict[str, Any]:
-        """Every knob's value from the environment; the first invalid one raises KnobError."""
-        return {knob.name: knob.read(environ) for knob in self}

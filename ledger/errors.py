@@ -105,10 +105,10 @@ class Drift:
                 "found": self.found}
 
     def describe(self) -> str:
-        def show(v: str | None) -> str:
-            return "unset" if v is None else repr(v)
+        from ledger.core.display import value_text
 
-        return f"{self.path}: {self.knob} expected {show(self.expected)}, found {show(self.found)}"
+        return (f"{self.path}: {self.knob} expected {value_text(self.expected, quote=True)}, "
+                f"found {value_text(self.found, quote=True)}")
 
 
 class DriftError(LedgerError):

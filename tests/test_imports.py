@@ -43,7 +43,7 @@ def _imports(name: str, path: Path) -> set[str]:
     """The project modules ``name`` imports, resolved to modules (not names in them)."""
     is_pkg = path.name == "__init__.py"
     out: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in _runtime_nodes(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
             targets = [a.name for a in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -60,6 +60,16 @@ def _imports(name: str, path: Path) -> set[str]:
             if t and t != name and not name.startswith(t + "."):  # a package's own parents
                 out.add(t)
     return out
+
+
+def _runtime_nodes(tree: ast.AST):
+    """Every node, except those under ``if TYPE_CHECKING:`` (annotations never run)."""
+    for node in ast.iter_child_nodes(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            yield from (n for child in node.orelse for n in ast.walk(child))
+            continue
+        yield node
+        yield from _runtime_nodes(node)
 
 
 def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
@@ -121,6 +131,9 @@ def test_envknobs_depends_on_nothing_of_ours():
 def test_the_checker_sees_a_cycle():
     assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert _cycle({"a": {"b"}, "b": set()}) is None
+    lazy = ast.parse("def f():\n    import ledger.cli\nif TYPE_CHECKING:\n    import ledger.store\n")
+    names = [a.name for n in _runtime_nodes(lazy) if isinstance(n, ast.Import) for a in n.names]
+    assert names == ["ledger.cli"]
 
 
 def test_every_module_imports_alone_in_a_fresh_interpreter():

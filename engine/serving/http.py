@@ -11,7 +11,6 @@ from http.server import ThreadingHTTPServer
 from typing import Any
 
 MAX_JSON_BODY = 8 << 20
-ROLES = ("both", "prefill", "decode", "router")
 # How long a request may take to generate once its KV has landed (not a transfer bound).
 GENERATION_TIMEOUT_S = 3600.0
 

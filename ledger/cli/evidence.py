@@ -15,6 +15,9 @@ from ledger.cli.output import safe
 from ledger.cli.output import show_value
 from ledger.cli.output import table
 from ledger.errors import UsageError
+from ledger.evidence.defaults import DEFAULT_CONCURRENCY
+from ledger.evidence.defaults import DEFAULT_RUNS
+from ledger.evidence.defaults import PRIMARY_METRIC
 
 
 def _int_list(text: str) -> list[int]:
@@ -43,12 +46,13 @@ class Progress:
 
 @click.command()
 @click.argument("ref", metavar="ID")
-@click.option("--runs", type=int, default=5, show_default=True, help="Runs per side and "
+@click.option("--runs", type=int, default=DEFAULT_RUNS, show_default=True, help="Runs per side and "
               "concurrency (after one warm-up per side).")
-@click.option("--concurrency", default="1,16,64", show_default=True, help="Concurrency levels.")
+@click.option("--concurrency", default=",".join(map(str, DEFAULT_CONCURRENCY)), show_default=True,
+              help="Concurrency levels.")
 @click.option("--bench", metavar="CMD", help="Bench command template (default: bench.command in "
               "ledger.yaml); placeholders {out} {concurrency} {engine_dir} {env_file} {python}.")
-@click.option("--metric", default="output_throughput", show_default=True,
+@click.option("--metric", default=PRIMARY_METRIC, show_default=True,
               help="Primary metric for the verdict.")
 @json_option
 @dry_run_option
@@ -108,7 +112,7 @@ def evidence() -> None:
 @click.option("--side", required=True, type=click.Choice(["A", "B"]),
               help="A: the entry reverted; B: the entry applied.")
 @click.option("--concurrency", type=int, help="Concurrency of results that do not say it.")
-@click.option("--metric", default="output_throughput", show_default=True)
+@click.option("--metric", default=PRIMARY_METRIC, show_default=True)
 @json_option
 @dry_run_option
 @click.pass_context

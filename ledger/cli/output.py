@@ -12,6 +12,8 @@ import re
 import sys
 from typing import Sequence
 
+from ledger.core.display import UNSET
+
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\x1b]")
 
 COLOURS = {
@@ -72,4 +74,5 @@ def _cut(s: str, width: int) -> str:
 
 
 def show_value(v: str | None) -> str:
-    return "(unset)" if v is None else safe(v)
+    """A knob value for the terminal: ``(unset)`` for None, else the value made safe."""
+    return f"({UNSET})" if v is None else safe(v)

@@ -11,6 +11,14 @@ from ledger.cli.common import json_option
 from ledger.cli.common import print_files
 from ledger.cli.common import wants_json
 from ledger.cli.output import safe
+from ledger.core.display import change_text
+
+
+def _with_evidence(row: dict, applied) -> dict:
+    """A restore's rows carry each entry's evidence headline (other commands have none)."""
+    if row["id"] in applied.evidence:
+        row["evidence"] = applied.evidence[row["id"]]
+    return row
 
 
 def _print_applied(applied, verb: str, ctx, json_out: bool, infinitive: str = "") -> None:
@@ -19,9 +27,10 @@ def _print_applied(applied, verb: str, ctx, json_out: bool, infinitive: str = ""
             {
                 "op": applied.op,
                 "dry_run": applied.dry_run,
-                "changed": [e.to_dict() for e in applied.changed],
+                "changed": [_with_evidence(e.to_dict(), applied) for e in applied.changed],
                 "skipped": [
-                    {"id": k.entry.id, "title": k.entry.title, "reason": k.reason}
+                    _with_evidence({"id": k.entry.id, "title": k.entry.title, "reason": k.reason},
+                                   applied)
                     for k in applied.skipped
                 ],
                 "files": applied.files,
@@ -34,16 +43,10 @@ def _print_applied(applied, verb: str, ctx, json_out: bool, infinitive: str = ""
     if not applied.changed:
         click.echo(f"nothing to {infinitive or verb}")
     for e in applied.changed:
-        click.echo(f"{done} {e.id} [{e.cls}] {safe(e.title)}  ({safe(_change(e))})")
+        click.echo(f"{done} {e.id} [{e.cls}] {safe(e.title)}  ({safe(change_text(e))})")
     for k in applied.skipped:
         click.echo(f"skipped {k.entry.id} [{k.entry.cls}] {safe(k.entry.title)}: {safe(k.reason)}")
     print_files(applied, applied.dry_run)
-
-
-def _change(e) -> str:
-    from ledger.commands.report import change_text
-
-    return change_text(e)
 
 
 @click.command()
@@ -88,24 +91,22 @@ def restore(ctx, refs, perf_only, include_suspects, force, require_evidence, why
     r = ops.restore(s, refs=refs, perf_only=perf_only, include_suspects=include_suspects,
                     force=force, require_evidence=require_evidence, why=why, dry_run=dry_run)
     if not wants_json(ctx, json_out):
-        _print_restore(s, r)
+        _print_restore(r)
         return
     _print_applied(r, "restored", ctx, json_out, "restore")
 
 
-def _print_restore(s, applied) -> None:
-    from ledger.evidence.view import evidence_for
-
+def _print_restore(applied) -> None:
     prefix = "would restore" if applied.dry_run else "restored"
     if not applied.changed:
         click.echo("nothing to restore")
     for e in applied.changed:
-        click.echo(f"{prefix} {e.id} [{e.cls}] {safe(e.title)}  ({safe(_change(e))})")
-        click.echo(f"    evidence: {safe(evidence_for(s.ws, e).text)}")
+        click.echo(f"{prefix} {e.id} [{e.cls}] {safe(e.title)}  ({safe(change_text(e))})")
+        click.echo(f"    evidence: {safe(applied.evidence.get(e.id, 'no evidence'))}")
     for k in applied.skipped:
         click.echo(f"held back {k.entry.id} [{k.entry.cls}] {safe(k.entry.title)}: "
                    f"{safe(k.reason)}")
-        click.echo(f"    evidence: {safe(evidence_for(s.ws, k.entry).text)}")
+        click.echo(f"    evidence: {safe(applied.evidence.get(k.entry.id, 'no evidence'))}")
     print_files(applied, applied.dry_run)
 
 

@@ -28,18 +28,17 @@ from typing import Sequence
 from ledger.core import planner
 from ledger.core.model import Entry
 from ledger.errors import EvidenceError
+from ledger.evidence.defaults import DEFAULT_CONCURRENCY
+from ledger.evidence.defaults import DEFAULT_RUNS
 from ledger.evidence.view import current_engine_commit
 from ledger.store import wsgit
 from ledger.store.targets import read_target
 from ledger.store.txn import WriterLock
 from ledger.store.workspace import Workspace
 
-DEFAULT_CONCURRENCY = (1, 16, 64)
-DEFAULT_RUNS = 5
-
 
 def _knob_sides(ws: Workspace, e: Entry):
-    from ledger.evidence import Side
+    from ledger.evidence.runner import Side
 
     tf = read_target(ws, ws.target(e.target))
     layer = planner.knob_layers(ws.entries())[(e.target, e.knob)]
@@ -57,7 +56,7 @@ def _knob_sides(ws: Workspace, e: Entry):
 def _patch_sides(ws: Workspace, e: Entry) -> Iterator[tuple]:
     from dataclasses import replace
 
-    from ledger.evidence import Side
+    from ledger.evidence.runner import Side
     from ledger.store.patch_entries import engine_repo
     from ledger.store.patch_entries import stack_items
 
@@ -93,7 +92,7 @@ def plan_ab(
     bench: str | None = None,
 ) -> dict:
     """What `ledger ab --dry-run` shows: the command, what differs between sides, the runs."""
-    from ledger.evidence import DEFAULT_BENCH_COMMAND
+    from ledger.evidence.runner import DEFAULT_BENCH_COMMAND
     from ledger.evidence.runner import check_template
 
     ws = s.ws
@@ -123,9 +122,9 @@ def run_ab(
     progress: Callable[[int, int, float, str], None] | None = None,
 ) -> dict:
     """Measure entry ``ref``'s effect; store, commit and return the run's summary."""
-    from ledger.evidence import DEFAULT_BENCH_COMMAND
-    from ledger.evidence import record_ab
-    from ledger.evidence import run_ab as run_bench
+    from ledger.evidence.runner import DEFAULT_BENCH_COMMAND
+    from ledger.evidence.runner import run_alternating as run_bench
+    from ledger.evidence.store import record_ab
 
     ws = s.ws
     command = bench or ws.config.bench_command or DEFAULT_BENCH_COMMAND
@@ -151,7 +150,7 @@ def add_evidence(
     metric: str = "output_throughput",
 ) -> dict:
     """Import bench results the operator ran elsewhere as side A or B of ``ref``."""
-    from ledger.evidence import import_evidence
+    from ledger.evidence.store import import_evidence
     from ledger.evidence.view import knob_context
 
     ws = s.ws
@@ -169,7 +168,7 @@ def check_evidence_files(
     ws: Workspace, ref: str, files: Sequence[str], concurrency: int | None = None
 ) -> dict:
     """Parse result files as `evidence add` would, storing nothing (for --dry-run)."""
-    from ledger.evidence import load_result_file
+    from ledger.evidence.importers import load_result_file
 
     e = ws.resolve(ref)
     out = []
@@ -182,7 +181,7 @@ def check_evidence_files(
 
 def show_evidence(ws: Workspace, ref: str) -> dict:
     """Every stored run of ``ref``'s evidence (oldest first) and the latest's staleness."""
-    from ledger.evidence import load_summaries
+    from ledger.evidence.store import load_summaries
     from ledger.evidence.view import evidence_for
 
     e = ws.resolve(ref)

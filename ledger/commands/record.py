@@ -12,6 +12,7 @@ from envknobs.registry import check_knob_value
 from ledger.commands.session import Session
 from ledger.commands.session import maybe_lock
 from ledger.core import planner
+from ledger.core.display import value_text
 from ledger.core.model import Action
 from ledger.core.model import Entry
 from ledger.core.model import check_class
@@ -124,7 +125,8 @@ def record_knob(
         else:
             entry_before = _before_now(tf, layer, knob, force)
         if entry_before == value:
-            raise Refused(f"{knob} in {target} is already {_show(value)}: nothing to record")
+            raise Refused(f"{knob} in {target} is already {value_text(value, quote=True)}: "
+                          "nothing to record")
         # Where the knob's line sits while present, so a later revert/restore can put it back.
         holding = tf.text if value is None else edit_target(tf, {knob: value}).decode(
             "utf-8", "surrogateescape")
@@ -134,7 +136,8 @@ def record_knob(
                                            layer_anchors(entries).get(target)))
         edits = {} if adopt else {(target, knob): (entry_before, value)}
         plan = planner.Plan("record", (), (), edits)
-        message = f"record {cls} {knob}={_show(value)} in {target}: {entry.title}\n\n" \
+        message = f"record {cls} {knob}={value_text(value, quote=True)} in {target}: " \
+                  f"{entry.title}\n\n" \
                   f"- {entry.id} [{cls}] {entry.title}\n"
         applied = apply_plan(
             s.ws, plan, command=s.command, now=s.now, message=message, force=force,
@@ -150,13 +153,15 @@ def _adopted_before(tf, layer, knob: str, value: str | None, before: str | None)
     live = tf.values.get(knob)
     if live != value:
         raise Refused(
-            f"{tf.path}: {knob} is {_show(live)} in the file, not {_show(value)}: "
+            f"{tf.path}: {knob} is {value_text(live, quote=True)} in the file, "
+            f"not {value_text(value, quote=True)}: "
             "--adopt records a change already made; make it first (or drop --adopt)"
         )
     if layer and planner.layer_value(layer) != before:
         raise Refused(
-            f"{knob} in {tf.target.name}: the ledger expects {_show(planner.layer_value(layer))} "
-            f"before this change, not {_show(before)}"
+            f"{knob} in {tf.target.name}: the ledger expects "
+            f"{value_text(planner.layer_value(layer), quote=True)} "
+            f"before this change, not {value_text(before, quote=True)}"
         )
     return before
 
@@ -171,10 +176,6 @@ def _before_now(tf, layer, knob: str, force: bool) -> str | None:
             raise DriftError([Drift(str(tf.path), knob, expected, live)])
         return live
     return expected
-
-
-def _show(v: str | None) -> str:
-    return "unset" if v is None else repr(v)
 
 
 @dataclass
@@ -211,7 +212,7 @@ def record_patch(
 
             def engine(entries, plan):
                 def step() -> None:
-                    repo.record_patch(text, entry_id=entry.id, title=entry.title, cls=cls)
+                    repo.commit_patch(text, entry_id=entry.id, title=entry.title, cls=cls)
 
                 return EnginePlan(Path(repo.path), repo.head(), step, text,
                                   tuple(Path(repo.path) / f for f in files))

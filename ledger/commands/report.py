@@ -7,6 +7,9 @@ from dataclasses import field
 from typing import Sequence
 
 from ledger.core import planner
+from ledger.core.display import change_text
+from ledger.core.display import display_state
+from ledger.core.display import revert_action
 from ledger.core.model import Entry
 from ledger.errors import Drift
 from ledger.errors import LedgerError
@@ -20,31 +23,6 @@ from ledger.store.workspace import CONFIG_NAME
 from ledger.store.workspace import ENTRIES_NAME
 from ledger.store.workspace import Workspace
 from ledger.store.workspace import parse_entries
-
-
-def display_state(e: Entry) -> str:
-    """applied / reverted / suspected / cleared (reverted) — what an operator calls it."""
-    if e.suspicion == "suspected":
-        return "suspected" if not e.applied else "applied (suspected)"
-    if e.suspicion == "cleared" and not e.applied:
-        return "cleared"
-    return e.state
-
-
-def change_text(e: Entry) -> str:
-    if e.kind == "knob":
-        def show(v):
-            return "unset" if v is None else v
-        return f"{e.knob}: {show(e.before)} -> {show(e.after)}"
-    return f"patch {', '.join(e.files)}"
-
-
-def last_reason(e: Entry) -> str:
-    """Why the entry is in its current state (the last action's why)."""
-    for a in reversed(e.history):
-        if a.why:
-            return a.why
-    return e.why
 
 
 def entry_row(ws: Workspace, e: Entry, evidence: EvidenceInfo | None = None) -> dict:
@@ -177,8 +155,9 @@ def off_the_table(ws: Workspace, with_files: bool = False) -> OffTable:
         if e.applied:
             continue
         row = entry_row(ws, e)
-        row["reverted_why"] = _revert_reason(e)
-        row["reverted_at"] = _revert_time(e)
+        action = revert_action(e)
+        row["reverted_why"] = action.why if action else ""
+        row["reverted_at"] = action.at if action else ""
         out.reverted[e.cls].append(row)
     expected = planner.expected_knobs(entries)
     files, out.errors = _readable_targets(ws, [t for t, _ in expected])
@@ -197,20 +176,6 @@ def off_the_table(ws: Workspace, with_files: bool = False) -> OffTable:
             except LedgerError as err:
                 out.errors.append(str(err))
     return out
-
-
-def _revert_reason(e: Entry) -> str:
-    for a in reversed(e.history):
-        if a.action in ("revert", "suspect"):
-            return a.why
-    return ""
-
-
-def _revert_time(e: Entry) -> str:
-    for a in reversed(e.history):
-        if a.action in ("revert", "suspect"):
-            return a.at
-    return ""
 
 
 def history_diff(ws: Workspace, rev1: str, rev2: str | None) -> list[dict]:

@@ -58,14 +58,19 @@ def restore(
     with maybe_lock(s, dry_run):
         entries = s.ws.entries()
         chosen = _resolve_all(s, refs) if refs else planner.select(entries, cls=cls, state="reverted")
-        from ledger.evidence.view import verdicts_for
+        from ledger.evidence.view import evidence_for
 
+        # The operator sees what they claw back (DESIGN §2): each entry's headline comes
+        # with the result, from the same evidence the verdicts gate on.
+        evidence = {e.id: evidence_for(s.ws, e) for e in chosen}
         plan = planner.plan_restore(
             entries, chosen, why=why, at=s.now, command=s.command, explicit=bool(refs),
             include_suspects=include_suspects, force=force, require_evidence=require_evidence,
-            verdicts=verdicts_for(s.ws, chosen),
+            verdicts={i: ev.verdict for i, ev in evidence.items()},
         )
-        return _apply(s, plan, why, force, dry_run)
+        applied = _apply(s, plan, why, force, dry_run)
+        applied.evidence = {i: ev.text for i, ev in evidence.items()}
+        return applied
 
 
 def suspect(s: Session, ref: str, why: str, force: bool = False, dry_run: bool = False) -> Applied:

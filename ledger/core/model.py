@@ -38,7 +38,10 @@ SUSPICIONS = ("suspected", "cleared")
 ACTIONS = ("record", "adopt", "revert", "restore", "suspect", "clear")
 FORMATS = ("bash", "dotenv", "k8s")
 
-TARGET_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")
+# Target names and entry ids name files (patches/<id>.patch, evidence/<id>/,
+# entries/<id>.md) and URL fragments: no separators, no leading dot, nothing a shell or a
+# URL would need to quote.
+NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")
 
 
 def check_class(value: str) -> str:
@@ -47,13 +50,22 @@ def check_class(value: str) -> str:
     return value
 
 
-def check_target_name(name: str) -> str:
-    if not TARGET_NAME_RE.match(name or ""):
+def _check_name(what: str, value: str) -> str:
+    if not isinstance(value, str) or not NAME_RE.match(value):
         raise InvalidValue(
-            f"invalid target name {name!r}: use letters, digits, '.', '_' and '-' "
+            f"invalid {what} {value!r}: use letters, digits, '.', '_' and '-' "
             "(at most 64, starting with a letter or digit)"
         )
-    return name
+    return value
+
+
+def check_target_name(name: str) -> str:
+    return _check_name("target name", name)
+
+
+def check_entry_id(entry_id: str) -> str:
+    """Return ``entry_id`` if it is a well-formed entry id (it can name a file), else raise."""
+    return _check_name("entry id", entry_id)
 
 
 def slugify(title: str, limit: int = 48) -> str:
@@ -118,6 +130,7 @@ class Entry:
     history: tuple[Action, ...] = field(default_factory=tuple)
 
     def __post_init__(self) -> None:
+        check_entry_id(self.id)
         if self.kind not in KINDS:
             raise InvalidValue(f"entry {self.id}: unknown kind {self.kind!r}")
         check_class(self.cls)

@@ -204,6 +204,18 @@ def restore_blocker(
     return None
 
 
+def restore_flags(e: Entry, verdict: str | None) -> tuple[str, ...]:
+    """The flags `ledger restore ID` needs to bring ``e`` back past every blocker above."""
+    flags = []
+    if restore_blocker(e, include_suspects=False, force=True, require_evidence=False,
+                       verdict=verdict):
+        flags.append("--include-suspects")
+    if restore_blocker(e, include_suspects=True, force=False, require_evidence=False,
+                       verdict=verdict):
+        flags.append("--force")
+    return tuple(flags)
+
+
 def plan_restore(
     entries: Sequence[Entry],
     selected: Sequence[Entry],

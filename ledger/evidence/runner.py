@@ -98,8 +98,8 @@ class Side:
 
 @dataclass
 class AbResult:
-    """What :func:`run_ab` measured: run rows (``side, concurrency|rate, repeat, metrics…``)
-    and meta."""
+    """What :func:`run_alternating` measured: run rows (``side, concurrency|rate, repeat,
+    metrics…``) and meta."""
 
     rows: list[dict[str, Any]]
     meta: dict[str, Any]
@@ -222,7 +222,7 @@ def _load_points(concurrencies: Sequence[int], rates: Sequence[float] | None) ->
     return [LoadPoint(CONCURRENCY, float(c)) for c in concs]
 
 
-def run_ab(
+def run_alternating(
     command: str,
     side_a: Side,
     side_b: Side,
@@ -244,7 +244,7 @@ def run_ab(
     """
     tokens = check_template(command)
     if side_a.name != "A" or side_b.name != "B":
-        raise EvidenceError("run_ab takes side A then side B")
+        raise EvidenceError("run_alternating takes side A then side B")
     points = _load_points(concurrencies, rates)
     if points[0].kind == RATE and not any("{rate}" in t for t in tokens):
         raise EvidenceError(
@@ -381,5 +381,5 @@ __all__ = [
     "check_template",
     "env_file_text",
     "render_command",
-    "run_ab",
+    "run_alternating",
 ]

@@ -3,7 +3,7 @@
 Columns: ``side,concurrency,repeat`` (``side,rate,repeat`` for a request-rate sweep, see
 :mod:`ledger.evidence.load`), then every metric (sorted by name), then ``output_digest``
 when any run reported one.  Rows are ordered by load point, repeat, side, i.e. the order
-``run_ab`` ran them in.  Floats are written with ``repr`` so they read back exactly (a
+``run_alternating`` ran them in.  Floats are written with ``repr`` so they read back exactly (a
 rate of ``inf`` too); a missing value is an empty cell.
 """
 

@@ -73,6 +73,9 @@ from ledger.evidence.load import KINDS
 from ledger.evidence.load import RATE
 from ledger.evidence.load import LoadPoint
 from ledger.evidence.load import of_row
+from ledger.evidence.defaults import PRIMARY_METRIC
+from ledger.evidence.runs_csv import DIGEST_COLUMN
+from ledger.evidence.runs_csv import ID_COLUMNS
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -81,9 +84,6 @@ ALPHA = 0.05
 CONFIDENCE = 0.95
 MIN_RUNS = 3
 N_RESAMPLES = 2000
-PRIMARY_METRIC = "output_throughput"
-ID_COLUMNS = ("side", "concurrency", "rate", "repeat")
-DIGEST_COLUMN = "output_digest"
 SIDES = ("A", "B")
 VERDICTS = ("gain", "neutral", "regression", "inconclusive")
 
@@ -143,7 +143,9 @@ def judged_metrics(df: "pd.DataFrame") -> list[str]:
 
     out = []
     for col in df.columns:
-        if col in ID_COLUMNS or col == DIGEST_COLUMN or metric_direction(col) is None:
+        if col in ID_COLUMNS or col in KINDS or col == DIGEST_COLUMN:
+            continue
+        if metric_direction(col) is None:
             continue
         if pd.api.types.is_numeric_dtype(df[col]):
             out.append(col)

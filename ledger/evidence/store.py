@@ -40,6 +40,7 @@ from typing import Iterable
 from typing import Mapping
 from typing import Sequence
 
+from ledger.core.model import NAME_RE as ENTRY_ID_RE
 from ledger.errors import EvidenceError
 from ledger.evidence.load import LoadPoint
 from ledger.evidence.load import of_row
@@ -54,7 +55,6 @@ RUNS_CSV = "runs.csv"
 META_YAML = "meta.yaml"
 SUMMARY_YAML = "summary.yaml"
 STALE_TEMP_S = 3600
-ENTRY_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}\Z")
 RUN_ID_RE = re.compile(r"\d{8}T\d{6}Z-[0-9a-f]{4,}\Z")
 
 
@@ -90,7 +90,7 @@ def new_run_id(now: datetime | None = None) -> str:
 
 def evidence_dir(ws_root: Path, entry_id: str) -> Path:
     """``<ws_root>/evidence/<entry_id>``; the id must be a plain path component."""
-    if not isinstance(entry_id, str) or not ENTRY_ID_RE.match(entry_id) or entry_id in (".", ".."):
+    if not isinstance(entry_id, str) or not ENTRY_ID_RE.match(entry_id):
         raise EvidenceError(f"invalid entry id {entry_id!r} for the evidence store")
     return Path(ws_root) / EVIDENCE_DIR / entry_id
 

@@ -8,7 +8,6 @@ entry has no evidence at all (no pandas, no YAML parsing).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable
 
 from ledger.core.model import Entry
 from ledger.errors import LedgerError
@@ -56,10 +55,6 @@ def evidence_for(ws: Workspace, entry: Entry, context: dict | None = None) -> Ev
         context = knob_context(ws, entry)
     stale = store.is_stale(summary, engine_commit, context)
     return EvidenceInfo(store.headline(summary), summary.get("verdict"), stale, summary)
-
-
-def verdicts_for(ws: Workspace, entries: Iterable[Entry]) -> dict[str, str | None]:
-    return {e.id: evidence_for(ws, e).verdict for e in entries if has_evidence(ws, e)}
 
 
 def _engine_git(ws: Workspace):

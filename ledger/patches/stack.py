@@ -6,7 +6,7 @@ ordered patch entries and gets back plans, commits and booleans.
 
 Mechanism
 ---------
-* **Recording** (:meth:`EngineRepo.record_patch`) checks the patch (below), applies it
+* **Recording** (:meth:`EngineRepo.commit_patch`) checks the patch (below), applies it
   in a private index (``GIT_INDEX_FILE``) on top of HEAD's tree, writes one commit with
   ``git commit-tree`` carrying the trailers ``Ledger-Entry``, ``Ledger-Class`` and
   ``Ledger-Action: record``, then moves the branch and worktree there with
@@ -47,7 +47,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ledger.core.model import check_entry_id
 from ledger.errors import GitError
+from ledger.errors import InvalidValue
 from ledger.errors import PatchError
 from ledger.patches.gitrun import PATCH_DIFF_OPTIONS
 from ledger.patches.gitrun import Git
@@ -60,8 +62,6 @@ from ledger.patches.text import parse_patch
 from ledger.patches.text import parse_patch_files
 from ledger.patches.text import patch_sha256
 from ledger.patches.text import verify_sha256
-
-ENTRY_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")
 
 # -- the stack ---------------------------------------------------------------------------
 
@@ -195,9 +195,11 @@ def _check_title(title: str) -> str:
 
 
 def _check_entry_id(entry_id: str) -> str:
-    if not ENTRY_ID_RE.match(entry_id or ""):
-        raise PatchError(f"invalid entry id {entry_id!r}")
-    return entry_id
+    """The entry id rule of :func:`ledger.core.model.check_entry_id`, as a PatchError."""
+    try:
+        return check_entry_id(entry_id)
+    except InvalidValue as e:
+        raise PatchError(str(e)) from None
 
 
 def _commit_message(message: str, trailers: Sequence[tuple[str, str]]) -> str:
@@ -303,14 +305,6 @@ class EngineRepo:
             for d in links:
                 if p.startswith(d + "/"):
                     raise PatchError(f"patch writes {p} through symlink {d} in the engine repo")
-
-    def patch_is_live(self, text: str) -> bool:
-        """Whether the patch's changes are present in the worktree (it reverse-applies)."""
-        self.check_patch(text)
-        proc = self.git.run(
-            "apply", "--check", "-R", "--whitespace=nowarn", input=text, check=False
-        )
-        return proc.returncode == 0
 
     def stack_live(self, items: Sequence[StackItem]) -> dict[str, bool]:
         """For each entry (record order), whether its patch is live at its place in HEAD.
@@ -472,7 +466,7 @@ class EngineRepo:
             raise PatchError("patch changes nothing in the engine repo (already applied?)")
         return plan
 
-    def record_patch(self, text: str, *, entry_id: str, title: str, cls: str) -> str:
+    def commit_patch(self, text: str, *, entry_id: str, title: str, cls: str) -> str:
         """Apply a new patch on top of HEAD as one commit with ledger trailers; its id.
 
         Refused with nothing written when the patch is unsafe, does not apply, or the

@@ -4,7 +4,8 @@ Charts are drawn with matplotlib into SVG text.  Two properties matter more than
 
 * **Deterministic bytes.**  The docs are committed and reviewed as diffs, so the same
   evidence must give the same SVG: the SVG hash salt (which seeds clip-path and other
-  ids) is fixed per entry, the ``Date`` metadata is dropped, and text is written as SVG
+  ids) is fixed per entry, the ``Date`` and ``Creator`` metadata (matplotlib's URL and
+  version) are dropped, so upgrading matplotlib does not change the docs, and text is written as SVG
   ``<text>`` (``svg.fonttype = 'none'``) so no font-glyph cache leaks into the output.
   A per-entry salt also keeps element ids unique when several charts are inlined into
   one HTML page.
@@ -226,7 +227,8 @@ def ab_chart_svg(summary: Mapping[str, Any], *, title: str, salt: str) -> str | 
         buf = io.StringIO()
         # The entry title goes into the SVG's <title> metadata (matplotlib escapes it):
         # the page around an inlined chart already shows it.
-        fig.savefig(buf, format="svg", metadata={"Date": None, "Title": _shorten(title)})
+        fig.savefig(buf, format="svg",
+                    metadata={"Date": None, "Creator": None, "Title": _shorten(title)})
     return buf.getvalue()
 
 

@@ -30,8 +30,13 @@ from typing import Any
 from typing import Iterable
 from typing import Mapping
 
+from ledger.core.display import display_state
+from ledger.core.display import revert_reason
+from ledger.core.display import status_word
 from ledger.core.model import CLASSES
 from ledger.core.model import Entry
+from ledger.core.planner import restore_blocker
+from ledger.core.planner import restore_flags
 from ledger.errors import InvalidValue
 from ledger.errors import LedgerError
 from ledger.render.charts import ab_chart_svg
@@ -49,28 +54,6 @@ from ledger.render.text import md_text
 from ledger.render.text import when
 
 FORMATS = ("md", "html")
-
-
-def entry_status(entry: Entry) -> str:
-    """One word for badges and CSS: applied, reverted, suspected or cleared."""
-    if entry.suspicion == "suspected":
-        return "suspected"
-    if entry.suspicion == "cleared" and not entry.applied:
-        return "cleared"
-    return entry.state
-
-
-def state_label(entry: Entry) -> str:
-    """The state as the docs print it: 'applied', 'reverted · suspected', ..."""
-    return entry.state + (f" · {entry.suspicion}" if entry.suspicion else "")
-
-
-def _revert_reason(entry: Entry) -> str:
-    """Why the entry is off the table: the last revert or suspect action's reason."""
-    for action in reversed(entry.history):
-        if action.action in ("revert", "suspect"):
-            return action.why
-    return entry.suspect_why or entry.why
 
 
 def _p_text(cell: Mapping[str, Any]) -> str:
@@ -125,21 +108,17 @@ def _evidence_view(model: RenderModel, entry: Entry) -> dict[str, Any] | None:
 
 
 def _restore_plan(entry: Entry, evidence: dict[str, Any] | None) -> dict[str, str]:
-    """What `ledger restore` would do with a reverted entry (DESIGN §2 rules).
+    """What `ledger restore` would do with a reverted entry, by the planner's own rule.
 
     ``held`` says why a plain restore skips it (empty when it would not), ``command`` is
     what brings it back.
     """
-    if entry.suspicion == "suspected":
-        return {
-            "held": "suspected: clear it first, or restore with --include-suspects",
-            "command": f"ledger restore {entry.id} --include-suspects",
-        }
-    if evidence is not None and evidence["verdict"] == "regression":
-        return {
-            "held": "its evidence says regression",
-            "command": f"ledger restore {entry.id} --force",
-        }
+    verdict = evidence["verdict"] if evidence is not None else None
+    held = restore_blocker(entry, include_suspects=False, force=False, require_evidence=False,
+                           verdict=verdict)
+    flags = restore_flags(entry, verdict)
+    if held or flags:
+        return {"held": held or "", "command": " ".join(["ledger restore", entry.id, *flags])}
     command = "ledger restore --perf-only" if entry.cls == "perf" else f"ledger restore {entry.id}"
     return {"held": "", "command": command}
 
@@ -162,8 +141,8 @@ def entry_view(model: RenderModel, entry: Entry, chart_svg: str | None) -> dict[
         "title": entry.title,
         "cls": entry.cls,
         "kind": entry.kind,
-        "status": entry_status(entry),
-        "state_label": state_label(entry),
+        "status": status_word(entry),
+        "state_label": display_state(entry),
         "applied": entry.applied,
         "suspicion": entry.suspicion,
         "why": entry.why,
@@ -175,7 +154,7 @@ def entry_view(model: RenderModel, entry: Entry, chart_svg: str | None) -> dict[
         "last_why": (last.why if last else "") or (entry.why if not last or last.action in
                                                      ("record", "adopt") else ""),
         "last_at": when(last.at) if last else when(entry.recorded),
-        "revert_why": "" if entry.applied else _revert_reason(entry),
+        "revert_why": "" if entry.applied else revert_reason(entry),
         "restore": None if entry.applied else _restore_plan(entry, evidence),
         "target": entry.target,
         "knob": entry.knob,

@@ -13,7 +13,6 @@ disk and from imports of other tools' results.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from dataclasses import field
 from typing import Any
@@ -21,20 +20,6 @@ from typing import Mapping
 
 from ledger.core.model import Entry
 from ledger.errors import InvalidValue
-
-# Entry ids become file names (entries/<id>.md, entries/<id>.svg): no separators, no
-# leading dot, nothing a shell or a URL would need to quote.
-ENTRY_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}\Z")
-
-
-def check_entry_id(entry_id: str) -> str:
-    """Return ``entry_id`` if it can safely name a file and a URL fragment, else raise."""
-    if not isinstance(entry_id, str) or not ENTRY_ID_RE.match(entry_id):
-        raise InvalidValue(
-            f"entry id {entry_id!r} cannot name a rendered file "
-            "(letters, digits, '.', '_' and '-', starting with a letter or digit)"
-        )
-    return entry_id
 
 
 @dataclass(frozen=True)
@@ -90,7 +75,6 @@ class RenderModel:
             raise InvalidValue("the render title (workspace name) is empty")
         seen: set[str] = set()
         for entry in self.entries:
-            check_entry_id(entry.id)
             if entry.id in seen:
                 raise InvalidValue(f"entry id {entry.id!r} appears twice in the render model")
             seen.add(entry.id)
@@ -116,4 +100,4 @@ class RenderModel:
         raise InvalidValue(f"no entry {entry_id!r} in the render model")
 
 
-__all__ = ["KnobRow", "RenderModel", "TargetState", "check_entry_id"]
+__all__ = ["KnobRow", "RenderModel", "TargetState"]

@@ -11,6 +11,8 @@ import re
 from datetime import datetime
 from typing import Any
 
+from ledger.core.display import UNSET
+
 # ---------------------------------------------------------------------------------------
 # Markdown escaping
 # ---------------------------------------------------------------------------------------
@@ -61,7 +63,7 @@ def md_code(value: str | None, table: bool = True) -> str:
     it early.  In GFM tables a ``|`` ends the cell even inside code, hence ``\\|`` there.
     """
     if value is None:
-        return "*unset*"
+        return f"*{UNSET}*"
     if value == "":
         return "*empty*"
     text = _NEWLINES_RE.sub(" ", value)

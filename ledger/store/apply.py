@@ -42,6 +42,8 @@ class Applied:
     commit: str | None = None
     dry_run: bool = False
     notices: list[str] = field(default_factory=list)
+    # entry id -> evidence headline, for the entries a restore brought back or held back
+    evidence: dict[str, str] = field(default_factory=dict)
 
 
 def unified(path: str, old: bytes, new: bytes) -> str:

@@ -234,10 +234,6 @@ class Workspace:
         return self.root / ENTRIES_NAME
 
     @property
-    def patches_dir(self) -> Path:
-        return self.root / "patches"
-
-    @property
     def evidence_dir(self) -> Path:
         return self.root / "evidence"
 

@@ -9,11 +9,11 @@ import sys
 import pytest
 import torch
 
-from engine.tools.bench import make_prompts
-from engine.knobs import EngineKnobs
 from engine.core.llm import LLMEngine
 from engine.core.scheduler import ScheduledBatch
 from engine.core.sequence import SamplingParams
+from engine.knobs import EngineKnobs
+from engine.tools.bench import make_prompts
 
 PARAMS = SamplingParams(max_new_tokens=12, ignore_eos=True)
 

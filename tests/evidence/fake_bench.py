@@ -1,6 +1,6 @@
 """A fake bench with known distributions, in the bundled engine's JSON-lines format.
 
-As a script (what ``run_ab`` runs)::
+As a script (what ``run_alternating`` runs)::
 
     python fake_bench.py --out OUT (--concurrency C | --rate R) [--log LOG]
 

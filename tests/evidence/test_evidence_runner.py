@@ -1,4 +1,4 @@
-"""run_ab for real: a fake bench script in tmp_path, run as a subprocess (no shell)."""
+"""run_alternating for real: a fake bench script in tmp_path, run as a subprocess (no shell)."""
 
 from __future__ import annotations
 
@@ -20,14 +20,14 @@ from hypothesis import settings
 from hypothesis import strategies as st
 
 from ledger.errors import EvidenceError
-from ledger.evidence import DEFAULT_BENCH_COMMAND
-from ledger.evidence import Side
-from ledger.evidence import latest_summary
-from ledger.evidence import record_ab
-from ledger.evidence import run_ab
+from ledger.evidence.runner import DEFAULT_BENCH_COMMAND
+from ledger.evidence.runner import Side
 from ledger.evidence.runner import check_template
 from ledger.evidence.runner import env_file_text
 from ledger.evidence.runner import render_command
+from ledger.evidence.runner import run_alternating
+from ledger.evidence.store import latest_summary
+from ledger.evidence.store import record_ab
 
 HERE = Path(__file__).parent
 
@@ -56,7 +56,7 @@ def test_run_ab_alternates_and_stores_a_gain(tmp_path, bench, monkeypatch):
     dir_a.mkdir()
     dir_b.mkdir()
     calls = []
-    result = run_ab(
+    result = run_alternating(
         template(bench),
         Side("A", {"FAKE_SHIFT": None, "FAKE_SEED": "7"}, dir_a),
         Side("B", {"FAKE_SHIFT": "0.10", "FAKE_SEED": "7"}, dir_b),
@@ -102,7 +102,7 @@ def test_env_file_is_written_per_side(tmp_path, bench):
     """)
     )
     log = tmp_path / "envs.txt"
-    run_ab(
+    run_alternating(
         f"{{python}} {shlex.quote(str(script))} {{out}} {{env_file}} {shlex.quote(str(log))}",
         Side("A", {"K": "it's"}, tmp_path),
         Side("B", {"K": "512"}, tmp_path),
@@ -116,14 +116,14 @@ def test_env_file_is_written_per_side(tmp_path, bench):
 def test_placeholder_values_stay_one_argument(tmp_path, bench):
     evil = tmp_path / "dir with space; $(touch pwned) `id`"
     evil.mkdir()
-    run_ab(template(bench), Side("A", {}, evil), Side("B", {}, evil), [2], 1, warmup=False)
+    run_alternating(template(bench), Side("A", {}, evil), Side("B", {}, evil), [2], 1, warmup=False)
     assert len(read_log(evil / "log.jsonl")) == 2
     assert not list(tmp_path.rglob("pwned")) and not (Path.cwd() / "pwned").exists()
 
 
 def test_failed_run_reports_command_and_stderr(tmp_path, bench):
     with pytest.raises(EvidenceError) as ei:
-        run_ab(
+        run_alternating(
             template(bench),
             Side("A", {}, tmp_path),
             Side("B", {"FAKE_FAIL": "1"}, tmp_path),
@@ -138,7 +138,7 @@ def test_bench_that_writes_garbage_is_refused(tmp_path):
     script = tmp_path / "garbage.py"
     script.write_text("import sys; open(sys.argv[1], 'w').write('{\"tokens\": 3}')\n")
     with pytest.raises(EvidenceError, match="unknown result shape"):
-        run_ab(f"{{python}} {script} {{out}}", Side("A"), Side("B"), [1], 1)
+        run_alternating(f"{{python}} {script} {{out}}", Side("A"), Side("B"), [1], 1)
 
 
 @pytest.mark.parametrize(
@@ -170,9 +170,9 @@ def test_bad_inputs_are_refused(tmp_path):
     with pytest.raises(EvidenceError, match="invalid knob name"):
         Side("A", {"BAD-NAME": "1"})
     with pytest.raises(EvidenceError, match="concurrencies"):
-        run_ab("x {out}", Side("A"), Side("B"), [0], 1)
+        run_alternating("x {out}", Side("A"), Side("B"), [0], 1)
     with pytest.raises(EvidenceError, match="runs per side"):
-        run_ab("x {out}", Side("A"), Side("B"), [1], 0)
+        run_alternating("x {out}", Side("A"), Side("B"), [1], 0)
 
 
 env_values = st.text(
@@ -211,11 +211,12 @@ def test_ctrl_c_kills_the_bench_and_leaves_no_temp_files(tmp_path, bench):
     driver.write_text(
         textwrap.dedent(f"""
         import sys
-        from ledger.evidence import Side, run_ab
+        from ledger.evidence.runner import Side
+        from ledger.evidence.runner import run_alternating
         env = {{"FAKE_SLEEP": "60", "FAKE_PIDFILE": {str(pidfile)!r}}}
         side = Side("A", env, {str(tmp_path)!r})
         try:
-            run_ab({template(bench)!r}, side, Side("B", {{}}, side.engine_dir), [1], 1)
+            run_alternating({template(bench)!r}, side, Side("B", {{}}, side.engine_dir), [1], 1)
         except KeyboardInterrupt:
             print("interrupted")
             sys.exit(130)
@@ -248,7 +249,7 @@ def test_default_command_on_the_bundled_engine(tmp_path):
         pytest.skip("the bundled engine is not in this checkout")
     side_a = Side("A", {"ENGINE_SEED": "0"}, repo)
     side_b = Side("B", {"ENGINE_SEED": "0"}, repo)
-    result = run_ab(DEFAULT_BENCH_COMMAND, side_a, side_b, [2], 1, warmup=False, timeout_s=240)
+    result = run_alternating(DEFAULT_BENCH_COMMAND, side_a, side_b, [2], 1, warmup=False, timeout_s=240)
     assert [r["side"] for r in result.rows] == ["A", "B"]
     assert all(r["output_throughput"] > 0 and r["output_digest"] for r in result.rows)
     summary = record_ab(tmp_path, "e0001", result)
@@ -262,7 +263,7 @@ def test_run_ab_sweeps_request_rates(tmp_path, bench):
         f"{{python}} {shlex.quote(str(bench))} --out {{out}} --rate {{rate}} "
         "--log {engine_dir}/log.jsonl"
     )
-    result = run_ab(
+    result = run_alternating(
         rate_template,
         Side("A", {"FAKE_SEED": "3"}, tmp_path),
         Side("B", {"FAKE_SHIFT": "0.2", "FAKE_SEED": "3"}, tmp_path),
@@ -277,6 +278,6 @@ def test_run_ab_sweeps_request_rates(tmp_path, bench):
     summary = record_ab(tmp_path / "ws", "e0001", result, engine_commit="abc1234")
     assert summary["load"] == "rate" and "@rate " in summary["headline"]
     with pytest.raises(EvidenceError, match="needs a bench command that uses {rate}"):
-        run_ab(template(bench), Side("A"), Side("B"), [], 1, rates=[1.0])
+        run_alternating(template(bench), Side("A"), Side("B"), [], 1, rates=[1.0])
     with pytest.raises(EvidenceError, match="not both"):
-        run_ab(rate_template, Side("A"), Side("B"), [4], 1, rates=[1.0])
+        run_alternating(rate_template, Side("A"), Side("B"), [4], 1, rates=[1.0])

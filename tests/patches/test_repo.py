@@ -50,7 +50,7 @@ def test_hooks_never_run(repo: Path, stack: Stack, tmp_path: Path) -> None:
     marker.unlink()
     engine = EngineRepo(repo)
     before = engine.head()
-    engine.record_patch(stack.texts[0], entry_id="e0001", title="P1", cls="perf")
+    engine.commit_patch(stack.texts[0], entry_id="e0001", title="P1", cls="perf")
     engine.apply_plan(
         engine.plan_stack([StackItem("e0001", "P1", stack.texts[0], True, False)]), message="revert"
     )
@@ -68,7 +68,7 @@ def test_identity_without_any_git_config(
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home))
     monkeypatch.setenv("GIT_DIR", str(tmp_path / "elsewhere"))  # must not redirect the ledger
-    commit = EngineRepo(repo).record_patch(stack.texts[0], entry_id="e0001", title="P1", cls="perf")
+    commit = EngineRepo(repo).commit_patch(stack.texts[0], entry_id="e0001", title="P1", cls="perf")
     monkeypatch.delenv("GIT_DIR")
     assert git(repo, "log", "-1", "--format=%an <%ae>|%cn", commit).strip() == (
         "knob ledger <knob-ledger@localhost>|knob ledger"
@@ -78,7 +78,7 @@ def test_identity_without_any_git_config(
 @pytest.mark.parametrize("kind", ["unstaged", "staged", "in-progress merge"])
 def test_dirty_repo_is_refused_and_nothing_is_lost(repo: Path, stack: Stack, kind: str) -> None:
     engine = EngineRepo(repo)
-    engine.record_patch(stack.texts[0], entry_id="e0001", title="P1", cls="perf")
+    engine.commit_patch(stack.texts[0], entry_id="e0001", title="P1", cls="perf")
     head = engine.head()
     (repo / "b.py").write_text("my work in progress\n")
     if kind == "staged":
@@ -91,7 +91,7 @@ def test_dirty_repo_is_refused_and_nothing_is_lost(repo: Path, stack: Stack, kin
     with pytest.raises(PatchError, match="merge" if "merge" in kind else "changes in: b.py"):
         engine.apply_plan(plan, message="revert")
     with pytest.raises(PatchError):
-        engine.record_patch(stack.texts[2], entry_id="e0003", title="P3", cls="perf")
+        engine.commit_patch(stack.texts[2], entry_id="e0003", title="P3", cls="perf")
     assert engine.head() == head and tree_files(repo) == files
     assert git(repo, "stash", "list") == ""
 
@@ -99,10 +99,10 @@ def test_dirty_repo_is_refused_and_nothing_is_lost(repo: Path, stack: Stack, kin
 def test_untracked_files(repo: Path, stack: Stack) -> None:
     engine = EngineRepo(repo)
     (repo / "bench-output.json").write_text("{}")  # unrelated: does not block
-    engine.record_patch(stack.texts[0], entry_id="e0001", title="P1", cls="perf")
+    engine.commit_patch(stack.texts[0], entry_id="e0001", title="P1", cls="perf")
     (repo / "new.py").write_text("mine\n")  # where the patch would create a file: refused
     with pytest.raises(PatchError, match="new.py"):
-        engine.record_patch(new_file("new.py", "theirs"), entry_id="e0002", title="N", cls="bugfix")
+        engine.commit_patch(new_file("new.py", "theirs"), entry_id="e0002", title="N", cls="bugfix")
     assert (repo / "new.py").read_text() == "mine\n"
     assert (repo / "bench-output.json").read_text() == "{}"
 
@@ -129,7 +129,7 @@ def test_revisions_are_data(repo: Path, rev: str) -> None:
 def test_titles_and_ids_are_data(repo: Path, stack: Stack) -> None:
     engine = EngineRepo(repo)
     title = "--upload-pack=touch PWNED -u --template=x $(touch PWNED) `id`"
-    commit = engine.record_patch(stack.texts[0], entry_id="e0001", title=title, cls="perf")
+    commit = engine.commit_patch(stack.texts[0], entry_id="e0001", title=title, cls="perf")
     assert git(repo, "log", "-1", "--format=%s", commit).strip() == title
     assert not list(repo.glob("PWNED*"))
     for bad in (
@@ -141,7 +141,7 @@ def test_titles_and_ids_are_data(repo: Path, stack: Stack) -> None:
     ):
         args = {"entry_id": "e0002", "title": "t", "cls": "bugfix", **bad}
         with pytest.raises(PatchError):
-            engine.record_patch(stack.texts[1], **args)
+            engine.commit_patch(stack.texts[1], **args)
 
 
 def test_adopt_commit(repo: Path, stack: Stack) -> None:
@@ -151,7 +151,8 @@ def test_adopt_commit(repo: Path, stack: Stack) -> None:
     engine = EngineRepo(repo)
     text, sha = engine.adopt_commit("HEAD~1")
     assert sha == git(repo, "rev-parse", "HEAD~1").strip()
-    assert "+a_5 = 50" in text and engine.patch_is_live(text)
+    assert "+a_5 = 50" in text
+    assert engine.stack_live([StackItem("e0001", "pin", text, True, False)]) == {"e0001": True}
     plan = engine.plan_stack([StackItem("e0001", "pin", text, True, False)])
     engine.apply_plan(plan, message="revert the adopted fix")
     assert (repo / "a.py").read_text() == stack.base_files["a.py"]
@@ -192,7 +193,7 @@ def test_subdirectory_resolves_to_top_and_ambiguous_patch(repo: Path) -> None:
 def test_patch_that_does_not_apply(repo: Path) -> None:
     bad = "--- a/README\n+++ b/README\n@@ -1 +1 @@\n-not there\n+x\n"
     with pytest.raises(PatchError, match="does not apply"):
-        EngineRepo(repo).record_patch(bad, entry_id="e0001", title="t", cls="perf")
+        EngineRepo(repo).commit_patch(bad, entry_id="e0001", title="t", cls="perf")
     assert os.listdir(repo) and git(repo, "status", "--porcelain") == ""
 
 
@@ -200,7 +201,7 @@ def test_rollback_after_a_crash_mid_checkout(repo: Path, stack: Stack) -> None:
     """Killed between writing files and moving the branch: the next rollback cleans up."""
     engine = EngineRepo(repo)
     before, files = engine.head(), tree_files(repo)
-    engine.record_patch(new_file("pkg/new.py", "x = 1"), entry_id="e0001", title="N", cls="bugfix")
+    engine.commit_patch(new_file("pkg/new.py", "x = 1"), entry_id="e0001", title="N", cls="bugfix")
     crashed = engine.head()
     git(repo, "reset", "-q", "--soft", before)  # the branch had not moved yet ...
     git(repo, "reset", "-q")  # ... nor the index; pkg/new.py is on disk, untracked

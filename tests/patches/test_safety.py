@@ -94,11 +94,11 @@ def test_attack_is_refused_with_nothing_written(repo: Path, outside: Path, name:
     before = snapshot(repo, outside)
     hooks = sorted(os.listdir(repo / ".git" / "hooks"))
     with pytest.raises(PatchError):
-        engine.record_patch(text, entry_id="e0001", title="evil", cls="perf")
+        engine.commit_patch(text, entry_id="e0001", title="evil", cls="perf")
     with pytest.raises(PatchError):
         engine.plan_stack([StackItem("e0001", "evil", text, False, True)])
     with pytest.raises(PatchError):
-        engine.patch_is_live(text)
+        engine.stack_live([StackItem("e0001", "evil", text, True, False)])
     assert snapshot(repo, outside) == before
     assert sorted(os.listdir(repo / ".git" / "hooks")) == hooks
     assert git(repo, "status", "--porcelain", "--untracked-files=all") == ""
@@ -111,18 +111,18 @@ def test_write_through_a_symlink_in_the_repo(repo: Path, outside: Path) -> None:
     git(repo, "commit", "-qm", "a symlink")
     engine = EngineRepo(repo)
     with pytest.raises(PatchError, match="through symlink link"):
-        engine.record_patch(new_file("link/evil"), entry_id="e0001", title="t", cls="perf")
+        engine.commit_patch(new_file("link/evil"), entry_id="e0001", title="t", cls="perf")
     assert list(outside.iterdir()) == []
     # An untracked symlink in the worktree is as dangerous as a committed one.
     (repo / "wlink").symlink_to(outside)
     with pytest.raises(PatchError, match="through symlink wlink"):
-        engine.record_patch(new_file("wlink/evil"), entry_id="e0001", title="t", cls="perf")
+        engine.commit_patch(new_file("wlink/evil"), entry_id="e0001", title="t", cls="perf")
     assert list(outside.iterdir()) == []
 
 
 def test_in_repo_symlink_alone_is_allowed(repo: Path) -> None:
     engine = EngineRepo(repo)
-    engine.record_patch(new_symlink("docs", "README"), entry_id="e0001", title="t", cls="perf")
+    engine.commit_patch(new_symlink("docs", "README"), entry_id="e0001", title="t", cls="perf")
     assert os.readlink(repo / "docs") == "README"
 
 
@@ -163,5 +163,5 @@ def test_retargeting_an_existing_symlink_outside_is_refused(repo: Path, outside:
     engine = EngineRepo(repo)
     head = engine.head()
     with pytest.raises(PatchError, match="pointing outside"):
-        engine.record_patch(text, entry_id="e0001", title="t", cls="perf")
+        engine.commit_patch(text, entry_id="e0001", title="t", cls="perf")
     assert engine.head() == head and os.readlink(repo / "docs") == "README"

@@ -59,7 +59,7 @@ def items(stack: Stack, now: frozenset[int], after: frozenset[int]) -> list[Stac
 
 def record_all(engine: EngineRepo, stack: Stack) -> None:
     for k in range(4):
-        engine.record_patch(
+        engine.commit_patch(
             stack.texts[k], entry_id=stack.ids[k], title=stack.names[k], cls=stack.classes[k]
         )
 
@@ -144,14 +144,14 @@ def test_restore_refused_when_a_later_bugfix_took_the_lines(repo: Path, stack: S
     """P3 reverted, then bugfix X recorded on the same lines: restoring P3 is refused."""
     engine = EngineRepo(repo)
     p3 = StackItem("e0003", "P3", stack.texts[2], True, True, "perf")
-    engine.record_patch(p3.text, entry_id="e0003", title="P3", cls="perf")
+    engine.commit_patch(p3.text, entry_id="e0003", title="P3", cls="perf")
     engine.apply_plan(
         engine.plan_stack([StackItem("e0003", "P3", p3.text, True, False)]), message="revert P3"
     )
     (repo / "c.py").write_text((repo / "c.py").read_text().replace("c_10 = 10\n", "c_10 = 9\n"))
     fix = git(repo, "diff")
     git(repo, "checkout", "--", "c.py")
-    engine.record_patch(fix, entry_id="e0005", title="X", cls="bugfix")
+    engine.commit_patch(fix, entry_id="e0005", title="X", cls="bugfix")
     head = engine.head()
     stack_items = [
         StackItem("e0003", "P3", p3.text, False, True, "perf"),
@@ -177,11 +177,9 @@ def test_hand_edited_tree_is_reported_as_drift(repo: Path, stack: Stack) -> None
 def test_stack_live_sees_a_patch_under_a_later_one(repo: Path, stack: Stack) -> None:
     engine = EngineRepo(repo)
     record_all(engine, stack)
-    assert engine.patch_is_live(stack.texts[2]) is False  # B4 rewrote P3's line
     assert engine.stack_live(items(stack, ALL, ALL))["e0003"] is True
     engine.apply_plan(engine.plan_stack(items(stack, ALL, ALL - {0})), message="revert P1")
     assert engine.stack_live(items(stack, ALL - {0}, ALL - {0}))["e0001"] is False
-    assert engine.patch_is_live(stack.texts[0]) is False
 
 
 def test_trailers_name_each_entry_and_action(repo: Path, stack: Stack) -> None:
@@ -222,8 +220,8 @@ def test_rollback_restores_branch_and_worktree(repo: Path, stack: Stack) -> None
     before = engine.head()
     before_files = tree_files(repo)
     new_file = "diff --git a/new.py b/new.py\nnew file mode 100644\n--- /dev/null\n+++ b/new.py\n@@ -0,0 +1 @@\n+x = 1\n"
-    engine.record_patch(stack.texts[0], entry_id="e0001", title="P1", cls="perf")
-    engine.record_patch(new_file, entry_id="e0009", title="new", cls="bugfix")
+    engine.commit_patch(stack.texts[0], entry_id="e0001", title="P1", cls="perf")
+    engine.commit_patch(new_file, entry_id="e0009", title="new", cls="bugfix")
     assert (repo / "new.py").exists()
     engine.rollback(before)
     assert engine.head() == before and tree_files(repo) == before_files
@@ -233,7 +231,7 @@ def test_rollback_restores_branch_and_worktree(repo: Path, stack: Stack) -> None
 
 def test_head_moved_since_plan_is_refused(repo: Path, stack: Stack) -> None:
     engine = EngineRepo(repo)
-    engine.record_patch(stack.texts[0], entry_id="e0001", title="P1", cls="perf")
+    engine.commit_patch(stack.texts[0], entry_id="e0001", title="P1", cls="perf")
     plan = engine.plan_stack([StackItem("e0001", "P1", stack.texts[0], True, False)])
     git(repo, "commit", "-q", "--allow-empty", "-m", "someone else")
     with pytest.raises(PatchError, match="HEAD moved"):

@@ -93,7 +93,7 @@ def test_dom_holds_the_story_as_text(page: tuple[str, Path, Path]) -> None:
         "Raise decode MMA target CTAs to 512",
         "gain +12.8% output_throughput @c64",
         "SGLANG_SM120_MMA_TARGET_CTAS",
-        "held back: suspected",
+        "held back: under suspicion",  # the planner's own reason, as the CLI says it
         "Queue | size | 8",
         "the hang was a client proxy",
         "Timeline",

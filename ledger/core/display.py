@@ -1,0 +1,70 @@
+"""How an entry is named to people: its state, its change, why it is off the table.
+
+One definition of each, shared by the CLI (``ledger list/show/status/diff``) and the
+rendered docs, so the two can never tell an operator different things.  Pure.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # annotations only: ledger.errors uses value_text, and model uses errors
+    from ledger.core.model import Action
+    from ledger.core.model import Entry
+
+UNSET = "unset"
+
+
+def value_text(value: str | None, *, quote: bool = False) -> str:
+    """A knob value for a message: ``unset`` for None, else the value (``repr`` if ``quote``)."""
+    if value is None:
+        return UNSET
+    return repr(value) if quote else value
+
+
+def status_word(e: Entry) -> str:
+    """One word for colours and badges: applied, reverted, suspected or cleared."""
+    if e.suspicion == "suspected":
+        return "suspected"
+    if e.suspicion == "cleared" and not e.applied:
+        return "cleared"
+    return e.state
+
+
+def display_state(e: Entry) -> str:
+    """The state as an operator calls it: applied, reverted, suspected, cleared, or
+    ``applied (suspected)`` for a suspect restored with ``--include-suspects``."""
+    word = status_word(e)
+    return "applied (suspected)" if word == "suspected" and e.applied else word
+
+
+def change_text(e: Entry) -> str:
+    """``KNOB: before -> after`` for a knob entry, ``patch FILES`` for a patch entry."""
+    if e.kind == "knob":
+        return f"{e.knob}: {value_text(e.before)} -> {value_text(e.after)}"
+    return f"patch {', '.join(e.files)}"
+
+
+def revert_action(e: Entry) -> Action | None:
+    """The action that took the entry off the table last (a revert or a suspect)."""
+    for a in reversed(e.history):
+        if a.action in ("revert", "suspect"):
+            return a
+    return None
+
+
+def revert_reason(e: Entry) -> str:
+    """Why the entry is off the table: the last revert or suspect action's reason."""
+    a = revert_action(e)
+    return a.why if a else ""
+
+
+__all__ = [
+    "UNSET",
+    "change_text",
+    "display_state",
+    "revert_action",
+    "revert_reason",
+    "status_word",
+    "value_text",
+]
