@@ -80,6 +80,7 @@ def get_format(
     container: str | None = None,
     key_path: str | None = None,
     check_key: Callable[[str], None] | None = None,
+    strings: bool = False,
 ) -> TargetFormat:
     """The format called ``name``.
 
@@ -87,7 +88,8 @@ def get_format(
     (``NAME/CONTAINER``, ``KIND/NAME/ROLE/CONTAINER``, ``DOC:PATH``) where the name is
     not unique; see :mod:`envknobs.formats._k8s_find`.  ``key_path`` is where the map of
     a ``yaml-map`` target is (None: the whole file), ``check_key`` validates its keys
-    (a flag catalog lookup raising KnobError).  Raises :class:`FormatError` for an
+    (a flag catalog lookup raising KnobError), ``strings`` says its values are env
+    strings (new values are always written as strings).  Raises :class:`FormatError` for an
     unknown format, a ``k8s`` format without a container, or an option given to a
     format that does not take it.
     """
@@ -106,7 +108,7 @@ def get_format(
     if name == "yaml-map":
         from envknobs.formats.yaml_map import YamlMapFormat
 
-        return YamlMapFormat(key_path, check_key)
+        return YamlMapFormat(key_path, check_key, strings)
     if key_path is not None or check_key is not None:
         raise FormatError(f"a key path is only meaningful for yaml-map targets, not {name}")
     if name == "bash":

@@ -112,13 +112,17 @@ class Found:
     def line(self) -> int:
         return line(self.node)
 
-    @property
-    def where(self) -> str:
-        """``line 40: RoleBasedGroup/pd, role prefill`` -- for messages."""
+    def place(self, path: str | None = None) -> str:
+        """``line 40: RoleBasedGroup/pd, role prefill`` (``FILE:40: ...`` given the file)."""
         obj = "/".join(p for p in (self.kind, self.object_name) if p) or f"document {self.doc}"
         roles = "/".join(s.text for s in self.roles)
         init = ", init container" if self.init else ""
-        return f"line {self.line}: {obj}" + (f", role {roles}" if roles else "") + init
+        at = f"{path}:{self.line}" if path else f"line {self.line}"
+        return f"{at}: {obj}" + (f", role {roles}" if roles else "") + init
+
+    @property
+    def where(self) -> str:
+        return self.place()
 
 
 def _segment_for_key(key: str) -> Segment | None:
@@ -269,26 +273,31 @@ def check_address(address: str) -> str:
     return address
 
 
-def listing(candidates: list[Found]) -> str:
+def listing(candidates: list[Found], path: str | None = None) -> str:
     """One line per candidate: its working address and where it is."""
     width = max(len(c.address) for c in candidates)
-    return "\n".join(f"  {c.address:<{width}}  ({c.where})" for c in candidates)
+    return "\n".join(f"  {c.address:<{width}}  ({c.place(path)})" for c in candidates)
 
 
-class ContainerNotFound(FormatError):
+class _Candidates(FormatError):
+    def __init__(self, head: str, candidates: list[Found]) -> None:
+        self.head = head
+        self.candidates = candidates
+        super().__init__(self.render())
+
+    def render(self, path: str | None = None) -> str:
+        """The message, each candidate placed as ``FILE:LINE`` when ``path`` is given."""
+        if not self.candidates:
+            return self.head
+        return f"{self.head}:\n{listing(self.candidates, path)}"
+
+
+class ContainerNotFound(_Candidates):
     """No container fits the address; ``candidates`` are every container in the file."""
 
-    def __init__(self, message: str, candidates: list[Found]) -> None:
-        super().__init__(message)
-        self.candidates = candidates
 
-
-class ContainerAmbiguous(FormatError):
+class ContainerAmbiguous(_Candidates):
     """Several containers fit the address; ``candidates`` are those containers."""
-
-    def __init__(self, message: str, candidates: list[Found]) -> None:
-        super().__init__(message)
-        self.candidates = candidates
 
 
 def _inventory(docs: list[Node | None]) -> str:
@@ -327,14 +336,12 @@ def locate(address: str, docs: list[Node | None]) -> tuple[Found, list[Found]]:
     chosen = select(address, every)
     if not chosen:
         raise ContainerNotFound(
-            f"container {address!r} not found; the containers in the file are:\n"
-            + listing(every),
-            every,
+            f"container {address!r} not found; the containers in the file are", every
         )
     if len(chosen) > 1:
         raise ContainerAmbiguous(
             f"container {address!r} is ambiguous: it fits {len(chosen)} containers; "
-            "select one with --container and one of these addresses:\n" + listing(chosen),
+            "select one with --container and one of these addresses",
             chosen,
         )
     return chosen[0], every

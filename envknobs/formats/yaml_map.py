@@ -20,7 +20,9 @@ string), a plain value stays plain where YAML 1.1 and 1.2 readers agree on what 
 turns into a number or bool by accident (``fa3`` → ``3`` is written ``"3"``).  A value the
 two YAML versions read differently (``no``, ``on``, ``0777``, ``1e3``) is quoted.  A new
 key goes after the map's last key, in the map's indentation (or inside ``{...}``), its
-value in the style most of its neighbours use.  ``unset`` removes the key's lines.
+value in the style most of its neighbours use.  With ``strings`` (an env map: the process
+gets every value as a string) a new key's value is always written as a string, quoted
+where YAML would read it as anything else (``"512"``).  ``unset`` removes the key's lines.
 Bytes outside the edit (comments, order, blank lines, other keys) are untouched, and
 :meth:`YamlMapFormat.source` / ``set(..., source=S)`` put a value's original text back
 verbatim, as the k8s format does.
@@ -33,7 +35,6 @@ keys of a ``--config`` file against a flag catalog on every set and unset.
 from __future__ import annotations
 
 import difflib
-import re
 from dataclasses import dataclass
 from typing import Callable
 from typing import Iterable
@@ -43,6 +44,8 @@ from ruamel.yaml.nodes import Node
 from ruamel.yaml.nodes import ScalarNode
 
 from envknobs.formats import FormatError
+from envknobs.formats._keys import KEY_RE
+from envknobs.formats._keys import check_key_name
 from envknobs.formats._text import line_end
 from envknobs.formats._text import line_of
 from envknobs.formats._text import line_start
@@ -72,17 +75,7 @@ from envknobs.formats._yaml_scalar import resolved_tag
 from envknobs.registry import KnobError
 from envknobs.registry import check_knob_value
 
-KEY_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*\Z")
 KeyCheck = Callable[[str], None]
-
-
-def check_key_name(key: str) -> str:
-    if not isinstance(key, str) or not KEY_RE.match(key):
-        raise KnobError(
-            f"invalid key {key!r}: a key is letters, digits, '_', '-' and '.', "
-            "starting with a letter or '_'"
-        )
-    return key
 
 
 def key_checker(
@@ -110,9 +103,13 @@ class _Map:
     holder_value: Node | None  # the null scalar there, when the map is empty
 
 
-def _typed(value: str, old: ScalarNode | None, style: str | None, quote: str | None) -> str:
+def _typed(
+    value: str, old: ScalarNode | None, style: str | None, quote: str | None, strings: bool
+) -> str:
     """``value`` rendered with the typing rules of the module docstring."""
     check_yaml_text(value)
+    if old is None and strings:
+        return render(value, style, quote)
     if old is not None and old.style in (SINGLE, DOUBLE):
         return quoted(value, old.style)
     tag = plain_tag(value)
@@ -132,10 +129,14 @@ class YamlMapFormat:
 
     name = "yaml-map"
 
-    def __init__(self, key_path: str | None = None, check_key: KeyCheck | None = None) -> None:
+    def __init__(
+        self, key_path: str | None = None, check_key: KeyCheck | None = None,
+        strings: bool = False,
+    ) -> None:
         self.steps = parse_path(key_path) if key_path else ()
         self.key_path = format_path(self.steps)
         self.check_key = check_key
+        self.strings = strings
 
     def _where(self) -> str:
         return f"key path {self.key_path!r}" if self.steps else "the file"
@@ -223,13 +224,13 @@ class YamlMapFormat:
             if source is not None:
                 attempts.append(lambda: splice_source(text, key, node, source))
             style_, quote = neighbour_style(v for _, v in pairs.values())
-            rendered = _typed(value, node, style_, quote)
+            rendered = _typed(value, node, style_, quote, self.strings)
             attempts.append(lambda: splice_value(text, key, node, rendered))
         else:
             if source is not None and "\n" not in source:
                 attempts.append(lambda: self._add(text, m, pairs, knob, f":{source}"))
             style_, quote = neighbour_style(v for _, v in pairs.values())
-            rendered = _typed(value, None, style_, quote)
+            rendered = _typed(value, None, style_, quote, self.strings)
             attempts.append(lambda: self._add(text, m, pairs, knob, f": {rendered}"))
         for i, attempt in enumerate(attempts):
             out = attempt()

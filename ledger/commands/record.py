@@ -15,6 +15,7 @@ from ledger.core import planner
 from ledger.core.display import value_text
 from ledger.core.model import Action
 from ledger.core.model import Entry
+from ledger.core.model import Target
 from ledger.core.model import check_class
 from ledger.core.model import slugify
 from ledger.errors import Drift
@@ -32,6 +33,7 @@ from ledger.store.patch_entries import engine_repo
 from ledger.store.targets import anchor_in
 from ledger.store.targets import edit_target
 from ledger.store.targets import read_target
+from ledger.store.targets import source_in
 from ledger.store.workspace import new_entry_id
 
 
@@ -46,14 +48,27 @@ def knob_registry():
     return default_registry(REGISTRY)
 
 
-def validate_knob(knob: str, value: str | None, no_validate: bool) -> list[str]:
-    """Check a knob assignment against the catalogs; return warnings, raise on errors."""
+def validate_knob(
+    knob: str, value: str | None, no_validate: bool, target: Target | None = None
+) -> list[str]:
+    """Check a knob assignment against the catalogs; return warnings, raise on errors.
+
+    The keys of an engine ``--config`` file (a yaml-map target with ``flags``) are server
+    arguments, checked against that engine's flag catalog; every other knob is an env
+    variable, checked against the env catalogs.
+    """
+    if target is not None and target.flags:
+        return _validate_flag_key(knob, value, no_validate, target)
     try:
         check_knob_name(knob)
         if value is not None:
             check_knob_value(value)
     except KnobError as e:
-        raise InvalidValue(str(e)) from None
+        hint = ""
+        if target is not None and target.format == "yaml-map":
+            hint = (f" (if {target.name} is an engine --config file, add it with "
+                    "--flags sglang|vllm)")
+        raise InvalidValue(f"{e}{hint}") from None
     if no_validate:
         return []
     from envknobs.catalog import check_assignment
@@ -62,6 +77,28 @@ def validate_knob(knob: str, value: str | None, no_validate: bool) -> list[str]:
         return check_assignment(knob_registry(), knob, value)
     except KnobError as e:
         raise InvalidValue(f"{e} (pass --no-validate to record it anyway)") from None
+
+
+def _validate_flag_key(knob: str, value: str | None, no_validate: bool, target: Target):
+    from envknobs.formats._keys import check_key_name
+    from ledger.store.targets import flag_key_check
+
+    try:
+        check_key_name(knob)
+        if value is not None:
+            check_knob_value(value)
+    except KnobError as e:
+        raise InvalidValue(str(e)) from None
+    if no_validate:
+        return []
+    check = flag_key_check(target.flags)
+    if check is None:
+        return [f"{knob}: not checked, no {target.flags} flag catalog is bundled yet"]
+    try:
+        check(knob)
+    except KnobError as e:
+        raise InvalidValue(f"{e} (pass --no-validate to record it anyway)") from None
+    return []
 
 
 def new_entry(s: Session, *, kind: str, cls: str, title: str, why: str, adopt: bool, **fields) -> Entry:
@@ -109,9 +146,9 @@ def record_knob(
     """Change a knob in a target and record it; or, with ``adopt``, record a change made by hand."""
     check_class(cls)
     t = s.ws.target(target)
-    warnings = validate_knob(knob, value, no_validate)
+    warnings = validate_knob(knob, value, no_validate, t)
     if before is not None:
-        validate_knob(knob, before, True)
+        validate_knob(knob, before, True, t)
     if before_given and not adopt:
         raise UsageError("--before/--before-unset only go with --adopt")
     if adopt and not before_given:
@@ -130,10 +167,14 @@ def record_knob(
         # Where the knob's line sits while present, so a later revert/restore can put it back.
         holding = tf.text if value is None else edit_target(tf, {knob: value}).decode(
             "utf-8", "surrogateescape")
+        # The exact text of the value before and after, so revert/restore put it back.
+        before_source = None if adopt else source_in(t, tf.text, knob)
         entry = new_entry(s, kind="knob", cls=cls, title=title, why=why, adopt=adopt,
                           target=target, knob=knob, before=entry_before, after=value,
                           anchor=anchor_in(tf, holding, knob,
-                                           layer_anchors(entries).get(target)))
+                                           layer_anchors(entries).get(target)),
+                          before_source=before_source if entry_before is not None else None,
+                          after_source=None if value is None else source_in(t, holding, knob))
         edits = {} if adopt else {(target, knob): (entry_before, value)}
         plan = planner.Plan("record", (), (), edits)
         message = f"record {cls} {knob}={value_text(value, quote=True)} in {target}: " \

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from envknobs.formats import FormatError
 from ledger.commands.session import Session
 from ledger.core.model import Target
 from ledger.core.model import check_target_name
@@ -12,6 +13,7 @@ from ledger.errors import InvalidValue
 from ledger.errors import Refused
 from ledger.evidence.runner import DEFAULT_BENCH_COMMAND
 from ledger.store import wsgit
+from ledger.store.targets import format_of
 from ledger.store.targets import read_target
 from ledger.store.txn import Transaction
 from ledger.store.txn import WriterLock
@@ -65,16 +67,26 @@ def _write_config(s: Session, message: str) -> str:
 
 
 def add_target(
-    s: Session, name: str, path: str, fmt: str, container: str | None, cwd: Path, dry_run: bool
+    s: Session, name: str, path: str, fmt: str, container: str | None, cwd: Path, dry_run: bool,
+    key_path: str | None = None, flags: str | None = None,
 ) -> Target:
-    """Put a file under management (it must exist, parse, and not be a symlink)."""
+    """Put a file under management (it must exist, parse, and not be a symlink).
+
+    ``container``: the k8s container address; ``key_path``/``flags``: where a yaml-map's
+    map is, and the engine whose server flags its keys are (an ``--config`` file).
+    """
     check_target_name(name)
     if name in s.ws.config.targets:
         raise Refused(f"a target named {name!r} exists already ({s.ws.config.targets[name].path})")
     abs_path = Path(path) if Path(path).is_absolute() else (cwd / path)
     abs_path = Path(os.path.normpath(abs_path))
     check_target_file(abs_path)
-    target = Target(name, _relative_if_inside(abs_path, s.ws.root), fmt, container)
+    try:
+        target = Target(name, _relative_if_inside(abs_path, s.ws.root), fmt, container,
+                        key_path, flags)
+        format_of(target)  # a malformed container address or key path fails here
+    except FormatError as e:
+        raise InvalidValue(f"target {name}: {e}") from None
     read_target(s.ws, target)  # parses, so a bad file or a missing container fails now
     if dry_run:
         return target

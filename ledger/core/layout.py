@@ -133,10 +133,15 @@ def _position(
 
 
 def add_knob(
-    fmt, text: str, knob: str, value: str, managed: Mapping[str, dict | None]
+    fmt, text: str, knob: str, value: str, managed: Mapping[str, dict | None],
+    source: str | None = None,
 ) -> str:
-    """``fmt.set`` for a knob absent from ``text``, placed at its anchor when possible."""
-    placed = fmt.set(text, knob, value)
+    """``fmt.set`` for a knob absent from ``text``, placed at its anchor when possible.
+
+    ``source``: the exact text of the value, for formats that take one (k8s, yaml-map).
+    """
+    placed = fmt.set(text, knob, value, source=source) if source is not None else fmt.set(
+        text, knob, value)
     anchor = managed.get(knob)
     if not anchor:
         return placed

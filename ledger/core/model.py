@@ -36,12 +36,23 @@ KINDS = ("knob", "patch")
 STATES = ("applied", "reverted")
 SUSPICIONS = ("suspected", "cleared")
 ACTIONS = ("record", "adopt", "revert", "restore", "suspect", "clear")
-FORMATS = ("bash", "dotenv", "k8s")
+FORMATS = ("bash", "dotenv", "k8s", "yaml-map")
+FLAG_ENGINES = ("sglang", "vllm")
 
 # Target names and entry ids name files (patches/<id>.patch, evidence/<id>/,
 # entries/<id>.md) and URL fragments: no separators, no leading dot, nothing a shell or a
 # URL would need to quote.
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")
+
+
+def check_entry_knob(name: str) -> str:
+    """A knob entry's name: an env variable, or a key of a YAML map (``mem-fraction-static``)."""
+    try:
+        return check_knob_name(name)
+    except KnobError:
+        from envknobs.formats._keys import check_key_name
+
+        return check_key_name(name)
 
 
 def check_class(value: str) -> str:
@@ -122,6 +133,10 @@ class Entry:
     after: str | None = None
     # where the knob's line sits, to put it back there (see ledger.core.layout)
     anchor: dict | None = None
+    # the exact text of the value before / after (formats that keep it: k8s, yaml-map), so
+    # a revert or restore writes those bytes back rather than a re-rendering of the value
+    before_source: str | None = None
+    after_source: str | None = None
     # patch entries
     patch: str | None = None
     sha256: str | None = None
@@ -144,7 +159,7 @@ class Entry:
             if not self.target or not self.knob:
                 raise InvalidValue(f"entry {self.id}: a knob entry needs a target and a knob")
             try:
-                check_knob_name(self.knob)
+                check_entry_knob(self.knob)
                 for v in (self.before, self.after):
                     if v is not None:
                         check_knob_value(v)
@@ -199,6 +214,9 @@ class Entry:
             d.update(target=self.target, knob=self.knob, before=self.before, after=self.after)
             if self.anchor is not None:
                 d["anchor"] = self.anchor
+            for key in ("before_source", "after_source"):
+                if getattr(self, key) is not None:
+                    d[key] = getattr(self, key)
         else:
             d.update(patch=self.patch, sha256=self.sha256, files=list(self.files), commit=self.commit)
         d["history"] = [a.to_dict() for a in self.history]
@@ -228,6 +246,8 @@ class Entry:
             before=opt("before"),
             after=opt("after"),
             anchor=d.get("anchor") if isinstance(d.get("anchor"), dict) else None,
+            before_source=opt("before_source"),
+            after_source=opt("after_source"),
             patch=opt("patch"),
             sha256=opt("sha256"),
             files=tuple(str(f) for f in d.get("files") or ()),
@@ -243,7 +263,9 @@ class Target:
     name: str
     path: str  # as written in ledger.yaml: absolute, or relative to the workspace
     format: str
-    container: str | None = None  # k8s: which container's env list
+    container: str | None = None  # k8s: the address of the container whose env list
+    key_path: str | None = None  # yaml-map: where the map is (None: the whole file)
+    flags: str | None = None  # yaml-map: the keys are this engine's server flags (--config)
 
     def __post_init__(self) -> None:
         check_target_name(self.name)
@@ -253,11 +275,22 @@ class Target:
             )
         if self.format == "k8s" and not self.container:
             raise InvalidValue(f"target {self.name}: a k8s target needs --container")
+        if self.format != "k8s" and self.container:
+            raise InvalidValue(f"target {self.name}: --container is for k8s targets only")
+        if self.format != "yaml-map" and (self.key_path or self.flags):
+            raise InvalidValue(
+                f"target {self.name}: --key-path and --flags are for yaml-map targets only"
+            )
+        if self.flags is not None and self.flags not in FLAG_ENGINES:
+            raise InvalidValue(
+                f"target {self.name}: unknown --flags {self.flags!r} (use {', '.join(FLAG_ENGINES)})"
+            )
 
     def to_dict(self) -> dict[str, Any]:
         d = {"path": self.path, "format": self.format}
-        if self.container:
-            d["container"] = self.container
+        for key in ("container", "key_path", "flags"):
+            if getattr(self, key):
+                d[key] = getattr(self, key)
         return d
 
 
@@ -268,8 +301,10 @@ __all__ = [
     "CLASSES",
     "KINDS",
     "STATES",
+    "FLAG_ENGINES",
     "FORMATS",
     "check_class",
+    "check_entry_knob",
     "check_target_name",
     "slugify",
 ]

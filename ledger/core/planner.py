@@ -60,6 +60,27 @@ def layer_value(layer: Sequence[Entry], applied: Mapping[str, bool] | None = Non
     return layer[0].before
 
 
+def layer_source(layer: Sequence[Entry], applied: Mapping[str, bool] | None = None) -> str | None:
+    """The exact text of :func:`layer_value`'s value, where the entries kept it.
+
+    The ``after_source`` of the last applied entry, else the first entry's
+    ``before_source``: a revert to the base writes the base's original text back.
+    """
+    for e in reversed(layer):
+        is_applied = applied.get(e.id, e.applied) if applied is not None else e.applied
+        if is_applied:
+            return e.after_source
+    return layer[0].before_source
+
+
+def knob_sources(entries: Iterable[Entry], *, full: bool = False) -> dict[KnobKey, str | None]:
+    """The value text per (target, knob) with the entries' states (``full``: all applied)."""
+    return {
+        key: layer[-1].after_source if full else layer_source(layer)
+        for key, layer in knob_layers(entries).items()
+    }
+
+
 def expected_knobs(entries: Iterable[Entry]) -> dict[KnobKey, str | None]:
     """What the ledger expects live for every (target, knob) it knows."""
     return {key: layer_value(layer) for key, layer in knob_layers(entries).items()}
@@ -296,6 +317,8 @@ __all__ = [
     "find_drift",
     "full_knobs",
     "knob_layers",
+    "knob_sources",
+    "layer_source",
     "layer_value",
     "next_seq",
     "plan_clear",

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from dataclasses import field
 from pathlib import Path
 from typing import Callable
+from typing import Mapping
 from typing import Sequence
 
 from ledger.core import planner
@@ -85,11 +86,13 @@ def new_target_bytes(
     files: dict[str, TargetFile],
     edits: dict[planner.KnobKey, tuple[str | None, str | None]],
     entries: Sequence[Entry] = (),
+    sources: Mapping[planner.KnobKey, str | None] | None = None,
 ) -> dict[Path, tuple[bytes, bytes]]:
     """(old, new) bytes per target path for the planned knob values.
 
     Knobs are edited in the record order of their layers, so re-added knobs go back in
     a deterministic order whatever the order of the commands that removed them.
+    ``sources``: the exact text of each new value (see :func:`planner.knob_sources`).
     """
     order = {key: layer[0].seq for key, layer in planner.knob_layers(entries).items()}
     by_target: dict[str, dict[str, str | None]] = {}
@@ -99,7 +102,8 @@ def new_target_bytes(
     out = {}
     for target, knob_values in sorted(by_target.items()):
         tf = files[target]
-        new = edit_target(tf, knob_values, anchors.get(target))
+        texts = {k: (sources or {}).get((target, k)) for k in knob_values}
+        new = edit_target(tf, knob_values, anchors.get(target), texts)
         if new != tf.raw:
             out[tf.path] = (tf.raw, new)
     return out
@@ -145,7 +149,8 @@ def apply_plan(
     drifts = drift_in(ws, entries, files)
     if drifts and not force:
         raise DriftError(drifts)
-    writes = new_target_bytes(files, plan.knob_edits, entries)
+    after = plan.new_entries(entries) + list(new_entries)
+    writes = new_target_bytes(files, plan.knob_edits, entries, planner.knob_sources(after))
     for path, (old, new) in writes.items():
         result.files[str(path)] = unified(str(path), old, new)
     engine_plan = None
@@ -157,7 +162,6 @@ def apply_plan(
             result.patch_diff = engine_plan.diff
     if dry_run or (plan.empty and not new_entries):
         return result
-    after = plan.new_entries(entries) + list(new_entries)
     ledger_writes: dict[str, bytes | None] = {ENTRIES_NAME: entries_bytes(after)}
     ledger_writes.update(extra_ledger_writes or {})
     txn = Transaction(ws, command, now)

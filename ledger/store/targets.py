@@ -3,6 +3,15 @@
 The files are decoded as UTF-8 with ``surrogateescape`` so that any byte sequence comes
 back out exactly as it went in: a file the ledger does not change is never rewritten,
 and a file it changes differs only in the lines of the knobs it set.
+
+Value sources: the YAML formats (k8s, yaml-map) tell the exact text a value is written
+with (:func:`source_in`); an entry keeps the text before and after its change, and an edit
+given a source writes it back verbatim (``value: $HF_TOKEN`` comes back as it was, not as
+``"$HF_TOKEN"``), falling back to rendering the value where the text no longer fits.
+
+Flag catalogs: a yaml-map target with ``flags: sglang|vllm`` is an engine ``--config``
+file; ``record knob`` checks its keys against that engine's flag catalog through
+:func:`flag_key_check` -- the one place to connect the launch-flag catalog to.
 """
 
 from __future__ import annotations
@@ -52,10 +61,58 @@ def anchor_in(
         return None
 
 
+def flag_key_check(engine: str):
+    """The key check of an ``ENGINE --config`` file, or None while no flag catalog is bundled.
+
+    Connects to the flag catalog of the launch-flag work when it provides
+    ``envknobs.catalog.flag_registry(engine)`` (a Registry of the engine's server
+    arguments, whose ``get`` normalizes leading dashes and ``_``/``-``).
+    """
+    try:
+        from envknobs.catalog import flag_registry  # type: ignore[attr-defined]
+    except ImportError:
+        return None
+    from envknobs.formats.yaml_map import key_checker
+
+    registry = flag_registry(engine)
+    names = [k.name.lstrip("-") for k in registry]
+    return key_checker(lambda key: registry.get(key) is not None, names,
+                       f"{engine} server argument")
+
+
 def _format(target: Target):
     from envknobs.formats import get_format
 
+    if target.format == "yaml-map":
+        # Keys are checked against the flag catalog when recorded (with --no-validate
+        # to bypass it), not on every edit: a revert must never be refused for its key.
+        # Without flags the map is an env map: the process gets strings.
+        return get_format("yaml-map", key_path=target.key_path, strings=not target.flags)
     return get_format(target.format, container=target.container)
+
+
+def format_of(target: Target):
+    """The envknobs format object of ``target`` (FormatError for a bad setting)."""
+    return _format(target)
+
+
+def source_in(target: Target, text: str, knob: str) -> str | None:
+    """The exact text ``knob``'s value is written with in ``text`` (None: absent, or a
+    format that does not keep it)."""
+    from envknobs.formats import FormatError
+
+    fmt = _format(target)
+    if not hasattr(fmt, "source"):
+        return None
+    try:
+        return fmt.source(text, knob)
+    except (FormatError, KnobError):
+        return None
+
+
+def _message(e: Exception, path: Path) -> str:
+    render = getattr(e, "render", None)  # container candidates, placed as FILE:LINE
+    return render(str(path)) if callable(render) else str(e)
 
 
 def read_target(ws: Workspace, target: Target) -> TargetFile:
@@ -71,18 +128,20 @@ def read_target(ws: Workspace, target: Target) -> TargetFile:
     try:
         values = _format(target).parse(raw.decode(ENCODING, ERRORS))
     except FormatError as e:
-        raise TargetError(str(path), str(e)) from e
+        raise TargetError(str(path), _message(e, path)) from e
     return TargetFile(target, path, raw, values)
 
 
 def edit_target(
     tf: TargetFile, edits: Mapping[str, str | None],
     anchors: Mapping[str, dict | None] | None = None,
+    sources: Mapping[str, str | None] | None = None,
 ) -> bytes:
     """The file's bytes with each knob in ``edits`` set (or unset, for None).
 
     Removals go first, then changes in place, then knobs that are absent, in the order
     given, each put back at its anchor when it has one (see :mod:`ledger.core.layout`).
+    ``sources``: the exact text to write for a knob's value, where the format keeps it.
     """
     from envknobs.formats import FormatError
 
@@ -96,11 +155,18 @@ def edit_target(
         for knob in removals:
             text = fmt.unset(text, knob)
         for knob in changes:
-            text = fmt.set(text, knob, edits[knob])
+            text = _set(fmt, text, knob, edits[knob], (sources or {}).get(knob))
         for knob in additions:
-            text = add_knob(fmt, text, knob, edits[knob], anchors or {})
+            text = add_knob(fmt, text, knob, edits[knob], anchors or {},
+                            source=(sources or {}).get(knob))
     except FormatError as e:
-        raise TargetError(str(tf.path), str(e)) from e
+        raise TargetError(str(tf.path), _message(e, tf.path)) from e
     except KnobError as e:
         raise InvalidValue(f"{tf.path}: {e}") from e
     return text.encode(ENCODING, ERRORS)
+
+
+def _set(fmt, text: str, knob: str, value: str, source: str | None) -> str:
+    if source is not None and hasattr(fmt, "source"):
+        return fmt.set(text, knob, value, source=source)
+    return fmt.set(text, knob, value)

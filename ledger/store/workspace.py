@@ -150,6 +150,8 @@ def _config_from(data, path: str, line_of) -> Config:
                 path=str(spec["path"]),
                 format=str(spec["format"]),
                 container=None if spec.get("container") is None else str(spec["container"]),
+                key_path=None if spec.get("key_path") is None else str(spec["key_path"]),
+                flags=None if spec.get("flags") is None else str(spec["flags"]),
             )
         except InvalidValue as e:
             raise ConfigError(path, str(e), line) from None

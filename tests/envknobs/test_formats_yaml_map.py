@@ -213,3 +213,12 @@ def test_format_options_belong_to_their_format() -> None:
     with pytest.raises(FormatError, match="invalid YAML path"):
         get_format("yaml-map", key_path="a..b")
     assert get_format("yaml-map", key_path='jobs[0]["env.vars"]').key_path == 'jobs[0]["env.vars"]'
+
+
+def test_env_maps_write_new_values_as_strings() -> None:
+    fmt = get_format("yaml-map", key_path="decode_environment", strings=True)
+    recipe = 'decode_environment: {A: "1", B: WARN}\n'
+    out = fmt.set(recipe, "C", "512")
+    assert out == 'decode_environment: {A: "1", B: WARN, C: "512"}\n'
+    assert load(out, "pyyaml")["decode_environment"]["C"] == "512"
+    assert fmt.set(recipe, "D", "info") == 'decode_environment: {A: "1", B: WARN, D: info}\n'
