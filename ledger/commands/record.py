@@ -14,6 +14,7 @@ from ledger.commands.session import maybe_lock
 from ledger.core import planner
 from ledger.core.display import value_text
 from ledger.core.model import Action
+from ledger.core.layout import inserted_block
 from ledger.core.model import Entry
 from ledger.core.model import Target
 from ledger.core.model import check_class
@@ -164,17 +165,14 @@ def record_knob(
         if entry_before == value:
             raise Refused(f"{knob} in {target} is already {value_text(value, quote=True)}: "
                           "nothing to record")
+        after_text = edit_target(tf, {knob: value}).decode("utf-8", "surrogateescape")
         # Where the knob's line sits while present, so a later revert/restore can put it back.
-        holding = tf.text if value is None else edit_target(tf, {knob: value}).decode(
-            "utf-8", "surrogateescape")
-        # The exact text of the value before and after, so revert/restore put it back.
-        before_source = None if adopt else source_in(t, tf.text, knob)
+        holding = tf.text if value is None else after_text
         entry = new_entry(s, kind="knob", cls=cls, title=title, why=why, adopt=adopt,
                           target=target, knob=knob, before=entry_before, after=value,
                           anchor=anchor_in(tf, holding, knob,
                                            layer_anchors(entries).get(target)),
-                          before_source=before_source if entry_before is not None else None,
-                          after_source=None if value is None else source_in(t, holding, knob))
+                          **_exact_texts(t, tf.text, after_text, knob, entry_before, value, adopt))
         edits = {} if adopt else {(target, knob): (entry_before, value)}
         plan = planner.Plan("record", (), (), edits)
         message = f"record {cls} {knob}={value_text(value, quote=True)} in {target}: " \
@@ -187,6 +185,22 @@ def record_knob(
         )
         applied.changed = [entry]
         return Recorded(entry, applied, warnings)
+
+
+def _exact_texts(
+    t: Target, before_text: str, after_text: str, knob: str,
+    before: str | None, after: str | None, adopt: bool,
+) -> dict[str, str | None]:
+    """The exact text of the value before and after, and the knob's lines where the change
+    removes or adds it, so revert/restore write those bytes back (not a re-rendering)."""
+    if adopt:  # the file already holds the change: what it said before is unknown
+        return {"after_source": None if after is None else source_in(t, after_text, knob)}
+    return {
+        "before_source": None if before is None else source_in(t, before_text, knob),
+        "after_source": None if after is None else source_in(t, after_text, knob),
+        "before_lines": inserted_block(after_text, before_text) if after is None else None,
+        "after_lines": inserted_block(before_text, after_text) if before is None else None,
+    }
 
 
 def _adopted_before(tf, layer, knob: str, value: str | None, before: str | None) -> str | None:

@@ -137,6 +137,10 @@ class Entry:
     # a revert or restore writes those bytes back rather than a re-rendering of the value
     before_source: str | None = None
     after_source: str | None = None
+    # the knob's exact lines when the change removes it (before) or adds it (after), so
+    # re-adding it puts those lines back (an `env:` list written in the file's own style)
+    before_lines: str | None = None
+    after_lines: str | None = None
     # patch entries
     patch: str | None = None
     sha256: str | None = None
@@ -214,7 +218,7 @@ class Entry:
             d.update(target=self.target, knob=self.knob, before=self.before, after=self.after)
             if self.anchor is not None:
                 d["anchor"] = self.anchor
-            for key in ("before_source", "after_source"):
+            for key in ("before_source", "after_source", "before_lines", "after_lines"):
                 if getattr(self, key) is not None:
                     d[key] = getattr(self, key)
         else:
@@ -248,6 +252,8 @@ class Entry:
             anchor=d.get("anchor") if isinstance(d.get("anchor"), dict) else None,
             before_source=opt("before_source"),
             after_source=opt("after_source"),
+            before_lines=opt("before_lines"),
+            after_lines=opt("after_lines"),
             patch=opt("patch"),
             sha256=opt("sha256"),
             files=tuple(str(f) for f in d.get("files") or ()),

@@ -73,10 +73,28 @@ def layer_source(layer: Sequence[Entry], applied: Mapping[str, bool] | None = No
     return layer[0].before_source
 
 
+def layer_lines(layer: Sequence[Entry], applied: Mapping[str, bool] | None = None) -> str | None:
+    """The exact lines of :func:`layer_value`'s knob when it has to be written back whole:
+    the ``after_lines`` of the last applied entry, else the first entry's ``before_lines``."""
+    for e in reversed(layer):
+        is_applied = applied.get(e.id, e.applied) if applied is not None else e.applied
+        if is_applied:
+            return e.after_lines
+    return layer[0].before_lines
+
+
 def knob_sources(entries: Iterable[Entry], *, full: bool = False) -> dict[KnobKey, str | None]:
     """The value text per (target, knob) with the entries' states (``full``: all applied)."""
     return {
         key: layer[-1].after_source if full else layer_source(layer)
+        for key, layer in knob_layers(entries).items()
+    }
+
+
+def knob_lines(entries: Iterable[Entry], *, full: bool = False) -> dict[KnobKey, str | None]:
+    """The knob lines per (target, knob) with the entries' states (``full``: all applied)."""
+    return {
+        key: layer[-1].after_lines if full else layer_lines(layer)
         for key, layer in knob_layers(entries).items()
     }
 
@@ -317,7 +335,9 @@ __all__ = [
     "find_drift",
     "full_knobs",
     "knob_layers",
+    "knob_lines",
     "knob_sources",
+    "layer_lines",
     "layer_source",
     "layer_value",
     "next_seq",

@@ -87,12 +87,14 @@ def new_target_bytes(
     edits: dict[planner.KnobKey, tuple[str | None, str | None]],
     entries: Sequence[Entry] = (),
     sources: Mapping[planner.KnobKey, str | None] | None = None,
+    lines: Mapping[planner.KnobKey, str | None] | None = None,
 ) -> dict[Path, tuple[bytes, bytes]]:
     """(old, new) bytes per target path for the planned knob values.
 
     Knobs are edited in the record order of their layers, so re-added knobs go back in
     a deterministic order whatever the order of the commands that removed them.
-    ``sources``: the exact text of each new value (see :func:`planner.knob_sources`).
+    ``sources`` / ``lines``: the exact text of each new value, and the exact lines of a
+    knob that comes back (see :func:`planner.knob_sources`, :func:`planner.knob_lines`).
     """
     order = {key: layer[0].seq for key, layer in planner.knob_layers(entries).items()}
     by_target: dict[str, dict[str, str | None]] = {}
@@ -103,7 +105,8 @@ def new_target_bytes(
     for target, knob_values in sorted(by_target.items()):
         tf = files[target]
         texts = {k: (sources or {}).get((target, k)) for k in knob_values}
-        new = edit_target(tf, knob_values, anchors.get(target), texts)
+        blocks = {k: (lines or {}).get((target, k)) for k in knob_values}
+        new = edit_target(tf, knob_values, anchors.get(target), texts, blocks)
         if new != tf.raw:
             out[tf.path] = (tf.raw, new)
     return out
@@ -150,7 +153,8 @@ def apply_plan(
     if drifts and not force:
         raise DriftError(drifts)
     after = plan.new_entries(entries) + list(new_entries)
-    writes = new_target_bytes(files, plan.knob_edits, entries, planner.knob_sources(after))
+    writes = new_target_bytes(files, plan.knob_edits, entries, planner.knob_sources(after),
+                              planner.knob_lines(after))
     for path, (old, new) in writes.items():
         result.files[str(path)] = unified(str(path), old, new)
     engine_plan = None

@@ -136,12 +136,14 @@ def edit_target(
     tf: TargetFile, edits: Mapping[str, str | None],
     anchors: Mapping[str, dict | None] | None = None,
     sources: Mapping[str, str | None] | None = None,
+    lines: Mapping[str, str | None] | None = None,
 ) -> bytes:
     """The file's bytes with each knob in ``edits`` set (or unset, for None).
 
     Removals go first, then changes in place, then knobs that are absent, in the order
     given, each put back at its anchor when it has one (see :mod:`ledger.core.layout`).
-    ``sources``: the exact text to write for a knob's value, where the format keeps it.
+    ``sources``: the exact text to write for a knob's value, where the format keeps it;
+    ``lines``: the exact lines a re-added knob had (see :func:`ledger.core.layout.add_knob`).
     """
     from envknobs.formats import FormatError
 
@@ -158,7 +160,7 @@ def edit_target(
             text = _set(fmt, text, knob, edits[knob], (sources or {}).get(knob))
         for knob in additions:
             text = add_knob(fmt, text, knob, edits[knob], anchors or {},
-                            source=(sources or {}).get(knob))
+                            source=(sources or {}).get(knob), lines=(lines or {}).get(knob))
     except FormatError as e:
         raise TargetError(str(tf.path), _message(e, tf.path)) from e
     except KnobError as e:

@@ -301,7 +301,9 @@ def parse_entries(text: str, where: str) -> list[Entry]:
     out = []
     ids: dict[str, int] = {}
     seqs: dict[int, int] = {}
-    for lineno, line in enumerate(text.splitlines(), start=1):
+    # Split on "\n" only: str.splitlines() also breaks at U+0085/U+2028/U+2029, which
+    # json.dumps(ensure_ascii=False) leaves unescaped inside a value.
+    for lineno, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
         try:

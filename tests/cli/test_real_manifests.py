@@ -160,3 +160,26 @@ def test_recipe_env_map_at_a_key_path(tmp_path, ledger):
     assert f.read_text() == recipe
     r = ledger(*C, "target", "add", "bad", str(f), "--format", "yaml-map", "--key-path", "nope")
     assert r.exit_code == 1 and "key path 'nope' not found" in r.stderr
+
+
+def test_unset_then_revert_puts_the_item_back(tmp_path, ledger):
+    root, manifest = workspace(tmp_path, ledger, "lws.yaml", LWS)
+    C = ["-C", str(root)]
+    assert ledger(*C, "target", "add", "w", str(manifest), "--format", "k8s",
+                  "--container", "sglang-worker").exit_code == 0
+    r = ledger(*C, "record", "knob", "w", "HF_TOKEN", "--unset", "--class", "bugfix",
+               "--title", "no token on workers", "--json")
+    assert r.exit_code == 0, r.stderr
+    assert "$HF_TOKEN" not in manifest.read_text().split("workerTemplate")[1]
+    assert ledger(*C, "revert", r.json()["id"], "--why", "workers need it").exit_code == 0
+    assert manifest.read_text() == LWS
+
+
+def test_unset_then_revert_on_a_serve_script_keeps_the_comment(story, ledger):
+    original = story.script.read_bytes()
+    r = ledger(*story.args("record", "knob", "decode", "SGLANG_SM120_MMA_TARGET_CTAS", "--unset",
+                           "--class", "perf", "--title", "engine default", "--json"))
+    assert r.exit_code == 0, r.stderr
+    assert b"TARGET_CTAS" not in story.script.read_bytes()
+    assert ledger(*story.args("revert", r.json()["id"], "--why", "x")).exit_code == 0
+    assert story.script.read_bytes() == original  # `# wave quantisation at c64` and all
