@@ -157,7 +157,8 @@ class _Walker:
             return
         if get(node, "kind") is not None:
             kind = scalar_text(get_value(node, "kind")) or ""
-            obj, roles = (kind, scalar_text(get_value(get_value(node, "metadata"), "name")) or ""), ()
+            name = scalar_text(get_value(get_value(node, "metadata"), "name")) or ""
+            obj, roles = (kind, name), ()
         for key, value in node.value:
             word = key.value if isinstance(key, ScalarNode) else None
             if not isinstance(word, str):

@@ -157,7 +157,9 @@ class YamlMapFormat:
         if isinstance(parent, MappingNode) and isinstance(last, str):
             pair = next(((k, v) for k, v in parent.value if scalar_text(k) == last), None)
         if pair is None:
-            keys = [str(k.value) for k, _ in parent.value] if isinstance(parent, MappingNode) else []
+            keys = []
+            if isinstance(parent, MappingNode):
+                keys = [str(k.value) for k, _ in parent.value]
             raise FormatError(
                 f"{self._where()} not found (keys there: {', '.join(keys) or 'none'})"
             )
@@ -246,7 +248,9 @@ class YamlMapFormat:
         if not isinstance(node, ScalarNode):
             raise FormatError(f"line {line}: {knob} holds a list or a map, not a value")
         if node.anchor or node.start_mark.index < key.end_mark.index:
-            raise FormatError(f"line {line}: {knob} is shared through a YAML anchor; edit it by hand")
+            raise FormatError(
+                f"line {line}: {knob} is shared through a YAML anchor; edit it by hand"
+            )
 
     def _add(self, text: str, m: _Map, pairs: dict, knob: str, tail: str) -> str:
         eol = newline_of(text)

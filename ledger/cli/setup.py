@@ -65,7 +65,8 @@ def target_add(ctx, name: str, path: str, fmt: str, container: str | None,
     where = ", ".join(
         f"{k.replace('_', ' ')} {v}" for k, v in t.to_dict().items() if k not in ("path", "format")
     )
-    click.echo(f"{verb} target {t.name}: {safe(t.path)} ({t.format}{', ' + safe(where) if where else ''})")
+    detail = f", {safe(where)}" if where else ""
+    click.echo(f"{verb} target {t.name}: {safe(t.path)} ({t.format}{detail})")
 
 
 @target.command("list")

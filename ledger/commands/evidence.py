@@ -194,7 +194,8 @@ def add_evidence(
         e = ws.resolve(ref)
         summary = import_evidence(
             ws.root, e.id, [Path(f) for f in files], side, concurrency=concurrency,
-            rate=rate, metric=metric, engine_commit=current_engine_commit(ws), context=knob_context(ws, e),
+            rate=rate, metric=metric, engine_commit=current_engine_commit(ws),
+            context=knob_context(ws, e),
         )
         _commit_evidence(ws, e, f"evidence add {e.id} side {side}: {summary.get('headline', '')}")
     return summary

@@ -289,7 +289,8 @@ class Target:
             )
         if self.flags is not None and self.flags not in FLAG_ENGINES:
             raise InvalidValue(
-                f"target {self.name}: unknown --flags {self.flags!r} (use {', '.join(FLAG_ENGINES)})"
+                f"target {self.name}: unknown --flags {self.flags!r} "
+                f"(use {', '.join(FLAG_ENGINES)})"
             )
 
     def to_dict(self) -> dict[str, Any]:

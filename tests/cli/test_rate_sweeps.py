@@ -1,4 +1,4 @@
-"""Request-rate sweeps through the CLI: import a 7-line sglang JSONL, judge, render on a rate axis."""
+"""Request-rate sweeps through the CLI: a 7-line sglang JSONL imported, judged, rendered by rate."""
 
 from __future__ import annotations
 

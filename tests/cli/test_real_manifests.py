@@ -38,7 +38,8 @@ def suggested_addresses(stderr: str, path: Path) -> list[str]:
 
 
 def test_lws_and_rbg_containers_are_selected_by_the_suggested_addresses(tmp_path, ledger):
-    root, manifest = workspace(tmp_path, ledger, "pd.yaml", LWS_PD + "---\n" + LWS + "---\n" + RBG_V1)
+    text = LWS_PD + "---\n" + LWS + "---\n" + RBG_V1
+    root, manifest = workspace(tmp_path, ledger, "pd.yaml", text)
     C = ["-C", str(root)]
     r = ledger(*C, "target", "add", "pd", str(manifest), "--format", "k8s", "--container", "sglang")
     assert r.exit_code == 1 and "is ambiguous" in r.stderr

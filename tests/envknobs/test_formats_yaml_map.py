@@ -1,4 +1,4 @@
-"""The yaml-map format: engine --config files and env maps at a key path, typed as the file has them."""
+"""The yaml-map format: engine --config files and env maps at a key path, typed as in the file."""
 
 from __future__ import annotations
 
@@ -111,7 +111,8 @@ def test_values_are_typed_as_the_file_has_them(knob, value, line, kind) -> None:
     for reader in ("pyyaml", "ruamel"):
         loaded = load(out, reader)[knob]
         assert isinstance(loaded, kind) and same_value(loaded, value), reader
-    assert SGLANG.set(out, knob, SGLANG.parse(CONFIG)[knob], source=SGLANG.source(CONFIG, knob)) == CONFIG
+    old, src = SGLANG.parse(CONFIG)[knob], SGLANG.source(CONFIG, knob)
+    assert SGLANG.set(out, knob, old, source=src) == CONFIG
 
 
 def test_new_keys_go_after_the_last_one_in_the_neighbours_style() -> None:
@@ -142,7 +143,8 @@ def test_env_maps_at_a_key_path() -> None:
 
 
 def test_key_path_errors_name_what_is_there() -> None:
-    with pytest.raises(FormatError, match=r"key path 'decode_env' not found \(keys there: name, model"):
+    with pytest.raises(FormatError,
+                       match=r"key path 'decode_env' not found \(keys there: name, model"):
         get_format("yaml-map", key_path="decode_env").parse(RECIPE)
     with pytest.raises(FormatError, match="line 2: key path 'model' holds the scalar"):
         get_format("yaml-map", key_path="model").parse(RECIPE)
