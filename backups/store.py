@@ -9,7 +9,12 @@ Layout, under the store's root (``<workspace>/.ledger/backups`` by default)::
 
 Backup ids carry the time and a counter (``20261202T160102Z-0007``); listing is in
 the order backups were taken.  A manifest is written last and
-atomically, so a backup that is listed is complete.  The store is local safety state,
+atomically, so a backup that is listed is complete.  A caller that must name the backup
+before taking it (the ledger's intent record does) reserves an id with :meth:`new_id`
+and passes it to :meth:`snapshot`; :meth:`load` reads that one manifest only, so one
+damaged manifest never blocks the use of another backup (``list`` and ``get`` read them
+all and report the damaged one).  An existing object whose size is wrong is rewritten,
+never trusted.  The store is local safety state,
 not history: it is kept out of the workspace's git history (see ``.gitignore`` written
 by ``ledger init``).
 
@@ -72,6 +77,37 @@ class Backup:
         return None
 
 
+def _backup_from(d) -> Backup:
+    """A manifest's record, every field type-checked (TypeError/KeyError on a bad one)."""
+    if not isinstance(d, dict) or not isinstance(d["files"], list):
+        raise TypeError("expected an object with a files list")
+    files = []
+    for f in d["files"]:
+        if not isinstance(f, dict):
+            raise TypeError("each file is an object")
+        sha, mode, size = f["sha256"], f["mode"], f["size"]
+        if not isinstance(f["path"], str) or not os.path.isabs(f["path"]):
+            raise TypeError(f"path {f['path']!r} is not an absolute path")
+        if sha is not None and not (isinstance(sha, str) and len(sha) == 64
+                                    and all(c in "0123456789abcdef" for c in sha)):
+            raise TypeError(f"sha256 {sha!r} of {f['path']} is not a sha256")
+        for name, v in (("mode", mode), ("size", size)):
+            if v is not None and (type(v) is not int or v < 0):
+                raise TypeError(f"{name} {v!r} of {f['path']} is not a count")
+        files.append(BackedUpFile(f["path"], sha, mode, size or 0))
+    for key in ("id", "time", "command"):
+        if not isinstance(d[key], str):
+            raise TypeError(f"{key} is not a string")
+    return Backup(d["id"], d["time"], d["command"], tuple(files))
+
+
+def _size_or_none(path: Path) -> int | None:
+    try:
+        return os.stat(path).st_size
+    except FileNotFoundError:
+        return None
+
+
 def sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
@@ -94,7 +130,7 @@ class BackupStore:
     def objects(self) -> Path:
         return self.root / "objects"
 
-    def _new_id(self, time: str) -> str:
+    def new_id(self, time: str) -> str:
         """``<UTC stamp>-<n>``: n counts up, so ids sort in the order backups were taken."""
         stamp = time.replace("-", "").replace(":", "").split(".")[0]
         if not stamp.endswith("Z"):
@@ -106,8 +142,12 @@ class BackupStore:
             candidate = f"{stamp}-{n:04d}"
         return candidate
 
-    def snapshot(self, paths: Iterable[str | Path], *, command: str, time: str) -> Backup:
-        """Copy each of ``paths`` into the store; return the (complete) backup record."""
+    def snapshot(
+        self, paths: Iterable[str | Path], *, command: str, time: str, backup_id: str | None = None
+    ) -> Backup:
+        """Copy each of ``paths`` into the store; return the (complete) backup record.
+
+        ``backup_id``: an id reserved with :meth:`new_id` (default: a new one)."""
         files = []
         self.objects.mkdir(parents=True, exist_ok=True)
         for p in paths:
@@ -118,11 +158,12 @@ class BackupStore:
                 continue
             digest = sha256_bytes(data)
             blob = self.objects / digest
-            if not blob.exists():
+            if _size_or_none(blob) != len(data):
                 atomic_write(blob, data, 0o600)
             mode = stat.S_IMODE(os.stat(path).st_mode)
             files.append(BackedUpFile(str(path), digest, mode, len(data)))
-        backup = Backup(self._new_id(time), time, command, tuple(files))
+        bid = self.check_id(backup_id) if backup_id else self.new_id(time)
+        backup = Backup(bid, time, command, tuple(files))
         bdir = self.root / backup.id
         bdir.mkdir(parents=True, exist_ok=False)
         manifest = json.dumps(backup.to_dict(), indent=2, sort_keys=True) + "\n"
@@ -142,16 +183,44 @@ class BackupStore:
 
     def _load(self, manifest: Path) -> Backup:
         try:
-            d = json.loads(manifest.read_text())
-            files = tuple(
-                BackedUpFile(f["path"], f["sha256"], f["mode"], int(f["size"])) for f in d["files"]
-            )
-            return Backup(d["id"], d["time"], d["command"], files)
-        except (OSError, ValueError, KeyError, TypeError) as e:
+            d = json.loads(manifest.read_bytes().decode("utf-8"))
+            return _backup_from(d)
+        except (OSError, ValueError, KeyError, TypeError, RecursionError) as e:
             raise self.error(f"{manifest}: unreadable backup manifest ({e})") from e
+
+    def check_id(self, backup_id: str) -> str:
+        """``backup_id`` if it is a plain backup id (a name, never a path)."""
+        if (not isinstance(backup_id, str) or not backup_id or backup_id in (".", "..", "objects")
+                or "/" in backup_id or "\\" in backup_id or "\0" in backup_id):
+            raise self.error(f"invalid backup id {backup_id!r}")
+        return backup_id
+
+    def manifest_path(self, backup_id: str) -> Path:
+        return self.root / self.check_id(backup_id) / "manifest.json"
+
+    def load(self, backup_id: str) -> Backup | None:
+        """Exactly the backup ``backup_id`` (reading no other manifest); None if absent."""
+        manifest = self.manifest_path(backup_id)
+        if not manifest.is_file():
+            return None
+        backup = self._load(manifest)
+        if backup.id != backup_id:
+            raise self.error(f"{manifest}: holds backup {backup.id!r}, not {backup_id!r}")
+        return backup
+
+    def manifests(self) -> list[Path]:
+        """Every manifest file in the store (for checks that must not stop at the first)."""
+        if not self.root.is_dir():
+            return []
+        return sorted(c / "manifest.json" for c in self.root.iterdir()
+                      if c.name != "objects" and (c / "manifest.json").is_file())
 
     def get(self, ref: str) -> Backup:
         """A backup by id or unambiguous id prefix (``latest`` for the newest)."""
+        if ref != "latest" and (self.root / ref).is_dir() and "/" not in ref:
+            exact = self.load(ref)
+            if exact is not None:
+                return exact
         backups = self.list()
         if ref == "latest":
             if not backups:

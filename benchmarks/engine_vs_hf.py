@@ -1,36 +1,74 @@
-"""Engine (offline) vs Hugging Face ``generate`` vs a measured roofline, on the ``small`` preset.
+"""Engine (offline) vs Hugging Face ``generate``, interleaved, with a roofline column.
 
-    python benchmarks/engine_vs_hf.py [--dtypes float32,bfloat16] [--concurrency 1,8,16,32]
-                                      [--input-len 32] [--output-len 32]
+    python benchmarks/engine_vs_hf.py [--model DIR | --preset small] [--dtypes float32,bfloat16]
+                                      [--concurrency 1,8,16,32] [--pairs 3] [--threads 2]
+                                      [--busy] [--busy-only]
 
-Same weights, prompts and dtype on both sides.  Output tok/s; ratios engine/HF and
-engine/roofline.  The roofline per decode step is max(bytes / bandwidth, flops / matmul
-rate), both measured here in the dtype; bytes = weights + KV read, flops = 2 x params x batch
-(+ attention).  ``eng/run-roof`` compares with the roofline of the whole measured run, the
-prefill of the prompts included (see roofline_run_tok_s).  Each figure is the best of
---repeats runs with the sides interleaved; ``spread`` is how far the worst run fell below
-the best (engine/HF), the noise of a shared machine.  Also prints the effect of
-ENGINE_DECODE_TARGET_CTAS at each concurrency.  Not a timed test: run it by hand (minutes
-on 2 cores).
+Model: ``--model DIR`` (a Llama/Qwen2 checkpoint, loaded by both sides from disk), a
+preset (the engine's seeded weights copied into a transformers model), or by default a
+~30M Llama the engine has never seen (hidden 512, 8 layers, GQA 8/4, vocab 4096,
+random weights) written with ``save_pretrained`` into a temporary directory.
+
+Workload: ``--num-prompts`` prompts (32) of ``--input-len`` tokens (32), ``--output-len``
+new tokens (64), at most ``c`` sequences at once (HF: batches of ``c`` prompts).  At
+c < 8 the prompt count is capped at 4 x c (HF at c1 would take minutes otherwise).
+
+Each (dtype, c) runs ``--pairs`` pairs of engine then HF back to back (A B A B ...), so
+a noisy neighbour hits both sides alike; the table prints each side's median tok/s and
+the median of the per-pair ratios, the load average over the pairs, and ``eng/roof``:
+the engine against the roofline of the whole run (prefill + decode steps; each step is
+max(bytes / bandwidth, flops / matmul rate), both measured here in the dtype).
+
+``--busy``: the same at c16/c32 with a spin loop pinned on one core.  The engine is then
+built after the spinner starts, with ``ENGINE_NUM_THREADS`` from the environment (default
+0: it picks its thread count at start-up); HF runs with torch's default thread count (all
+cores), as a user would run it, and with ``--threads`` for reference.
+Not a timed test: run it by hand (minutes on 2 cores).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import statistics
+import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 import torch
 
-from engine.tools.bench import make_prompts
-from engine.config import ModelConfig
-from engine.knobs import EngineKnobs
-from engine.core.llm import LLMEngine
-from engine.core.sequence import SamplingParams
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from roofline import measure_machine  # noqa: E402
+from roofline import roofline_run_tok_s  # noqa: E402
+
+from engine.tools.bench import make_prompts  # noqa: E402
+from engine.config import ModelConfig  # noqa: E402
+from engine.knobs import EngineKnobs  # noqa: E402
+from engine.knobs import load_knobs  # noqa: E402
+from engine.core.llm import LLMEngine  # noqa: E402
+from engine.core.sequence import SamplingParams  # noqa: E402
+
+TORCH_DEFAULT_THREADS = torch.get_num_threads()  # before anything sets it
 
 
-def hf_model(engine: LLMEngine, dtype: torch.dtype):
-    """A transformers LlamaForCausalLM holding the engine's weights (fused ones split)."""
+def write_unseen_llama(directory: Path) -> Path:
+    """The issue's test checkpoint: a ~30M-parameter Llama with random weights."""
+    import transformers
+
+    torch.manual_seed(1)
+    cfg = transformers.LlamaConfig(
+        vocab_size=4096, hidden_size=512, intermediate_size=1408, num_hidden_layers=8,
+        num_attention_heads=8, num_key_value_heads=4, max_position_embeddings=4096,
+        tie_word_embeddings=False, torch_dtype="float32")
+    transformers.LlamaForCausalLM(cfg).save_pretrained(directory)
+    return directory
+
+
+def hf_from_engine(engine: LLMEngine, dtype: torch.dtype):
+    """A transformers LlamaForCausalLM holding a preset engine's weights (fused ones split)."""
     import transformers
 
     c: ModelConfig = engine.cfg
@@ -61,145 +99,154 @@ def hf_model(engine: LLMEngine, dtype: torch.dtype):
     return model
 
 
-def hf_tok_s(model, prompts: list[list[int]], out_len: int) -> float:
+def hf_model(engine: LLMEngine, model_dir: str | None, dtype: torch.dtype):
+    if model_dir is None:
+        return hf_from_engine(engine, dtype)
+    import transformers
+
+    return transformers.LlamaForCausalLM.from_pretrained(model_dir, torch_dtype=dtype).eval()
+
+
+def hf_tok_s(model, prompts: list[list[int]], c: int, out_len: int, threads: int) -> float:
+    torch.set_num_threads(threads)
     ids = torch.tensor(prompts)
+    kw = {"do_sample": False, "pad_token_id": 0}
     with torch.inference_mode():
-        model.generate(ids[:, :4], max_new_tokens=2, do_sample=False)  # warm-up
+        model.generate(ids[:1, :4], max_new_tokens=2, **kw)  # warm-up
         t = time.perf_counter()
-        model.generate(ids, max_new_tokens=out_len, min_new_tokens=out_len, do_sample=False)
+        for i in range(0, len(prompts), c):
+            model.generate(ids[i:i + c], max_new_tokens=out_len, min_new_tokens=out_len, **kw)
         return len(prompts) * out_len / (time.perf_counter() - t)
 
 
-def engine_tok_s(engine: LLMEngine, prompts: list[list[int]], out_len: int) -> float:
+def engine_tok_s(engine: LLMEngine, prompts: list[list[int]], c: int, out_len: int) -> float:
+    torch.set_num_threads(engine.num_threads)
     params = SamplingParams(out_len, ignore_eos=True)
-    engine.scheduler.max_running = len(prompts)
+    engine.generate(prompts[:1], SamplingParams(2, ignore_eos=True))  # warm-up
+    engine.scheduler.max_running = c
     t = time.perf_counter()
     engine.generate(prompts, params)
     return len(prompts) * out_len / (time.perf_counter() - t)
 
 
-def measure_machine(dtype: torch.dtype) -> tuple[float, float]:
-    """(memory bandwidth bytes/s, matmul flop/s) in ``dtype`` on this machine."""
-    a = torch.empty(64 << 20, dtype=torch.uint8)
-    b = torch.empty_like(a)
-    b.copy_(a)
-    best = float("inf")
-    for _ in range(10):
-        t = time.perf_counter()
-        b.copy_(a)
-        best = min(best, time.perf_counter() - t)
-    bw = 2 * a.numel() / best  # read + write
-    n = 2048
-    x = torch.randn(n, n).to(dtype)
-    y = torch.randn(n, n).to(dtype)
-    gemms = [lambda: x @ y]
-    if torch.backends.mkldnn.is_available():
-        # The engine's prepacked oneDNN GEMM beats plain mm in fp32 here; a roofline must
-        # use the fastest GEMM this machine has, or an engine could "beat" it.
-        packed = torch.ops.mkldnn._reorder_linear_weight(y, n)
-        gemms.append(lambda: torch.ops.mkldnn._linear_pointwise(x, packed, None, "none",
-                                                                [], ""))
-    best = float("inf")
-    for gemm in gemms:
-        gemm()
-        for _ in range(5):
-            t = time.perf_counter()
-            gemm()
-            best = min(best, time.perf_counter() - t)
-    flops = 2 * n ** 3 / best
-    return bw, flops
+def build_engine(args, dtype_name: str, num_threads: int) -> LLMEngine:
+    knobs = EngineKnobs(dtype=dtype_name, num_pages=2048, max_running_requests=256,
+                        num_threads=num_threads, linear_backend=args.linear_backend)
+    if args.model:
+        return LLMEngine(knobs, model_dir=args.model)
+    return LLMEngine(knobs, preset=args.preset)
 
 
-def roofline_tok_s(cfg: ModelConfig, batch: int, ctx: int, itemsize: int, bw: float,
-                   flops: float) -> float:
-    # The embedding is a lookup (no FLOPs, one row read); the LM head is a real GEMM.
-    params = cfg.num_params - cfg.vocab_size * cfg.hidden_size
-    kv_bytes = batch * ctx * cfg.num_layers * 2 * cfg.num_kv_heads * cfg.head_dim * itemsize
-    step_bytes = params * itemsize + kv_bytes
-    step_flops = 2 * params * batch + 4 * batch * ctx * cfg.num_layers * cfg.num_heads \
-        * cfg.head_dim
-    return batch / max(step_bytes / bw, step_flops / flops)
+def pairs(args, eng: LLMEngine, hf, c: int, hf_threads: int) -> tuple[list[float], list[float],
+                                                                        float]:
+    """``--pairs`` interleaved (engine, HF) runs; and the mean 1-min load average over them."""
+    n = args.num_prompts if c >= 8 else min(args.num_prompts, 4 * c)
+    prompts = make_prompts(n, args.input_len, min(eng.cfg.vocab_size, 256), seed=c)
+    ours, theirs, loads = [], [], []
+    for _ in range(args.pairs):
+        ours.append(engine_tok_s(eng, prompts, c, args.output_len))
+        theirs.append(hf_tok_s(hf, prompts, c, args.output_len, hf_threads))
+        loads.append(os.getloadavg()[0])
+    return ours, theirs, statistics.fmean(loads)
 
 
-def roofline_run_tok_s(cfg: ModelConfig, batch: int, input_len: int, output_len: int,
-                       itemsize: int, bw: float, flops: float) -> float:
-    """Roofline of the whole measured run, the prompt's prefill included.
+def print_row(label: str, ours: list[float], theirs: list[float], load: float,
+              roof: float) -> None:
+    ratios = [a / b for a, b in zip(ours, theirs)]
+    eng, hf = statistics.median(ours), statistics.median(theirs)
+    print(f"{label:>10} {eng:>9.1f} {hf:>9.1f} {statistics.median(ratios):>6.2f}x "
+          f"{min(ratios):>5.2f}-{max(ratios):<5.2f} {roof:>9.1f} {eng / roof:>7.0%} "
+          f"{load:>6.2f}", flush=True)
 
-    Both sides' tok/s count the prefill's time (one forward over batch x input_len tokens,
-    which yields the first token) and then output_len - 1 decode steps; at in 32 / out 32
-    the prefill is ~40% of the run's FLOPs, so the per-step roofline alone caps any
-    engine's ratio well below 100%.  This one is what a perfect engine could reach here.
-    """
-    body = cfg.num_params - 2 * cfg.vocab_size * cfg.hidden_size  # decoder layers only
-    head = cfg.vocab_size * cfg.hidden_size
-    tokens = batch * input_len
-    attn = 2 * batch * input_len * input_len * cfg.num_layers * cfg.num_heads * cfg.head_dim
-    prefill = max((body + head) * itemsize / bw, (2 * body * tokens + 2 * head * batch + attn)
-                  / flops)
-    steps = sum(batch / roofline_tok_s(cfg, batch, input_len + i, itemsize, bw, flops)
-                for i in range(1, output_len))
-    return batch * output_len / (prefill + steps)
+
+HEADER = (f"{'conc':>10} {'engine':>9} {'hf':>9} {'eng/hf':>7} {'range':>11} {'roofline':>9} "
+          f"{'eng/roof':>8} {'load1':>6}")
+
+
+def spin_on(cpu: int) -> subprocess.Popen:
+    """A busy process pinned on ``cpu`` (a neighbour's job on a shared machine)."""
+    # It spins while its parent lives: a benchmark killed by a timeout leaves no spinner.
+    code = (f"import os\nos.sched_setaffinity(0, {{{cpu}}})\nparent = {os.getpid()}\n"
+            "while os.getppid() == parent:\n    pass\n")
+    proc = subprocess.Popen([sys.executable, "-c", code])
+    time.sleep(1.0)  # let it show in /proc/stat before the engine's start-up probe
+    return proc
+
+
+def run_dtype(args, dtype_name: str, concs: list[int]) -> None:
+    eng = build_engine(args, dtype_name, args.threads)
+    hf = hf_model(eng, args.model, eng.runner.dtype)
+    bw, fl = measure_machine(eng.runner.dtype)
+    print(f"\n== {dtype_name}: {eng.cfg.num_params / 1e6:.0f}M params, {eng.num_threads} "
+          f"threads both sides, bandwidth {bw / 1e9:.1f} GB/s, matmul {fl / 1e9:.0f} GFLOP/s")
+    print(HEADER)
+    for c in concs:
+        ours, theirs, load = pairs(args, eng, hf, c, eng.num_threads)
+        roof = roofline_run_tok_s(eng.cfg, c, args.input_len, args.output_len,
+                                  eng.runner.dtype.itemsize, bw, fl)
+        print_row(f"c{c}", ours, theirs, load, roof)
+
+
+def run_busy(args, dtype_name: str, concs: list[int]) -> None:
+    cpus = sorted(os.sched_getaffinity(0))
+    spinner = spin_on(cpus[-1])
+    try:
+        threads = load_knobs().num_threads  # ENGINE_NUM_THREADS, default 0 = auto
+        eng = build_engine(args, dtype_name, threads)
+        hf = hf_model(eng, args.model, eng.runner.dtype)
+        bw, fl = measure_machine(eng.runner.dtype)
+        default = TORCH_DEFAULT_THREADS
+        hf_threads = [default] + ([args.threads] if args.threads not in (0, default) else [])
+        print(f"\n== busy, {dtype_name}: spin loop pinned on cpu {cpus[-1]}; engine chose "
+              f"{eng.num_threads} thread(s) (ENGINE_NUM_THREADS={threads}); HF at "
+              + " and ".join(map(str, hf_threads)) + " (torch default first)")
+        print(HEADER)
+        for c in concs:
+            roof = roofline_run_tok_s(eng.cfg, c, args.input_len, args.output_len,
+                                      eng.runner.dtype.itemsize, bw, fl)
+            for t in hf_threads:
+                label = f"c{c} hf@{t}"
+                ours, theirs, load = pairs(args, eng, hf, c, t)
+                print_row(label, ours, theirs, load, roof)
+    finally:
+        spinner.kill()
+        spinner.wait()
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", help="checkpoint directory (default: a fresh 30M Llama)")
+    ap.add_argument("--preset", help="an engine preset (tiny, small) instead of a checkpoint")
     ap.add_argument("--dtypes", default="float32,bfloat16")
     ap.add_argument("--concurrency", default="1,8,16,32")
+    ap.add_argument("--busy-concurrency", default="16,32")
+    ap.add_argument("--num-prompts", type=int, default=32)
     ap.add_argument("--input-len", type=int, default=32)
-    ap.add_argument("--output-len", type=int, default=32)
-    ap.add_argument("--ctas", default="1,256", help="ENGINE_DECODE_TARGET_CTAS values to "
-                    "compare with the default (16)")
-    ap.add_argument("--repeats", type=int, default=3, help="best of N interleaved runs")
-    ap.add_argument("--linear-backend", default="auto", choices=("auto", "aten", "onednn"),
-                    help="ENGINE_LINEAR_BACKEND of the engine side")
-    ap.add_argument("--threads", type=int, default=0,
-                    help="torch threads for both sides (0 = torch's default)")
+    ap.add_argument("--output-len", type=int, default=64)
+    ap.add_argument("--pairs", type=int, default=3, help="interleaved engine/HF pairs (>= 3)")
+    ap.add_argument("--threads", type=int, default=2, help="torch threads, both sides "
+                    "(0 = the engine's start-up choice)")
+    ap.add_argument("--linear-backend", default="auto", choices=("auto", "aten", "onednn"))
+    ap.add_argument("--busy", action="store_true", help="also run with one core kept busy")
+    ap.add_argument("--busy-only", action="store_true", help="only the busy case")
     args = ap.parse_args()
-    if args.threads:
-        # On a shared machine one thread can beat two by a lot: every op that enters an
-        # OpenMP region waits for the second thread to be scheduled.
-        torch.set_num_threads(args.threads)
-    concs = [int(x) for x in args.concurrency.split(",")]
-    ctas = [int(x) for x in args.ctas.split(",")]
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads", file=sys.stderr)
-    for dtype_name in args.dtypes.split(","):
-        knobs = EngineKnobs(dtype=dtype_name, num_pages=1024, max_running_requests=256,
-                            num_threads=args.threads, linear_backend=args.linear_backend)
-        eng = LLMEngine(knobs, preset="small")
-        hf = hf_model(eng, eng.runner.dtype)
-        bw, fl = measure_machine(eng.runner.dtype)
-        print(f"\n== {dtype_name}, ENGINE_LINEAR_BACKEND={args.linear_backend}: small preset "
-              f"({eng.cfg.num_params / 1e6:.0f}M params), "
-              f"bandwidth {bw / 1e9:.1f} GB/s, matmul {fl / 1e9:.0f} GFLOP/s")
-        print(f"{'conc':>5} {'engine':>9} {'hf':>9} {'roofline':>9} {'eng/hf':>7} "
-              f"{'eng/roof':>8} {'eng/run-roof':>12} {'spread eng/hf':>14}   "
-              f"engine tok/s at TARGET_CTAS="
-              + ",".join(map(str, ctas)))
-        engine_tok_s(eng, make_prompts(2, 8, 256, 9), 4)  # warm-up
-        for c in concs:
-            prompts = make_prompts(c, args.input_len, 256, seed=c)
-            # Best of --repeats, the sides interleaved, so a noisy neighbour on a shared
-            # machine hits every side alike and the best run shows what the code can do;
-            # the spread (worst run below the best, per side) says how noisy it was.
-            ours: list[float] = []
-            theirs: list[float] = []
-            by_ctas = [0.0] * len(ctas)
-            for _ in range(args.repeats):
-                for i, t in enumerate(ctas):
-                    eng.runner.knobs = knobs.replace(decode_target_ctas=t)
-                    by_ctas[i] = max(by_ctas[i], engine_tok_s(eng, prompts, args.output_len))
-                eng.runner.knobs = knobs
-                ours.append(engine_tok_s(eng, prompts, args.output_len))
-                theirs.append(hf_tok_s(hf, prompts, args.output_len))
-            roof = roofline_tok_s(eng.cfg, c, args.input_len + args.output_len // 2,
-                                  eng.runner.dtype.itemsize, bw, fl)
-            run_roof = roofline_run_tok_s(eng.cfg, c, args.input_len, args.output_len,
-                                          eng.runner.dtype.itemsize, bw, fl)
-            best, hf_best = max(ours), max(theirs)
-            spread = f"-{1 - min(ours) / best:.0%}/-{1 - min(theirs) / hf_best:.0%}"
-            print(f"{c:>5} {best:>9.1f} {hf_best:>9.1f} {roof:>9.1f} {best / hf_best:>6.2f}x "
-                  f"{best / roof:>7.0%} {best / run_roof:>12.0%} {spread:>14}   " + " ".join(f"{x:.1f}" for x in by_ctas),
-                  flush=True)
+    if args.pairs < 3:
+        ap.error("--pairs must be at least 3")
+    if args.model and args.preset:
+        ap.error("--model and --preset exclude each other")
+    with tempfile.TemporaryDirectory(prefix="unseen-llama-") as tmp:
+        if not args.model and not args.preset:
+            args.model = str(write_unseen_llama(Path(tmp)))
+        print(f"torch {torch.__version__}; model {args.model or args.preset}; "
+              f"{args.num_prompts} prompts x {args.input_len} tokens, {args.output_len} new; "
+              f"load average {os.getloadavg()[0]:.2f}", flush=True)
+        dtypes = args.dtypes.split(",")
+        if not args.busy_only:
+            for d in dtypes:
+                run_dtype(args, d, [int(x) for x in args.concurrency.split(",")])
+        if args.busy or args.busy_only:
+            for d in dtypes:
+                run_busy(args, d, [int(x) for x in args.busy_concurrency.split(",")])
     return 0
 
 

@@ -37,10 +37,12 @@ REGISTRY.declare(
     class_hint="perf", choices=("auto", "aten", "onednn"),
 )
 REGISTRY.declare(
-    "ENGINE_DECODE_TARGET_CTAS", "int", 16,
+    "ENGINE_DECODE_TARGET_CTAS", "int", 0,
     doc="Target number of parallel work items (sequences x kv heads x KV splits) in decode "
-        "attention; the split-K partition count is derived from it.",
-    class_hint="perf", min=1, max=65536, unit="work items",
+        "attention; the split-K partition count is derived from it. 0 = auto: 16 on a GPU, "
+        "the thread count on CPU (a core is a CPU's parallel unit: measured on 2 cores, "
+        "16 split short contexts at c1 and cost ~30%; benchmarks/ctas_sweep.py).",
+    class_hint="perf", min=0, max=65536, unit="work items",
 )
 REGISTRY.declare(
     "ENGINE_MAX_RUNNING_REQUESTS", "int", 64,
@@ -63,7 +65,8 @@ REGISTRY.declare(
 )
 REGISTRY.declare(
     "ENGINE_NUM_THREADS", "int", 0,
-    doc="torch intra-op threads; 0 = torch's default (all cores).",
+    doc="torch intra-op threads; 0 = one per core not kept busy by other work at start-up "
+        "(a 0.3 s look at /proc/stat): a thread on a shared core stalls every op.",
     class_hint="perf", min=0, max=1024, unit="threads",
 )
 REGISTRY.declare(
@@ -90,7 +93,7 @@ class EngineKnobs:
     dtype: str = "auto"
     device: str = "auto"
     linear_backend: str = "auto"
-    decode_target_ctas: int = 16
+    decode_target_ctas: int = 0
     max_running_requests: int = 64
     page_size: int = 16
     num_pages: int = 2048

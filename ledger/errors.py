@@ -60,6 +60,18 @@ class ConfigError(FileError):
     """A workspace file (ledger.yaml, entries.jsonl) is malformed."""
 
 
+class IntentError(FileError):
+    """The intent record an interrupted command left behind cannot be trusted."""
+
+    def __str__(self) -> str:
+        return (super().__str__() + ". Run `ledger doctor` to see what the interrupted command "
+                "touched; `ledger doctor --repair` sets the record aside")
+
+
+class RecoveryError(LedgerError):
+    """Recovery of an interrupted command cannot finish safely (the record stays)."""
+
+
 class EntryNotFound(LedgerError):
     def __init__(self, ref: str) -> None:
         super().__init__()

@@ -35,8 +35,11 @@ class LLMEngine:
             # Before the model is built: set once the heap is laid out, it measured no
             # gain. Per-step temporaries then stop costing page faults (see there).
             tune_malloc()
-        if knobs.num_threads:
-            torch.set_num_threads(knobs.num_threads)
+        from engine.cpu_tuning import choose_num_threads
+
+        # 0 (the default) = one thread per core that other work is not keeping busy.
+        self.num_threads = choose_num_threads(knobs.num_threads)
+        torch.set_num_threads(self.num_threads)
         self.knobs = knobs
         self.model, self.cfg = build_model(preset, model_dir, knobs.dtype, knobs.seed,
                                               knobs.linear_backend, knobs.device)

@@ -38,6 +38,8 @@ class ModelRunner:
             layer.self_attn.v_cache = v
         self.generator = torch.Generator(device=self.device).manual_seed(knobs.seed)
         self.last_num_splits = 1
+        # ENGINE_DECODE_TARGET_CTAS=0: a GPU's share of SMs, a CPU's threads (see knobs).
+        self.auto_target_ctas = 16 if self.device.type == "cuda" else torch.get_num_threads()
         # Decode gathers each layer's context into this memory (grown on demand, kept):
         # a fresh multi-MB tensor per step would cost page faults on every step.
         self._kv_workspace = torch.empty(0, dtype=self.dtype, device=self.device)
@@ -95,7 +97,7 @@ class ModelRunner:
         max_len = max(lens)
         P = self.page_size
         splits = num_kv_splits(len(seqs), self.cfg.num_kv_heads, max_len,
-                               self.knobs.decode_target_ctas)
+                               self.knobs.decode_target_ctas or self.auto_target_ctas)
         self.last_num_splits = splits
         S, C = split_layout(max_len, splits)
         # The gather covers the split-K padded length S*C; padding reads page 0 (masked).

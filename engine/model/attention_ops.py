@@ -9,7 +9,11 @@ exact combine ``o = sum_s w_s o_s / sum_s w_s``, ``w_s = exp(lse_s - max lse)``.
 comes from :func:`num_kv_splits`, the analogue of FlashInfer's split heuristic: when
 ``batch x kv_heads`` already reaches the target parallelism (``ENGINE_DECODE_TARGET_CTAS``)
 there is no split, else the KV is cut into as many partitions as needed to reach it,
-never shorter than ``MIN_SPLIT_TOKENS`` tokens each.
+never shorter than ``MIN_SPLIT_TOKENS`` tokens each.  On CPU the target defaults to the
+thread count: torch's batched GEMMs already spread ``batch x kv_heads`` over the cores,
+so a split only pays where that product is below the core count (e.g. one sequence of an
+MQA model); elsewhere each partition is more small ops and a combine (measured:
+``benchmarks/ctas_sweep.py``).
 """
 
 from __future__ import annotations

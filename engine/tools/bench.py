@@ -91,6 +91,7 @@ def bench_offline(engine: Any, concurrencies: list[int], prompts: list[list[int]
         res = summarize(c, duration, [len(p) for p in prompts], [s.output_ids for s in seqs],
                         ttfts, e2es, itls)
         res["decode_kv_splits_last"] = engine.runner.last_num_splits
+        res["num_threads"] = engine.num_threads  # ENGINE_NUM_THREADS=0 resolves at start-up
         results.append(res)
         progress(f"bench offline c={c}: {res['output_throughput']:.1f} out tok/s, "
                  f"{duration:.2f}s")

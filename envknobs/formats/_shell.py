@@ -67,6 +67,10 @@ class Command:
         return self.words[-1].end
 
 
+# Deepest $(...) / ${...} nesting the scanner follows before refusing the file.
+MAX_NESTING = 100
+
+
 class _Scanner:
     def __init__(self, text: str) -> None:
         self.text = text
@@ -75,6 +79,7 @@ class _Scanner:
         self.line_commands: list[Command] = []
         self.current = Command()
         self.heredocs: list[tuple[str, bool, int]] = []  # (delimiter, <<-, offset)
+        self.nesting = 0  # open $(...) / ${...} around the scan position
 
     def fail(self, pos: int, what: str) -> FormatError:
         return FormatError(f"line {line_of(self.text, pos)}: {what}")
@@ -125,7 +130,20 @@ class _Scanner:
         raise self.fail(i, "unterminated backquote")
 
     def skip_dollar(self, i: int) -> int:
-        """Skip ``$(...)``, ``$((...))`` or ``${...}`` starting at ``i``."""
+        """Skip ``$(...)``, ``$((...))`` or ``${...}`` starting at ``i``.
+
+        Nesting deeper than :data:`MAX_NESTING` is refused (no serve script needs it, and
+        each level is a recursion of this scanner).
+        """
+        if self.nesting >= MAX_NESTING:
+            raise self.fail(i, f"$(...) / ${{...}} nested more than {MAX_NESTING} deep")
+        self.nesting += 1
+        try:
+            return self._skip_dollar(i)
+        finally:
+            self.nesting -= 1
+
+    def _skip_dollar(self, i: int) -> int:
         opener = self.text[i + 1]
         closer = ")" if opener == "(" else "}"
         depth = 0

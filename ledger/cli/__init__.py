@@ -18,10 +18,12 @@ import sys
 import click
 
 from ledger.cli.backups import backups
+from ledger.cli.bisect import bisect
 from ledger.cli.common import State
 from ledger.cli.common import set_argv
 from ledger.cli.docs import demo
 from ledger.cli.docs import render
+from ledger.cli.doctor import doctor
 from ledger.cli.evidence import ab
 from ledger.cli.evidence import evidence
 from ledger.cli.record import record
@@ -50,6 +52,12 @@ class LedgerGroup(click.Group):
 
     def main(self, args=None, *rest, **kwargs):
         argv = list(args) if args is not None else sys.argv[1:]
+        bad = _not_utf8(argv)
+        if bad is not None:
+            # Everything typed is stored as UTF-8 text (YAML, JSON, git messages, the lock
+            # file): refuse up front rather than fail half-way through.
+            click.echo(f"error: argument {bad[0]} is not valid UTF-8: {bad[1]}", err=True)
+            sys.exit(1)
         previous = set_argv(argv)
         try:
             return super().main(argv, *rest, **kwargs)
@@ -70,6 +78,16 @@ class LedgerGroup(click.Group):
             where = f"{e.filename}: " if getattr(e, "filename", None) else ""
             click.echo(f"error: {where}{e.strerror or e}", err=True)
             ctx.exit(1)
+
+
+def _not_utf8(argv: list[str]) -> tuple[int, str] | None:
+    """(position, shown with escapes) of the first argument that is not valid UTF-8."""
+    for i, a in enumerate(argv, start=1):
+        try:
+            a.encode("utf-8")
+        except UnicodeEncodeError:
+            return i, a.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return None
 
 
 @click.group(cls=LedgerGroup, context_settings=CONTEXT)
@@ -98,7 +116,7 @@ def cli(ctx: click.Context, workspace: str | None, json_out: bool, debug: bool) 
 
 
 for command in (init, target, record, list_cmd, show, status, diff, log, revert, restore, suspect,
-                clear, ab, evidence, render, demo, backups):
+                clear, bisect, ab, evidence, render, demo, backups, doctor):
     cli.add_command(command)
 
 

@@ -27,10 +27,10 @@ class State:
         self.json = json_out
         self.debug = debug
 
-    def session(self, ctx: click.Context):
+    def session(self, ctx: click.Context, **options):
         from ledger.commands.session import open_session
 
-        s = open_session(self.workspace, command_line(ctx))
+        s = open_session(self.workspace, command_line(ctx), **options)
         for notice in s.notices:
             click.echo(f"note: {notice}", err=True)
         return s

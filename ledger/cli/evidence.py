@@ -105,7 +105,12 @@ def ab(ctx, ref, runs, concurrency, rate, bench, metric, json_out, dry_run) -> N
         click.echo(f"  {safe(plan['command'])}")
         for k, v in plan["differs"].items():
             click.echo(f"  {safe(k)}: A {show_value(v['A'])}  B {show_value(v['B'])}")
+        _warn(plan["warnings"])
         return None
+    from ledger.commands.evidence import ab_power_warnings
+
+    points = len(rates) if rates is not None else len(concs or DEFAULT_CONCURRENCY)
+    _warn(ab_power_warnings(runs, [0] * points))  # before minutes of benches
     summary = run_ab(s, ref, runs=runs, concurrency=concs, bench=bench,
                      metric=metric, progress=Progress(), rate=rates)
     if wants_json(ctx, json_out):
@@ -134,6 +139,12 @@ def _print_summary_table(summary: dict) -> None:
         click.echo(table(rows, [load, "MEDIAN A", "MEDIAN B", "DELTA", "95% CI", "P", "N",
                                 "VERDICT"]))
     click.echo(f"verdict {summary.get('verdict')}; outputs {summary.get('outputs')}")
+    _warn(summary.get("warnings") or [])
+
+
+def _warn(warnings: list[str]) -> None:
+    for w in warnings:
+        click.echo(f"warning: {safe(w)}", err=True)
 
 
 @click.group()

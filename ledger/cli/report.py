@@ -66,6 +66,10 @@ def show(ctx, ref, json_out) -> None:
         if d["suspicion"] == "cleared":
             click.echo(f"  cleared   {safe(d['clear_why'])}")
     click.echo(f"  evidence  {safe(d['evidence'])}")
+    for b in d.get("bisects") or ():
+        click.echo(f"  bisect    {b['id']} ({b['started']}, {b['checks']} checks): "
+                   f"{safe(b['summary'])}")
+        click.echo(f"            this entry: {safe(b['role'])}; record {b['record']}")
     click.echo("  history")
     click.echo(_indent(table([[a["at"], a["action"], a["why"]] for a in d["history"]],
                              max_width=80), 4))

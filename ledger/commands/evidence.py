@@ -134,7 +134,16 @@ def plan_ab(
     points = _points_text(concs, rates)
     return {"entry": e.id, "command": command, "load": "rate" if rates is not None else
             "concurrency", "concurrency": concs, "rate": points if rates is not None else [],
-            "runs_per_side": runs, "total_runs": 2 + 2 * runs * len(points), "differs": differs}
+            "runs_per_side": runs, "total_runs": 2 + 2 * runs * len(points), "differs": differs,
+            "warnings": ab_power_warnings(runs, points)}
+
+
+def ab_power_warnings(runs: int, points: Sequence[object]) -> list[str]:
+    """What :func:`ledger.evidence.stats.power_warnings` says of ``runs`` per side at each
+    of ``points`` (concurrencies or rates: only their number matters)."""
+    from ledger.evidence.stats import power_warnings
+
+    return power_warnings([(runs, runs)] * len(points))
 
 
 def run_ab(

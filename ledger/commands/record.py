@@ -10,7 +10,7 @@ from envknobs.registry import KnobError
 from envknobs.registry import check_knob_name
 from envknobs.registry import check_knob_value
 from ledger.commands.session import Session
-from ledger.commands.session import maybe_lock
+from ledger.commands.session import writing
 from ledger.core import planner
 from ledger.core.display import value_text
 from ledger.core.model import Action
@@ -154,7 +154,7 @@ def record_knob(
         raise UsageError("--before/--before-unset only go with --adopt")
     if adopt and not before_given:
         raise UsageError("--adopt needs --before VALUE or --before-unset")
-    with maybe_lock(s, dry_run):
+    with writing(s, dry_run):
         entries = s.ws.entries()
         tf = read_target(s.ws, t)
         layer = planner.knob_layers(entries).get((target, knob))
@@ -194,13 +194,25 @@ def _exact_texts(
     """The exact text of the value before and after, and the knob's lines where the change
     removes or adds it, so revert/restore write those bytes back (not a re-rendering)."""
     if adopt:  # the file already holds the change: what it said before is unknown
-        return {"after_source": None if after is None else source_in(t, after_text, knob)}
-    return {
-        "before_source": None if before is None else source_in(t, before_text, knob),
-        "after_source": None if after is None else source_in(t, after_text, knob),
-        "before_lines": inserted_block(after_text, before_text) if after is None else None,
-        "after_lines": inserted_block(before_text, after_text) if before is None else None,
-    }
+        texts = {"after_source": None if after is None else source_in(t, after_text, knob)}
+    else:
+        texts = {
+            "before_source": None if before is None else source_in(t, before_text, knob),
+            "after_source": None if after is None else source_in(t, after_text, knob),
+            "before_lines": inserted_block(after_text, before_text) if after is None else None,
+            "after_lines": inserted_block(before_text, after_text) if before is None else None,
+        }
+    # Text that is not valid UTF-8 (bytes kept through surrogateescape) cannot be stored:
+    # without it, the value is rendered instead.
+    return {k: v for k, v in texts.items() if v is None or _encodable(v)}
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _adopted_before(tf, layer, knob: str, value: str | None, before: str | None) -> str | None:
@@ -248,7 +260,7 @@ def record_patch(
     from ledger.patches.stack import patch_sha256
 
     repo = engine_repo(s.ws)
-    with maybe_lock(s, dry_run):
+    with writing(s, dry_run):
         if rev is not None:
             text, commit = repo.adopt_commit(rev)
         else:

@@ -67,7 +67,34 @@ def build_model(ws: Workspace):
                 stale.add(e.id)
     patch_stats = {e.id: _patch_stats(ws, e) for e in entries if e.kind == "patch"}
     return RenderModel(title=ws.root.name, entries=list(entries), targets=targets,
-                       evidence=evidence, stale=stale, patch_stats=patch_stats)
+                       evidence=evidence, stale=stale, patch_stats=patch_stats,
+                       bisects=bisect_views(ws, {e.id for e in entries}))
+
+
+def bisect_views(ws: Workspace, known: set[str]) -> list[dict]:
+    """Each committed bisect record as the docs show it: conclusion, roles, timeline."""
+    from ledger.commands.bisect_view import role_of
+    from ledger.commands.bisect_view import summary
+    from ledger.commands.bisect_view import timeline
+    from ledger.store.bisect_state import list_records
+
+    views = []
+    for r in list_records(ws):
+        selection = [s.get("id") for s in r.get("selection") or () if s.get("id") in known]
+        conclusion = r.get("conclusion") or {}
+        views.append({
+            "id": str(r.get("id", "")), "started": str(r.get("started", "")),
+            "status": str(r.get("status", "")), "summary": summary(r),
+            "text": str(conclusion.get("text") or ""),
+            "confidence": str((conclusion.get("confidence") or {}).get("text") or ""),
+            "check": str((r.get("check") or {}).get("text", "")), "runs": r.get("runs", 1),
+            "kind": str(conclusion.get("kind") or ""),
+            "culprits": [i for i in conclusion.get("entries") or () if i in known]
+            if conclusion.get("kind") in ("culprit", "interaction") else [],
+            "selection": selection, "roles": {i: role_of(r, i) for i in selection},
+            "steps": timeline(r),
+        })
+    return views
 
 
 def _patch_stats(ws: Workspace, e: Entry) -> list[tuple[str, int, int]]:

@@ -51,9 +51,22 @@ def show_entry(ws: Workspace, ref: str) -> dict:
     d = entry_row(ws, e, ev)
     d["history"] = [a.to_dict() for a in e.history]
     d["evidence_summary"] = ev.summary
+    d["bisects"] = _bisects_of(ws, e)
     if e.kind == "patch":
         d["patch_text"] = (ws.root / e.patch).read_text(encoding="utf-8", errors="replace")
     return d
+
+
+def _bisects_of(ws: Workspace, e: Entry) -> list[dict]:
+    """The bisects whose selection held ``e``: when, what they concluded, its part."""
+    from ledger.commands.bisect_view import role_of
+    from ledger.commands.bisect_view import summary
+    from ledger.store.bisect_state import record_rel
+    from ledger.store.bisect_state import records_for
+
+    return [{"id": r.get("id"), "started": r.get("started"), "status": r.get("status"),
+             "summary": summary(r), "role": role_of(r, e.id), "checks": len(r.get("steps") or ()),
+             "record": record_rel(str(r.get("id")))} for r in records_for(ws, e.id)]
 
 
 @dataclass

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from ledger.commands.session import Session
-from ledger.commands.session import maybe_lock
+from ledger.commands.session import writing
 from ledger.core import planner
 from ledger.core.model import Entry
 from ledger.core.model import check_class
@@ -34,7 +34,7 @@ def revert(
 ) -> Applied:
     """Revert entries by id, or every applied entry of a class (--perf-only = --class perf)."""
     cls = _class_selector(refs, perf_only, cls)
-    with maybe_lock(s, dry_run):
+    with writing(s, dry_run):
         entries = s.ws.entries()
         chosen = _resolve_all(s, refs) if refs else planner.select(entries, cls=cls, state="applied")
         plan = planner.plan_revert(entries, chosen, why=why, at=s.now, command=s.command)
@@ -55,7 +55,7 @@ def restore(
 ) -> Applied:
     """Re-apply reverted entries, holding back suspects and regressions (DESIGN §2)."""
     cls = _class_selector(refs, perf_only, cls)
-    with maybe_lock(s, dry_run):
+    with writing(s, dry_run):
         entries = s.ws.entries()
         chosen = _resolve_all(s, refs) if refs else planner.select(entries, cls=cls, state="reverted")
         from ledger.evidence.view import evidence_for
@@ -77,7 +77,7 @@ def suspect(s: Session, ref: str, why: str, force: bool = False, dry_run: bool =
     """Revert an entry and mark it suspected, with the hypothesis written down."""
     if not why.strip():
         raise UsageError("suspect needs --why: write the hypothesis down")
-    with maybe_lock(s, dry_run):
+    with writing(s, dry_run):
         entries = s.ws.entries()
         plan = planner.plan_revert(entries, [s.ws.resolve(ref)], why=why, at=s.now,
                                    command=s.command, suspect=True)
@@ -88,7 +88,7 @@ def clear(s: Session, ref: str, why: str, dry_run: bool = False) -> Applied:
     """Exonerate a suspect (does not re-apply it: `restore` does)."""
     if not why.strip():
         raise UsageError("clear needs --why: say what exonerated it")
-    with maybe_lock(s, dry_run):
+    with writing(s, dry_run):
         plan = planner.plan_clear(s.ws.resolve(ref), why=why, at=s.now, command=s.command)
         return _apply(s, plan, why, False, dry_run)
 

@@ -1,17 +1,39 @@
 """One invocation of a command: the open workspace, the command line kept for history,
-and the notices to show (a killed command's operation finished first)."""
+and the notices to show (a killed command's operation finished first).
+
+Every read-modify-write of workspace state goes through :func:`writing` (or
+:func:`edit_config` for ``ledger.yaml``): it takes the writer lock and *then* reads again
+what the command will modify, so two commands racing never lose one's update — the
+second either sees the first's result or fails on the lock.  A command that planned
+from what it read before the lock must plan again inside the block (the decision: the
+lock is taken before planning, not re-validated after).
+
+An intent record that cannot be trusted (damaged, or naming files the workspace does not
+manage) does not block readers: they run with a note saying so.  Writers refuse, naming
+the file and advising ``ledger doctor``.
+"""
 
 from __future__ import annotations
 
-from contextlib import nullcontext
+from contextlib import contextmanager
 from dataclasses import dataclass
 from dataclasses import field
 from pathlib import Path
+from typing import Callable
+from typing import Iterator
 
+from ledger.errors import IntentError
+from ledger.errors import LedgerError
 from ledger.errors import LockHeld
+from ledger.errors import RecoveryError
+from ledger.store.recovery import needs_recovery
+from ledger.store.txn import Transaction
 from ledger.store.txn import WriterLock
-from ledger.store.txn import recover
+from ledger.store.workspace import CONFIG_NAME
+from ledger.store.workspace import Config
 from ledger.store.workspace import Workspace
+from ledger.store.workspace import dump_config
+from ledger.store.workspace import read_text
 from ledger.store.workspace import utc_now
 
 
@@ -25,23 +47,77 @@ class Session:
     notices: list[str] = field(default_factory=list)
 
 
-def open_session(explicit: str | None, command: str, cwd: Path | None = None) -> Session:
-    """Open the workspace and finish any operation a killed command left behind."""
+def printable(text: str) -> str:
+    """``text`` with any undecodable byte (a surrogate escape) shown as ``\\xNN``."""
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
+def open_session(explicit: str | None, command: str, cwd: Path | None = None,
+                 recover_bisect: bool = True) -> Session:
+    """Open the workspace and finish any operation a killed command left behind.
+
+    ``recover_bisect=False`` leaves an interrupted bisect for `ledger bisect reset`."""
     ws = Workspace.open(explicit, cwd)
-    session = Session(ws, command)
-    if (ws.state_dir / "intent.json").exists():
+    session = Session(ws, printable(command))
+    if needs_recovery(ws):
         try:
-            with WriterLock(ws, f"{command} (recovering)"):
-                notice = recover(ws)
+            with WriterLock(ws, f"{session.command} (recovering)") as lock:
+                notice = lock.notice
         except LockHeld:
             # Not interrupted: still running.  A reader sees the state before it; a
             # writer will fail on the lock itself.
             notice = "another ledger command is changing this workspace right now"
+        except (IntentError, RecoveryError) as e:
+            # Readers go on (they change nothing); writers refuse on the lock.
+            notice = f"cannot recover an interrupted command: {e}"
         if notice:
             session.notices.append(notice)
+    notice = _recover_bisect(ws, command, session.now) if recover_bisect else None
+    if notice:
+        session.notices.append(notice)
     return session
 
 
-def maybe_lock(s: Session, dry_run: bool):
-    """The writer lock, except for a dry run (which writes nothing)."""
-    return nullcontext() if dry_run else WriterLock(s.ws, s.command)
+@contextmanager
+def writing(s: Session, dry_run: bool = False) -> Iterator[Workspace]:
+    """The writer lock (none for a dry run, which writes nothing), then the workspace
+    read again, so what the command modifies is what is on disk now."""
+    if dry_run:
+        yield s.ws
+        return
+    with WriterLock(s.ws, s.command) as lock:
+        if lock.notice:
+            s.notices.append(lock.notice)
+        s.ws.reload()
+        yield s.ws
+
+
+
+def edit_config(s: Session, message: str, change: Callable[[Config], None]) -> str:
+    """Change ``ledger.yaml`` under the writer lock: re-read, ``change`` it, commit.
+
+    ``change`` edits the config it is given in place (and may raise to refuse); the
+    file keeps the operator's comments.  Returns the workspace commit.
+    """
+    with writing(s) as ws:
+        change(ws.config)
+        text = dump_config(ws.config, read_text(ws.config_path))
+        txn = Transaction(ws, s.command, s.now)
+        return txn.execute(message=message, ledger_writes={CONFIG_NAME: text.encode()}).commit
+def _recover_bisect(ws: Workspace, command: str, now: str) -> str | None:
+    """Restore the start of a bisect that was killed; say so (or that one is running)."""
+    from ledger.store.bisect_state import in_progress
+    from ledger.store.bisect_state import recover_bisect
+
+    state = in_progress(ws)
+    if state is None:
+        return None
+    try:
+        with WriterLock(ws, f"{command} (recovering an interrupted bisect)"):
+            return recover_bisect(ws, now)
+    except LockHeld:
+        return (f"bisect {state.id} is running (pid {state.pid}, started {state.started}): "
+                "entries are toggled temporarily; its record says which")
+    except LedgerError as e:
+        return (f"bisect {state.id} was interrupted and its starting state could not be put "
+                f"back: {e}\n`ledger bisect reset --force` puts it back anyway")

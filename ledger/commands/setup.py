@@ -7,6 +7,7 @@ from pathlib import Path
 
 from envknobs.formats import FormatError
 from ledger.commands.session import Session
+from ledger.commands.session import edit_config
 from ledger.core.model import Target
 from ledger.core.model import check_target_name
 from ledger.errors import InvalidValue
@@ -15,8 +16,6 @@ from ledger.evidence.runner import DEFAULT_BENCH_COMMAND
 from ledger.store import wsgit
 from ledger.store.targets import format_of
 from ledger.store.targets import read_target
-from ledger.store.txn import Transaction
-from ledger.store.txn import WriterLock
 from ledger.store.workspace import CONFIG_NAME
 from ledger.store.workspace import ENTRIES_NAME
 from ledger.store.workspace import Config
@@ -60,12 +59,6 @@ def _relative_if_inside(path: Path, root: Path) -> str:
         return str(path)
 
 
-def _write_config(s: Session, message: str) -> str:
-    text = dump_config(s.ws.config, s.ws.config_path.read_text(encoding="utf-8"))
-    txn = Transaction(s.ws, s.command, s.now)
-    return txn.execute(message=message, ledger_writes={CONFIG_NAME: text.encode()}).commit
-
-
 def add_target(
     s: Session, name: str, path: str, fmt: str, container: str | None, cwd: Path, dry_run: bool,
     key_path: str | None = None, flags: str | None = None,
@@ -74,10 +67,10 @@ def add_target(
 
     ``container``: the k8s container address; ``key_path``/``flags``: where a yaml-map's
     map is, and the engine whose server flags its keys are (an ``--config`` file).
-    """
+    The name is checked against ``ledger.yaml`` as it is once the writer lock is held, so
+    two concurrent adds of different targets both land (see :func:`edit_config`)."""
     check_target_name(name)
-    if name in s.ws.config.targets:
-        raise Refused(f"a target named {name!r} exists already ({s.ws.config.targets[name].path})")
+    _refuse_taken(s.ws.config, name)
     abs_path = Path(path) if Path(path).is_absolute() else (cwd / path)
     abs_path = Path(os.path.normpath(abs_path))
     check_target_file(abs_path)
@@ -90,7 +83,15 @@ def add_target(
     read_target(s.ws, target)  # parses, so a bad file or a missing container fails now
     if dry_run:
         return target
-    with WriterLock(s.ws, s.command):
-        s.ws.config.targets[name] = target
-        _write_config(s, f"target add {name}: {target.path} ({fmt})\n")
+
+    def add(config: Config) -> None:
+        _refuse_taken(config, name)
+        config.targets[name] = target
+
+    edit_config(s, f"target add {name}: {target.path} ({fmt})\n", add)
     return target
+
+
+def _refuse_taken(config: Config, name: str) -> None:
+    if name in config.targets:
+        raise Refused(f"a target named {name!r} exists already ({config.targets[name].path})")

@@ -304,6 +304,24 @@ def plan_clear(entry: Entry, *, why: str, at: str, command: str) -> Plan:
     return Plan("clear", ((entry, new),))
 
 
+def plan_states(entries: Sequence[Entry], wanted: Mapping[str, bool], op: str = "bisect") -> Plan:
+    """Set entries applied (True) or reverted (False) by id, *without* a history line.
+
+    For temporary configurations (a bisect's probes): the toggle is recorded by the
+    bisect's own record, and the entries end as they started, so their history must not
+    grow by two lines per probe.  Entries not in ``wanted`` keep their state.
+    """
+    from dataclasses import replace
+
+    changes = [
+        (e, replace(e, state="applied" if wanted[e.id] else "reverted"))
+        for e in sorted(entries, key=lambda e: e.seq)
+        if e.id in wanted and e.applied != wanted[e.id]
+    ]
+    edits, flips = _effects(entries, changes)
+    return Plan(op, tuple(changes), (), edits, flips)
+
+
 def next_seq(entries: Iterable[Entry]) -> int:
     return max((e.seq for e in entries), default=0) + 1
 
@@ -341,6 +359,7 @@ __all__ = [
     "plan_clear",
     "plan_restore",
     "plan_revert",
+    "plan_states",
     "restore_blocker",
     "select",
     "unique_slug",

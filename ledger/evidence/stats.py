@@ -45,7 +45,8 @@ Honest limits: with 5 runs per side the smallest exact two-sided Mann-Whitney p 
 2/252 = 0.0079 and the test's real size at ALPHA = 0.05 is 8/252 = 0.032; with three
 concurrencies Holm needs p <= 0.0167, i.e. at most one A/B pair out of order.  Small
 effects (5% at 3% noise) therefore need more runs; ``benchmarks/ab_power.py`` measures
-how many.
+how many.  With too few runs to reach ALPHA at all (3 vs 3: p >= 0.1) the summary carries
+a warning (:func:`power_warnings`) and ``ledger ab`` prints it, before and after running.
 
 Outputs: ``identical`` when, at every concurrency that has digests, A and B produced one
 and the same ``output_digest``; ``differ`` when any concurrency shows two digests;
@@ -259,10 +260,11 @@ def analyze(
 ) -> dict[str, Any]:
     """Judge a runs table.
 
-    Returns ``{"metric", "higher_is_better", "verdict", "outputs", "load",
-    "by_concurrency"}`` where ``load`` is ``concurrency`` or ``rate`` and
-    ``by_concurrency`` is a list (ascending load) of
-    ``{LOAD: value, "n_a", "n_b", "metrics": {name: {...}}}`` as in summary.yaml.
+    Returns ``{"metric", "higher_is_better", "verdict", "outputs", "warnings", "load",
+    "by_concurrency"}`` (``warnings``: :func:`power_warnings` of the primary metric)
+    where ``load`` is ``concurrency`` or ``rate`` and ``by_concurrency`` is a list
+    (ascending load) of ``{LOAD: value, "n_a", "n_b", "metrics": {name: {...}}}`` as in
+    summary.yaml.
     Raises EvidenceError when the primary metric is not a judged metric of the table.
     """
     direction = metric_direction(metric)
@@ -306,9 +308,53 @@ def analyze(
         "higher_is_better": direction,
         "verdict": entry_verdict(c["verdict"] for c in primary),
         "outputs": outputs_check(df),
+        "warnings": power_warnings((c["n_a"], c["n_b"]) for c in primary),
         "load": load,
         "by_concurrency": by_conc,
     }
+
+
+def min_p_value(n_a: int, n_b: int) -> float:
+    """The smallest two-sided p an exact Mann-Whitney test can give for ``n_a`` vs ``n_b`` runs.
+
+    Both extreme orderings (every B above every A, or below) are one arrangement each out
+    of C(n_a + n_b, n_a): 3 vs 3 -> 2/20 = 0.1, 5 vs 5 -> 2/252 = 0.0079.
+    """
+    if n_a < 1 or n_b < 1:
+        return 1.0
+    return min(1.0, 2.0 / math.comb(n_a + n_b, n_a))
+
+
+def runs_needed(levels: int = 1, alpha: float = ALPHA) -> int:
+    """The fewest runs per side (equal sides) that can reach ``alpha`` after Holm over
+    ``levels`` concurrencies (the smallest adjusted p is ``levels`` x the smallest p)."""
+    n = 1
+    while levels * min_p_value(n, n) >= alpha:
+        n += 1
+    return n
+
+
+def power_warnings(sizes: Iterable[tuple[int, int]], alpha: float = ALPHA) -> list[str]:
+    """Why no verdict but ``neutral`` is possible: none of the (n_a, n_b) cells of a
+    metric can reach ``alpha`` even if every B run beat every A run.  Empty when one can.
+
+    A cell with fewer than :data:`MIN_RUNS` runs on a side is not tested (it is
+    ``inconclusive``) and does not count; when no cell is tested, that is the warning.
+    """
+    sizes = list(sizes)
+    tested = [(a, b) for a, b in sizes if a >= MIN_RUNS and b >= MIN_RUNS]
+    if not tested:
+        return [f"fewer than {MIN_RUNS} runs on a side: the verdict can only be inconclusive"
+                ] if any(a or b for a, b in sizes) else []
+    m = len(tested)
+    best = min(tested, key=lambda ab: min_p_value(*ab))
+    p = min_p_value(*best)
+    if m * p < alpha:
+        return []
+    holm = f" (x{m} concurrencies, Holm: {min(1.0, m * p):.3g})" if m > 1 else ""
+    return [f"{best[0]} vs {best[1]} runs cannot reach p < {alpha:g}: the smallest two-sided "
+            f"Mann-Whitney p is {p:.3g}{holm}, so the verdict can only be neutral; use at "
+            f"least {runs_needed(m, alpha)} runs per side"]
 
 
 def entry_verdict(verdicts: Iterable[str]) -> str:
@@ -398,6 +444,9 @@ __all__ = [
     "compare_metric",
     "entry_verdict",
     "format_headline",
+    "min_p_value",
+    "power_warnings",
+    "runs_needed",
     "judged_metrics",
     "load_column",
     "metric_direction",

@@ -92,6 +92,8 @@ def build_summary(
         "higher_is_better": bool(analysis["higher_is_better"]),
         "verdict": analysis["verdict"],
         "outputs": analysis["outputs"],
+        # Said in the summary itself: a neutral verdict that was the only one possible.
+        "warnings": list(analysis.get("warnings") or []),
         "engine_commit": engine_commit,
         "context": {
             str(k): (None if v is None else str(v)) for k, v in sorted((context or {}).items())

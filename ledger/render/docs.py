@@ -186,6 +186,10 @@ def entry_view(model: RenderModel, entry: Entry, chart_svg: str | None) -> dict[
         "headline": evidence["headline"] if evidence else "no evidence",
         "chart": chart_svg,
         "chart_inline": inline_svg(chart_svg, f"chart-{entry.id}") if chart_svg else None,
+        "bisects": [
+            {**b, "role": (b.get("roles") or {}).get(entry.id, "")}
+            for b in model.bisects if entry.id in b["selection"]
+        ],
     }
 
 
@@ -243,6 +247,7 @@ def build_views(model: RenderModel, charts: Mapping[str, str]) -> dict[str, Any]
             for t in model.targets
         ],
         "timeline": _timeline(model.entries),
+        "bisects": list(model.bisects),
         "counts": {
             "entries": len(views),
             "perf": sum(v["cls"] == "perf" for v in views),

@@ -69,6 +69,8 @@ class RenderModel:
     evidence: dict[str, dict[str, Any]] = field(default_factory=dict)
     stale: set[str] = field(default_factory=set)
     patch_stats: dict[str, list[tuple[str, int, int]]] = field(default_factory=dict)
+    # Bisect records as display rows (see ledger.commands.render.bisect_views), oldest first.
+    bisects: list[dict[str, Any]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if not isinstance(self.title, str) or not self.title.strip():
@@ -86,6 +88,9 @@ class RenderModel:
             unknown = sorted(set(ids) - seen)
             if unknown:
                 raise InvalidValue(f"{where} names entries not in the ledger: {', '.join(unknown)}")
+        for b in self.bisects:
+            if not isinstance(b, Mapping) or not isinstance(b.get("selection"), list):
+                raise InvalidValue("a bisect view needs a selection list")
         for entry_id, summary in self.evidence.items():
             if not isinstance(summary, Mapping):
                 raise InvalidValue(

@@ -21,6 +21,7 @@ from ledger.core import planner
 from ledger.core.model import Entry
 from ledger.errors import DriftError
 from ledger.errors import PatchError
+from ledger.errors import TargetError
 from ledger.store.targets import TargetFile
 from ledger.store.targets import edit_target
 from ledger.store.targets import read_target
@@ -166,6 +167,7 @@ def apply_plan(
             result.patch_diff = engine_plan.diff
     if dry_run or (plan.empty and not new_entries):
         return result
+    _refuse_undecodable(ws, [new for _, new in plan.changes] + list(new_entries))
     ledger_writes: dict[str, bytes | None] = {ENTRIES_NAME: entries_bytes(after)}
     ledger_writes.update(extra_ledger_writes or {})
     txn = Transaction(ws, command, now)
@@ -184,6 +186,19 @@ def apply_plan(
     result.backup_id = outcome.backup_id
     result.commit = outcome.commit
     return result
+
+
+def _refuse_undecodable(ws: Workspace, entries: Sequence[Entry]) -> None:
+    """A knob value read from a file that is not valid UTF-8 cannot be recorded as text."""
+    for e in entries:
+        for what, v in (("knob name", e.knob), ("value", e.before), ("value", e.after)):
+            try:
+                (v or "").encode("utf-8")
+            except UnicodeEncodeError:
+                path = ws.target_path(ws.target(e.target)) if e.target else ws.root
+                shown = v.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+                raise TargetError(str(path), f"the {what} of {e.knob!r:.80} is not valid UTF-8 "
+                                  f"({shown!r:.80}): fix the file first") from None
 
 
 def commit_message(op: str, why: str, changed: Sequence[Entry]) -> str:

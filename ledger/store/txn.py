@@ -22,7 +22,25 @@ one command, and never ends up with a half-applied plan nobody reviewed.
 
 Only one writer at a time: :class:`WriterLock` takes ``flock`` on ``.ledger/lock`` and a
 second writer fails fast with :class:`~ledger.errors.LockHeld`.  The kernel drops the
-lock when its holder dies, so a crash never leaves the workspace locked.
+lock when its holder dies, so a crash never leaves the workspace locked.  Whoever takes
+the lock next finds what the dead holder left (an intent record, temporaries) and
+recovers first — so a writer that raced past ``open_session``'s check is safe too.
+
+Hardening decisions (issue 12):
+
+* The intent record is written *before* the backup is taken, naming the backup id it
+  reserves: a kill while the backup is being written is rolled back like any other (the
+  half-written backup directory is removed; targets are not written until it is complete).
+* The record lists the temporary file of every write (``.ledger-tmp-<op>-NAME``, see
+  :mod:`backups.fsio`); rollback *and* roll-forward remove them, and every other file of
+  that operation's name next to the targets, in the workspace and in ``.ledger``.
+* Rollback and roll-forward remove the git locks the killed command left in the
+  workspace repo and the engine repo (``index.lock``, ``HEAD.lock``, the branch's ref
+  lock …), with the proof rules of :mod:`ledger.store.gitlocks`.
+* Recovery validates the record (:mod:`ledger.store.intent`) and touches only managed
+  files; it restores a target only when it still holds the bytes this operation wrote
+  (one edited by hand since is left alone and reported: drift is never overwritten),
+  and only from the one backup the record names (no other manifest is read).
 """
 
 from __future__ import annotations
@@ -41,21 +59,32 @@ from typing import Sequence
 
 from backups.fsio import atomic_write
 from backups.fsio import remove_file
+from backups.fsio import temp_path
+from backups.fsio import temp_tag
 from backups.fsio import write_many
-from backups.store import BackupStore
-from ledger.errors import BackupError
-from ledger.errors import LedgerError
 from ledger.errors import LockHeld
 from ledger.store import wsgit
+from ledger.store.intent import INTENT
+from ledger.store.intent import Intent
+from ledger.store.intent import LedgerFile
+from ledger.store.intent import TargetChange
+from ledger.store.recovery import backup_store
+from ledger.store.recovery import needs_recovery
+from ledger.store.recovery import recover
+from ledger.store.recovery import rollback
+from ledger.store.recovery import sha256_or_none
 from ledger.store.workspace import Workspace
 
-INTENT = "intent.json"
+__all__ = ["CRASH_POINTS", "INTENT", "Outcome", "Transaction", "WriterLock", "backup_store",
+           "recover", "rollback", "sha256_or_none"]
+
 LOCK = "lock"
 
 # Fault injection for the crash-safety tests: `LEDGER_CRASH_AT=<point>` makes the
 # process SIGKILL itself at that point of a transaction, exactly as a power cut would.
 CRASH_POINTS = (
     "after-intent",
+    "after-backup",
     "after-targets",
     "after-engine",
     "after-ledger-files",
@@ -63,34 +92,31 @@ CRASH_POINTS = (
 )
 
 
-def backup_store(ws: Workspace) -> BackupStore:
-    """The workspace's backup store, raising the ledger's own :class:`BackupError`."""
-    return BackupStore(ws.state_dir / "backups", error=BackupError)
-
-
 def _crash_point(point: str) -> None:
     if os.environ.get("LEDGER_CRASH_AT") == point:
         os.kill(os.getpid(), signal.SIGKILL)
 
 
-def sha256_or_none(path: Path) -> str | None:
-    try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
-    except FileNotFoundError:
-        return None
-
-
 class WriterLock:
-    """Exclusive, non-blocking lock on ``.ledger/lock`` for the life of a command."""
+    """Exclusive, non-blocking lock on ``.ledger/lock`` for the life of a command.
 
-    def __init__(self, ws: Workspace, command: str) -> None:
+    Once taken, whatever a killed holder left behind is recovered first (``recover``
+    False skips it: the lock is then taken *for* recovery); :attr:`notice` says what was
+    done.  A damaged intent record raises :class:`~ledger.errors.IntentError` and
+    releases the lock: no writer runs over an interrupted operation it cannot undo.
+    """
+
+    def __init__(self, ws: Workspace, command: str, recover: bool = True) -> None:
+        self.ws = ws
         self.path = ws.state_dir / LOCK
         self.command = command
+        self.recover = recover
+        self.notice: str | None = None
         self._fd: int | None = None
 
     def __enter__(self) -> "WriterLock":
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -98,8 +124,15 @@ class WriterLock:
             os.close(fd)
             raise LockHeld(str(self.path), holder) from None
         os.ftruncate(fd, 0)
-        os.pwrite(fd, f"pid {os.getpid()}: ledger {self.command}\n".encode(), 0)
+        line = f"pid {os.getpid()}: ledger {self.command}\n"
+        os.pwrite(fd, line.encode("utf-8", "backslashreplace"), 0)
         self._fd = fd
+        if self.recover and needs_recovery(self.ws):
+            try:
+                self.notice = recover(self.ws)
+            except BaseException:
+                self.__exit__()
+                raise
         return self
 
     def __exit__(self, *exc) -> None:
@@ -115,13 +148,6 @@ class Outcome:
     backup_id: str | None
     commit: str
     op_id: str
-
-
-def engine_reset(repo_path: Path, head: str) -> None:
-    """Put the engine repo's branch and work tree back at ``head`` (it was clean before)."""
-    from ledger.patches.stack import EngineRepo
-
-    EngineRepo(repo_path).rollback(head)
 
 
 class Transaction:
@@ -155,47 +181,50 @@ class Transaction:
         target_writes = dict(target_writes or {})
         ledger_writes = dict(ledger_writes or {})
         store = backup_store(self.ws)
-        snap = None
         to_back_up = list(target_writes) + [p for p in backup_also if p not in target_writes]
-        if to_back_up:
-            snap = store.snapshot(to_back_up, command=self.command, time=self.time)
-        ws_head = wsgit.head(self.ws.root)
-        intent = {
-            "op": self.op_id,
-            "command": self.command,
-            "started": self.time,
-            "workspace_head": ws_head,
-            "backup": snap.id if snap else None,
-            "targets": [
-                {"path": str(p), "before": sha256_or_none(p),
-                 "after": hashlib.sha256(data).hexdigest()}
-                for p, data in target_writes.items()
-            ],
-            "ledger_files": [
-                {"path": rel, "existed": (self.ws.root / rel).exists()} for rel in ledger_writes
-            ],
-            "engine": {"path": str(engine_repo), "head": engine_head} if engine_repo else None,
-        }
+        backup_id = store.new_id(self.time) if to_back_up else None
+        intent = self._intent(target_writes, ledger_writes, engine_repo, engine_head, backup_id)
         self.ws.state_dir.mkdir(parents=True, exist_ok=True)
-        atomic_write(self.intent_path, (json.dumps(intent, indent=2) + "\n").encode())
-        try:
-            _crash_point("after-intent")
-            if target_writes:
-                write_many(target_writes)
-            _crash_point("after-targets")
-            if engine_step is not None:
-                engine_step()
-            _crash_point("after-engine")
-            self._write_ledger_files(ledger_writes)
-            _crash_point("after-ledger-files")
-            full_message = f"{message.rstrip()}\n\nLedger-Op: {self.op_id}\n"
-            commit = wsgit.commit(self.ws.root, ledger_writes, full_message)
-            _crash_point("after-commit")
-        except BaseException:
-            rollback(self.ws, intent, store)
-            raise
+        with temp_tag(self.op_id):
+            atomic_write(self.intent_path, (json.dumps(intent.to_dict(), indent=2) + "\n").encode())
+            try:
+                _crash_point("after-intent")
+                if to_back_up:
+                    store.snapshot(to_back_up, command=self.command, time=self.time,
+                                   backup_id=backup_id)
+                _crash_point("after-backup")
+                if target_writes:
+                    write_many(target_writes)
+                _crash_point("after-targets")
+                if engine_step is not None:
+                    engine_step()
+                _crash_point("after-engine")
+                self._write_ledger_files(ledger_writes)
+                _crash_point("after-ledger-files")
+                full_message = f"{message.rstrip()}\n\nLedger-Op: {self.op_id}\n"
+                commit = wsgit.commit(self.ws.root, ledger_writes, full_message)
+                _crash_point("after-commit")
+            except BaseException:
+                rollback(self.ws, intent, store, trusted=True)
+                raise
         remove_file(self.intent_path)
-        return Outcome(snap.id if snap else None, commit, self.op_id)
+        return Outcome(backup_id, commit, self.op_id)
+
+    def _intent(self, target_writes, ledger_writes, engine_repo, engine_head, backup_id) -> Intent:
+        root = self.ws.root
+        temps = [temp_path(p, self.op_id) for p in target_writes]
+        temps += [temp_path(root / rel, self.op_id) for rel, data in ledger_writes.items()
+                  if data is not None]
+        return Intent(
+            op=self.op_id, command=self.command, started=self.time,
+            workspace_head=wsgit.head(root), backup=backup_id,
+            targets=tuple(TargetChange(str(p), sha256_or_none(p), hashlib.sha256(d).hexdigest())
+                          for p, d in target_writes.items()),
+            ledger_files=tuple(LedgerFile(rel, (root / rel).exists()) for rel in ledger_writes),
+            engine_path=str(engine_repo) if engine_repo else None,
+            engine_head=engine_head if engine_repo else None,
+            temps=tuple(str(t) for t in temps),
+        )
 
     def _write_ledger_files(self, writes: Mapping[str, bytes | None]) -> None:
         files = {}
@@ -207,62 +236,3 @@ class Transaction:
                 path.parent.mkdir(parents=True, exist_ok=True)
                 files[path] = data
         write_many(files)
-
-
-def rollback(ws: Workspace, intent: dict, store: BackupStore | None = None) -> list[str]:
-    """Undo an operation described by ``intent``; return the files put back."""
-    store = store or backup_store(ws)
-    restored = []
-    backup = store.get(intent["backup"]) if intent.get("backup") else None
-    for t in intent.get("targets", []):
-        path = Path(t["path"])
-        if sha256_or_none(path) == t["before"]:
-            continue
-        if backup is None:
-            continue
-        f = backup.file(path)
-        data = store.content(f) if f else None
-        if data is None:
-            remove_file(path)
-        else:
-            atomic_write(path, data, f.mode)
-        restored.append(str(path))
-    engine = intent.get("engine")
-    if engine and engine.get("head"):
-        engine_reset(Path(engine["path"]), engine["head"])
-    lock = ws.root / ".git" / "index.lock"
-    if lock.exists():
-        # Left by a git process killed mid-command; we hold the writer lock, so it's stale.
-        lock.unlink()
-    existed = [f["path"] for f in intent.get("ledger_files", []) if f["existed"]]
-    created = [f["path"] for f in intent.get("ledger_files", []) if not f["existed"]]
-    if intent.get("workspace_head"):
-        wsgit.restore_paths(ws.root, intent["workspace_head"], existed)
-    for rel in created:
-        remove_file(ws.root / rel)
-    remove_file(ws.state_dir / INTENT)
-    return restored
-
-
-def recover(ws: Workspace) -> str | None:
-    """Finish an operation a killed command left behind; return a notice, or None."""
-    path = ws.state_dir / INTENT
-    if not path.exists():
-        return None
-    try:
-        intent = json.loads(path.read_text())
-    except (OSError, ValueError) as e:
-        raise LedgerError(
-            f"{path}: an interrupted operation left an unreadable intent record ({e}); "
-            "inspect `ledger backups list` and remove the file by hand"
-        ) from e
-    what = f"`ledger {intent.get('command', '?')}` (started {intent.get('started', '?')})"
-    head = wsgit.head(ws.root)
-    if head and head != intent.get("workspace_head"):
-        if f"Ledger-Op: {intent.get('op')}" in wsgit.message_of(ws.root, head):
-            remove_file(path)
-            return f"an interrupted {what} had completed; nothing to undo"
-    restored = rollback(ws, intent)
-    ws.invalidate()
-    files = ", ".join(restored) if restored else "no target file had changed"
-    return f"rolled back an interrupted {what}: {files}"

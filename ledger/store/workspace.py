@@ -43,6 +43,7 @@ from ledger.errors import InvalidValue
 from ledger.errors import LedgerError
 from ledger.errors import TargetError
 from ledger.errors import WorkspaceNotFound
+from ledger.store.schema import entry_schema_problem
 
 __all__ = ["Config", "Workspace"]
 
@@ -94,29 +95,50 @@ def _mark_line(err: Exception) -> int | None:
     return mark.line + 1 if mark is not None else None
 
 
+def read_text(path: Path, error: type[ConfigError] = ConfigError) -> str:
+    """A workspace file's text; a missing/unreadable file or invalid UTF-8 names the
+    file (and the line of the first bad byte)."""
+    try:
+        raw = Path(path).read_bytes()
+    except OSError as e:
+        raise error(str(path), f"cannot read: {e.strerror}") from e
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = raw.count(b"\n", 0, e.start) + 1
+        raise error(str(path), f"not valid UTF-8 (byte {raw[e.start]:#04x} at offset "
+                               f"{e.start})", line) from None
+
+
 def load_config(path: Path) -> Config:
-    """Parse ledger.yaml, with errors naming the file and line.
+    """Parse ledger.yaml, with errors naming the file and line."""
+    return parse_config_text(read_text(path), str(path))
+
+
+def parse_config_text(text: str, path: str) -> Config:
+    """ledger.yaml's text as a Config; every error names ``path`` (and the line).
 
     Read with the (faster) safe loader; only when the content is wrong is the file read
-    again with the round-trip loader, which knows the line of every key.
+    again with the round-trip loader, which knows the line of every key.  Nesting deeper
+    than any parser's recursion (``[[[[…``) is refused as such, not crashed on.
     """
     from ruamel.yaml import YAML
     from ruamel.yaml import YAMLError
 
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as e:
-        raise ConfigError(str(path), f"cannot read: {e.strerror}") from e
-    try:
         data = YAML(typ="safe", pure=True).load(text)
     except YAMLError as e:
         problem = getattr(e, "problem", None) or str(e).splitlines()[0]
-        raise ConfigError(str(path), f"not valid YAML: {problem}", _mark_line(e)) from e
+        raise ConfigError(path, f"not valid YAML: {problem}", _mark_line(e)) from e
+    except RecursionError:
+        raise ConfigError(path, "nested too deeply to be a ledger config") from None
+    except Exception as e:  # ruamel's own failures on odd input (a bad tag, a bad date…)
+        raise ConfigError(path, f"not a readable YAML file ({type(e).__name__}: {e})") from e
     try:
-        return _config_from(data, str(path), lambda *keys: None)
+        return _config_from(data, path, lambda *keys: None)
     except ConfigError:
         lines = _yaml_rt().load(text)
-        return _config_from(data, str(path), lambda *keys: _line_of(lines, keys))
+        return _config_from(data, path, lambda *keys: _line_of(lines, keys))
 
 
 def _line_of(node, keys) -> int | None:
@@ -144,26 +166,33 @@ def _config_from(data, path: str, line_of) -> Config:
         line = line_of("targets", name)
         if not isinstance(spec, dict) or "path" not in spec or "format" not in spec:
             raise ConfigError(path, f"target {name!r} needs path and format", line)
+        for key in ("path", "format", "container"):
+            if spec.get(key) is not None and not isinstance(spec[key], str):
+                raise ConfigError(path, f"target {name!r}: {key} must be a string", line)
         try:
             targets[str(name)] = Target(
                 name=str(name),
-                path=str(spec["path"]),
-                format=str(spec["format"]),
-                container=None if spec.get("container") is None else str(spec["container"]),
-                key_path=None if spec.get("key_path") is None else str(spec["key_path"]),
-                flags=None if spec.get("flags") is None else str(spec["flags"]),
+                path=spec["path"],
+                format=spec["format"],
+                container=spec.get("container"),
+                key_path=spec.get("key_path"),
+                flags=spec.get("flags"),
             )
         except InvalidValue as e:
             raise ConfigError(path, str(e), line) from None
     engine_repo = data.get("engine_repo")
+    if engine_repo is not None and not isinstance(engine_repo, str):
+        raise ConfigError(path, "engine_repo must be a path (a string)", line_of("engine_repo"))
     bench = data.get("bench") or {}
     if not isinstance(bench, dict):
         raise ConfigError(path, "bench must be a mapping", line_of("bench"))
     command = bench.get("command")
+    if command is not None and not isinstance(command, str):
+        raise ConfigError(path, "bench command must be a string", line_of("bench", "command"))
     return Config(
         targets=targets,
-        engine_repo=None if engine_repo in (None, "") else str(engine_repo),
-        bench_command=None if command is None else str(command),
+        engine_repo=None if engine_repo in (None, "") else engine_repo,
+        bench_command=command,
     )
 
 
@@ -222,6 +251,16 @@ class Workspace:
     def open(cls, explicit: str | None = None, start: Path | None = None) -> "Workspace":
         return cls(find_root(start, explicit))
 
+    @classmethod
+    def with_config(cls, root: Path, config: Config) -> "Workspace":
+        """A workspace with ``config`` given (``ledger doctor`` opens one whose
+        ledger.yaml is damaged this way)."""
+        ws = cls.__new__(cls)
+        ws.root = Path(root).absolute()
+        ws.config = config
+        ws._entries = None
+        return ws
+
     # -- places -------------------------------------------------------------------------
     @property
     def config_path(self) -> Path:
@@ -252,13 +291,15 @@ class Workspace:
     def _load_entries(self) -> list[Entry]:
         if not self.entries_path.exists():
             return []
-        try:
-            text = self.entries_path.read_text(encoding="utf-8")
-        except OSError as e:
-            raise ConfigError(str(self.entries_path), f"cannot read: {e.strerror}") from e
-        return parse_entries(text, str(self.entries_path))
+        return parse_entries(read_text(self.entries_path), str(self.entries_path))
 
     def invalidate(self) -> None:
+        self._entries = None
+
+    def reload(self) -> None:
+        """Read ledger.yaml and the entries again (after taking the writer lock: what a
+        command modifies must be what is on disk now, not what it saw when it opened)."""
+        self.config = load_config(self.config_path)
         self._entries = None
 
     def resolve(self, ref: str) -> Entry:
@@ -306,20 +347,7 @@ def parse_entries(text: str, where: str) -> list[Entry]:
     for lineno, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
-        try:
-            data = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise ConfigError(where, f"not valid JSON: {e.msg} (column {e.colno})", lineno) from e
-        if not isinstance(data, dict):
-            raise ConfigError(where, "each line holds one JSON object (an entry)", lineno)
-        try:
-            entry = Entry.from_dict(data)
-        except KeyError as e:
-            raise ConfigError(where, f"entry is missing field {e.args[0]!r}", lineno) from None
-        except (TypeError, ValueError) as e:
-            raise ConfigError(where, f"bad field value: {e}", lineno) from None
-        except LedgerError as e:
-            raise ConfigError(where, str(e), lineno) from None
+        entry = _entry_from_line(line, where, lineno)
         if entry.id in ids:
             raise ConfigError(where, f"id {entry.id} is also used on line {ids[entry.id]}", lineno)
         if entry.seq in seqs:
@@ -331,13 +359,44 @@ def parse_entries(text: str, where: str) -> list[Entry]:
     return out
 
 
+def _entry_from_line(line: str, where: str, lineno: int) -> Entry:
+    try:
+        data = json.loads(line)
+    except json.JSONDecodeError as e:
+        raise ConfigError(where, f"not valid JSON: {e.msg} (column {e.colno})", lineno) from e
+    except RecursionError:
+        raise ConfigError(where, "nested too deeply to be an entry", lineno) from None
+    if not isinstance(data, dict):
+        raise ConfigError(where, "each line holds one JSON object (an entry)", lineno)
+    problem = entry_schema_problem(data)
+    if problem:
+        raise ConfigError(where, problem, lineno)
+    try:
+        return Entry.from_dict(data)
+    except KeyError as e:
+        raise ConfigError(where, f"entry is missing field {e.args[0]!r}", lineno) from None
+    except (TypeError, ValueError, OverflowError) as e:
+        raise ConfigError(where, f"bad field value: {e}", lineno) from None
+    except LedgerError as e:
+        raise ConfigError(where, str(e), lineno) from None
+
+
 def entries_bytes(entries: Iterable[Entry]) -> bytes:
     """``entries.jsonl``: one compact JSON object per entry, in record order."""
-    lines = [
-        json.dumps(e.to_dict(), ensure_ascii=False, separators=(", ", ": "))
-        for e in sorted(entries, key=lambda e: e.seq)
-    ]
+    lines = [_entry_line(e) for e in sorted(entries, key=lambda e: e.seq)]
     return ("\n".join(lines) + "\n").encode("utf-8") if lines else b""
+
+
+def _entry_line(e: Entry) -> str:
+    """One entry as JSON: UTF-8 as is; an anchor line holding bytes that are not UTF-8
+    (kept from the target file through surrogate escapes) is written ``\\udcXX``-escaped,
+    which reads back to the same bytes."""
+    line = json.dumps(e.to_dict(), ensure_ascii=False, separators=(", ", ": "))
+    try:
+        line.encode("utf-8")
+    except UnicodeEncodeError:
+        line = json.dumps(e.to_dict(), ensure_ascii=True, separators=(", ", ": "))
+    return line
 
 
 def check_target_file(path: Path) -> None:

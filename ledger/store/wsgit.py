@@ -3,7 +3,9 @@
 One successful command is one commit.  Hooks never run on the ledger's behalf
 (``core.hooksPath=/dev/null``), and when the machine has no git identity configured the
 ledger commits as "knob ledger" rather than failing half-way through a command.
-Paths are always passed after ``--``.
+Paths are always passed after ``--``.  Automatic maintenance is off (``gc.auto=0``,
+``maintenance.auto=false``): a ``git commit`` would otherwise start a ``gc`` of its own
+after the commit, whose locks a kill could leave behind where recovery does not look.
 """
 
 from __future__ import annotations
@@ -37,6 +39,10 @@ def _git(root: Path):
     return repo
 
 
+SAFE_OPTIONS = ("-c", "core.hooksPath=/dev/null", "-c", "gc.auto=0",
+                "-c", "maintenance.auto=false")
+
+
 def _env(repo) -> dict[str, str]:
     """Fallback identity only for the parts git has no configuration for."""
     env = {}
@@ -52,7 +58,7 @@ def _run(repo, *args: str, **kwargs) -> str:
     import git
 
     try:
-        return repo.git.execute(["git", "-c", "core.hooksPath=/dev/null", *args], **kwargs)
+        return repo.git.execute(["git", *SAFE_OPTIONS, *args], **kwargs)
     except git.GitCommandError as e:
         detail = (e.stderr or e.stdout or "").strip()
         raise GitError(f"git {args[0]} failed in {repo.working_dir}: {detail}") from e
@@ -95,17 +101,26 @@ def _pipe(text: str):
     return f
 
 
-def restore_paths(root: Path, rev: str | None, paths: Sequence[str]) -> None:
-    """Put ``paths`` back as they are in ``rev`` (index and work tree)."""
-    if not paths or rev is None:
+def restore_paths(
+    root: Path, rev: str | None, paths: Sequence[str], created: Sequence[str] = ()
+) -> None:
+    """Put ``paths`` back as they are in ``rev`` (index and work tree), and take
+    ``created`` (files that did not exist in ``rev``) out of the index."""
+    if rev is None or not (paths or created):
         return
     repo = _git(root)
+    every = list(paths) + list(created)
+    for i in range(0, len(every), _CHUNK):
+        _run(repo, "reset", "--quiet", rev, "--", *every[i : i + _CHUNK])
     for i in range(0, len(paths), _CHUNK):
-        chunk = list(paths[i : i + _CHUNK])
-        _run(repo, "reset", "--quiet", rev, "--", *chunk)
-        _run(repo, "checkout", rev, "--", *chunk)
+        _run(repo, "checkout", rev, "--", *paths[i : i + _CHUNK])
 
 
+def dirty(root: Path) -> list[str]:
+    """``git status --porcelain`` lines of the workspace (changed or untracked paths)."""
+    out = _run(_git(root), "--no-optional-locks", "status", "--porcelain=v1",
+               "--untracked-files=all")
+    return [line for line in out.splitlines() if line.strip()]
 
 
 def message_of(root: Path, rev: str) -> str:

@@ -152,3 +152,19 @@ def test_ab_with_an_sglang_style_bench(bench_ws, ledger, tmp_path):
                "--bench", f"{{python}} {bench} {{out}} {{concurrency}}")
     assert r.exit_code == 0, r.stderr
     assert "gain +" in r.stdout and "@c8" in r.stdout
+
+
+def test_ab_warns_when_the_runs_cannot_reach_significance(bench_ws, ledger):
+    root, _ = bench_ws
+    entry = record(ledger, root, "0.30", "much faster kernel")
+    dry = ledger("-C", root, "ab", entry, "--runs", "3", "--concurrency", "1", "--dry-run",
+                 "--bench", BENCH)
+    assert dry.exit_code == 0 and "warning: 3 vs 3 runs cannot reach p < 0.05" in dry.stderr
+    r = ledger("-C", root, "ab", entry, "--runs", "3", "--concurrency", "1", "--bench", BENCH)
+    assert r.exit_code == 0, r.stderr
+    assert r.stderr.count("warning: 3 vs 3 runs cannot reach") == 2  # before and after
+    assert "verdict neutral" in r.stdout
+    summary = next((root / "evidence" / entry).glob("*/summary.yaml")).read_text()
+    assert "cannot reach p < 0.05" in summary
+    ok = ledger("-C", root, "ab", entry, "--runs", "5", "--concurrency", "1", "--bench", BENCH)
+    assert ok.exit_code == 0 and "cannot reach" not in ok.stderr

@@ -26,7 +26,7 @@ from engine.core.llm import LLMEngine
 from engine.serving.requests import parse_generate
 from engine.core.sequence import SamplingParams
 
-eng = LLMEngine(EngineKnobs(num_pages=64, num_threads=1), preset="tiny")
+eng = LLMEngine(EngineKnobs(num_pages=64, num_threads=1, decode_target_ctas=16), preset="tiny")
 seq = eng.generate([list(range(3, 43))], SamplingParams(8, ignore_eos=True))[0]
 try:
     parsed = parse_generate({"prompt": "x", "ignore_eos": "false"}).params.ignore_eos

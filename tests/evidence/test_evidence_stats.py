@@ -181,3 +181,38 @@ def test_entry_verdict_rules():
     assert entry_verdict(["inconclusive", "neutral"]) == "neutral"
     assert entry_verdict(["gain", "neutral"]) == "gain"
     assert entry_verdict(["gain", "regression"]) == "regression"
+
+
+def test_smallest_attainable_p_is_exact_and_warned_when_it_cannot_reach_alpha():
+    from itertools import combinations
+
+    from scipy import stats
+
+    from ledger.evidence.stats import min_p_value
+    from ledger.evidence.stats import power_warnings
+    from ledger.evidence.stats import runs_needed
+
+    # The formula against scipy's exact test on the most extreme arrangement.
+    for n_a, n_b in ((3, 3), (4, 4), (5, 5), (3, 6)):
+        a, b = list(range(n_a)), list(range(n_a, n_a + n_b))
+        exact = stats.mannwhitneyu(b, a, alternative="two-sided", method="exact").pvalue
+        assert min_p_value(n_a, n_b) == pytest.approx(exact)
+        # ...and no arrangement of the ranks does better.
+        ranks = range(n_a + n_b)
+        assert min(stats.mannwhitneyu([r for r in ranks if r not in pick], list(pick),
+                                      alternative="two-sided", method="exact").pvalue
+                   for pick in combinations(ranks, n_a)) == pytest.approx(exact)
+    assert min_p_value(3, 3) == pytest.approx(0.1) and min_p_value(5, 5) < 0.008
+    (w,) = power_warnings([(3, 3)])
+    assert "3 vs 3" in w and "0.1" in w and "at least 4 runs" in w
+    assert power_warnings([(5, 5)]) == [] and power_warnings([(4, 4)]) == []
+    # Holm over concurrencies: 4 vs 4 (0.029) passes alone, not x2.
+    assert power_warnings([(4, 4), (4, 4)]) and runs_needed(2) == 5
+    assert "inconclusive" in power_warnings([(2, 2)])[0]
+
+
+def test_analyze_says_a_perfect_three_run_gain_could_only_be_neutral():
+    rows = fake_ab(seed=1, shift=0.5, runs=3, only_primary=True)
+    out = analyze(rows)
+    assert out["verdict"] == "neutral" and out["warnings"]
+    assert analyze(fake_ab(seed=1, shift=0.5, runs=5, only_primary=True))["warnings"] == []

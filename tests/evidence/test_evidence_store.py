@@ -33,6 +33,7 @@ SUMMARY_KEYS = [
     "higher_is_better",
     "verdict",
     "outputs",
+    "warnings",
     "engine_commit",
     "context",
     "started",

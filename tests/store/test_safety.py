@@ -123,8 +123,8 @@ def test_second_writer_fails_fast(story, ledger):
 def test_readers_work_while_a_writer_holds_the_lock(story, ledger):
     assert record_ctas(ledger, story).exit_code == 0
     ws = Workspace(story.root)
-    (story.root / ".ledger" / "intent.json").write_text("{}")  # as a running writer leaves it
     with WriterLock(ws, "revert --perf-only"):
+        (story.root / ".ledger" / "intent.json").write_text("{}")  # as a running writer has it
         r = ledger(*story.args("status"))
         assert r.exit_code == 0 and "changing this workspace right now" in r.stderr
         assert record_ctas(ledger, story, "1024").exit_code == 1

@@ -1,0 +1,364 @@
+"""`ledger bisect`: run the search of :mod:`ledger.core.bisect` against a real check.
+
+For each probe the driver sets the selected entries applied or reverted through the
+normal transactional path (the planner's :func:`~ledger.core.planner.plan_states` and
+:func:`~ledger.store.apply.apply_plan`: target files and the engine repo's patch stack
+follow, one workspace commit per probe that also carries the record so far), optionally
+restarts the services (``--restart``), runs the check ``--runs N`` times and feeds the
+verdict back.  At the end the workspace is put back byte-identical to its start
+(:func:`ledger.store.bisect_state.restore_start`) with the record committed under
+``bisect/<id>/record.json`` — unless ``--keep-result``, which then reverts the culprits as
+an ordinary recorded command.  Crash safety: see :mod:`ledger.store.bisect_state`.
+
+Decisions where the issue is silent:
+
+* ``--class C`` selects every entry of the class, reverted ones included: the failure is
+  confirmed with all of them applied, so an entry reverted on a hunch is tested too.
+  ``--all-applied`` selects what is applied now.
+* Probe toggles write no history line (the record is their history); the entries end
+  as they started.  ``show``, ``render`` link each entry to the bisects that selected it.
+* "Cannot reproduce" changes nothing and commits nothing when no toggle was needed
+  (the selection was applied already); otherwise the record is committed with the restore.
+* The check runs in the directory ``ledger`` was started from, with
+  ``LEDGER_BISECT_ID`` and ``LEDGER_BISECT_STEP`` in its environment.
+* ``--restart`` calls the restart + health gate of ``ledger.commands.live``
+  (``restart_targets(session, target_names)``) when this build has it, and is refused
+  with a clear error otherwise: restart inside the check instead.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import time
+from dataclasses import dataclass
+from dataclasses import field
+from pathlib import Path
+from typing import Callable
+from typing import Sequence
+
+from ledger.commands.bisect_run import CheckSpec
+from ledger.commands.bisect_run import parse_check
+from ledger.commands.bisect_run import run_check
+from ledger.commands.bisect_view import conclusion_record
+from ledger.commands.session import Session
+from ledger.core import bisect as core
+from ledger.core import planner
+from ledger.core.model import Entry
+from ledger.errors import LedgerError
+from ledger.errors import Refused
+from ledger.errors import UsageError
+from ledger.store import bisect_state as state_store
+from ledger.store.apply import apply_plan
+from ledger.store.apply import commit_message
+from ledger.store.apply import drift_in
+from ledger.store.apply import read_targets
+from ledger.store.txn import WriterLock
+from ledger.store.workspace import utc_now
+
+Progress = Callable[[str], None]
+
+
+@dataclass
+class Options:
+    check: str
+    refs: Sequence[str] = ()
+    cls: str | None = None
+    all_applied: bool = False
+    runs: int = 1
+    restart: bool = False
+    timeout_s: float | None = None
+    shell: bool = False
+    dry_run: bool = False
+    keep_result: bool = False
+    clear_suspects: bool = False
+
+
+@dataclass
+class BisectResult:
+    id: str
+    selection: list[Entry]
+    check: CheckSpec
+    runs: int
+    dry_run: bool = False
+    record: dict = field(default_factory=dict)
+    commit: str | None = None
+    cleared: list[str] = field(default_factory=list)
+    kept: list[str] = field(default_factory=list)
+    max_checks: int = 0
+
+    @property
+    def conclusion(self) -> dict | None:
+        return self.record.get("conclusion")
+
+
+def select(s: Session, opts: Options) -> list[Entry]:
+    """The entries to bisect over, in record order (exactly one way of choosing)."""
+    ways = [bool(opts.refs), opts.cls is not None, opts.all_applied]
+    if sum(ways) != 1:
+        raise UsageError("choose the entries: ID..., or --class perf|bugfix, or --all-applied "
+                         "(exactly one)")
+    entries = s.ws.entries()
+    if opts.refs:
+        chosen = {e.id: e for e in (s.ws.resolve(r) for r in opts.refs)}
+        picked = sorted(chosen.values(), key=lambda e: e.seq)
+    elif opts.cls is not None:
+        picked = planner.select(entries, cls=planner_class(opts.cls))
+    else:
+        picked = planner.select(entries, state="applied")
+    if not picked:
+        raise Refused("no entries selected: nothing to bisect over")
+    return picked
+
+
+def planner_class(cls: str) -> str:
+    from ledger.core.model import check_class
+
+    return check_class(cls)
+
+
+def resolve_restart() -> Callable:
+    """The restart + health gate of ``ledger.commands.live``, or a refusal."""
+    import importlib
+
+    try:
+        live = importlib.import_module("ledger.commands.live")
+    except ModuleNotFoundError as e:
+        if e.name not in ("ledger.commands.live",):
+            raise
+        live = None
+    fn = getattr(live, "restart_targets", None) if live is not None else None
+    if fn is None:
+        raise Refused("--restart needs the restart + health gate (ledger.commands.live), "
+                      "which this build does not have; restart the services inside the "
+                      "check instead")
+    return fn
+
+
+def bisect(s: Session, opts: Options, cwd: Path, progress: Progress = lambda _: None
+           ) -> BisectResult:
+    """Find the selected entries that make ``opts.check`` fail (see the module docs)."""
+    if opts.runs < 1:
+        raise UsageError(f"--runs must be at least 1, not {opts.runs}")
+    spec = parse_check(opts.check, shell=opts.shell, timeout_s=opts.timeout_s)
+    selection = select(s, opts)
+    restart = resolve_restart() if opts.restart else None
+    bid = s.now.replace("-", "").replace(":", "") + "-" + secrets.token_hex(2)
+    result = BisectResult(bid, selection, spec, opts.runs, dry_run=opts.dry_run,
+                          max_checks=core.max_checks(len(selection)))
+    if opts.dry_run:
+        return result
+    with WriterLock(s.ws, s.command):
+        _preflight(s, selection)
+        run = _Run(s, opts, spec, selection, bid, cwd, progress, restart)
+        result.record = run.record
+        run.search()
+        result.commit = run.finish()
+        result.cleared = run.clear_suspects() if opts.clear_suspects else []
+        result.kept = run.keep_result() if opts.keep_result else []
+    return result
+
+
+def _preflight(s: Session, selection: Sequence[Entry]) -> None:
+    """Refuse to start on drift, a dirty engine repo, or a bisect in progress."""
+    ongoing = state_store.in_progress(s.ws)
+    if ongoing is not None:
+        raise Refused(f"bisect {ongoing.id} (started {ongoing.started}) has not finished: "
+                      "`ledger bisect reset` puts its starting state back")
+    entries = s.ws.entries()
+    names = sorted({e.target for e in selection if e.kind == "knob"})
+    drifts = drift_in(s.ws, entries, read_targets(s.ws, names))
+    if drifts:
+        from ledger.errors import DriftError
+
+        raise DriftError(drifts)
+    if any(e.kind == "patch" for e in selection):
+        from ledger.store.patch_entries import engine_repo
+
+        engine_repo(s.ws).require_clean()
+
+
+class _Run:
+    """One bisect in progress: the record, the probes, the restore."""
+
+    def __init__(self, s: Session, opts: Options, spec: CheckSpec, selection: list[Entry],
+                 bid: str, cwd: Path, progress: Progress, restart: Callable | None) -> None:
+        self.s, self.opts, self.spec, self.bid = s, opts, spec, bid
+        self.selection, self.cwd, self.progress, self.restart = selection, cwd, progress, restart
+        self.ids = [e.id for e in selection]
+        self.toggled = False
+        ws = s.ws
+        names = sorted({e.target for e in selection if e.kind == "knob"})
+        paths = [ws.target_path(ws.target(n)) for n in names]
+        engine_path = engine_head = None
+        if any(e.kind == "patch" for e in selection):
+            from ledger.store.patch_entries import engine_repo
+
+            repo = engine_repo(ws)
+            engine_path, engine_head = Path(repo.path), repo.head()
+        self.record = {
+            "id": bid, "started": s.now, "finished": None, "status": "running",
+            "command": s.command, "check": spec.to_dict(), "runs": opts.runs,
+            "selection": [_selected(e) for e in selection], "steps": [],
+            "conclusion": None, "result": None, "cleared": [], "kept": [],
+        }
+        self.state = state_store.begin(ws, bisect_id=bid, command=s.command, now=s.now,
+                                       target_paths=paths, engine_path=engine_path,
+                                       engine_head=engine_head)
+        state_store.save_working(ws, self.record)
+
+    # -- the search ---------------------------------------------------------------------
+    def search(self) -> None:
+        gen = core.search(self.ids)
+        try:
+            probe = next(gen)
+            while True:
+                step = self._probe(probe)
+                try:
+                    probe = gen.send(step["verdict"] == "bad")
+                except StopIteration as stop:
+                    conclusion = stop.value
+                    break
+        except BaseException as e:
+            self._abort(e)
+            raise
+        self.record["conclusion"] = conclusion_record(conclusion, self.record, self.selection)
+        self.record["status"] = "concluded"
+
+    def _probe(self, probe: core.Probe) -> dict:
+        n = len(self.record["steps"]) + 1
+        applied = [i for i in self.ids if i in probe.applied]
+        reverted = [i for i in self.ids if i not in probe.applied]
+        self.progress(f"step {n} ({probe.purpose}): {len(applied)} of {len(self.ids)} "
+                      "selected entries applied")
+        step = {"n": n, "purpose": probe.purpose, "applied": applied, "reverted": reverted,
+                "verdict": None, "runs": [], "commit": None, "ledger_seconds": 0.0,
+                "check_seconds": 0.0}
+        # In the record before the toggle: a kill from here on leaves it named as pending.
+        self.record["steps"].append(step)
+        state_store.save_working(self.s.ws, self.record)
+        t0 = time.perf_counter()
+        step["commit"] = self._toggle(probe, step)
+        step["ledger_seconds"] = round(time.perf_counter() - t0, 4)
+        env = {**os.environ, "LEDGER_BISECT_ID": self.bid, "LEDGER_BISECT_STEP": str(n)}
+        for k in range(self.opts.runs):
+            r = run_check(self.spec, self.cwd, env)
+            step["runs"].append(r.to_dict())
+            step["check_seconds"] = round(step["check_seconds"] + r.seconds, 4)
+            self.progress(f"  run {k + 1}/{self.opts.runs}: "
+                          + ("timed out" if r.timed_out else f"exit {r.exit_code}")
+                          + f" in {r.seconds:.1f}s")
+            state_store.save_working(self.s.ws, self.record)
+        step["verdict"] = "bad" if any(r["exit"] != 0 for r in step["runs"]) else "good"
+        state_store.save_working(self.s.ws, self.record)
+        return step
+
+    def _toggle(self, probe: core.Probe, step: dict) -> str | None:
+        ws = self.s.ws
+        entries = ws.entries()
+        wanted = {i: i in probe.applied for i in self.ids}
+        plan = planner.plan_states(entries, wanted, op="bisect")
+        if plan.empty:
+            return None
+        from ledger.store.patch_entries import engine_step_for
+
+        changed = [new for _, new in plan.changes]
+        message = (f"bisect {self.bid} step {step['n']} ({probe.purpose}): "
+                   f"{len(step['applied'])} of {len(self.ids)} applied\n\n"
+                   + "".join(f"- {e.id} {'applied' if e.applied else 'reverted'}: {e.title}\n"
+                             for e in changed))
+        done = apply_plan(ws, plan, command=self.s.command, now=utc_now(), message=message,
+                          extra_ledger_writes={state_store.record_rel(self.bid):
+                                               state_store.record_bytes(self.record)},
+                          engine=lambda es, p: engine_step_for(ws, es, p))
+        self.toggled = True
+        if self.restart is not None:
+            touched = sorted({e.target for e in changed if e.kind == "knob"})
+            self.restart(self.s, touched)
+        return done.commit
+
+    def _abort(self, error: BaseException) -> None:
+        """Put the start back after Ctrl-C or an error; leave the marker if that fails."""
+        interrupted = isinstance(error, KeyboardInterrupt)
+        self.record["status"] = "interrupted" if interrupted else "failed"
+        self.record["error"] = "interrupted (Ctrl-C)" if interrupted else str(error)
+        self.record["finished"] = utc_now()
+        self.record["result"] = "restored the starting state"
+        try:
+            state_store.restore_start(
+                self.s.ws, self.state, self.record, now=utc_now(),
+                message=f"bisect {self.bid} {self.record['status']}: restored the starting "
+                        f"state\n\n{self.record['error'][:500]}\n")
+        except LedgerError as e:
+            raise LedgerError(
+                f"bisect {self.bid} stopped ({self.record['error']}) and its starting state "
+                f"could not be put back: {e}\n`ledger bisect reset` puts it back") from error
+
+    # -- the end ------------------------------------------------------------------------
+    def finish(self) -> str | None:
+        """Restore the start and commit the record (nothing at all for an untoggled
+        cannot-reproduce)."""
+        self.record["finished"] = utc_now()
+        self.record["result"] = "restored the starting state"
+        kind = self.record["conclusion"]["kind"]
+        if kind == "cannot-reproduce" and not self.toggled:
+            state_store.finish(self.s.ws)
+            return None
+        summary = self.record["conclusion"]["text"].splitlines()[0]
+        return state_store.restore_start(
+            self.s.ws, self.state, self.record, now=utc_now(),
+            message=f"bisect {self.bid}: {summary[:150]}\n\n"
+                    f"{len(self.record['steps'])} checks; record {state_store.record_rel(self.bid)}\n")
+
+    def _apply(self, plan: planner.Plan, why: str) -> None:
+        from ledger.store.patch_entries import engine_step_for
+
+        ws = self.s.ws
+        apply_plan(ws, plan, command=self.s.command, now=self.s.now,
+                   message=commit_message(plan.op, why, [n for _, n in plan.changes]),
+                   engine=lambda es, p: engine_step_for(ws, es, p))
+
+    def clear_suspects(self) -> list[str]:
+        """After "not in these entries": clear every suspect of the selection."""
+        if self.record["conclusion"]["kind"] != "not-in-entries":
+            return []
+        entries = {e.id: e for e in self.s.ws.entries()}
+        suspects = [entries[i] for i in self.ids if entries[i].suspected]
+        if not suspects:
+            return []
+        why = (f"bisect {self.bid}: the failure persists with all {len(self.ids)} selected "
+               f"entries reverted (check: {self.spec.text})")
+        changes = []
+        for e in suspects:
+            changes += planner.plan_clear(e, why=why, at=self.s.now, command=self.s.command).changes
+        self._apply(planner.Plan("clear", tuple(changes)), why)
+        return [e.id for e in suspects]
+
+    def keep_result(self) -> list[str]:
+        """With --keep-result: revert the culprits (a recorded command of its own)."""
+        conclusion = self.record["conclusion"]
+        if conclusion["kind"] not in ("culprit", "interaction"):
+            return []
+        entries = self.s.ws.entries()
+        chosen = [e for e in entries if e.id in conclusion["entries"] and e.applied]
+        why = f"bisect {self.bid}: {conclusion['text'].splitlines()[0]}"
+        plan = planner.plan_revert(entries, chosen, why=why, at=self.s.now, command=self.s.command)
+        if not plan.empty:
+            self._apply(plan, why)
+        return [e.id for e in chosen]
+
+
+def _selected(e: Entry) -> dict:
+    from ledger.core.display import change_text
+
+    return {"id": e.id, "title": e.title, "class": e.cls, "kind": e.kind,
+            "change": change_text(e), "start": e.state, "suspicion": e.suspicion}
+
+
+def reset(s: Session, force: bool = False) -> str | None:
+    """`ledger bisect reset`: put back the start of an interrupted bisect; a notice or None."""
+    with WriterLock(s.ws, s.command):
+        return state_store.recover_bisect(s.ws, s.now, force=force)
+
+
+__all__ = ["BisectResult", "Options", "bisect", "reset", "resolve_restart", "select"]

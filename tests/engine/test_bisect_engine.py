@@ -1,0 +1,89 @@
+"""`ledger bisect` with real checks against the bundled engine's PD deployment on loopback.
+
+The check (ledger/demo_tools/pd_check.py, shipped with the demo) starts prefill, decode and
+router from the managed serve scripts, runs a multi-turn harness, and stops them: each
+check of a configuration runs the servers that configuration launches.  Few and bounded
+(each check starts three engine processes); the search logic itself is covered by
+tests/core/test_bisect_search.py and the fast checks of tests/cli/test_bisect.py.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+TOOLS = REPO / "ledger" / "demo_tools"
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def deployment(tmp_path, ledger):
+    deploy = tmp_path / "deploy"
+    deploy.mkdir()
+    for role in ("prefill", "decode", "router"):
+        shutil.copy2(REPO / "engine" / "scripts" / f"serve_{role}.sh", deploy)
+    root = tmp_path / "ws"
+    assert ledger("init", root).exit_code == 0
+    for role in ("prefill", "decode"):
+        r = ledger("-C", root, "target", "add", role, deploy / f"serve_{role}.sh",
+                   "--format", "bash")
+        assert r.exit_code == 0, r.stderr
+    return root, deploy
+
+
+def record(ledger, root, target, assignment, cls, title) -> str:
+    r = ledger("-C", root, "record", "knob", target, assignment, "--class", cls,
+               "--title", title, "--json")
+    assert r.exit_code == 0, r.stderr
+    return r.json()["id"]
+
+
+def check(deploy: Path, *extra: str) -> str:
+    return " ".join([sys.executable, str(TOOLS / "pd_check.py"), "--deploy", str(deploy),
+                     "--engine-path", str(REPO), "--rounds", "3", *extra])
+
+
+def test_a_real_knob_that_drops_kv_transfers_is_the_culprit(deployment, ledger):
+    root, deploy = deployment
+    ids = [
+        record(ledger, root, "decode", "ENGINE_DECODE_TARGET_CTAS=32", "perf", "ctas 32"),
+        record(ledger, root, "prefill", "ENGINE_INFLIGHT_TIMEOUT_S=2", "bugfix",
+               "fail stuck transfers in 2s"),
+        record(ledger, root, "prefill", "ENGINE_TRANSFER_DROP_PROB=1", "perf",
+               "skip the transfer ack"),
+    ]
+    start = [(deploy / f"serve_{r}.sh").read_bytes() for r in ("prefill", "decode")]
+    r = ledger("-C", root, "bisect", "--all-applied", "--timeout", "150", "--check",
+               check(deploy), "--json")
+    assert r.exit_code == 0, r.stderr
+    rec = r.json()["record"]
+    assert rec["conclusion"]["kind"] == "culprit", rec["conclusion"]
+    assert rec["conclusion"]["entries"] == [ids[2]]
+    confirm = rec["steps"][0]["runs"][0]
+    assert confirm["exit"] == 1 and confirm["tail"][-1].startswith("round 1: "), confirm["tail"]
+    assert "answered" not in confirm["tail"][-1]
+    assert rec["steps"][1]["runs"][0]["tail"][-1] == "all 3 rounds answered"
+    assert [(deploy / f"serve_{r}.sh").read_bytes() for r in ("prefill", "decode")] == start
+
+
+def test_a_faulty_proxy_is_not_in_the_ledger_and_the_router_alone_passes(deployment, ledger):
+    root, deploy = deployment
+    perf = record(ledger, root, "decode", "ENGINE_DECODE_TARGET_CTAS=32", "perf", "ctas 32")
+    assert ledger("-C", root, "suspect", perf, "--why", "harness hangs").exit_code == 0
+    r = ledger("-C", root, "bisect", "--class", "perf", "--clear-suspects", "--check",
+               check(deploy, "--via-proxy", "--rounds", "6"), "--json")
+    assert r.exit_code == 0, r.stderr
+    out = r.json()
+    assert out["record"]["conclusion"]["kind"] == "not-in-entries"
+    assert len(out["record"]["steps"]) == 2 and out["cleared"] == [perf]
+    assert any("no answer" in line for line in out["record"]["steps"][1]["runs"][0]["tail"])
+    # The same harness against the router directly: nothing to reproduce.
+    r = ledger("-C", root, "bisect", "--class", "perf", "--check",
+               check(deploy, "--rounds", "6"), "--json")
+    assert r.exit_code == 0, r.stderr
+    assert r.json()["record"]["conclusion"]["kind"] == "cannot-reproduce"
