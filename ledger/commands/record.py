@@ -82,7 +82,6 @@ def validate_knob(
 
 def _validate_flag_key(knob: str, value: str | None, no_validate: bool, target: Target):
     from envknobs.formats._keys import check_key_name
-    from ledger.store.targets import flag_key_check
 
     try:
         check_key_name(knob)
@@ -92,13 +91,34 @@ def _validate_flag_key(knob: str, value: str | None, no_validate: bool, target: 
         raise InvalidValue(str(e)) from None
     if no_validate:
         return []
-    check = flag_key_check(target.flags)
-    if check is None:
-        return [f"{knob}: not checked, no {target.flags} flag catalog is bundled yet"]
     try:
-        check(knob)
+        return check_config_key(str(target.flags), knob, value)
     except KnobError as e:
         raise InvalidValue(f"{e} (pass --no-validate to record it anyway)") from None
+
+
+def check_config_key(engine: str, key: str, value: str | None) -> list[str]:
+    """Check a key of an ``ENGINE --config`` file against that engine's flag catalog.
+
+    The same catalog as launch-line flags (``cuda-graph-max-bs`` here is
+    ``--cuda-graph-max-bs`` there: the lookup normalizes dashes and ``_``).  An unknown
+    key is a warning naming the closest known arguments; a value of the wrong type or
+    out of range raises KnobError.  Without a bundled flag catalog, a warning says the
+    key went unchecked.
+    """
+    try:
+        from envknobs.catalog import flag_registries  # type: ignore[attr-defined]
+        from envknobs.catalog import lookup_flag  # type: ignore[attr-defined]
+    except ImportError:
+        return [f"{key}: not checked, no {engine} flag catalog is bundled yet"]
+    declared = lookup_flag(key, engine)
+    if declared is None:
+        registry = flag_registries().get(engine)
+        close = registry.closest(f"--{key.lstrip('-')}") if registry is not None else []
+        hint = f"closest known: {', '.join(close[:3])}" if close else "no close match"
+        return [f"unknown {engine} server argument {key} ({hint})"]
+    if value is not None:
+        declared.validate(value)
     return []
 
 

@@ -10,8 +10,8 @@ given a source writes it back verbatim (``value: $HF_TOKEN`` comes back as it wa
 ``"$HF_TOKEN"``), falling back to rendering the value where the text no longer fits.
 
 Flag catalogs: a yaml-map target with ``flags: sglang|vllm`` is an engine ``--config``
-file; ``record knob`` checks its keys against that engine's flag catalog through
-:func:`flag_key_check` -- the one place to connect the launch-flag catalog to.
+file; ``record knob`` checks its keys against that engine's flag catalog (see
+:func:`ledger.commands.record.check_config_key`).
 """
 
 from __future__ import annotations
@@ -59,25 +59,6 @@ def anchor_in(
         return anchor_for(fmt, text, knob, fmt.parse(text), managed or {})
     except (FormatError, KnobError):
         return None
-
-
-def flag_key_check(engine: str):
-    """The key check of an ``ENGINE --config`` file, or None while no flag catalog is bundled.
-
-    Connects to the flag catalog of the launch-flag work when it provides
-    ``envknobs.catalog.flag_registry(engine)`` (a Registry of the engine's server
-    arguments, whose ``get`` normalizes leading dashes and ``_``/``-``).
-    """
-    try:
-        from envknobs.catalog import flag_registry  # type: ignore[attr-defined]
-    except ImportError:
-        return None
-    from envknobs.formats.yaml_map import key_checker
-
-    registry = flag_registry(engine)
-    names = [k.name.lstrip("-") for k in registry]
-    return key_checker(lambda key: registry.get(key) is not None, names,
-                       f"{engine} server argument")
 
 
 def _format(target: Target):

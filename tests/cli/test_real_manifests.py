@@ -184,3 +184,22 @@ def test_unset_then_revert_on_a_serve_script_keeps_the_comment(story, ledger):
     assert b"TARGET_CTAS" not in story.script.read_bytes()
     assert ledger(*story.args("revert", r.json()["id"], "--why", "x")).exit_code == 0
     assert story.script.read_bytes() == original  # `# wave quantisation at c64` and all
+
+
+def test_config_keys_are_checked_against_the_flag_catalog(tmp_path, ledger):
+    """Runs once the launch-flag catalog (envknobs.catalog.lookup_flag) is bundled."""
+    import pytest
+
+    catalog = pytest.importorskip("envknobs.catalog")
+    if not hasattr(catalog, "lookup_flag"):
+        pytest.skip("no flag catalog bundled yet")
+    root, config = workspace(tmp_path, ledger, "c.yaml", SGLANG_CONFIG)
+    C = ["-C", str(root)]
+    assert ledger(*C, "target", "add", "cfg", str(config), "--format", "yaml-map",
+                  "--flags", "sglang").exit_code == 0
+    r = ledger(*C, "record", "knob", "cfg", "cuda-graph-max-bs=many", "--class", "perf",
+               "--title", "t")
+    assert r.exit_code == 1 and "--no-validate" in r.stderr
+    r = ledger(*C, "record", "knob", "cfg", "cuda-graph-max-bz=8", "--class", "perf",
+               "--title", "t")
+    assert r.exit_code == 0 and "unknown sglang server argument cuda-graph-max-bz" in r.stderr
