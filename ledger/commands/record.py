@@ -6,18 +6,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from envknobs.flags import check_flag_name
+from envknobs.flags import is_flag_name
 from envknobs.registry import KnobError
+from envknobs.registry import check_knob_name
 from envknobs.registry import check_knob_value
 from ledger.commands.session import Session
 from ledger.commands.session import writing
 from ledger.core import planner
 from ledger.core.display import value_text
-from ledger.core.model import Action
 from ledger.core.layout import inserted_block
+from ledger.core.model import Action
 from ledger.core.model import Entry
 from ledger.core.model import Target
 from ledger.core.model import check_class
-from ledger.core.model import check_entry_knob
 from ledger.core.model import place_knob
 from ledger.core.model import slugify
 from ledger.errors import Drift
@@ -63,7 +65,8 @@ def validate_knob(
     if target is not None and target.flags:
         return _validate_flag_key(knob, value, no_validate, target)
     try:
-        check_entry_knob(knob)
+        # An env variable or a launch flag here: a YAML map's other keys need --flags.
+        check_flag_name(knob) if is_flag_name(knob) else check_knob_name(knob)
         if value is not None:
             check_knob_value(value)
     except KnobError as e:

@@ -69,12 +69,12 @@ from typing import Iterable
 from typing import Mapping
 
 from ledger.errors import EvidenceError
+from ledger.evidence.defaults import PRIMARY_METRIC
 from ledger.evidence.load import CONCURRENCY
 from ledger.evidence.load import KINDS
 from ledger.evidence.load import RATE
 from ledger.evidence.load import LoadPoint
 from ledger.evidence.load import of_row
-from ledger.evidence.defaults import PRIMARY_METRIC
 from ledger.evidence.runs_csv import DIGEST_COLUMN
 from ledger.evidence.runs_csv import ID_COLUMNS
 
