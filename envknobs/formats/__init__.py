@@ -8,7 +8,9 @@ from, and edits it the way a careful operator would by hand:
 * ``dotenv`` -- python-dotenv / systemd ``EnvironmentFile`` files,
   see :mod:`envknobs.formats.dotenv`;
 * ``k8s``    -- the ``env:`` list of one container in Kubernetes manifests,
-  see :mod:`envknobs.formats.k8s`.
+  see :mod:`envknobs.formats.k8s`;
+* ``yaml-map`` -- a YAML mapping of knobs: an engine's ``--config`` file, or an env map
+  at a key path of a bigger file, see :mod:`envknobs.formats.yaml_map`.
 
 Every format works on the whole file as one ``str`` (decoded as UTF-8 with
 ``errors="surrogateescape"`` by the caller, who encodes it back the same way) and returns
@@ -35,6 +37,7 @@ with ``path:line``.  Launch flags are knobs named ``--flag`` there (see
 
 from __future__ import annotations
 
+from typing import Callable
 from typing import Protocol
 from typing import runtime_checkable
 
@@ -62,27 +65,61 @@ class TargetFormat(Protocol):
         ...
 
 
-FORMAT_NAMES = ("bash", "dotenv", "k8s")
+@runtime_checkable
+class ExactSource(Protocol):
+    """A format that can put a value's original text back verbatim (k8s, yaml-map).
+
+    ``source(text, knob)`` is the exact text of the knob's value as written (opaque to
+    the caller; None when absent); ``set(text, knob, value, source=S)`` writes ``S``
+    verbatim where it reads back as ``value``, and renders ``value`` otherwise.  A
+    revert that hands back the source taken before the change restores the bytes.
+    """
+
+    def source(self, text: str, knob: str) -> str | None: ...
+
+    def set(self, text: str, knob: str, value: str, source: str | None = None) -> str: ...
 
 
-def get_format(name: str, *, container: str | None = None) -> TargetFormat:
-    """The format called ``name``; ``container`` selects the container for ``k8s``.
+FORMAT_NAMES = ("bash", "dotenv", "k8s", "yaml-map")
 
-    ``container`` is a container name, or ``WORKLOAD/NAME`` (the ``metadata.name`` of
-    the document, then the container name) when the same container name appears in
-    several workloads of the file.  Raises :class:`FormatError` for an unknown format,
-    a ``k8s`` format without a container, or a container given to another format.
+
+def get_format(
+    name: str,
+    *,
+    container: str | None = None,
+    key_path: str | None = None,
+    check_key: Callable[[str], None] | None = None,
+    strings: bool = False,
+) -> TargetFormat:
+    """The format called ``name``.
+
+    ``container`` selects the container for ``k8s``: its name, or a longer address
+    (``NAME/CONTAINER``, ``KIND/NAME/ROLE/CONTAINER``, ``DOC:PATH``) where the name is
+    not unique; see :mod:`envknobs.formats._k8s_find`.  ``key_path`` is where the map of
+    a ``yaml-map`` target is (None: the whole file), ``check_key`` validates its keys
+    (a flag catalog lookup raising KnobError), ``strings`` says its values are env
+    strings (new values are always written as strings).  Raises :class:`FormatError` for an
+    unknown format, a ``k8s`` format without a container, or an option given to a
+    format that does not take it.
     """
     # Imported here so that loading one format does not pay for the others
-    # (the k8s format imports ruamel.yaml).
+    # (the YAML formats import ruamel.yaml).
     if name == "k8s":
         if not container:
-            raise FormatError("the k8s format needs a container name")
+            raise FormatError("the k8s format needs a container address (--container)")
+        if key_path is not None or check_key is not None:
+            raise FormatError("a key path is only meaningful for yaml-map targets, not k8s")
         from envknobs.formats.k8s import K8sFormat
 
         return K8sFormat(container)
     if container is not None:
         raise FormatError(f"a container is only meaningful for k8s targets, not {name}")
+    if name == "yaml-map":
+        from envknobs.formats.yaml_map import YamlMapFormat
+
+        return YamlMapFormat(key_path, check_key, strings)
+    if key_path is not None or check_key is not None:
+        raise FormatError(f"a key path is only meaningful for yaml-map targets, not {name}")
     if name == "bash":
         from envknobs.formats.bash import BashFormat
 
@@ -94,4 +131,4 @@ def get_format(name: str, *, container: str | None = None) -> TargetFormat:
     raise FormatError(f"unknown target format {name!r} (use {', '.join(FORMAT_NAMES)})")
 
 
-__all__ = ["FORMAT_NAMES", "FormatError", "TargetFormat", "get_format"]
+__all__ = ["FORMAT_NAMES", "ExactSource", "FormatError", "TargetFormat", "get_format"]

@@ -1,32 +1,36 @@
 """The ``k8s`` target format: the ``env:`` list of one container in Kubernetes manifests.
 
-The file may hold several YAML documents.  Every mapping with a ``containers`` or
-``initContainers`` list is a pod spec, wherever it sits (Pod, Deployment, StatefulSet,
-DaemonSet, Job, CronJob, a ``List`` of them, or a custom resource), and the container is
-picked by name.  The selector is ``NAME``, or ``WORKLOAD/NAME`` where ``WORKLOAD`` is the
-``metadata.name`` of the enclosing object: a plain name that appears in several
-workloads (a prefill and a decode Deployment both running a container ``sglang``) is
-refused as ambiguous, with the qualified names to use instead, because editing them all
-at once is rarely what an operator means.
+The file may hold several YAML documents.  Containers are found wherever a pod spec is
+(Deployment, StatefulSet, Job, LeaderWorkerSet templates, RoleBasedGroup roles, OME
+``runner:`` blocks, any custom resource) and picked by an *address*: the container name
+when it is unique, else a longer address; see :mod:`envknobs.formats._k8s_find`.  An
+address that fits several containers is refused, listing an address for each that
+selects it alone; editing them all at once is rarely what an operator means.
 
-Reading: ruamel.yaml's safe composer (not the round-trip one: faster, and it folds
-``>`` scalars as loaders do) turns the documents into nodes that carry their exact source
-offsets; nothing is ever dumped.  Edits are made on the original text at those offsets,
-with the indentation found there, so comments, anchors, block scalars, long lines and
-the other documents are untouched.  ``parse`` returns ``{name: value}`` for env items
-with a ``value`` (a later duplicate wins, as in Kubernetes; a null value is ``""``).
-Items with ``valueFrom`` (secrets, field refs) are not reported, and ``set``/``unset``
-refuse them: the ledger manages literal values only.  Edits are also refused where they
-would reach outside the container (an env list or value shared through an anchor).
+Reading: ruamel.yaml's safe composer turns the documents into nodes that carry their exact
+source offsets; nothing is ever dumped.  Edits are made on the original text at those
+offsets, with the indentation found there, so comments, anchors, block scalars, long lines
+and the other documents are untouched.  ``parse`` returns ``{name: value}`` for env items
+with a ``value`` (a later duplicate wins, as in Kubernetes; a null value is ``""``).  Items
+with ``valueFrom`` (secrets, field refs) are not reported, and ``set``/``unset`` refuse them:
+the ledger manages literal values only.  Edits are also refused where they would reach
+outside the container (an env list or value shared through an anchor).
 
-Writing: ``value:`` is always a string: plain when unambiguous, double-quoted where
-YAML 1.1 or 1.2 would read a bool, number, null or timestamp (``no``, ``on``, ``0777``,
-``1e3``, ``~``).  A new knob is appended to the list as ``- name: K`` / ``value: V``
-matching the existing items' indentation (or inside ``[...]`` for a flow list); without
-an ``env:`` key, one is added at the end of the container, indented like the file's
-``containers:`` list.  ``unset`` removes the item's lines, and the ``env:`` key with its
-last item (so an empty ``env:`` that a ``set`` filled does not come back after ``unset``;
-an ``env: []`` does).  An empty ``value:`` is written right after its colon.
+Writing: ``value:`` is always a string.  A changed value keeps the style of the scalar it
+replaces (plain stays plain, ``'...'`` stays single-quoted) where that style can carry it;
+a new item takes the style most of its neighbours use.  Plain is used only where YAML 1.1
+and 1.2 readers both read the exact string (``$HF_TOKEN``, ``/models/x``); otherwise the
+value is quoted (``no``, ``on``, ``0777``, ``1e3``, ``~``, ``512``), in the quotes the
+neighbours use.  A new knob is appended to the list matching the existing items'
+indentation and shape (``- name: K`` / ``value: V``, or ``- {name: K, value: V}`` among
+flow items, or inside ``[...]`` for a flow list); without an ``env:`` key, one is added at
+the end of the container.  ``unset`` removes the item's lines, and the ``env:`` key with
+its last item (an ``env: []`` stays).
+
+Exact text: :meth:`K8sFormat.source` returns the value's source text (everything after
+``value:`` up to the end of the scalar), and ``set(..., source=S)`` writes ``S`` verbatim
+where it reads back as the value: this is how a revert puts back ``value: $HF_TOKEN``, a
+``'512'`` or a folded block byte for byte instead of re-rendering it.
 
 Every ``set``/``unset`` re-reads its result and refuses (FormatError) unless exactly the
 intended knob changed.
@@ -36,42 +40,36 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ruamel.yaml import YAML
-from ruamel.yaml.error import MarkedYAMLError
-from ruamel.yaml.error import YAMLError
 from ruamel.yaml.nodes import MappingNode
 from ruamel.yaml.nodes import Node
 from ruamel.yaml.nodes import ScalarNode
 from ruamel.yaml.nodes import SequenceNode
 
 from envknobs.formats import FormatError
+from envknobs.formats._k8s_find import Found
+from envknobs.formats._k8s_find import check_address
+from envknobs.formats._k8s_find import find_containers
+from envknobs.formats._k8s_find import locate
 from envknobs.formats._text import check_assignment_args
 from envknobs.formats._text import line_end
 from envknobs.formats._text import line_of
 from envknobs.formats._text import line_start
 from envknobs.formats._text import newline_of
 from envknobs.formats._text import verified
-from envknobs.formats._yaml_scalar import NULL_TAG
+from envknobs.formats._yaml_edit import column
+from envknobs.formats._yaml_edit import compose_all
+from envknobs.formats._yaml_edit import dash_before
+from envknobs.formats._yaml_edit import get
+from envknobs.formats._yaml_edit import insert_at_line
+from envknobs.formats._yaml_edit import last_content_end
+from envknobs.formats._yaml_edit import scalar_text
+from envknobs.formats._yaml_edit import splice_source
+from envknobs.formats._yaml_edit import splice_value
+from envknobs.formats._yaml_edit import value_span
 from envknobs.formats._yaml_scalar import check_yaml_text
-from envknobs.formats._yaml_scalar import render_scalar
-
-_POD_SPEC_KEYS = ("containers", "initContainers")
-
-
-def _get(node: Node, key: str) -> tuple[ScalarNode, Node] | None:
-    if isinstance(node, MappingNode):
-        for k, v in node.value:
-            if isinstance(k, ScalarNode) and k.value == key:
-                return k, v
-    return None
-
-
-def _scalar(node: Node | None) -> str | None:
-    if isinstance(node, ScalarNode):
-        if node.tag == NULL_TAG and node.style is None:
-            return ""
-        return node.value
-    return None
+from envknobs.formats._yaml_scalar import neighbour_style
+from envknobs.formats._yaml_scalar import node_style
+from envknobs.formats._yaml_scalar import render
 
 
 @dataclass
@@ -85,89 +83,41 @@ class _Item:
 
 @dataclass
 class _Container:
-    workload: str  # metadata.name of the enclosing object ("" if none)
-    name: str
-    node: MappingNode
-    list_key: ScalarNode  # the `containers:` key it sits under
-    list_node: SequenceNode
+    found: Found
     env_key: ScalarNode | None
     env: Node | None
     items: list[_Item]
 
     @property
+    def node(self) -> MappingNode:
+        return self.found.node
+
+    @property
     def label(self) -> str:
-        return f"{self.workload}/{self.name}" if self.workload else self.name
+        return self.found.address
 
 
-def _compose(text: str) -> list[Node]:
-    try:
-        return [d for d in YAML(typ="safe", pure=True).compose_all(text) if d is not None]
-    except MarkedYAMLError as e:
-        mark = e.problem_mark or e.context_mark
-        where = f"line {mark.line + 1}: " if mark is not None else ""
-        raise FormatError(f"{where}invalid YAML: {e.problem or e.context}") from None
-    except YAMLError as e:
-        raise FormatError(f"invalid YAML: {e}") from None
-
-
-def _containers(doc: Node) -> list[_Container]:
-    """Every container of every pod spec under ``doc``, labelled WORKLOAD/NAME."""
-    found: list[_Container] = []
-    seen: set[int] = set()
-
-    def walk(node: Node, workload: str) -> None:
-        if id(node) in seen:  # an alias: already visited
-            return
-        seen.add(id(node))
-        if isinstance(node, SequenceNode):
-            for child in node.value:
-                walk(child, workload)
-            return
-        if not isinstance(node, MappingNode):
-            return
-        meta = _get(node, "metadata")
-        if _get(node, "kind") and meta:
-            workload = _scalar((_get(meta[1], "name") or (None, None))[1]) or workload
-        for key, value in node.value:
-            if (
-                isinstance(key, ScalarNode)
-                and key.value in _POD_SPEC_KEYS
-                and isinstance(value, SequenceNode)
-            ):
-                for c in value.value:
-                    name = _scalar((_get(c, "name") or (None, None))[1])
-                    if isinstance(c, MappingNode) and name is not None and id(c) not in seen:
-                        seen.add(id(c))
-                        found.append(_container(c, workload, name, key, value))
-            else:
-                walk(value, workload)
-
-    walk(doc, "")
-    return found
-
-
-def _container(
-    node: MappingNode, workload: str, name: str, list_key: ScalarNode, list_node: SequenceNode
-) -> _Container:
-    label = f"{workload}/{name}" if workload else name
-    env_pair = _get(node, "env")
+def _container(found: Found) -> _Container:
+    env_pair = get(found.node, "env")
     env_key, env = env_pair if env_pair else (None, None)
     items: list[_Item] = []
     if isinstance(env, SequenceNode):
         for it in env.value:
-            env_name = _scalar((_get(it, "name") or (None, None))[1])
+            env_name = scalar_text((get(it, "name") or (None, None))[1])
             if isinstance(it, MappingNode) and env_name is not None:
-                value_key, value = _get(it, "value") or (None, None)
+                value_key, value = get(it, "value") or (None, None)
                 if value is not None and not isinstance(value, ScalarNode):
                     raise FormatError(
                         f"line {value.start_mark.line + 1}: env {env_name} has a non-scalar value"
                     )
                 items.append(
-                    _Item(env_name, it, value, value_key, _get(it, "valueFrom") is not None)
+                    _Item(env_name, it, value, value_key, get(it, "valueFrom") is not None)
                 )
-    elif env is not None and _scalar(env) != "":
-        raise FormatError(f"line {env.start_mark.line + 1}: env of container {label} is not a list")
-    return _Container(workload, name, node, list_key, list_node, env_key, env, items)
+    elif env is not None and scalar_text(env) != "":
+        raise FormatError(
+            f"line {env.start_mark.line + 1}: env of container {found.address} is not a list"
+        )
+    return _Container(found, env_key, env, items)
 
 
 def _values(c: _Container) -> dict[str, str]:
@@ -175,38 +125,21 @@ def _values(c: _Container) -> dict[str, str]:
     for item in c.items:
         found.pop(item.name, None)  # a later duplicate wins, as in Kubernetes
         if not item.from_ref:
-            found[item.name] = (_scalar(item.value) if item.value is not None else "") or ""
+            found[item.name] = (scalar_text(item.value) if item.value is not None else "") or ""
     return found
 
 
-def _last_content_end(text: str, node: Node) -> int:
-    """Offset just past the last character of ``node``'s source (trailing blanks excluded)."""
-    while isinstance(node, (MappingNode, SequenceNode)) and node.value and not node.flow_style:
-        last = node.value[-1]
-        if isinstance(last, tuple):
-            key, value = last
-            empty = isinstance(value, ScalarNode) and value.start_mark.index == value.end_mark.index
-            node = key if empty else value
-        else:
-            node = last
-    end = node.end_mark.index
-    while end > node.start_mark.index and text[end - 1] in " \t\r\n":
-        end -= 1
-    return end
-
-
-def _dash_before(text: str, pos: int) -> int:
-    """Offset of the '-' that introduces the block sequence item starting at ``pos``."""
-    i = pos - 1
-    while i >= 0 and text[i] in " \t\r\n":
-        i -= 1
-    if i < 0 or text[i] != "-":
-        raise FormatError(f"line {line_of(text, pos)}: cannot find the '-' of this list item")
-    return i
-
-
-def _column(text: str, pos: int) -> int:
-    return pos - line_start(text, pos)
+def _block_offset(text: str, c: _Container) -> int:
+    """How far a block list's '-' sits right of its key in this container's style."""
+    f = c.found
+    if f.list_key is not None and f.list_node is not None and f.list_node.value:
+        dash = dash_before(text, f.list_node.value[0].start_mark.index)
+        return max(column(text, dash) - column(text, f.list_key.start_mark.index), 0)
+    for key, value in c.node.value:
+        if isinstance(value, SequenceNode) and value.value and not value.flow_style:
+            dash = dash_before(text, value.value[0].start_mark.index)
+            return max(column(text, dash) - column(text, key.start_mark.index), 0)
+    return 2
 
 
 class K8sFormat:
@@ -215,32 +148,28 @@ class K8sFormat:
     name = "k8s"
 
     def __init__(self, container: str) -> None:
-        if not container or container.count("/") > 1:
-            raise FormatError(
-                f"invalid container selector {container!r}: use NAME or WORKLOAD/NAME"
-            )
-        self.container = container
+        self.container = check_address(container)
 
     def _locate(self, text: str) -> _Container:
-        every = [c for doc in _compose(text) for c in _containers(doc)]
-        workload, _, name = self.container.rpartition("/")
-        chosen = [c for c in every if c.name == name and (not workload or c.workload == workload)]
-        if not chosen:
-            names = ", ".join(sorted({c.label for c in every})) or "none"
-            raise FormatError(
-                f"container {self.container!r} not found (containers in the file: {names})"
-            )
-        if len(chosen) > 1:
-            labels = ", ".join(c.label for c in chosen)
-            raise FormatError(
-                f"container {self.container!r} is ambiguous: it appears as {labels}; "
-                "name one as WORKLOAD/CONTAINER"
-            )
-        return chosen[0]
+        found, _ = locate(self.container, compose_all(text))
+        return _container(found)
+
+    def containers(self, text: str) -> list[Found]:
+        """Every container in ``text``, each with its shortest working ``address``."""
+        return find_containers(compose_all(text))
 
     def parse(self, text: str) -> dict[str, str]:
         """Env name -> value of the container (valueFrom items are left out)."""
         return _values(self._locate(text))
+
+    def source(self, text: str, knob: str) -> str | None:
+        """The exact source text of ``knob``'s value (after ``value:``), or None."""
+        c = self._locate(text)
+        item = next((it for it in reversed(c.items) if it.name == knob), None)
+        if item is None or item.from_ref or item.value is None or item.value_key is None:
+            return None
+        start, end = value_span(text, item.value_key, item.value)
+        return text[start:end]
 
     def _check_editable(self, text: str, c: _Container, item: _Item, knob: str) -> None:
         line = line_of(text, item.node.start_mark.index)
@@ -256,46 +185,56 @@ class K8sFormat:
                 "edit it by hand"
             )
 
-    def set(self, text: str, knob: str, value: str) -> str:
+    def set(self, text: str, knob: str, value: str, source: str | None = None) -> str:
         """Set ``knob`` in the container's env; KnobError for a bad name/value, FormatError
-        for a missing/ambiguous container, a valueFrom item or an anchored value."""
+        for a missing/ambiguous container, a valueFrom item or an anchored value.
+
+        ``source``: the exact text to write after ``value:`` (from :meth:`source`), used
+        verbatim where it reads back as ``value``; otherwise the value is rendered.
+        """
         check_assignment_args(knob, value)
         check_yaml_text(value)
         c = self._locate(text)
+        before = _values(c)
         item = next((it for it in reversed(c.items) if it.name == knob), None)
         if item is None:
-            out = self._add(text, c, knob, value)
-            return verified(_values(c), self.parse(out), knob, value, out)
-        if not item.from_ref and _values(c).get(knob) == value:
+            if source is not None and "\n" not in source:
+                exact = self._try(before, knob, value, lambda: self._add(text, c, knob, source))
+                if exact is not None:
+                    return exact
+            out = self._add(text, c, knob, None, value)
+            return verified(before, self.parse(out), knob, value, out)
+        if not item.from_ref and before.get(knob) == value:
             return text  # a no-op, even where an edit would be refused (anchors)
         self._check_editable(text, c, item, knob)
-        if item.value is None:
+        if item.value is None or item.value_key is None:
             line = line_of(text, item.node.start_mark.index)
             raise FormatError(f"line {line}: {knob} has no value: key; edit it by hand")
-        start, end = item.value.start_mark.index, item.value.end_mark.index
-        if start == end and item.value_key is not None:
-            # An empty value (`value:`): its mark points at whatever follows, so write
-            # right after the key's colon (and the blank after it, if any).
-            start = text.index(":", item.value_key.end_mark.index) + 1
-            end = start = start + 1 if text[start : start + 1] == " " else start
-            if text[start - 1] == ":":
-                text, start, end = text[:start] + " " + text[start:], start + 1, end + 1
-        tail = ""
-        if item.value.style in ("|", ">"):  # keep the line breaks that end a block scalar
-            tail = text[_last_content_end(text, item.value) : end]
-            brk = tail.find("\n")
-            if brk > 0 and tail[brk - 1] == "\r":
-                brk -= 1
-            tail = tail[brk:] if brk >= 0 else ""
-        rendered = render_scalar(
-            value, item.value.style if item.value.style in ("'", '"') else None
-        )
-        out = text[:start] + rendered + tail + text[end:]
-        return verified(_values(c), self.parse(out), knob, value, out)
+        if source is not None:
+            key, node = item.value_key, item.value
+            exact = self._try(before, knob, value, lambda: splice_source(text, key, node, source))
+            if exact is not None:
+                return exact
+        _, quote = neighbour_style(it.value for it in c.items)
+        rendered = render(value, node_style(item.value), quote)
+        out = splice_value(text, item.value_key, item.value, rendered)
+        return verified(before, self.parse(out), knob, value, out)
 
-    def _add(self, text: str, c: _Container, knob: str, value: str) -> str:
+    def _try(self, before: dict, knob: str, value: str, edit) -> str | None:
+        """``edit()`` if it yields exactly the intended values, else None."""
+        try:
+            out = edit()
+            return verified(before, self.parse(out), knob, value, out)
+        except FormatError:
+            return None
+
+    def _add(
+        self, text: str, c: _Container, knob: str, source: str | None, value: str = ""
+    ) -> str:
         eol = newline_of(text)
-        name, rendered = render_scalar(knob), render_scalar(value)
+        style, quote = neighbour_style(it.value for it in c.items)
+        name = render(knob)
+        val = f"value:{source}" if source is not None else f"value: {render(value, style, quote)}"
         env = c.env
         if isinstance(env, SequenceNode) and (
             env.anchor
@@ -306,45 +245,51 @@ class K8sFormat:
                 f"{c.label} is shared through a YAML anchor; edit it by hand"
             )
         if isinstance(env, SequenceNode) and env.flow_style:
-            pair = f"{{name: {name}, value: {rendered}}}"
+            pair = f"{{name: {name}, {val}}}"
             if env.value:
                 pos = env.value[-1].end_mark.index
                 return text[:pos] + ", " + pair + text[pos:]
             close = text.rfind("]", env.start_mark.index, env.end_mark.index)
             return text[:close] + pair + text[close:]
         if isinstance(env, SequenceNode) and env.value:
-            first = env.value[0]
-            dash = _dash_before(text, first.start_mark.index)
-            dash_col = _column(text, dash)
-            key_col = (
-                dash_col + 2
-                if first.flow_style or dash_col + 2 > _column(text, first.start_mark.index)
-                else _column(text, first.start_mark.index)
-            )
-            pos = line_end(text, _last_content_end(text, env))
-            lines = (
-                f"{' ' * dash_col}-{' ' * (key_col - dash_col - 1)}name: {name}{eol}"
-                f"{' ' * key_col}value: {rendered}{eol}"
-            )
-            return _insert_at_line(text, pos, lines, eol)
+            return self._append_item(text, env, name, val, eol)
         if c.node.flow_style:
             raise FormatError(
                 f"line {line_of(text, c.node.start_mark.index)}: container {c.label} is written "
                 "in flow style; add its env list by hand"
             )
-        key_col = _column(text, c.node.start_mark.index)
-        offset = _column(text, _dash_before(text, c.list_node.value[0].start_mark.index)) - _column(
-            text, c.list_key.start_mark.index
-        )
-        dash_col = key_col + max(offset, 0)
-        items = f"{' ' * dash_col}- name: {name}{eol}{' ' * (dash_col + 2)}value: {rendered}{eol}"
+        key_col = column(text, c.node.start_mark.index)
+        dash_col = key_col + _block_offset(text, c)
+        items = f"{' ' * dash_col}- name: {name}{eol}{' ' * (dash_col + 2)}{val}{eol}"
         if c.env_key is not None and env is not None:  # `env:` or `env: ~` with no list
             start, end = env.start_mark.index, env.end_mark.index
             if end > start:
                 text = text[:start].rstrip(" \t") + text[end:]
-            return _insert_at_line(text, line_end(text, c.env_key.start_mark.index), items, eol)
-        pos = line_end(text, _last_content_end(text, c.node))
-        return _insert_at_line(text, pos, f"{' ' * key_col}env:{eol}{items}", eol)
+            return insert_at_line(text, line_end(text, c.env_key.start_mark.index), items, eol)
+        pos = line_end(text, last_content_end(text, c.node))
+        return insert_at_line(text, pos, f"{' ' * key_col}env:{eol}{items}", eol)
+
+    @staticmethod
+    def _append_item(text: str, env: SequenceNode, name: str, val: str, eol: str) -> str:
+        first = env.value[0]
+        dash = dash_before(text, first.start_mark.index)
+        dash_col = column(text, dash)
+        pos = line_end(text, last_content_end(text, env))
+        if all(isinstance(it, MappingNode) and it.flow_style for it in env.value):
+            gap = " " * max(column(text, first.start_mark.index) - dash_col - 1, 1)
+            return insert_at_line(
+                text, pos, f"{' ' * dash_col}-{gap}{{name: {name}, {val}}}{eol}", eol
+            )
+        key_col = (
+            dash_col + 2
+            if first.flow_style or dash_col + 2 > column(text, first.start_mark.index)
+            else column(text, first.start_mark.index)
+        )
+        lines = (
+            f"{' ' * dash_col}-{' ' * (key_col - dash_col - 1)}name: {name}{eol}"
+            f"{' ' * key_col}{val}{eol}"
+        )
+        return insert_at_line(text, pos, lines, eol)
 
     def unset(self, text: str, knob: str) -> str:
         """Remove every env item named ``knob`` (same text if there is none); FormatError
@@ -359,33 +304,8 @@ class K8sFormat:
         env = c.env
         if not isinstance(env, SequenceNode):  # cannot happen: items come from a list
             return text
-        if env.flow_style:
-            spans = []
-            for it in doomed:
-                k = env.value.index(it.node)
-                if k + 1 < len(env.value):
-                    spans.append((it.node.start_mark.index, env.value[k + 1].start_mark.index))
-                elif k > 0:
-                    spans.append((env.value[k - 1].end_mark.index, it.node.end_mark.index))
-                else:
-                    spans.append((it.node.start_mark.index, it.node.end_mark.index))
-        elif len(doomed) == len(env.value) and c.env_key is not None:
-            spans = [
-                (
-                    line_start(text, c.env_key.start_mark.index),
-                    line_end(text, _last_content_end(text, env)),
-                )
-            ]
-        else:
-            spans = [
-                (
-                    line_start(text, _dash_before(text, it.node.start_mark.index)),
-                    line_end(text, _last_content_end(text, it.node)),
-                )
-                for it in doomed
-            ]
         out = text
-        for start, end in sorted(spans, reverse=True):
+        for start, end in sorted(_unset_spans(text, c, env, doomed), reverse=True):
             if end >= len(out) and not out.endswith("\n") and start > 0 and out[start - 1] == "\n":
                 # Removing the last line of a file without a final newline: take the
                 # line break before it, so the file still ends without one.
@@ -394,9 +314,31 @@ class K8sFormat:
         return verified(_values(c), self.parse(out), knob, None, out)
 
 
-def _insert_at_line(text: str, pos: int, lines: str, eol: str) -> str:
-    """Insert whole ``lines`` at a line start ``pos`` (at EOF without a final newline,
-    the new lines go after a line break and the file still ends without one)."""
-    if pos >= len(text) and text and not text.endswith("\n"):
-        return text + eol + lines[: -len(eol)]
-    return text[:pos] + lines + text[pos:]
+def _unset_spans(
+    text: str, c: _Container, env: SequenceNode, doomed: list[_Item]
+) -> list[tuple[int, int]]:
+    if env.flow_style:
+        spans = []
+        for it in doomed:
+            k = env.value.index(it.node)
+            if k + 1 < len(env.value):
+                spans.append((it.node.start_mark.index, env.value[k + 1].start_mark.index))
+            elif k > 0:
+                spans.append((env.value[k - 1].end_mark.index, it.node.end_mark.index))
+            else:
+                spans.append((it.node.start_mark.index, it.node.end_mark.index))
+        return spans
+    if len(doomed) == len(env.value) and c.env_key is not None:
+        return [
+            (
+                line_start(text, c.env_key.start_mark.index),
+                line_end(text, last_content_end(text, env)),
+            )
+        ]
+    return [
+        (
+            line_start(text, dash_before(text, it.node.start_mark.index)),
+            line_end(text, last_content_end(text, it.node)),
+        )
+        for it in doomed
+    ]

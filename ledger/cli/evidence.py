@@ -30,6 +30,31 @@ def _int_list(text: str) -> list[int]:
     return values
 
 
+def _rate_list(text: str | None) -> list[float] | None:
+    from ledger.evidence.load import parse_rate
+
+    if text is None:
+        return None
+    values = [parse_rate(x) for x in text.split(",") if x.strip()]
+    if not values or any(v is None for v in values):
+        raise UsageError(f"expected comma-separated request rates (> 0, or inf), got {text!r}")
+    return [v for v in values if v is not None]
+
+
+def _rate(text: str | None) -> float | None:
+    rates = _rate_list(text)
+    if rates is not None and len(rates) != 1:
+        raise UsageError(f"--rate takes one request rate here, got {text!r}")
+    return rates[0] if rates else None
+
+
+def _points_phrase(found: dict) -> str:
+    """``concurrency 16,64`` or ``request rate 1,2,inf``."""
+    if found["load"] == "rate":
+        return "request rate " + ",".join(p.removeprefix("rate ") for p in found["points"])
+    return "concurrency " + ",".join(map(str, found["concurrency"]))
+
+
 class Progress:
     """`[ab] 7/22 runs  B @c16  ETA 41s` on stderr, redrawn in place on a terminal."""
 
@@ -48,28 +73,35 @@ class Progress:
 @click.argument("ref", metavar="ID")
 @click.option("--runs", type=int, default=DEFAULT_RUNS, show_default=True, help="Runs per side and "
               "concurrency (after one warm-up per side).")
-@click.option("--concurrency", default=",".join(map(str, DEFAULT_CONCURRENCY)), show_default=True,
-              help="Concurrency levels.")
+@click.option("--concurrency", default=None, metavar="LIST",
+              help=f"Concurrency levels [default: {','.join(map(str, DEFAULT_CONCURRENCY))}].")
+@click.option("--rate", metavar="LIST", help="Sweep request rates instead (req/s, e.g. "
+              "1,2,4,inf): the bench command must use {rate}.")
 @click.option("--bench", metavar="CMD", help="Bench command template (default: bench.command in "
-              "ledger.yaml); placeholders {out} {concurrency} {engine_dir} {env_file} {python}.")
+              "ledger.yaml); placeholders {out} {concurrency} {rate} {engine_dir} {env_file} "
+              "{python}.")
 @click.option("--metric", default=PRIMARY_METRIC, show_default=True,
               help="Primary metric for the verdict.")
 @json_option
 @dry_run_option
 @click.pass_context
-def ab(ctx, ref, runs, concurrency, bench, metric, json_out, dry_run) -> None:
+def ab(ctx, ref, runs, concurrency, rate, bench, metric, json_out, dry_run) -> None:
     """Collect A/B evidence for an entry: A = reverted, B = applied, alternating."""
     from ledger.commands.evidence import plan_ab
     from ledger.commands.evidence import run_ab
 
     s = ctx.find_object(State).session(ctx)
+    concs = None if concurrency is None else _int_list(concurrency)
+    rates = _rate_list(rate)
     if dry_run:
-        plan = plan_ab(s, ref, runs=runs, concurrency=_int_list(concurrency), bench=bench)
+        plan = plan_ab(s, ref, runs=runs, concurrency=concs, bench=bench, rate=rates)
         if wants_json(ctx, json_out):
             return emit_json(plan)
+        points = plan["rate"] if plan["load"] == "rate" else plan["concurrency"]
         click.echo(f"would run {plan['total_runs']} benches for {plan['entry']} "
                    f"(1 warm-up per side, then A B alternating, {runs} per side at "
-                   f"concurrency {','.join(map(str, plan['concurrency']))}):")
+                   f"{'request rate' if plan['load'] == 'rate' else 'concurrency'} "
+                   f"{','.join(map(str, points))}):")
         click.echo(f"  {safe(plan['command'])}")
         for k, v in plan["differs"].items():
             click.echo(f"  {safe(k)}: A {show_value(v['A'])}  B {show_value(v['B'])}")
@@ -77,9 +109,10 @@ def ab(ctx, ref, runs, concurrency, bench, metric, json_out, dry_run) -> None:
         return None
     from ledger.commands.evidence import ab_power_warnings
 
-    _warn(ab_power_warnings(runs, _int_list(concurrency)))  # before minutes of benches
-    summary = run_ab(s, ref, runs=runs, concurrency=_int_list(concurrency), bench=bench,
-                     metric=metric, progress=Progress())
+    points = len(rates) if rates is not None else len(concs or DEFAULT_CONCURRENCY)
+    _warn(ab_power_warnings(runs, [0] * points))  # before minutes of benches
+    summary = run_ab(s, ref, runs=runs, concurrency=concs, bench=bench,
+                     metric=metric, progress=Progress(), rate=rates)
     if wants_json(ctx, json_out):
         return emit_json(summary)
     click.echo(f"{summary.get('entry', ref)}: {safe(summary.get('headline', ''))}")
@@ -87,6 +120,8 @@ def ab(ctx, ref, runs, concurrency, bench, metric, json_out, dry_run) -> None:
 
 
 def _print_summary_table(summary: dict) -> None:
+    from ledger.evidence.load import of_row
+
     metric = summary.get("metric", "output_throughput")
     rows = []
     for c in summary.get("by_concurrency") or []:
@@ -94,13 +129,14 @@ def _print_summary_table(summary: dict) -> None:
         if not m:
             continue
         ci = f"{m.get('ci_low_pct', 0):+.1f}..{m.get('ci_high_pct', 0):+.1f}%"
-        rows.append([f"c{c['concurrency']}", f"{m.get('median_a', 0):.2f}",
+        rows.append([of_row(c).label, f"{m.get('median_a', 0):.2f}",
                      f"{m.get('median_b', 0):.2f}", f"{m.get('delta_pct', 0):+.1f}%", ci,
                      f"{m.get('p_value', 1):.3f}", f"{c.get('n_a')}/{c.get('n_b')}",
                      m.get("verdict", "")])
     if rows:
         click.echo(f"{metric}:")
-        click.echo(table(rows, ["CONC", "MEDIAN A", "MEDIAN B", "DELTA", "95% CI", "P", "N",
+        load = "RATE" if summary.get("load") == "rate" else "CONC"
+        click.echo(table(rows, [load, "MEDIAN A", "MEDIAN B", "DELTA", "95% CI", "P", "N",
                                 "VERDICT"]))
     click.echo(f"verdict {summary.get('verdict')}; outputs {summary.get('outputs')}")
     _warn(summary.get("warnings") or [])
@@ -121,27 +157,32 @@ def evidence() -> None:
 @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option("--side", required=True, type=click.Choice(["A", "B"]),
               help="A: the entry reverted; B: the entry applied.")
-@click.option("--concurrency", type=int, help="Concurrency of results that do not say it.")
+@click.option("--concurrency", type=int, help="Concurrency of results that say no load point.")
+@click.option("--rate", metavar="R", help="Request rate (req/s, or inf) of results that say "
+              "no load point.")
 @click.option("--metric", default=PRIMARY_METRIC, show_default=True)
 @json_option
 @dry_run_option
 @click.pass_context
-def evidence_add(ctx, ref, files, side, concurrency, metric, json_out, dry_run) -> None:
-    """Import bench results (engine JSON, sglang bench_serving JSONL, vLLM --save-result)."""
+def evidence_add(ctx, ref, files, side, concurrency, rate, metric, json_out, dry_run) -> None:
+    """Import bench results (engine JSON, sglang bench_serving JSONL, vLLM --save-result).
+
+    A result's load point is its max_concurrency when set, else its request_rate.
+    """
     from ledger.commands.evidence import add_evidence
     from ledger.commands.evidence import check_evidence_files
 
     s = ctx.find_object(State).session(ctx)
+    rate_value = _rate(rate)
     if dry_run:
-        found = check_evidence_files(s.ws, ref, files, concurrency)
+        found = check_evidence_files(s.ws, ref, files, concurrency, rate_value)
         if wants_json(ctx, json_out):
             return emit_json(found)
         for f in found["files"]:
             click.echo(f"would import {safe(f['path'])} as side {side}: {f['shape']} results, "
-                       f"{f['rows']} row(s) at concurrency "
-                       f"{','.join(map(str, f['concurrency']))}")
+                       f"{f['rows']} row(s) at {_points_phrase(f)}")
         return None
-    summary = add_evidence(s, ref, files, side, concurrency, metric)
+    summary = add_evidence(s, ref, files, side, concurrency, metric, rate=rate_value)
     if wants_json(ctx, json_out):
         return emit_json(summary)
     click.echo(f"imported {len(files)} file(s) as side {side}: {safe(summary.get('headline'))}")

@@ -13,6 +13,8 @@ from ledger.cli.common import json_option
 from ledger.cli.common import wants_json
 from ledger.cli.output import safe
 from ledger.cli.output import table
+from ledger.core.model import FLAG_ENGINES
+from ledger.core.model import FORMATS
 
 
 @click.command()
@@ -37,20 +39,35 @@ def target() -> None:
 @target.command("add")
 @click.argument("name")
 @click.argument("path")
-@click.option("--format", "fmt", required=True, type=click.Choice(["bash", "dotenv", "k8s"]),
-              help="File format.")
-@click.option("--container", help="k8s: the container whose env list holds the knobs.")
+@click.option("--format", "fmt", required=True, type=click.Choice(list(FORMATS)),
+              help="File format: a bash serve script, a dotenv / EnvironmentFile, a k8s "
+                   "manifest's container env, or a YAML map of knobs (yaml-map).")
+@click.option("--container", metavar="ADDRESS",
+              help="k8s: the container whose env list holds the knobs: its name, or where "
+                   "that is not unique an address the error lists (NAME/CONTAINER, "
+                   "ROLE/CONTAINER, KIND/NAME/ROLE/CONTAINER, DOC:PATH).")
+@click.option("--key-path", metavar="PATH",
+              help="yaml-map: where the map is, e.g. decode_environment or envs.decode "
+                   "(default: the whole file).")
+@click.option("--flags", type=click.Choice(list(FLAG_ENGINES)),
+              help="yaml-map: the keys are this engine's server arguments (an "
+                   "`sglang --config` / `vllm serve --config` file).")
 @dry_run_option
 @click.pass_context
-def target_add(ctx, name: str, path: str, fmt: str, container: str | None, dry_run: bool) -> None:
+def target_add(ctx, name: str, path: str, fmt: str, container: str | None,
+               key_path: str | None, flags: str | None, dry_run: bool) -> None:
     """Put the file PATH under management as target NAME."""
     from ledger.commands.setup import add_target
     from ledger.commands.setup import target_summary
 
     s = ctx.find_object(State).session(ctx)
-    t = add_target(s, name, path, fmt, container, Path.cwd(), dry_run)
+    t = add_target(s, name, path, fmt, container, Path.cwd(), dry_run, key_path, flags)
     verb = "would add" if dry_run else "added"
-    click.echo(f"{verb} target {t.name}: {safe(t.path)} ({t.format})")
+    where = ", ".join(
+        f"{k.replace('_', ' ')} {v}" for k, v in t.to_dict().items() if k not in ("path", "format")
+    )
+    detail = f", {safe(where)}" if where else ""
+    click.echo(f"{verb} target {t.name}: {safe(t.path)} ({t.format}{detail})")
     print_summary(target_summary(s, t.name, t))
 
 

@@ -102,9 +102,31 @@ def _parse_concurrency(values: Sequence[int] | None) -> list[int]:
     return concs
 
 
+def _load_plan(
+    concurrency: Sequence[int] | None, rate: Sequence[float] | None
+) -> tuple[list[int], list[float] | None]:
+    """(concurrencies, rates): a concurrency sweep (the default) or a request-rate sweep."""
+    from ledger.evidence.load import parse_rate
+
+    if rate is None:
+        return _parse_concurrency(concurrency), None
+    if concurrency:
+        raise EvidenceError("give --concurrency or --rate, not both")
+    rates = [parse_rate(r) for r in rate]
+    if not rates or any(r is None for r in rates):
+        raise EvidenceError(f"request rates must be > 0 (or inf), got {list(rate)}")
+    return [], [r for r in rates if r is not None]
+
+
+def _points_text(concs: list[int], rates: list[float] | None) -> list[str]:
+    from ledger.evidence.load import format_rate
+
+    return [format_rate(r) for r in rates] if rates is not None else [str(c) for c in concs]
+
+
 def plan_ab(
     s, ref: str, *, runs: int = DEFAULT_RUNS, concurrency: Sequence[int] | None = None,
-    bench: str | None = None,
+    bench: str | None = None, rate: Sequence[float] | None = None,
 ) -> dict:
     """What `ledger ab --dry-run` shows: the command, what differs between sides, the runs."""
     from ledger.evidence.runner import DEFAULT_BENCH_COMMAND
@@ -112,8 +134,10 @@ def plan_ab(
 
     ws = s.ws
     command = bench or ws.config.bench_command or DEFAULT_BENCH_COMMAND
-    check_template(command)
-    concs = _parse_concurrency(concurrency)
+    tokens = check_template(command)
+    concs, rates = _load_plan(concurrency, rate)
+    if rates is not None and not any("{rate}" in t for t in tokens):
+        raise EvidenceError("a request-rate sweep needs a bench command that uses {rate}")
     e = ws.resolve(ref)
     if e.kind == "knob":
         side_a, side_b, _ = _knob_sides(ws, e, command)
@@ -122,16 +146,19 @@ def plan_ab(
                    for k in sorted(set(a_all) | set(b_all)) if a_all.get(k) != b_all.get(k)}
     else:
         differs = {"engine tree": {"A": f"without patch {e.id}", "B": f"with patch {e.id}"}}
-    return {"entry": e.id, "command": command, "concurrency": concs, "runs_per_side": runs,
-            "total_runs": 2 + 2 * runs * len(concs), "differs": differs,
-            "warnings": ab_power_warnings(runs, concs)}
+    points = _points_text(concs, rates)
+    return {"entry": e.id, "command": command, "load": "rate" if rates is not None else
+            "concurrency", "concurrency": concs, "rate": points if rates is not None else [],
+            "runs_per_side": runs, "total_runs": 2 + 2 * runs * len(points), "differs": differs,
+            "warnings": ab_power_warnings(runs, points)}
 
 
-def ab_power_warnings(runs: int, concs: Sequence[int]) -> list[str]:
-    """What :func:`ledger.evidence.stats.power_warnings` says of ``runs`` per side at ``concs``."""
+def ab_power_warnings(runs: int, points: Sequence[object]) -> list[str]:
+    """What :func:`ledger.evidence.stats.power_warnings` says of ``runs`` per side at each
+    of ``points`` (concurrencies or rates: only their number matters)."""
     from ledger.evidence.stats import power_warnings
 
-    return power_warnings([(runs, runs)] * len(concs))
+    return power_warnings([(runs, runs)] * len(points))
 
 
 def run_ab(
@@ -143,25 +170,32 @@ def run_ab(
     bench: str | None = None,
     metric: str = "output_throughput",
     progress: Callable[[int, int, float, str], None] | None = None,
+    rate: Sequence[float] | None = None,
 ) -> dict:
-    """Measure entry ``ref``'s effect; store, commit and return the run's summary."""
+    """Measure entry ``ref``'s effect; store, commit and return the run's summary.
+
+    ``rate``: sweep these request rates instead of concurrencies (the bench command
+    must use ``{rate}``).
+    """
     from ledger.evidence.runner import DEFAULT_BENCH_COMMAND
     from ledger.evidence.runner import run_alternating as run_bench
     from ledger.evidence.store import record_ab
 
     ws = s.ws
     command = bench or ws.config.bench_command or DEFAULT_BENCH_COMMAND
-    concs = _parse_concurrency(concurrency)
+    concs, rates = _load_plan(concurrency, rate)
     if runs < 1:
         raise EvidenceError(f"--runs must be at least 1, got {runs}")
     with WriterLock(ws, s.command):
         e = ws.resolve(ref)
         if e.kind == "knob":
             side_a, side_b, context = _knob_sides(ws, e, command)
-            result = run_bench(command, side_a, side_b, concs, runs, progress=progress)
+            result = run_bench(command, side_a, side_b, concs, runs, progress=progress,
+                               rates=rates)
         else:
             with _patch_sides(ws, e) as (side_a, side_b, context):
-                result = run_bench(command, side_a, side_b, concs, runs, progress=progress)
+                result = run_bench(command, side_a, side_b, concs, runs, progress=progress,
+                                   rates=rates)
         summary = record_ab(ws.root, e.id, result, metric=metric,
                             engine_commit=current_engine_commit(ws), context=context)
         _commit_evidence(ws, e, f"ab {e.id}: {summary.get('headline', '')}")
@@ -170,9 +204,12 @@ def run_ab(
 
 def add_evidence(
     s, ref: str, files: Sequence[str], side: str, concurrency: int | None = None,
-    metric: str = "output_throughput",
+    metric: str = "output_throughput", rate: float | None = None,
 ) -> dict:
-    """Import bench results the operator ran elsewhere as side A or B of ``ref``."""
+    """Import bench results the operator ran elsewhere as side A or B of ``ref``.
+
+    ``concurrency`` / ``rate``: the load point of results that say neither.
+    """
     from ledger.evidence.store import import_evidence
     from ledger.evidence.view import knob_context
 
@@ -181,24 +218,30 @@ def add_evidence(
         e = ws.resolve(ref)
         summary = import_evidence(
             ws.root, e.id, [Path(f) for f in files], side, concurrency=concurrency,
-            metric=metric, engine_commit=current_engine_commit(ws), context=knob_context(ws, e),
+            rate=rate, metric=metric, engine_commit=current_engine_commit(ws),
+            context=knob_context(ws, e),
         )
         _commit_evidence(ws, e, f"evidence add {e.id} side {side}: {summary.get('headline', '')}")
     return summary
 
 
 def check_evidence_files(
-    ws: Workspace, ref: str, files: Sequence[str], concurrency: int | None = None
+    ws: Workspace, ref: str, files: Sequence[str], concurrency: int | None = None,
+    rate: float | None = None,
 ) -> dict:
     """Parse result files as `evidence add` would, storing nothing (for --dry-run)."""
     from ledger.evidence.importers import load_result_file
+    from ledger.evidence.load import of_row
 
     e = ws.resolve(ref)
     out = []
     for f in files:
-        shape, rows = load_result_file(Path(f), concurrency)
+        shape, rows = load_result_file(Path(f), concurrency, rate)
+        points = sorted({of_row(r) for r in rows})
         out.append({"path": str(f), "shape": shape, "rows": len(rows),
-                    "concurrency": sorted({int(r["concurrency"]) for r in rows})})
+                    "load": points[0].kind,
+                    "points": [p.label for p in points],
+                    "concurrency": [int(p.value) for p in points if p.kind == "concurrency"]})
     return {"entry": e.id, "files": out}
 
 

@@ -6,16 +6,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from envknobs.flags import check_flag_name
+from envknobs.flags import is_flag_name
 from envknobs.registry import KnobError
+from envknobs.registry import check_knob_name
 from envknobs.registry import check_knob_value
 from ledger.commands.session import Session
 from ledger.commands.session import writing
 from ledger.core import planner
 from ledger.core.display import value_text
+from ledger.core.layout import inserted_block
 from ledger.core.model import Action
 from ledger.core.model import Entry
+from ledger.core.model import Target
 from ledger.core.model import check_class
-from ledger.core.model import check_knob_or_flag
 from ledger.core.model import place_knob
 from ledger.core.model import slugify
 from ledger.errors import Drift
@@ -33,6 +37,7 @@ from ledger.store.patch_entries import engine_repo
 from ledger.store.targets import anchor_in
 from ledger.store.targets import edit_target
 from ledger.store.targets import read_target
+from ledger.store.targets import source_in
 from ledger.store.workspace import new_entry_id
 
 
@@ -47,15 +52,29 @@ def knob_registry():
     return default_registry(REGISTRY)
 
 
-def validate_knob(knob: str, value: str | None, no_validate: bool) -> list[str]:
+def validate_knob(
+    knob: str, value: str | None, no_validate: bool, target: Target | None = None
+) -> list[str]:
     """Check a knob (or ``--flag``) assignment against the catalogs; return warnings,
-    raise on errors."""
+    raise on errors.
+
+    The keys of an engine ``--config`` file (a yaml-map target with ``flags``) are server
+    arguments, checked against that engine's flag catalog; every other knob is an env
+    variable, checked against the env catalogs.
+    """
+    if target is not None and target.flags:
+        return _validate_flag_key(knob, value, no_validate, target)
     try:
-        check_knob_or_flag(knob)
+        # An env variable or a launch flag here: a YAML map's other keys need --flags.
+        check_flag_name(knob) if is_flag_name(knob) else check_knob_name(knob)
         if value is not None:
             check_knob_value(value)
     except KnobError as e:
-        raise InvalidValue(str(e)) from None
+        hint = ""
+        if target is not None and target.format == "yaml-map":
+            hint = (f" (if {target.name} is an engine --config file, add it with "
+                    "--flags sglang|vllm)")
+        raise InvalidValue(f"{e}{hint}") from None
     if no_validate:
         return []
     from envknobs.catalog import check_assignment
@@ -64,6 +83,48 @@ def validate_knob(knob: str, value: str | None, no_validate: bool) -> list[str]:
         return check_assignment(knob_registry(), knob, value)
     except KnobError as e:
         raise InvalidValue(f"{e} (pass --no-validate to record it anyway)") from None
+
+
+def _validate_flag_key(knob: str, value: str | None, no_validate: bool, target: Target):
+    from envknobs.formats._keys import check_key_name
+
+    try:
+        check_key_name(knob)
+        if value is not None:
+            check_knob_value(value)
+    except KnobError as e:
+        raise InvalidValue(str(e)) from None
+    if no_validate:
+        return []
+    try:
+        return check_config_key(str(target.flags), knob, value)
+    except KnobError as e:
+        raise InvalidValue(f"{e} (pass --no-validate to record it anyway)") from None
+
+
+def check_config_key(engine: str, key: str, value: str | None) -> list[str]:
+    """Check a key of an ``ENGINE --config`` file against that engine's flag catalog.
+
+    The same catalog as launch-line flags (``cuda-graph-max-bs`` here is
+    ``--cuda-graph-max-bs`` there: the lookup normalizes dashes and ``_``).  An unknown
+    key is a warning naming the closest known arguments; a value of the wrong type or
+    out of range raises KnobError.  Without a bundled flag catalog, a warning says the
+    key went unchecked.
+    """
+    try:
+        from envknobs.catalog import flag_registries  # type: ignore[attr-defined]
+        from envknobs.catalog import lookup_flag  # type: ignore[attr-defined]
+    except ImportError:
+        return [f"{key}: not checked, no {engine} flag catalog is bundled yet"]
+    declared = lookup_flag(key, engine)
+    if declared is None:
+        registry = flag_registries().get(engine)
+        close = registry.closest(f"--{key.lstrip('-')}") if registry is not None else []
+        hint = f"closest known: {', '.join(close[:3])}" if close else "no close match"
+        return [f"unknown {engine} server argument {key} ({hint})"]
+    if value is not None:
+        declared.validate(value)
+    return []
 
 
 def new_entry(s: Session, *, kind: str, cls: str, title: str, why: str, adopt: bool, **fields) -> Entry:
@@ -121,9 +182,9 @@ def record_knob(
         raise UsageError(f"--at/--all select places in a bash script; {target} is {t.format}")
     if at is not None and adopt:
         raise UsageError("--adopt records a whole knob; it does not take --at/--all")
-    warnings = validate_knob(knob, value, no_validate)
+    warnings = validate_knob(knob, value, no_validate, t)
     if before is not None:
-        validate_knob(knob, before, True)
+        validate_knob(knob, before, True, t)
     if before_given and not adopt:
         raise UsageError("--before/--before-unset only go with --adopt")
     if adopt and not before_given:
@@ -148,13 +209,14 @@ def record_knob(
         if entry_before == value:
             raise Refused(f"{knob} in {target} is already {value_text(value, quote=True)}: "
                           "nothing to record")
+        after_text = edit_target(tf, {knob: value}).decode("utf-8", "surrogateescape")
         # Where the knob's line sits while present, so a later revert/restore can put it back.
-        holding = tf.text if value is None else edit_target(tf, {knob: value}).decode(
-            "utf-8", "surrogateescape")
+        holding = tf.text if value is None else after_text
         entry = new_entry(s, kind="knob", cls=cls, title=title, why=why, adopt=adopt,
                           target=target, knob=knob, before=entry_before, after=value,
                           anchor=anchor_in(tf, holding, knob,
-                                           layer_anchors(entries).get(target)))
+                                           layer_anchors(entries).get(target)),
+                          **_exact_texts(t, tf.text, after_text, knob, entry_before, value, adopt))
         edits = {} if adopt else {(target, knob): (entry_before, value)}
         plan = planner.Plan("record", (), (), edits)
         message = f"record {cls} {knob}={value_text(value, quote=True)} in {target}: " \
@@ -252,6 +314,34 @@ def record_at(s: Session, tf, entries, *, knob: str, value: str | None, at: int 
                          new_entries=[entry])
     applied.changed = [entry]
     return Recorded(entry, applied, warnings)
+
+
+def _exact_texts(
+    t: Target, before_text: str, after_text: str, knob: str,
+    before: str | None, after: str | None, adopt: bool,
+) -> dict[str, str | None]:
+    """The exact text of the value before and after, and the knob's lines where the change
+    removes or adds it, so revert/restore write those bytes back (not a re-rendering)."""
+    if adopt:  # the file already holds the change: what it said before is unknown
+        texts = {"after_source": None if after is None else source_in(t, after_text, knob)}
+    else:
+        texts = {
+            "before_source": None if before is None else source_in(t, before_text, knob),
+            "after_source": None if after is None else source_in(t, after_text, knob),
+            "before_lines": inserted_block(after_text, before_text) if after is None else None,
+            "after_lines": inserted_block(before_text, after_text) if before is None else None,
+        }
+    # Text that is not valid UTF-8 (bytes kept through surrogateescape) cannot be stored:
+    # without it, the value is rendered instead.
+    return {k: v for k, v in texts.items() if v is None or _encodable(v)}
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _adopted_before(tf, layer, knob: str, value: str | None, before: str | None) -> str | None:

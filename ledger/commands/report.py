@@ -201,7 +201,9 @@ def off_the_table(ws: Workspace, with_files: bool = False) -> OffTable:
     if with_files:
         full = planner.full_knobs(entries)
         edits = {k: (live_of.get(k), v) for k, v in full.items() if k[0] in files}
-        for path, (old, new) in new_target_bytes(files, edits, entries).items():
+        sources = planner.knob_sources(entries, full=True)
+        lines = planner.knob_lines(entries, full=True)
+        for path, (old, new) in new_target_bytes(files, edits, entries, sources, lines).items():
             out.files[str(path)] = unified(str(path), old, new)
         if any(e.kind == "patch" and not e.applied for e in entries):
             from ledger.store.patch_entries import full_restore_diff

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from envknobs.formats import FormatError
 from ledger.commands.session import Session
 from ledger.commands.session import edit_config
 from ledger.core.model import Target
@@ -14,6 +15,7 @@ from ledger.errors import InvalidValue
 from ledger.errors import Refused
 from ledger.evidence.runner import DEFAULT_BENCH_COMMAND
 from ledger.store import wsgit
+from ledger.store.targets import format_of
 from ledger.store.targets import read_target
 from ledger.store.workspace import CONFIG_NAME
 from ledger.store.workspace import ENTRIES_NAME
@@ -59,10 +61,13 @@ def _relative_if_inside(path: Path, root: Path) -> str:
 
 
 def add_target(
-    s: Session, name: str, path: str, fmt: str, container: str | None, cwd: Path, dry_run: bool
+    s: Session, name: str, path: str, fmt: str, container: str | None, cwd: Path, dry_run: bool,
+    key_path: str | None = None, flags: str | None = None,
 ) -> Target:
     """Put a file under management (it must exist, parse, and not be a symlink).
 
+    ``container``: the k8s container address; ``key_path``/``flags``: where a yaml-map's
+    map is, and the engine whose server flags its keys are (an ``--config`` file).
     The name is checked against ``ledger.yaml`` as it is once the writer lock is held, so
     two concurrent adds of different targets both land (see :func:`edit_config`)."""
     check_target_name(name)
@@ -70,7 +75,12 @@ def add_target(
     abs_path = Path(path) if Path(path).is_absolute() else (cwd / path)
     abs_path = Path(os.path.normpath(abs_path))
     check_target_file(abs_path)
-    target = Target(name, _relative_if_inside(abs_path, s.ws.root), fmt, container)
+    try:
+        target = Target(name, _relative_if_inside(abs_path, s.ws.root), fmt, container,
+                        key_path, flags)
+        format_of(target)  # a malformed container address or key path fails here
+    except FormatError as e:
+        raise InvalidValue(f"target {name}: {e}") from None
     read_target(s.ws, target)  # parses, so a bad file or a missing container fails now
     if dry_run:
         return target

@@ -132,11 +132,51 @@ def _position(
     return None
 
 
+def inserted_block(old_text: str, new_text: str) -> str | None:
+    """The lines ``new_text`` adds to ``old_text``, when it adds one block and changes nothing
+    else (None otherwise): what a knob's re-adding should put back."""
+    old, new = _lines(old_text), _lines(new_text)
+    ops = [op for op in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes()
+           if op[0] != "equal"]
+    if len(ops) != 1 or ops[0][0] != "insert":
+        return None
+    return "".join(new[ops[0][3]:ops[0][4]])
+
+
 def add_knob(
-    fmt, text: str, knob: str, value: str, managed: Mapping[str, dict | None]
+    fmt, text: str, knob: str, value: str, managed: Mapping[str, dict | None],
+    source: str | None = None, lines: str | None = None,
 ) -> str:
-    """``fmt.set`` for a knob absent from ``text``, placed at its anchor when possible."""
-    placed = fmt.set(text, knob, value)
+    """``fmt.set`` for a knob absent from ``text``, placed at its anchor when possible.
+
+    ``source``: the exact text of the value, for formats that take one (k8s, yaml-map).
+    ``lines``: the exact lines the knob had when it was removed; they replace the lines
+    the format wrote, where the file then reads exactly the same (so an ``env:`` list or
+    an item written in another style than the format's comes back byte for byte).
+    """
+    placed = _add_at_anchor(fmt, text, knob, value, managed, source)
+    if lines is None:
+        return placed
+    old, new = _lines(text), _lines(placed)
+    ops = [op for op in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes()
+           if op[0] != "equal"]
+    if len(ops) != 1 or ops[0][0] != "insert" or "".join(new[ops[0][3]:ops[0][4]]) == lines:
+        return placed
+    exact = "".join(old[:ops[0][1]]) + lines + "".join(old[ops[0][1]:])
+    try:
+        if fmt.parse(exact) == fmt.parse(placed):
+            return exact
+    except ValueError:
+        pass
+    return placed
+
+
+def _add_at_anchor(
+    fmt, text: str, knob: str, value: str, managed: Mapping[str, dict | None],
+    source: str | None,
+) -> str:
+    placed = fmt.set(text, knob, value, source=source) if source is not None else fmt.set(
+        text, knob, value)
     anchor = managed.get(knob)
     if not anchor:
         return placed

@@ -41,7 +41,8 @@ SUSPICIONS = ("suspected", "cleared")
 # restart: a --restart restarted the entry's service (with the health result);
 # rollback: a failed health check (or an interrupted restart) put the entry back.
 ACTIONS = ("record", "adopt", "revert", "restore", "suspect", "clear", "restart", "rollback")
-FORMATS = ("bash", "dotenv", "k8s")
+FORMATS = ("bash", "dotenv", "k8s", "yaml-map")
+FLAG_ENGINES = ("sglang", "vllm")
 
 # Target names and entry ids name files (patches/<id>.patch, evidence/<id>/,
 # entries/<id>.md) and URL fragments: no separators, no leading dot, nothing a shell or a
@@ -64,9 +65,17 @@ def split_place(knob: str) -> tuple[str, str | None]:
     return name, (key if sep else None)
 
 
-def check_knob_or_flag(name: str) -> str:
-    """An env knob name (``SGLANG_X``) or a launch flag (``--cuda-graph-max-bs``)."""
-    return check_flag_name(name) if is_flag_name(name) else check_knob_name(name)
+def check_entry_knob(name: str) -> str:
+    """A knob entry's name: an env variable (``SGLANG_X``), a launch flag
+    (``--cuda-graph-max-bs``), or a key of a YAML map (``mem-fraction-static``)."""
+    if is_flag_name(name):
+        return check_flag_name(name)
+    try:
+        return check_knob_name(name)
+    except KnobError:
+        from envknobs.formats._keys import check_key_name
+
+        return check_key_name(name)
 
 
 def check_class(value: str) -> str:
@@ -151,6 +160,14 @@ class Entry:
     # -> {"line": at record time, "before": value there, "raw": its exact text, "anchor"}
     places: dict[str, dict] | None = None
     at: str | None = None  # the selection as given: "all" or a line number
+    # the exact text of the value before / after (formats that keep it: k8s, yaml-map), so
+    # a revert or restore writes those bytes back rather than a re-rendering of the value
+    before_source: str | None = None
+    after_source: str | None = None
+    # the knob's exact lines when the change removes it (before) or adds it (after), so
+    # re-adding it puts those lines back (an `env:` list written in the file's own style)
+    before_lines: str | None = None
+    after_lines: str | None = None
     # patch entries
     patch: str | None = None
     sha256: str | None = None
@@ -173,7 +190,7 @@ class Entry:
             if not self.target or not self.knob:
                 raise InvalidValue(f"entry {self.id}: a knob entry needs a target and a knob")
             try:
-                check_knob_or_flag(split_place(self.knob)[0])
+                check_entry_knob(split_place(self.knob)[0])
                 for v in (self.before, self.after):
                     if v is not None:
                         check_knob_value(v)
@@ -251,6 +268,9 @@ class Entry:
             if self.places is not None:
                 d["places"] = self.places
                 d["at"] = self.at
+            for key in ("before_source", "after_source", "before_lines", "after_lines"):
+                if getattr(self, key) is not None:
+                    d[key] = getattr(self, key)
         else:
             d.update(patch=self.patch, sha256=self.sha256, files=list(self.files), commit=self.commit)
         d["history"] = [a.to_dict() for a in self.history]
@@ -282,6 +302,10 @@ class Entry:
             anchor=d.get("anchor") if isinstance(d.get("anchor"), dict) else None,
             places=dict(d["places"]) if isinstance(d.get("places"), dict) else None,
             at=opt("at"),
+            before_source=opt("before_source"),
+            after_source=opt("after_source"),
+            before_lines=opt("before_lines"),
+            after_lines=opt("after_lines"),
             patch=opt("patch"),
             sha256=opt("sha256"),
             files=tuple(str(f) for f in d.get("files") or ()),
@@ -297,7 +321,9 @@ class Target:
     name: str
     path: str  # as written in ledger.yaml: absolute, or relative to the workspace
     format: str
-    container: str | None = None  # k8s: which container's env list
+    container: str | None = None  # k8s: the address of the container whose env list
+    key_path: str | None = None  # yaml-map: where the map is (None: the whole file)
+    flags: str | None = None  # yaml-map: the keys are this engine's server flags (--config)
     # the running service behind the file: live probe, restart, health (ledger.core.service)
     service: Service | None = None
 
@@ -309,11 +335,23 @@ class Target:
             )
         if self.format == "k8s" and not self.container:
             raise InvalidValue(f"target {self.name}: a k8s target needs --container")
+        if self.format != "k8s" and self.container:
+            raise InvalidValue(f"target {self.name}: --container is for k8s targets only")
+        if self.format != "yaml-map" and (self.key_path or self.flags):
+            raise InvalidValue(
+                f"target {self.name}: --key-path and --flags are for yaml-map targets only"
+            )
+        if self.flags is not None and self.flags not in FLAG_ENGINES:
+            raise InvalidValue(
+                f"target {self.name}: unknown --flags {self.flags!r} "
+                f"(use {', '.join(FLAG_ENGINES)})"
+            )
 
     def to_dict(self) -> dict[str, Any]:
         d = {"path": self.path, "format": self.format}
-        if self.container:
-            d["container"] = self.container
+        for key in ("container", "key_path", "flags"):
+            if getattr(self, key):
+                d[key] = getattr(self, key)
         if self.service is not None:
             d.update(self.service.to_dict())
         return d
@@ -326,10 +364,11 @@ __all__ = [
     "CLASSES",
     "KINDS",
     "STATES",
+    "FLAG_ENGINES",
     "FORMATS",
     "PLACE_SEP",
     "check_class",
-    "check_knob_or_flag",
+    "check_entry_knob",
     "check_target_name",
     "place_knob",
     "split_place",

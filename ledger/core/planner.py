@@ -68,16 +68,52 @@ def knob_layers(entries: Iterable[Entry]) -> dict[KnobKey, list[Entry]]:
     return layers
 
 
+def _pick(layer: Sequence[Entry], applied: Mapping[str, bool] | None, after: str, before: str):
+    """A field of the last applied entry (``after``), else the first entry's ``before``."""
+    for e in reversed(layer):
+        is_applied = applied.get(e.id, e.applied) if applied is not None else e.applied
+        if is_applied:
+            return getattr(e, after)
+    return getattr(layer[0], before)
+
+
 def layer_value(layer: Sequence[Entry], applied: Mapping[str, bool] | None = None) -> str | None:
     """The value a layer implies: after of the last applied entry, else the base.
 
     ``applied`` overrides entries' states by id (to ask "what if"), without copying.
     """
-    for e in reversed(layer):
-        is_applied = applied.get(e.id, e.applied) if applied is not None else e.applied
-        if is_applied:
-            return e.after
-    return layer[0].before
+    return _pick(layer, applied, "after", "before")
+
+
+def layer_source(layer: Sequence[Entry], applied: Mapping[str, bool] | None = None) -> str | None:
+    """The exact text of :func:`layer_value`'s value, where the entries kept it.
+
+    The ``after_source`` of the last applied entry, else the first entry's
+    ``before_source``: a revert to the base writes the base's original text back.
+    """
+    return _pick(layer, applied, "after_source", "before_source")
+
+
+def layer_lines(layer: Sequence[Entry], applied: Mapping[str, bool] | None = None) -> str | None:
+    """The exact lines of :func:`layer_value`'s knob when it has to be written back whole:
+    the ``after_lines`` of the last applied entry, else the first entry's ``before_lines``."""
+    return _pick(layer, applied, "after_lines", "before_lines")
+
+
+def knob_sources(entries: Iterable[Entry], *, full: bool = False) -> dict[KnobKey, str | None]:
+    """The value text per (target, knob) with the entries' states (``full``: all applied)."""
+    return {
+        key: layer[-1].after_source if full else layer_source(layer)
+        for key, layer in knob_layers(entries).items()
+    }
+
+
+def knob_lines(entries: Iterable[Entry], *, full: bool = False) -> dict[KnobKey, str | None]:
+    """The knob lines per (target, knob) with the entries' states (``full``: all applied)."""
+    return {
+        key: layer[-1].after_lines if full else layer_lines(layer)
+        for key, layer in knob_layers(entries).items()
+    }
 
 
 def expected_knobs(entries: Iterable[Entry]) -> dict[KnobKey, str | None]:
@@ -335,6 +371,10 @@ __all__ = [
     "find_drift",
     "full_knobs",
     "knob_layers",
+    "knob_lines",
+    "knob_sources",
+    "layer_lines",
+    "layer_source",
     "layer_value",
     "next_seq",
     "plan_clear",

@@ -6,7 +6,7 @@ The bench command is a template (user data, e.g. from ``ledger.yaml``)::
         --num-prompts 32 --input-len 32 --output-len 32 --json {out}
 
 It is split with :func:`shlex.split` *first*; then the placeholders ``{out}``,
-``{concurrency}``, ``{engine_dir}``, ``{env_file}`` and ``{python}`` are substituted
+``{concurrency}``, ``{rate}``, ``{engine_dir}``, ``{env_file}`` and ``{python}`` are substituted
 inside each token, so a value can never add, remove or re-quote an argument.  ``{flags}``,
 a token of its own, becomes the side's launch flags, one argument per word
 (``--cuda-graph-max-bs 256``, a switch alone, ``--no-x`` for a false negatable one): how
@@ -15,8 +15,12 @@ without a shell, in the side's ``engine_dir``, with ``os.environ`` plus the side
 ``{env_file}`` is a file with the side's env as ``K='V'`` lines that bash ``source``
 and python-dotenv read alike.
 
-Order: one warm-up run per side first (at the first concurrency; not stored), then for
-each concurrency and each repeat A then B, so a machine drifting (thermal, noisy
+Load points: a list of concurrencies, or a list of request rates (``rates``: an open-loop
+sweep such as ``--request-rate {rate}``; ``inf`` is written ``inf``); a rate sweep needs a
+template that uses ``{rate}``, or every run would be the same.
+
+Order: one warm-up run per side first (at the first load point; not stored), then for
+each load point and each repeat A then B, so a machine drifting (thermal, noisy
 neighbours) shifts both sides alike.  Each run writes its result to ``{out}``: the
 bundled engine's bench JSON, sglang ``bench_serving --output-file`` JSONL or vLLM
 ``--save-result`` JSON.
@@ -52,6 +56,12 @@ from ledger.errors import EvidenceError
 from ledger.evidence.importers import ImportFormatError
 from ledger.evidence.importers import parse_objects
 from ledger.evidence.importers import rows_from_objects
+from ledger.evidence.load import CONCURRENCY
+from ledger.evidence.load import RATE
+from ledger.evidence.load import LoadPoint
+from ledger.evidence.load import format_rate
+from ledger.evidence.load import of_row
+from ledger.evidence.load import parse_rate
 from ledger.evidence.store import host_info
 from ledger.evidence.store import now_iso
 
@@ -59,7 +69,7 @@ DEFAULT_BENCH_COMMAND = (
     "{python} -m engine bench --mode offline --preset tiny --concurrency {concurrency} "
     "--num-prompts 32 --input-len 32 --output-len 32 --json {out}"
 )
-PLACEHOLDERS = ("out", "concurrency", "engine_dir", "env_file", "python", "flags")
+PLACEHOLDERS = ("out", "concurrency", "rate", "engine_dir", "env_file", "python", "flags")
 _PLACEHOLDER_RE = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 STDERR_TAIL = 2000
 
@@ -114,7 +124,8 @@ class Side:
 
 @dataclass
 class AbResult:
-    """What :func:`run_alternating` measured: run rows (``side, concurrency, repeat, metrics…``) and meta."""
+    """What :func:`run_alternating` measured: run rows (``side, concurrency|rate, repeat,
+    metrics…``) and meta."""
 
     rows: list[dict[str, Any]]
     meta: dict[str, Any]
@@ -234,6 +245,20 @@ def _run_once(
         )
 
 
+def _load_points(concurrencies: Sequence[int], rates: Sequence[float] | None) -> list[LoadPoint]:
+    if rates is not None:
+        if list(concurrencies):
+            raise EvidenceError("sweep concurrencies or request rates, not both")
+        parsed = [parse_rate(r) for r in rates]
+        if not parsed or any(p is None for p in parsed):
+            raise EvidenceError(f"request rates must be > 0 (or inf), got {list(rates)!r}")
+        return [LoadPoint(RATE, p) for p in parsed if p is not None]
+    concs = list(concurrencies)
+    if not concs or any(isinstance(c, bool) or not isinstance(c, int) or c < 1 for c in concs):
+        raise EvidenceError(f"concurrencies must be positive integers, got {concs!r}")
+    return [LoadPoint(CONCURRENCY, float(c)) for c in concs]
+
+
 def run_alternating(
     command: str,
     side_a: Side,
@@ -245,28 +270,33 @@ def run_alternating(
     python: str = sys.executable,
     timeout_s: float | None = None,
     warmup: bool = True,
+    rates: Sequence[float] | None = None,
 ) -> AbResult:
     """Run the bench alternately A B A B … and return the measured rows and meta.
 
-    ``progress(done, total, eta_s, label)`` is called after every run (warm-ups count);
-    ``eta_s`` extrapolates the mean run time so far.  Raises EvidenceError when the
-    template is invalid, a run fails or its result is of no known shape.
+    ``rates`` (instead of ``concurrencies``, which must then be empty) sweeps request
+    rates.  ``progress(done, total, eta_s, label)`` is called after every run (warm-ups
+    count); ``eta_s`` extrapolates the mean run time so far.  Raises EvidenceError when
+    the template is invalid, a run fails or its result is of no known shape.
     """
     tokens = check_template(command)
     if side_a.name != "A" or side_b.name != "B":
         raise EvidenceError("run_alternating takes side A then side B")
-    concs = list(concurrencies)
-    if not concs or any(isinstance(c, bool) or not isinstance(c, int) or c < 1 for c in concs):
-        raise EvidenceError(f"concurrencies must be positive integers, got {concs!r}")
+    points = _load_points(concurrencies, rates)
+    if points[0].kind == RATE and not any("{rate}" in t for t in tokens):
+        raise EvidenceError(
+            "a request-rate sweep needs a bench command that uses {rate} "
+            "(e.g. --request-rate {rate}); this one would run the same load every time"
+        )
     if isinstance(runs, bool) or not isinstance(runs, int) or runs < 1:
         raise EvidenceError(f"runs per side must be a positive integer, got {runs!r}")
 
-    plan: list[tuple[Side, int, int | None]] = []  # (side, concurrency, repeat or None = warm-up)
+    plan: list[tuple[Side, LoadPoint, int | None]] = []  # (side, load, repeat or None = warm-up)
     if warmup:
-        plan += [(side_a, concs[0], None), (side_b, concs[0], None)]
-    for c in concs:
+        plan += [(side_a, points[0], None), (side_b, points[0], None)]
+    for point in points:
         for r in range(runs):
-            plan += [(side_a, c, r), (side_b, c, r)]
+            plan += [(side_a, point, r), (side_b, point, r)]
 
     started, t0 = now_iso(), time.monotonic()
     rows: list[dict[str, Any]] = []
@@ -277,15 +307,16 @@ def run_alternating(
         for side in (side_a, side_b):
             env_files[side.name] = tmp / f"side-{side.name}.env"
             env_files[side.name].write_text(env_file_text(side.env), encoding="utf-8")
-        for done, (side, conc, repeat) in enumerate(plan, 1):
+        for done, (side, point, repeat) in enumerate(plan, 1):
             what = "warm-up" if repeat is None else f"run {repeat + 1}/{runs}"
-            label = f"{what} {side.name} @c{conc}"
+            label = f"{what} {side.name} @{point.label}"
             out = tmp / f"out-{done}.json"
             argv = render_command(
                 tokens,
                 {
                     "out": str(out),
-                    "concurrency": str(conc),
+                    "concurrency": str(int(point.value)) if point.kind == CONCURRENCY else "",
+                    "rate": format_rate(point.value) if point.kind == RATE else "",
                     "engine_dir": str(side.engine_dir),
                     "env_file": str(env_files[side.name]),
                     "python": python,
@@ -295,15 +326,15 @@ def run_alternating(
             env = _side_environ(side)
             _run_once(argv, Path(side.engine_dir), env, tmp / "stderr.txt", timeout_s)
             if repeat is not None:
-                row, device = _read_result(out, conc, argv)
+                row, device = _read_result(out, point, argv)
                 if device:
                     devices.add(device)
-                rows.append({"side": side.name, "concurrency": conc, "repeat": repeat, **row})
+                rows.append({"side": side.name, **point.to_row(), "repeat": repeat, **row})
             if progress is not None:
                 elapsed = time.monotonic() - t0
                 progress(done, len(plan), elapsed / done * (len(plan) - done), label)
 
-    meta = _meta(command, side_a, side_b, concs, runs, started)
+    meta = _meta(command, side_a, side_b, points, runs, started)
     meta["device"] = ", ".join(sorted(devices)) or None
     meta["warmup_per_side"] = 1 if warmup else 0
     return AbResult(rows=rows, meta=meta, started=started, finished=meta["finished"])
@@ -319,8 +350,10 @@ def _side_environ(side: Side) -> dict[str, str]:
     return env
 
 
-def _read_result(out: Path, conc: int, argv: list[str]) -> tuple[dict[str, Any], str | None]:
-    """The metrics row for ``conc`` from a run's JSON, and the device it reports (if any)."""
+def _read_result(
+    out: Path, point: LoadPoint, argv: list[str]
+) -> tuple[dict[str, Any], str | None]:
+    """The metrics row for ``point`` from a run's JSON, and the device it reports (if any)."""
     try:
         text = out.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
@@ -329,25 +362,34 @@ def _read_result(out: Path, conc: int, argv: list[str]) -> tuple[dict[str, Any],
     try:
         objs = parse_objects(text, where)
         # Any known shape: the bundled engine's, sglang bench_serving's or vLLM's.  A
-        # single result that does not say its concurrency ran at the one we asked for.
-        override = conc if len(objs) == 1 and objs[0].get("max_concurrency") is None else None
-        found = rows_from_objects(objs, where, override)[1]
+        # single result that does not say its load point ran at the one we asked for.
+        says = [k for k in ("max_concurrency", "request_rate") if objs[0].get(k) is not None]
+        single = len(objs) == 1 and (
+            not says if point.kind == RATE else "max_concurrency" not in says
+        )
+        found = rows_from_objects(
+            objs, where,
+            int(point.value) if single and point.kind == CONCURRENCY else None,
+            rate=point.value if single and point.kind == RATE else None,
+        )[1]
     except ImportFormatError as e:
         raise EvidenceError(str(e)) from e
-    matching = [(r, o) for r, o in zip(found, objs, strict=True) if r["concurrency"] == conc]
+    matching = [(r, o) for r, o in zip(found, objs, strict=True) if of_row(r) == point]
     if len(matching) != 1:
         raise EvidenceError(
-            f"bench output has {len(matching)} result(s) for concurrency {conc} "
+            f"bench output has {len(matching)} result(s) for {point.kind} "
+            f"{point.label.removeprefix('c').removeprefix('rate ')} "
             f"(expected one): {shlex.join(argv)}"
         )
     row, obj = dict(matching[0][0]), matching[0][1]
-    del row["concurrency"]
+    row.pop(CONCURRENCY, None)
+    row.pop(RATE, None)
     device = obj.get("device")
     return row, (str(device) if device is not None else None)
 
 
 def _meta(
-    command: str, a: Side, b: Side, concs: list[int], runs: int, started: str
+    command: str, a: Side, b: Side, points: list[LoadPoint], runs: int, started: str
 ) -> dict[str, Any]:
     keys = sorted(set(a.env) | set(b.env))
     env_diff = {
@@ -363,7 +405,11 @@ def _meta(
         "env": env_diff,
         **({"flags": flags_diff} if flags_diff else {}),
         "engine_dir": {"A": str(a.engine_dir), "B": str(b.engine_dir)},
-        "concurrencies": concs,
+        **(
+            {"rates": [p.value for p in points]}
+            if points[0].kind == RATE
+            else {"concurrencies": [int(p.value) for p in points]}
+        ),
         "runs": runs,
         **host_info(),
         "started": started,

@@ -3,9 +3,12 @@
 Pure: no files, no clock, no printing.  numpy, pandas and scipy are imported inside the
 functions so that importing this module (and ``ledger --help``) stays cheap.
 
-Input is a *runs table*: one row per side x concurrency x repeat, as mappings (or a
-DataFrame) with ``side`` (``A`` = entry reverted, ``B`` = entry applied), ``concurrency``,
-``repeat``, numeric bench metrics, and optionally ``output_digest``.
+Input is a *runs table*: one row per side x load point x repeat, as mappings (or a
+DataFrame) with ``side`` (``A`` = entry reverted, ``B`` = entry applied), the load point --
+``concurrency`` (closed loop) or ``rate`` (open loop, requests/s, ``inf`` allowed; see
+:mod:`ledger.evidence.load`), one kind per table -- ``repeat``, numeric bench metrics, and
+optionally ``output_digest``.  "Concurrency" below stands for whichever load point the
+table has: a rate sweep is judged per rate exactly as a concurrency sweep per concurrency.
 
 Per concurrency and metric we report
   * ``median_a``, ``median_b`` and ``delta_pct`` = 100 * (median_b / median_a - 1);
@@ -67,6 +70,11 @@ from typing import Mapping
 
 from ledger.errors import EvidenceError
 from ledger.evidence.defaults import PRIMARY_METRIC
+from ledger.evidence.load import CONCURRENCY
+from ledger.evidence.load import KINDS
+from ledger.evidence.load import RATE
+from ledger.evidence.load import LoadPoint
+from ledger.evidence.load import of_row
 from ledger.evidence.runs_csv import DIGEST_COLUMN
 from ledger.evidence.runs_csv import ID_COLUMNS
 
@@ -90,25 +98,43 @@ def metric_direction(name: str) -> bool | None:
     return None
 
 
+def load_column(df: "pd.DataFrame") -> str:
+    """``concurrency`` or ``rate``: the load point a runs table is measured at."""
+    has = [c for c in KINDS if c in df.columns and df[c].notna().any()]
+    if len(has) > 1:
+        raise EvidenceError(
+            "runs table mixes concurrency and rate load points: judge them separately"
+        )
+    return has[0] if has else CONCURRENCY
+
+
 def runs_frame(rows: Iterable[Mapping[str, Any]] | "pd.DataFrame") -> "pd.DataFrame":
     """Validate a runs table and return it as a DataFrame with typed id columns."""
     import pandas as pd
 
     df = rows.copy() if isinstance(rows, pd.DataFrame) else pd.DataFrame(list(rows))
     if df.empty:
-        return pd.DataFrame(columns=list(ID_COLUMNS))
-    missing = [c for c in ID_COLUMNS if c not in df.columns]
+        return pd.DataFrame(columns=["side", CONCURRENCY, "repeat"])
+    load = load_column(df)
+    missing = [c for c in ("side", load, "repeat") if c not in df.columns]
     if missing:
         raise EvidenceError(f"runs table lacks column(s) {', '.join(missing)}")
     bad_sides = sorted(set(df["side"].astype(str)) - set(SIDES))
     if bad_sides:
         raise EvidenceError(f"runs table has unknown side(s) {bad_sides}: use A or B")
     df["side"] = df["side"].astype(str)
+    other = RATE if load == CONCURRENCY else CONCURRENCY
+    if other in df.columns:
+        df = df.drop(columns=[other])
     try:
-        df["concurrency"] = df["concurrency"].astype(int)
+        df[load] = df[load].astype(int if load == CONCURRENCY else float)
         df["repeat"] = df["repeat"].astype(int)
     except (TypeError, ValueError) as e:
-        raise EvidenceError(f"runs table: concurrency and repeat must be integers ({e})") from e
+        raise EvidenceError(
+            f"runs table: {load} must be a number and repeat an integer ({e})"
+        ) from e
+    if load == RATE and not (df[RATE] > 0).all():
+        raise EvidenceError("runs table: a request rate must be > 0 (or inf)")
     return df
 
 
@@ -118,7 +144,9 @@ def judged_metrics(df: "pd.DataFrame") -> list[str]:
 
     out = []
     for col in df.columns:
-        if col in ID_COLUMNS or col == DIGEST_COLUMN or metric_direction(col) is None:
+        if col in ID_COLUMNS or col in KINDS or col == DIGEST_COLUMN:
+            continue
+        if metric_direction(col) is None:
             continue
         if pd.api.types.is_numeric_dtype(df[col]):
             out.append(col)
@@ -232,10 +260,11 @@ def analyze(
 ) -> dict[str, Any]:
     """Judge a runs table.
 
-    Returns ``{"metric", "higher_is_better", "verdict", "outputs", "warnings",
+    Returns ``{"metric", "higher_is_better", "verdict", "outputs", "warnings", "load",
     "by_concurrency"}`` (``warnings``: :func:`power_warnings` of the primary metric)
-    where ``by_concurrency`` is a list (ascending concurrency) of
-    ``{"concurrency", "n_a", "n_b", "metrics": {name: {...}}}`` as in summary.yaml.
+    where ``load`` is ``concurrency`` or ``rate`` and ``by_concurrency`` is a list
+    (ascending load) of ``{LOAD: value, "n_a", "n_b", "metrics": {name: {...}}}`` as in
+    summary.yaml.
     Raises EvidenceError when the primary metric is not a judged metric of the table.
     """
     direction = metric_direction(metric)
@@ -251,11 +280,13 @@ def analyze(
             f"the runs have no {metric!r} column; judged metrics present: "
             + (", ".join(metrics) or "none")
         )
+    load = load_column(df)
     by_conc: list[dict[str, Any]] = []
-    for conc, group in sorted(df.groupby("concurrency"), key=lambda kv: kv[0]):
+    for value, group in sorted(df.groupby(load), key=lambda kv: kv[0]):
         side_a = group[group["side"] == "A"]
         side_b = group[group["side"] == "B"]
-        block = {"concurrency": int(conc), "n_a": len(side_a), "n_b": len(side_b), "metrics": {}}
+        point = LoadPoint(load, float(value)).row_value
+        block = {load: point, "n_a": len(side_a), "n_b": len(side_b), "metrics": {}}
         for name in metrics:
             cmp = compare_metric(
                 side_a[name].to_numpy(), side_b[name].to_numpy(), bool(metric_direction(name))
@@ -278,6 +309,7 @@ def analyze(
         "verdict": entry_verdict(c["verdict"] for c in primary),
         "outputs": outputs_check(df),
         "warnings": power_warnings((c["n_a"], c["n_b"]) for c in primary),
+        "load": load,
         "by_concurrency": by_conc,
     }
 
@@ -346,7 +378,7 @@ def outputs_check(df: "pd.DataFrame") -> str:
     if have.empty:
         return "unknown"
     complete = True
-    for _, group in have.groupby("concurrency"):
+    for _, group in have.groupby(load_column(df)):
         if group[DIGEST_COLUMN].astype(str).nunique() > 1:
             return "differ"
         if set(group["side"]) != set(SIDES):
@@ -354,11 +386,11 @@ def outputs_check(df: "pd.DataFrame") -> str:
     return "identical" if complete else "unknown"
 
 
-def pick_headline_cell(analysis: Mapping[str, Any]) -> tuple[int, dict[str, Any]] | None:
-    """The (concurrency, metric cell) the headline shows; rules in the module docs."""
+def pick_headline_cell(analysis: Mapping[str, Any]) -> tuple[LoadPoint, dict[str, Any]] | None:
+    """The (load point, metric cell) the headline shows; rules in the module docs."""
     metric, verdict = analysis["metric"], analysis["verdict"]
     cells = [
-        (b["concurrency"], b["metrics"][metric])
+        (of_row(b), b["metrics"][metric])
         for b in analysis["by_concurrency"]
         if metric in b["metrics"]
     ]
@@ -367,12 +399,12 @@ def pick_headline_cell(analysis: Mapping[str, Any]) -> tuple[int, dict[str, Any]
     if verdict in ("gain", "regression"):
         cells = [c for c in cells if c[1]["verdict"] == verdict]
 
-    def strength(item: tuple[int, dict[str, Any]]) -> tuple[float, float, int, int]:
-        conc, cell = item
+    def strength(item: tuple[LoadPoint, dict[str, Any]]) -> tuple[float, float, int, float]:
+        point, cell = item
         p = cell.get("p_adjusted", cell["p_value"])
         effect = abs(cell["delta_pct"]) if cell["delta_pct"] is not None else -1.0
         runs = min(cell["n_a"], cell["n_b"])
-        return (p if p is not None else 2.0, -effect, -runs, -conc)
+        return (p if p is not None else 2.0, -effect, -runs, -point.value)
 
     return min(cells, key=strength)
 
@@ -383,7 +415,8 @@ def _pct(x: float | None) -> str:
 
 def format_headline(analysis: Mapping[str, Any] | None) -> str:
     """One line for `ledger show/list/diff/restore`, e.g.
-    ``gain +12.8% output_throughput @c64 (CI +9.1..+16.0%, n=5/5, outputs identical)``.
+    ``gain +12.8% output_throughput @c64 (CI +9.1..+16.0%, n=5/5, outputs identical)``,
+    or ``… @rate 4 (…)`` for a request-rate sweep.
     """
     if not analysis:
         return "no evidence"
@@ -391,14 +424,14 @@ def format_headline(analysis: Mapping[str, Any] | None) -> str:
     verdict, metric, outputs = analysis["verdict"], analysis["metric"], analysis["outputs"]
     if picked is None:
         return f"{verdict} {metric} (no runs, outputs {outputs})"
-    conc, cell = picked
+    point, cell = picked
     delta = "n/a" if cell["delta_pct"] is None else f"{cell['delta_pct']:+.1f}%"
     if cell["ci_low_pct"] is None:
         ci = "CI n/a"
     else:
         ci = f"CI {_pct(cell['ci_low_pct'])}..{_pct(cell['ci_high_pct'])}%"
     return (
-        f"{verdict} {delta} {metric} @c{conc} "
+        f"{verdict} {delta} {metric} @{point.label} "
         f"({ci}, n={cell['n_a']}/{cell['n_b']}, outputs {outputs})"
     )
 
@@ -415,6 +448,7 @@ __all__ = [
     "power_warnings",
     "runs_needed",
     "judged_metrics",
+    "load_column",
     "metric_direction",
     "outputs_check",
     "pick_headline_cell",

@@ -2,7 +2,8 @@
 
 Each run directory holds
 
-* ``runs.csv`` - one row per side x concurrency x repeat: ``side,concurrency,repeat``,
+* ``runs.csv`` - one row per side x load point x repeat: ``side,concurrency,repeat``
+  (``side,rate,repeat`` for a request-rate sweep),
   then every metric column (sorted), then ``output_digest``;
 * ``meta.yaml`` - how the numbers were produced (command, env values that differ between
   sides, engine commit, host, Python/torch/device, times, imported files);
@@ -41,6 +42,8 @@ from typing import Sequence
 
 from ledger.core.model import NAME_RE as ENTRY_ID_RE
 from ledger.errors import EvidenceError
+from ledger.evidence.load import LoadPoint
+from ledger.evidence.load import of_row
 from ledger.evidence.runs_csv import parse_runs_csv
 from ledger.evidence.runs_csv import runs_csv_text
 from ledger.evidence.summary import build_summary
@@ -306,11 +309,14 @@ def import_evidence(
     context: Mapping[str, str | None] | None = None,
     new_run: bool = False,
     now: datetime | None = None,
+    rate: float | None = None,
 ) -> dict[str, Any]:
     """Import bench result files for one side; return the summary of the run written.
 
     Every file is parsed before anything is written: one bad file stores nothing.
-    Unless ``new_run``, the rows join the entry's latest import run (see module docs).
+    Unless ``new_run``, the rows join the entry's latest import run (see module docs);
+    a rate sweep does not join a concurrency sweep (nor the reverse).
+    ``concurrency`` / ``rate``: the load point of results that do not say it.
     """
     from ledger.evidence.importers import load_result_file
 
@@ -319,7 +325,7 @@ def import_evidence(
     files = [Path(f) for f in files]
     if not files:
         raise EvidenceError("no result files to import")
-    parsed = [(f, *load_result_file(f, concurrency)) for f in files]
+    parsed = [(f, *load_result_file(f, concurrency, rate)) for f in files]
 
     previous = None
     if not new_run:
@@ -334,13 +340,21 @@ def import_evidence(
         rows, old_meta, old_summary = load_run(ws_root, entry_id, previous)
         imported = list(old_meta.get("files") or [])
         started = str(old_summary.get("started") or started)
-    next_repeat: dict[tuple[str, int], int] = {}
+    kinds = {of_row(r).kind for r in rows} | {of_row(r).kind for _, _, new in parsed for r in new}
+    if len(kinds) > 1:
+        raise EvidenceError(
+            "these results are measured at "
+            + " and ".join(sorted(kinds))
+            + " load points (with the entry's latest import): a rate sweep and a "
+            "concurrency sweep are separate evidence; import them separately"
+        )
+    next_repeat: dict[tuple[str, LoadPoint], int] = {}
     for r in rows:
-        key = (r["side"], r["concurrency"])
+        key = (r["side"], of_row(r))
         next_repeat[key] = max(next_repeat.get(key, 0), r["repeat"] + 1)
     for path, shape, new_rows in parsed:
         for r in new_rows:
-            key = (side, r["concurrency"])
+            key = (side, of_row(r))
             rows.append({"side": side, "repeat": next_repeat.get(key, 0), **r})
             next_repeat[key] = next_repeat.get(key, 0) + 1
         imported.append(

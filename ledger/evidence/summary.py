@@ -3,10 +3,15 @@
 Pure (no files).  The schema is the contract with the render engineer and the CLI::
 
     entry, run_id, source (ab|import), metric, higher_is_better, verdict, outputs,
-    engine_commit, context {KNOB: value}, started, finished, headline,
+    engine_commit, context {KNOB: value}, started, finished, headline, load,
     by_concurrency: [{concurrency, n_a, n_b, metrics: {name: {median_a, median_b,
         delta_pct, ci_low_pct, ci_high_pct, p_value, p_adjusted, verdict,
         higher_is_better, n_a, n_b}}}]
+
+``load`` is ``concurrency`` or ``rate`` (:mod:`ledger.evidence.load`); in a rate sweep each
+block of ``by_concurrency`` (the name is kept for the readers of older files) has ``rate``
+(requests/s, ``.inf`` for all at once) where a concurrency sweep has ``concurrency``.  A
+summary without ``load`` is a concurrency sweep.
 
 ``p_value`` is the raw two-sided Mann-Whitney p; ``p_adjusted`` the Holm-adjusted one
 the verdict used.  Per-metric ``n_a``/``n_b`` can be lower than the concurrency's when a
@@ -20,6 +25,8 @@ from __future__ import annotations
 from typing import Any
 from typing import Mapping
 
+from ledger.evidence.load import CONCURRENCY
+from ledger.evidence.load import of_row
 from ledger.evidence.stats import format_headline
 
 SOURCES = ("ab", "import")
@@ -95,9 +102,10 @@ def build_summary(
         "finished": finished,
         # From the unrounded analysis, so the headline never shows a double rounding.
         "headline": format_headline(analysis),
+        "load": analysis.get("load", CONCURRENCY),
         "by_concurrency": [
             {
-                "concurrency": int(block["concurrency"]),
+                **of_row(block).to_row(),
                 "n_a": int(block["n_a"]),
                 "n_b": int(block["n_b"]),
                 "metrics": {name: _cell(c) for name, c in sorted(block["metrics"].items())},

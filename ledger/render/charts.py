@@ -1,4 +1,7 @@
-"""A/B charts for the rendered docs: the primary metric against concurrency, A and B.
+"""A/B charts for the rendered docs: the primary metric against the load point, A and B.
+
+The x axis is the summary's load point: concurrency, or request rate for a request-rate
+sweep (``inf`` last), see :mod:`ledger.evidence.load`.
 
 Charts are drawn with matplotlib into SVG text.  Two properties matter more than looks:
 
@@ -50,15 +53,16 @@ _TITLE_LIMIT = 70
 
 @dataclass(frozen=True)
 class ABPoint:
-    """One concurrency level of an A/B summary, for the primary metric."""
+    """One load point (a concurrency level or a request rate) of an A/B summary."""
 
-    concurrency: int
+    load: float  # the concurrency, or the request rate (inf allowed)
     median_a: float
     median_b: float
     delta_pct: float | None
     ci_low_pct: float | None = None
     ci_high_pct: float | None = None
     verdict: str = ""
+    label: str = ""  # the tick label: "64", or "4" / "inf" for rates
 
 
 def _number(value: Any) -> float | None:
@@ -70,34 +74,49 @@ def _number(value: Any) -> float | None:
 
 
 def ab_points(summary: Mapping[str, Any]) -> list[ABPoint]:
-    """The plottable points of ``summary``'s primary metric, by ascending concurrency.
+    """The plottable points of ``summary``'s primary metric, by ascending load point.
 
-    Rows without a concurrency or without both medians are skipped rather than failing:
+    Rows without a load point or without both medians are skipped rather than failing:
     an imported result may cover one side only.
     """
+    from ledger.evidence.load import format_rate
+    from ledger.evidence.load import of_row
+
     metric = summary.get("metric")
-    points: dict[int, ABPoint] = {}
+    points: dict[float, ABPoint] = {}
     for row in summary.get("by_concurrency") or ():
         if not isinstance(row, Mapping):
             continue
-        conc = _number(row.get("concurrency"))
+        try:
+            load = of_row(row)
+        except (TypeError, ValueError):
+            continue
         metrics = row.get("metrics")
         values = metrics.get(metric) if isinstance(metrics, Mapping) else None
-        if conc is None or conc <= 0 or not isinstance(values, Mapping):
+        if load.value <= 0 or not isinstance(values, Mapping):
             continue
         a, b = _number(values.get("median_a")), _number(values.get("median_b"))
         if a is None or b is None:
             continue
-        points[int(conc)] = ABPoint(
-            int(conc),
+        label = format_rate(load.value) if load.kind == "rate" else str(int(load.value))
+        points[load.value] = ABPoint(
+            load.value,
             a,
             b,
             _number(values.get("delta_pct")),
             _number(values.get("ci_low_pct")),
             _number(values.get("ci_high_pct")),
             str(values.get("verdict") or ""),
+            label,
         )
     return [points[c] for c in sorted(points)]
+
+
+def axis_title(summary: Mapping[str, Any]) -> str:
+    """``concurrency`` or ``request rate (req/s)``: what the x axis is."""
+    from ledger.evidence.load import AXIS_TITLES
+
+    return AXIS_TITLES.get(str(summary.get("load") or "concurrency"), "concurrency")
 
 
 def _delta_color(point: ABPoint, higher_is_better: bool) -> str:
@@ -125,9 +144,9 @@ def _shorten(text: str, limit: int = _TITLE_LIMIT) -> str:
 
 
 def ab_chart_svg(summary: Mapping[str, Any], *, title: str, salt: str) -> str | None:
-    """Draw ``summary``'s primary metric against concurrency for A and B, as SVG text.
+    """Draw ``summary``'s primary metric against its load point for A and B, as SVG text.
 
-    Left panel: the medians of A and B per concurrency.  Right panel: the delta of B
+    Left panel: the medians of A and B per load point.  Right panel: the delta of B
     against A in percent with its 95% CI, coloured by verdict.  ``title`` is the entry's
     title (the SVG's ``<title>``, shortened); ``salt`` seeds the
     SVG element ids and must differ between charts inlined into one page (use the entry
@@ -161,10 +180,12 @@ def ab_chart_svg(summary: Mapping[str, Any], *, title: str, salt: str) -> str | 
     with rc_context(rc):
         fig = Figure(figsize=(7.6, 3.1))
         medians, deltas = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1.4, 1]})
-        # Concurrency levels are evenly spaced categories: sweeps are geometric (1, 16, 64,
-        # 96) and a numeric axis would crowd the high end, where the differences live.
+        # Load points are evenly spaced categories: sweeps are geometric (1, 16, 64, 96;
+        # rates 1, 2, 4 … inf) and a numeric axis would crowd the high end (or have no
+        # place for inf), where the differences live.
         xs = list(range(len(points)))
-        labels = [str(p.concurrency) for p in points]
+        labels = [p.label for p in points]
+        x_title = axis_title(summary)
 
         medians.plot(
             xs,
@@ -217,7 +238,7 @@ def ab_chart_svg(summary: Mapping[str, Any], *, title: str, salt: str) -> str | 
 
         for ax in (medians, deltas):
             ax.set_xticks(xs, labels)
-            ax.set_xlabel("concurrency", parse_math=False)
+            ax.set_xlabel(x_title, parse_math=False)
             ax.grid(axis="y", color=COLOR_GRID, lw=0.8)
             ax.set_axisbelow(True)
             for side in ("top", "right"):
@@ -249,4 +270,4 @@ def inline_svg(svg: str, prefix: str) -> str:
     return _SVG_ID_RE.sub(lambda m: f"{m.group(1)}{prefix}-{m.group(2)}", svg[start:])
 
 
-__all__ = ["ABPoint", "ab_chart_svg", "ab_points", "inline_svg", "metric_label"]
+__all__ = ["ABPoint", "ab_chart_svg", "ab_points", "axis_title", "inline_svg", "metric_label"]

@@ -62,6 +62,18 @@ def _p_text(cell: Mapping[str, Any]) -> str:
     return raw if adjusted in ("—", raw) else f"{raw} (adj. {adjusted})"
 
 
+def _load_text(row: Mapping[str, Any]) -> str:
+    """The load point of a summary row as the table shows it: ``64``, or ``4``/``inf``."""
+    from ledger.evidence.load import format_rate
+    from ledger.evidence.load import of_row
+
+    try:
+        load = of_row(row)
+    except (TypeError, ValueError):
+        return "—"
+    return format_rate(load.value) if load.kind == "rate" else str(int(load.value))
+
+
 def _evidence_view(model: RenderModel, entry: Entry) -> dict[str, Any] | None:
     summary = model.evidence.get(entry.id)
     if summary is None:
@@ -76,7 +88,7 @@ def _evidence_view(model: RenderModel, entry: Entry) -> dict[str, Any] | None:
         for name in sorted(metrics, key=lambda n: (n != metric, str(n))):
             m = metrics[name] if isinstance(metrics[name], Mapping) else {}
             view = {
-                "concurrency": row.get("concurrency", "—"),
+                "concurrency": _load_text(row),
                 # A metric can have fewer runs than its concurrency level when a bench
                 # did not report it every time: prefer the metric's own counts.
                 "n": f"{m.get('n_a', row.get('n_a', '—'))}/{m.get('n_b', row.get('n_b', '—'))}",
@@ -96,6 +108,8 @@ def _evidence_view(model: RenderModel, entry: Entry) -> dict[str, Any] | None:
         "outputs": str(summary.get("outputs") or "unknown"),
         "metric": metric,
         "metric_label": metric_label(metric) if metric else "",
+        "load_title": "request rate" if summary.get("load") == "rate" else "concurrency",
+        "load_header": "Request rate (req/s)" if summary.get("load") == "rate" else "Concurrency",
         "source": str(summary.get("source") or ""),
         "run_id": str(summary.get("run_id") or ""),
         "engine_commit": str(summary.get("engine_commit") or ""),

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from dataclasses import field
 from pathlib import Path
 from typing import Callable
+from typing import Mapping
 from typing import Sequence
 
 from ledger.core import planner
@@ -99,11 +100,15 @@ def new_target_bytes(
     files: dict[str, TargetFile],
     edits: dict[planner.KnobKey, tuple[str | None, str | None]],
     entries: Sequence[Entry] = (),
+    sources: Mapping[planner.KnobKey, str | None] | None = None,
+    lines: Mapping[planner.KnobKey, str | None] | None = None,
 ) -> dict[Path, tuple[bytes, bytes]]:
     """(old, new) bytes per target path for the planned knob values.
 
     Knobs are edited in the record order of their layers, so re-added knobs go back in
     a deterministic order whatever the order of the commands that removed them.
+    ``sources`` / ``lines``: the exact text of each new value, and the exact lines of a
+    knob that comes back (see :func:`planner.knob_sources`, :func:`planner.knob_lines`).
     """
     order = {key: layer[0].seq for key, layer in planner.knob_layers(entries).items()}
     by_target: dict[str, dict[str, str | None]] = {}
@@ -114,7 +119,10 @@ def new_target_bytes(
     out = {}
     for target, knob_values in sorted(by_target.items()):
         tf = files[target]
-        new = edit_target(tf, knob_values, anchors.get(target), places.get(target))
+        texts = {k: (sources or {}).get((target, k)) for k in knob_values}
+        blocks = {k: (lines or {}).get((target, k)) for k in knob_values}
+        new = edit_target(tf, knob_values, anchors.get(target), places.get(target), texts,
+                          blocks)
         if new != tf.raw:
             out[tf.path] = (tf.raw, new)
     return out
@@ -160,7 +168,9 @@ def apply_plan(
     drifts = drift_in(ws, entries, files)
     if drifts and not force:
         raise DriftError(drifts)
-    writes = new_target_bytes(files, plan.knob_edits, entries)
+    after = plan.new_entries(entries) + list(new_entries)
+    writes = new_target_bytes(files, plan.knob_edits, entries, planner.knob_sources(after),
+                              planner.knob_lines(after))
     for path, (old, new) in writes.items():
         result.files[str(path)] = unified(str(path), old, new)
     engine_plan = None
@@ -173,7 +183,6 @@ def apply_plan(
     if dry_run or (plan.empty and not new_entries):
         return result
     _refuse_undecodable(ws, [new for _, new in plan.changes] + list(new_entries))
-    after = plan.new_entries(entries) + list(new_entries)
     ledger_writes: dict[str, bytes | None] = {ENTRIES_NAME: entries_bytes(after)}
     ledger_writes.update(extra_ledger_writes or {})
     txn = Transaction(ws, command, now)

@@ -3,6 +3,15 @@
 The files are decoded as UTF-8 with ``surrogateescape`` so that any byte sequence comes
 back out exactly as it went in: a file the ledger does not change is never rewritten,
 and a file it changes differs only in the lines of the knobs it set.
+
+Value sources: the YAML formats (k8s, yaml-map) tell the exact text a value is written
+with (:func:`source_in`); an entry keeps the text before and after its change, and an edit
+given a source writes it back verbatim (``value: $HF_TOKEN`` comes back as it was, not as
+``"$HF_TOKEN"``), falling back to rendering the value where the text no longer fits.
+
+Flag catalogs: a yaml-map target with ``flags: sglang|vllm`` is an engine ``--config``
+file; ``record knob`` checks its keys against that engine's flag catalog (see
+:func:`ledger.commands.record.check_config_key`).
 """
 
 from __future__ import annotations
@@ -100,10 +109,39 @@ def target_format(target: Target):
     """The envknobs format that reads and edits ``target``."""
     from envknobs.formats import get_format
 
+    if target.format == "yaml-map":
+        # Keys are checked against the flag catalog when recorded (with --no-validate
+        # to bypass it), not on every edit: a revert must never be refused for its key.
+        # Without flags the map is an env map: the process gets strings.
+        return get_format("yaml-map", key_path=target.key_path, strings=not target.flags)
     return get_format(target.format, container=target.container)
 
 
 _format = target_format
+
+
+def format_of(target: Target):
+    """The envknobs format object of ``target`` (FormatError for a bad setting)."""
+    return _format(target)
+
+
+def source_in(target: Target, text: str, knob: str) -> str | None:
+    """The exact text ``knob``'s value is written with in ``text`` (None: absent, or a
+    format that does not keep it)."""
+    from envknobs.formats import FormatError
+
+    fmt = _format(target)
+    if not hasattr(fmt, "source"):
+        return None
+    try:
+        return fmt.source(text, knob)
+    except (FormatError, KnobError):
+        return None
+
+
+def _message(e: Exception, path: Path) -> str:
+    render = getattr(e, "render", None)  # container candidates, placed as FILE:LINE
+    return render(str(path)) if callable(render) else str(e)
 
 
 def read_target(ws: Workspace, target: Target) -> TargetFile:
@@ -116,14 +154,14 @@ def read_target(ws: Workspace, target: Target) -> TargetFile:
         raw = path.read_bytes()
     except OSError as e:
         raise TargetError(str(path), f"cannot read: {e.strerror}") from e
-    fmt = _format(target)
     text = raw.decode(ENCODING, ERRORS)
     try:
+        fmt = _format(target)
         if not hasattr(fmt, "summary"):
             return TargetFile(target, path, raw, fmt.parse(text))
         summary = fmt.summary(text)
     except FormatError as e:
-        raise TargetError(str(path), str(e)) from e
+        raise TargetError(str(path), _message(e, path)) from e
     values = {k.knob: k.value for k in summary.knobs if k.value is not None and not k.needs_selection}
     places = {place_knob(k.knob, p.key): p.value for k in summary.knobs for p in k.places}
     return TargetFile(target, path, raw, values, summary, places)
@@ -146,6 +184,8 @@ def edit_target(
     tf: TargetFile, edits: Mapping[str, str | None],
     anchors: Mapping[str, dict | None] | None = None,
     places: Mapping[str, dict] | None = None,
+    sources: Mapping[str, str | None] | None = None,
+    lines: Mapping[str, str | None] | None = None,
 ) -> bytes:
     """The file's bytes with each knob in ``edits`` set (or unset, for None).
 
@@ -154,6 +194,8 @@ def edit_target(
     anchor), so that going back to that value writes back that exact text.  Then plain
     knobs: removals, changes in place, and knobs that are absent, in the order given,
     each put back at its anchor when it has one (see :mod:`ledger.core.layout`).
+    ``sources``: the exact text to write for a knob's value, where the format keeps it;
+    ``lines``: the exact lines a re-added knob had (see :func:`ledger.core.layout.add_knob`).
     """
     from envknobs.formats import FormatError
     from envknobs.formats.places import AmbiguousKnob
@@ -170,13 +212,14 @@ def edit_target(
         for knob in removals:
             text = fmt.unset(text, knob)
         for knob in changes:
-            text = fmt.set(text, knob, plain[knob])
+            text = _set(fmt, text, knob, plain[knob], (sources or {}).get(knob))
         for knob in additions:
-            text = _add(fmt, text, knob, plain[knob], anchors or {})
+            text = _add(fmt, text, knob, plain[knob], anchors or {},
+                        source=(sources or {}).get(knob), lines=(lines or {}).get(knob))
     except AmbiguousKnob as e:
         raise ambiguous(e, tf.path) from e
     except FormatError as e:
-        raise TargetError(str(tf.path), str(e)) from e
+        raise TargetError(str(tf.path), _message(e, tf.path)) from e
     except KnobError as e:
         raise InvalidValue(f"{tf.path}: {e}") from e
     return text.encode(ENCODING, ERRORS)
@@ -200,7 +243,8 @@ def _edit_places(fmt, text: str, edits: Mapping[str, str | None], places: Mappin
     return text
 
 
-def _add(fmt, text: str, knob: str, value: str, anchors: Mapping[str, dict | None]) -> str:
+def _add(fmt, text: str, knob: str, value: str, anchors: Mapping[str, dict | None],
+         source: str | None = None, lines: str | None = None) -> str:
     """An absent knob back in: at its launch-word anchor, else at its layout anchor."""
     from envknobs.formats import FormatError
     from envknobs.formats.places import PlaceEdit
@@ -214,4 +258,10 @@ def _add(fmt, text: str, knob: str, value: str, anchors: Mapping[str, dict | Non
             )
         except FormatError:
             pass  # the text around it changed: the format places it as a new knob
-    return add_knob(fmt, text, knob, value, anchors)
+    return add_knob(fmt, text, knob, value, anchors, source=source, lines=lines)
+
+
+def _set(fmt, text: str, knob: str, value: str, source: str | None) -> str:
+    if source is not None and hasattr(fmt, "source"):
+        return fmt.set(text, knob, value, source=source)
+    return fmt.set(text, knob, value)

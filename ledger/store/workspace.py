@@ -176,6 +176,8 @@ def _config_from(data, path: str, line_of) -> Config:
                 path=spec["path"],
                 format=spec["format"],
                 container=spec.get("container"),
+                key_path=spec.get("key_path"),
+                flags=spec.get("flags"),
                 service=parse_service(spec, str(name)),
             )
         except InvalidValue as e:
@@ -342,7 +344,9 @@ def parse_entries(text: str, where: str) -> list[Entry]:
     out = []
     ids: dict[str, int] = {}
     seqs: dict[int, int] = {}
-    for lineno, line in enumerate(text.splitlines(), start=1):
+    # Split on "\n" only: str.splitlines() also breaks at U+0085/U+2028/U+2029, which
+    # json.dumps(ensure_ascii=False) leaves unescaped inside a value.
+    for lineno, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
         entry = _entry_from_line(line, where, lineno)

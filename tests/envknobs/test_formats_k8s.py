@@ -179,14 +179,18 @@ def test_no_final_newline_is_kept() -> None:
 
 
 def test_ambiguous_and_missing_containers_are_named() -> None:
-    with pytest.raises(
-        FormatError, match=r"'sglang' is ambiguous: it appears as decode/sglang, bench/sglang"
-    ):
+    with pytest.raises(FormatError) as ei:
         get_format("k8s", container="sglang").parse(MANIFESTS)
-    with pytest.raises(
-        FormatError, match=r"container 'nope' not found \(containers in the file: .*decode/sglang"
-    ):
+    msg = str(ei.value)
+    assert "'sglang' is ambiguous" in msg
+    assert "decode/sglang  (line 17: Deployment/decode)" in msg
+    assert "bench/sglang   (line 56: CronJob/bench)" in msg
+    with pytest.raises(FormatError) as ei:
         get_format("k8s", container="nope").parse(MANIFESTS)
+    msg = str(ei.value)
+    assert "container 'nope' not found; the containers in the file are:" in msg
+    for address in ("warmup", "decode/sglang", "exporter", "bench", "bench/sglang"):
+        assert f"\n  {address} " in msg
 
 
 def test_value_from_and_anchored_items_are_refused() -> None:

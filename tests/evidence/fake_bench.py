@@ -1,10 +1,11 @@
 """A fake bench with known distributions, in the bundled engine's JSON-lines format.
 
-As a script (what ``run_ab`` runs)::
+As a script (what ``run_alternating`` runs)::
 
-    python fake_bench.py --out OUT --concurrency C [--log LOG]
+    python fake_bench.py --out OUT (--concurrency C | --rate R) [--log LOG]
 
-it writes one engine-format object for concurrency C to OUT.  Its throughput is
+it writes one engine-format object for concurrency C to OUT (for ``--rate R``: with
+``max_concurrency: null`` and ``request_rate: R``, as a request-rate sweep writes it).  Its throughput is
 ``BASE * (1 + FAKE_SHIFT) * (1 + FAKE_NOISE * N(0, 1))`` with the normal draw seeded from
 ``FAKE_SEED`` and the output file name (unique per run), so a whole A/B is reproducible.
 Env: ``FAKE_SHIFT`` (default 0), ``FAKE_NOISE`` (default 0.03), ``FAKE_DIGEST`` (the
@@ -49,7 +50,8 @@ def draw_result(rng: random.Random, concurrency: int, shift: float, noise: float
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
-    ap.add_argument("--concurrency", type=int, required=True)
+    ap.add_argument("--concurrency", type=int)
+    ap.add_argument("--rate", type=float)
     ap.add_argument("--log")
     ap.add_argument("--env-file")
     args = ap.parse_args(argv)
@@ -65,6 +67,8 @@ def main(argv: list[str] | None = None) -> int:
     seed_text = f"{os.environ.get('FAKE_SEED', '0')}|{os.path.basename(args.out)}"
     rng = random.Random(int.from_bytes(hashlib.sha256(seed_text.encode()).digest()[:8], "little"))
     result = draw_result(rng, args.concurrency, shift, noise)
+    if args.rate is not None:
+        result["request_rate"] = args.rate
     result["output_digest"] = os.environ.get("FAKE_DIGEST", "sha256:0f0f")
     result["device"] = "cpu"
     if args.log:
@@ -74,6 +78,7 @@ def main(argv: list[str] | None = None) -> int:
                     {
                         "shift": shift,
                         "concurrency": args.concurrency,
+                        "rate": args.rate,
                         "cwd": os.getcwd(),
                         "env_file": args.env_file,
                     }

@@ -104,9 +104,10 @@ def test_sglang_jsonl(tmp_path):
     assert shape == "sglang"
     assert [r["concurrency"] for r in rows] == [16, 64]
     assert rows[1]["output_throughput"] == 1234.5 and rows[1]["p99_itl_ms"] == 12.5
-    assert rows[0]["request_rate"] is None  # inf is not a measurement
+    assert "request_rate" not in rows[0]  # a load parameter, not a measurement
     assert "server_info" not in rows[0] and "backend" not in rows[0]
     assert rows[0]["concurrency"] == 16  # from max_concurrency, not sglang's measured `concurrency`
+    assert rows[0]["measured_concurrency"] == 15.6 and "rate" not in rows[0]
 
 
 def test_vllm_pretty_json_with_and_without_concurrency(tmp_path):
@@ -116,8 +117,9 @@ def test_vllm_pretty_json_with_and_without_concurrency(tmp_path):
     assert shape == "vllm" and rows[0]["concurrency"] == 32
     assert rows[0]["total_token_throughput"] == 5745.9 and "ttfts" not in rows[0]
     p.write_text(json.dumps(vllm_result(None), indent=2))
-    with pytest.raises(EvidenceError, match="max_concurrency is null.*--concurrency"):
-        load_result_file(p)
+    # max_concurrency null: the load point is the request rate ("inf": all at once).
+    row = load_result_file(p)[1][0]
+    assert row["rate"] == float("inf") and "concurrency" not in row
     assert load_result_file(p, concurrency=8)[1][0]["concurrency"] == 8
 
 
@@ -184,4 +186,85 @@ def test_detect_shape_prefers_the_marker_keys():
     assert detect_shape(engine_result(1)) == "engine"
     assert detect_shape(vllm_result(1)) == "vllm"
     assert detect_shape(sglang_result(1, 1.0)) == "sglang"
+    assert detect_shape(sglang_old_result(1.0, 1.0)) == "sglang-old"
     assert detect_shape({"output_throughput": 1}) is None
+
+
+def sglang_old_result(rate, tput: float) -> dict:
+    """One line of the older 18-key `bench_serving --output-file` schema."""
+    return {
+        "backend": "sglang",
+        "dataset_name": "random",
+        "request_rate": rate,
+        "max_concurrency": None,
+        "total_input_tokens": 307200,
+        "total_output_tokens": 307200,
+        "total_output_tokens_retokenized": 306880,
+        "mean_e2e_latency_ms": 21040.5,
+        "median_e2e_latency_ms": 20977.1,
+        "median_ttft_ms": 95.2,
+        "median_itl_ms": 20.4,
+        "output_throughput": tput,
+        "sharegpt_output_len": None,
+        "random_input_len": 1024,
+        "random_output_len": 1024,
+        "random_range_ratio": 1.0,
+        "duration": 320.0,
+        "completed": 300,
+    }
+
+
+RATES = [1.0, 2.0, 4.0, 8.0, 16.0, 32.0, float("inf")]
+
+
+def test_sglang_old_rate_sweep_with_bare_infinity(tmp_path):
+    lines = [sglang_old_result(r, 900.0 + i) for i, r in enumerate(RATES)]
+    assert len(lines[0]) == 18
+    p = tmp_path / "online.jsonl"
+    p.write_text("".join(json.dumps(o) + "\n" for o in lines))
+    assert "Infinity" in p.read_text()  # what Python's json writes for inf
+    shape, rows = load_result_file(p)
+    assert shape == "sglang-old"
+    assert [r["rate"] for r in rows] == RATES
+    assert all("concurrency" not in r for r in rows)
+    assert rows[0]["request_throughput"] == pytest.approx(300 / 320.0)  # derived
+    assert rows[6]["output_throughput"] == 906.0 and rows[0]["median_itl_ms"] == 20.4
+
+
+def test_vllm_rate_result_and_its_goodput_key(tmp_path):
+    r = vllm_result(None)
+    r["request_rate"] = 4.0
+    del r["request_goodput"]
+    r["request_goodput:"] = 3.5  # older vLLM spells it with the colon
+    p = tmp_path / "v.json"
+    p.write_text(json.dumps(r))
+    row = load_result_file(p)[1][0]
+    assert row["rate"] == 4.0 and row["request_goodput"] == 3.5
+    assert "request_goodput:" not in row
+
+
+def test_a_result_without_a_load_point_asks_for_one(tmp_path):
+    r = sglang_old_result(None, 1.0)
+    p = write_lines(tmp_path / "n.jsonl", [r])
+    with pytest.raises(ImportFormatError, match="no load point.*--concurrency C or --rate R"):
+        load_result_file(p)
+    assert load_result_file(p, rate=2.0)[1][0]["rate"] == 2.0
+    assert load_result_file(p, concurrency=3)[1][0]["concurrency"] == 3
+    r["request_rate"] = "trace"
+    with pytest.raises(ImportFormatError, match="'trace' is not a rate.*--rate R"):
+        load_result_file(write_lines(tmp_path / "t.jsonl", [r]))
+
+
+def test_overrides_are_checked(tmp_path):
+    p = write_lines(tmp_path / "o.jsonl", [sglang_old_result(1.0, 1.0)])
+    with pytest.raises(ImportFormatError, match="not both"):
+        load_result_file(p, concurrency=2, rate=2.0)
+    with pytest.raises(ImportFormatError, match="rate override must be > 0"):
+        load_result_file(p, rate=0.0)
+
+
+def test_concurrency_and_rate_points_are_not_mixed(tmp_path):
+    p = write_lines(tmp_path / "m.jsonl", [sglang_result(4, 1.0), {**sglang_result(4, 1.0),
+                                            "max_concurrency": None, "request_rate": 2.0}])
+    with pytest.raises(ImportFormatError, match="mixes concurrency and rate load points"):
+        load_result_file(p)

@@ -256,3 +256,28 @@ def test_default_command_on_the_bundled_engine(tmp_path):
     # Same weights, same knobs: the generated tokens must match; one run per side says nothing.
     assert summary["outputs"] == "identical" and summary["verdict"] == "inconclusive"
     assert "median_tpot_ms" in summary["by_concurrency"][0]["metrics"]
+
+
+def test_run_ab_sweeps_request_rates(tmp_path, bench):
+    rate_template = (
+        f"{{python}} {shlex.quote(str(bench))} --out {{out}} --rate {{rate}} "
+        "--log {engine_dir}/log.jsonl"
+    )
+    result = run_alternating(
+        rate_template,
+        Side("A", {"FAKE_SEED": "3"}, tmp_path),
+        Side("B", {"FAKE_SHIFT": "0.2", "FAKE_SEED": "3"}, tmp_path),
+        [],
+        3,
+        rates=[2.0, float("inf")],
+    )
+    assert [e["rate"] for e in read_log(tmp_path / "log.jsonl")][:4] == [2.0, 2.0, 2.0, 2.0]
+    assert {r["rate"] for r in result.rows} == {2.0, float("inf")}
+    assert all("concurrency" not in r for r in result.rows)
+    assert result.meta["rates"] == [2.0, float("inf")]
+    summary = record_ab(tmp_path / "ws", "e0001", result, engine_commit="abc1234")
+    assert summary["load"] == "rate" and "@rate " in summary["headline"]
+    with pytest.raises(EvidenceError, match="needs a bench command that uses {rate}"):
+        run_alternating(template(bench), Side("A"), Side("B"), [], 1, rates=[1.0])
+    with pytest.raises(EvidenceError, match="not both"):
+        run_alternating(rate_template, Side("A"), Side("B"), [4], 1, rates=[1.0])

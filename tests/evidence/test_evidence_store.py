@@ -39,6 +39,7 @@ SUMMARY_KEYS = [
     "started",
     "finished",
     "headline",
+    "load",
     "by_concurrency",
 ]
 

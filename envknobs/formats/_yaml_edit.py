@@ -1,0 +1,205 @@
+"""Surgical edits of YAML text at the offsets ruamel's composer reports.
+
+Nothing is ever dumped: the composer (safe, pure: it folds ``>`` scalars as loaders do)
+gives nodes with exact source marks, and the formats splice the original text there.
+
+The *value span* of a ``key: value`` pair is everything after the key's colon up to the
+end of the scalar's content (for an empty value: the one blank after the colon, if any).
+Its text is the value's *source*: put back verbatim, it restores the value byte for
+byte (style, quotes, the blanks before it); what follows on the line (a comment) is never
+part of the span, so it stays whatever is written.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ruamel.yaml import YAML
+from ruamel.yaml.error import MarkedYAMLError
+from ruamel.yaml.error import YAMLError
+from ruamel.yaml.nodes import MappingNode
+from ruamel.yaml.nodes import Node
+from ruamel.yaml.nodes import ScalarNode
+from ruamel.yaml.nodes import SequenceNode
+
+from envknobs.formats import FormatError
+from envknobs.formats._text import line_of
+from envknobs.formats._text import line_start
+from envknobs.formats._yaml_scalar import NULL_TAG
+
+PathStep = str | int
+_KEY_RE = re.compile(r"[A-Za-z0-9_-]+\Z")
+_STEP_RE = re.compile(r'\.?([A-Za-z0-9_-]+)|\[(\d+)\]|\["((?:[^"\\]|\\.)*)"\]')
+
+
+def compose_all(text: str) -> list[Node | None]:
+    """Every document of ``text`` as a node tree (None for an empty document)."""
+    try:
+        return list(YAML(typ="safe", pure=True).compose_all(text))
+    except MarkedYAMLError as e:
+        mark = e.problem_mark or e.context_mark
+        where = f"line {mark.line + 1}: " if mark is not None else ""
+        raise FormatError(f"{where}invalid YAML: {e.problem or e.context}") from None
+    except YAMLError as e:
+        raise FormatError(f"invalid YAML: {e}") from None
+
+
+def get(node: Node | None, key: str) -> tuple[ScalarNode, Node] | None:
+    """The (key node, value node) pair of ``key`` in a mapping node, or None."""
+    if isinstance(node, MappingNode):
+        for k, v in node.value:
+            if isinstance(k, ScalarNode) and k.value == key:
+                return k, v
+    return None
+
+
+def get_value(node: Node | None, key: str) -> Node | None:
+    pair = get(node, key)
+    return pair[1] if pair else None
+
+
+def scalar_text(node: Node | None) -> str | None:
+    """A scalar's string value (a plain null reads as ``""``); None for other nodes."""
+    if isinstance(node, ScalarNode):
+        if node.tag == NULL_TAG and node.style is None:
+            return ""
+        return node.value
+    return None
+
+
+def line(node: Node) -> int:
+    return node.start_mark.line + 1
+
+
+def column(text: str, pos: int) -> int:
+    return pos - line_start(text, pos)
+
+
+def last_content_end(text: str, node: Node) -> int:
+    """Offset just past the last character of ``node``'s source (trailing blanks excluded)."""
+    while isinstance(node, (MappingNode, SequenceNode)) and node.value and not node.flow_style:
+        last = node.value[-1]
+        if isinstance(last, tuple):
+            key, value = last
+            empty = isinstance(value, ScalarNode) and value.start_mark.index == value.end_mark.index
+            node = key if empty else value
+        else:
+            node = last
+    end = node.end_mark.index
+    while end > node.start_mark.index and text[end - 1] in " \t\r\n":
+        end -= 1
+    return end
+
+
+def dash_before(text: str, pos: int) -> int:
+    """Offset of the '-' that introduces the block sequence item starting at ``pos``."""
+    i = pos - 1
+    while i >= 0 and text[i] in " \t\r\n":
+        i -= 1
+    if i < 0 or text[i] != "-":
+        raise FormatError(f"line {line_of(text, pos)}: cannot find the '-' of this list item")
+    return i
+
+
+def value_span(text: str, key: ScalarNode, value: Node) -> tuple[int, int]:
+    """[start, end) of the value span of ``key: value`` (see the module docstring)."""
+    start = text.index(":", key.end_mark.index) + 1
+    if value.start_mark.index == value.end_mark.index:  # empty: its mark is elsewhere
+        return start, start + 1 if text[start : start + 1] == " " else start
+    if isinstance(value, ScalarNode) and value.style in ("|", ">"):
+        return start, last_content_end(text, value)
+    return start, value.end_mark.index
+
+
+def splice_value(text: str, key: ScalarNode, value: Node, rendered: str) -> str:
+    """``text`` with the scalar of ``key: value`` replaced by ``rendered``.
+
+    The blanks between the colon and the old scalar stay; an empty value gets one.
+    """
+    start, end = value_span(text, key, value)
+    if value.start_mark.index == value.end_mark.index:
+        return text[:start] + " " + rendered + text[end:]
+    return text[:start] + text[start : value.start_mark.index] + rendered + text[end:]
+
+
+def splice_source(text: str, key: ScalarNode, value: Node, source: str) -> str:
+    """``text`` with the value span of ``key: value`` replaced by ``source`` verbatim."""
+    start, end = value_span(text, key, value)
+    return text[:start] + source + text[end:]
+
+
+def insert_at_line(text: str, pos: int, lines: str, eol: str) -> str:
+    """Insert whole ``lines`` at a line start ``pos`` (at EOF without a final newline,
+    the new lines go after a line break and the file still ends without one)."""
+    if pos >= len(text) and text and not text.endswith("\n"):
+        return text + eol + lines[: -len(eol)]
+    return text[:pos] + lines + text[pos:]
+
+
+def format_path(steps: tuple[PathStep, ...]) -> str:
+    """``spec.roles[1].template`` from ("spec", "roles", 1, "template")."""
+    out = ""
+    for step in steps:
+        if isinstance(step, int):
+            out += f"[{step}]"
+        elif _KEY_RE.match(step):
+            out += f".{step}" if out else step
+        else:
+            escaped = step.replace("\\", "\\\\").replace('"', '\\"')
+            out += f'["{escaped}"]'
+    return out
+
+
+def parse_path(path: str) -> tuple[PathStep, ...]:
+    """The steps of a path written by :func:`format_path`; FormatError if malformed."""
+    steps: list[PathStep] = []
+    pos = 0
+    while pos < len(path):
+        m = _STEP_RE.match(path, pos)
+        if m is None or (m.group(0).startswith(".") and not steps):
+            raise FormatError(
+                f"invalid YAML path {path!r} at {path[pos:]!r}: "
+                'use keys joined by dots, [N] for list items, ["key"] for odd keys'
+            )
+        key, index, quoted = m.groups()
+        if index is not None:
+            steps.append(int(index))
+        elif quoted is not None:
+            steps.append(re.sub(r"\\(.)", r"\1", quoted))
+        else:
+            steps.append(key)
+        pos = m.end()
+    return tuple(steps)
+
+
+def walk_path(root: Node | None, steps: tuple[PathStep, ...]) -> Node | None:
+    """The node at ``steps`` under ``root``, or None if the path leads nowhere."""
+    node = root
+    for step in steps:
+        if isinstance(step, int):
+            if not isinstance(node, SequenceNode) or step >= len(node.value):
+                return None
+            node = node.value[step]
+        else:
+            node = get_value(node, step)
+    return node
+
+
+__all__ = [
+    "PathStep",
+    "column",
+    "compose_all",
+    "dash_before",
+    "format_path",
+    "get",
+    "get_value",
+    "insert_at_line",
+    "last_content_end",
+    "line",
+    "parse_path",
+    "scalar_text",
+    "splice_source",
+    "splice_value",
+    "value_span",
+    "walk_path",
+]

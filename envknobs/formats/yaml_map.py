@@ -1,0 +1,309 @@
+"""The ``yaml-map`` target format: a YAML mapping of knobs, in the whole file or at a key path.
+
+Two real shapes:
+
+* an engine config file, ``sglang --config config.yaml`` / ``vllm serve --config``: a flat
+  map of server arguments (``mem-fraction-static: 0.7``, ``cuda-graph-max-bs: 256``), the
+  whole file (no key path);
+* an env map inside a bigger file, ``decode_environment: {SGLANG_X: "1"}`` in a recipe:
+  the mapping at a key path (``decode_environment``, ``envs.decode``, ``jobs[0].env``).
+
+Reading: the file is one YAML document (several are refused: which would the engine
+read?).  ``parse`` returns every key whose value is a scalar, as the text of that scalar
+(``0.85``, ``true``; a null reads as ``""``); keys with list or map values, and keys brought
+in by ``<<`` merges, are not knobs.  A key written twice is refused, naming both lines:
+YAML readers disagree on which one wins.
+
+Writing keeps the file's typing: a quoted value stays a quoted string (``"0.85"`` stays a
+string), a plain value stays plain where YAML 1.1 and 1.2 readers agree on what it is
+(``0.85`` → ``0.9`` stays a float, ``true`` → ``false`` a bool), and a plain string never
+turns into a number or bool by accident (``fa3`` → ``3`` is written ``"3"``).  A value the
+two YAML versions read differently (``no``, ``on``, ``0777``, ``1e3``) is quoted.  A new
+key goes after the map's last key, in the map's indentation (or inside ``{...}``), its
+value in the style most of its neighbours use.  With ``strings`` (an env map: the process
+gets every value as a string) a new key's value is always written as a string, quoted
+where YAML would read it as anything else (``"512"``).  ``unset`` removes the key's lines.
+Bytes outside the edit (comments, order, blank lines, other keys) are untouched, and
+:meth:`YamlMapFormat.source` / ``set(..., source=S)`` put a value's original text back
+verbatim, as the k8s format does.
+
+Key names: letters, digits, ``_``, ``-`` and ``.``, starting with a letter or ``_``.  An
+optional ``check_key`` callable (raising :class:`~envknobs.registry.KnobError`) validates the
+keys of a ``--config`` file against a flag catalog on every set and unset.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+from typing import Callable
+from typing import Iterable
+
+from ruamel.yaml.nodes import MappingNode
+from ruamel.yaml.nodes import Node
+from ruamel.yaml.nodes import ScalarNode
+
+from envknobs.formats import FormatError
+from envknobs.formats._keys import KEY_RE
+from envknobs.formats._keys import check_key_name
+from envknobs.formats._text import line_end
+from envknobs.formats._text import line_of
+from envknobs.formats._text import line_start
+from envknobs.formats._text import newline_of
+from envknobs.formats._text import verified
+from envknobs.formats._yaml_edit import column
+from envknobs.formats._yaml_edit import compose_all
+from envknobs.formats._yaml_edit import format_path
+from envknobs.formats._yaml_edit import insert_at_line
+from envknobs.formats._yaml_edit import last_content_end
+from envknobs.formats._yaml_edit import parse_path
+from envknobs.formats._yaml_edit import scalar_text
+from envknobs.formats._yaml_edit import splice_source
+from envknobs.formats._yaml_edit import splice_value
+from envknobs.formats._yaml_edit import value_span
+from envknobs.formats._yaml_edit import walk_path
+from envknobs.formats._yaml_scalar import DOUBLE
+from envknobs.formats._yaml_scalar import NULL_TAG
+from envknobs.formats._yaml_scalar import SINGLE
+from envknobs.formats._yaml_scalar import STR_TAG
+from envknobs.formats._yaml_scalar import check_yaml_text
+from envknobs.formats._yaml_scalar import neighbour_style
+from envknobs.formats._yaml_scalar import plain_tag
+from envknobs.formats._yaml_scalar import quoted
+from envknobs.formats._yaml_scalar import render
+from envknobs.formats._yaml_scalar import resolved_tag
+from envknobs.registry import KnobError
+from envknobs.registry import check_knob_value
+
+KeyCheck = Callable[[str], None]
+
+
+def key_checker(
+    known: Callable[[str], bool], names: Iterable[str] = (), what: str = "server argument"
+) -> KeyCheck:
+    """A ``check_key`` that refuses keys ``known`` does not know, suggesting ``names``.
+
+    ``known`` is the catalog lookup (it normalizes ``--`` and ``_``/``-`` itself).
+    """
+    choices = sorted(set(names))
+
+    def check(key: str) -> None:
+        if not known(key):
+            close = difflib.get_close_matches(key, choices, n=3)
+            hint = f" (did you mean {', '.join(close)}?)" if close else ""
+            raise KnobError(f"{key!r} is not a known {what}{hint}")
+
+    return check
+
+
+@dataclass
+class _Map:
+    node: MappingNode | None  # None: an empty file, or a null value at the key path
+    holder: ScalarNode | None  # the key the map sits under (None: the whole file)
+    holder_value: Node | None  # the null scalar there, when the map is empty
+
+
+def _typed(
+    value: str, old: ScalarNode | None, style: str | None, quote: str | None, strings: bool
+) -> str:
+    """``value`` rendered with the typing rules of the module docstring."""
+    check_yaml_text(value)
+    if old is None and strings:
+        return render(value, style, quote)
+    if old is not None and old.style in (SINGLE, DOUBLE):
+        return quoted(value, old.style)
+    tag = plain_tag(value)
+    if tag == NULL_TAG:  # `~` or `null` asked for as text: plain, it would read back as ""
+        tag = None
+    if old is not None:
+        if tag is None or (resolved_tag(old) == STR_TAG and tag != STR_TAG):
+            return quoted(value, quote)
+        return value
+    if style in (SINGLE, DOUBLE) or tag is None:
+        return quoted(value, style or quote or DOUBLE)
+    return value
+
+
+class YamlMapFormat:
+    """A mapping of knobs in a YAML file; see the module docstring."""
+
+    name = "yaml-map"
+
+    def __init__(
+        self, key_path: str | None = None, check_key: KeyCheck | None = None,
+        strings: bool = False,
+    ) -> None:
+        self.steps = parse_path(key_path) if key_path else ()
+        self.key_path = format_path(self.steps)
+        self.check_key = check_key
+        self.strings = strings
+
+    def _where(self) -> str:
+        return f"key path {self.key_path!r}" if self.steps else "the file"
+
+    def _locate(self, text: str) -> _Map:
+        docs = [d for d in compose_all(text) if d is not None]
+        if len(docs) > 1:
+            raise FormatError(
+                f"line {docs[1].start_mark.line + 1}: the file holds {len(docs)} YAML "
+                "documents; a yaml-map target is one document"
+            )
+        root = docs[0] if docs else None
+        if not self.steps:
+            return self._as_map(root, None, None)
+        parent = walk_path(root, self.steps[:-1])
+        last = self.steps[-1]
+        pair = None
+        if isinstance(parent, MappingNode) and isinstance(last, str):
+            pair = next(((k, v) for k, v in parent.value if scalar_text(k) == last), None)
+        if pair is None:
+            keys = []
+            if isinstance(parent, MappingNode):
+                keys = [str(k.value) for k, _ in parent.value]
+            raise FormatError(
+                f"{self._where()} not found (keys there: {', '.join(keys) or 'none'})"
+            )
+        return self._as_map(pair[1], pair[0], pair[1])
+
+    def _as_map(self, node: Node | None, holder, holder_value) -> _Map:
+        if node is None or (isinstance(node, ScalarNode) and scalar_text(node) == ""):
+            return _Map(None, holder, holder_value)
+        if not isinstance(node, MappingNode):
+            kind = "a list" if not isinstance(node, ScalarNode) else f"the scalar {node.value!r}"
+            raise FormatError(
+                f"line {node.start_mark.line + 1}: {self._where()} holds {kind}, not a mapping"
+            )
+        return _Map(node, holder, holder_value)
+
+    def _pairs(self, m: _Map) -> dict[str, tuple[ScalarNode, Node]]:
+        pairs: dict[str, tuple[ScalarNode, Node]] = {}
+        for k, v in m.node.value if m.node is not None else ():
+            if not isinstance(k, ScalarNode) or k.value == "<<":
+                continue
+            key = str(k.value)
+            if key in pairs:
+                first = pairs[key][0].start_mark.line + 1
+                raise FormatError(
+                    f"line {k.start_mark.line + 1}: key {key} is written twice (lines {first} "
+                    f"and {k.start_mark.line + 1}); YAML readers disagree on which wins"
+                )
+            pairs[key] = (k, v)
+        return pairs
+
+    def parse(self, text: str) -> dict[str, str]:
+        """Key -> value text for every scalar value of the map."""
+        pairs = self._pairs(self._locate(text))
+        return {k: scalar_text(v) for k, (_, v) in pairs.items() if isinstance(v, ScalarNode)}
+
+    def source(self, text: str, knob: str) -> str | None:
+        """The exact text after ``knob:`` (to the end of its value), or None."""
+        pair = self._pairs(self._locate(text)).get(knob)
+        if pair is None or not isinstance(pair[1], ScalarNode):
+            return None
+        start, end = value_span(text, *pair)
+        return text[start:end]
+
+    def _check_args(self, knob: str, value: str | None = None) -> None:
+        check_key_name(knob)
+        if value is not None:
+            check_knob_value(value)
+            check_yaml_text(value)
+        if self.check_key is not None:
+            self.check_key(knob)
+
+    def set(self, text: str, knob: str, value: str, source: str | None = None) -> str:
+        """Set ``knob`` to ``value`` (typed as the file has it); ``source``: see the docstring."""
+        self._check_args(knob, value)
+        m = self._locate(text)
+        pairs = self._pairs(m)
+        before = self.parse(text)
+        if before.get(knob) == value:
+            return text
+        attempts = []
+        if knob in pairs:
+            key, node = pairs[knob]
+            self._check_editable(text, m, key, node, knob)
+            if source is not None:
+                attempts.append(lambda: splice_source(text, key, node, source))
+            style_, quote = neighbour_style(v for _, v in pairs.values())
+            rendered = _typed(value, node, style_, quote, self.strings)
+            attempts.append(lambda: splice_value(text, key, node, rendered))
+        else:
+            if source is not None and "\n" not in source:
+                attempts.append(lambda: self._add(text, m, pairs, knob, f":{source}"))
+            style_, quote = neighbour_style(v for _, v in pairs.values())
+            rendered = _typed(value, None, style_, quote, self.strings)
+            attempts.append(lambda: self._add(text, m, pairs, knob, f": {rendered}"))
+        for i, attempt in enumerate(attempts):
+            out = attempt()
+            try:
+                return verified(before, self.parse(out), knob, value, out)
+            except FormatError:
+                if i == len(attempts) - 1:
+                    raise
+        raise AssertionError("unreachable")
+
+    def _check_editable(self, text: str, m: _Map, key: ScalarNode, node: Node, knob: str) -> None:
+        line = line_of(text, key.start_mark.index)
+        if not isinstance(node, ScalarNode):
+            raise FormatError(f"line {line}: {knob} holds a list or a map, not a value")
+        if node.anchor or node.start_mark.index < key.end_mark.index:
+            raise FormatError(
+                f"line {line}: {knob} is shared through a YAML anchor; edit it by hand"
+            )
+
+    def _add(self, text: str, m: _Map, pairs: dict, knob: str, tail: str) -> str:
+        eol = newline_of(text)
+        entry = f"{render(knob)}{tail}"
+        node = m.node
+        if node is not None and node.flow_style:
+            if node.value:
+                pos = node.value[-1][1].end_mark.index
+                return text[:pos] + ", " + entry + text[pos:]
+            close = text.rfind("}", node.start_mark.index, node.end_mark.index)
+            return text[:close] + entry + text[close:]
+        if node is not None:
+            col = column(text, node.start_mark.index)
+            pos = line_end(text, last_content_end(text, node))
+            return insert_at_line(text, pos, f"{' ' * col}{entry}{eol}", eol)
+        if m.holder is None:  # an empty file (comments at most): the map starts at the end
+            if text and not text.endswith("\n"):
+                text += eol
+            return text + entry + eol
+        col = column(text, m.holder.start_mark.index) + 2
+        hv = m.holder_value
+        if hv is not None and hv.end_mark.index > hv.start_mark.index:  # `key: ~`
+            text = text[: hv.start_mark.index].rstrip(" \t") + text[hv.end_mark.index :]
+        pos = line_end(text, m.holder.start_mark.index)
+        return insert_at_line(text, pos, f"{' ' * col}{entry}{eol}", eol)
+
+    def unset(self, text: str, knob: str) -> str:
+        """Remove ``knob`` from the map (same text if it is absent)."""
+        self._check_args(knob)
+        m = self._locate(text)
+        pairs = self._pairs(m)
+        if knob not in pairs:
+            return text
+        key, node = pairs[knob]
+        self._check_editable(text, m, key, node, knob)
+        before = self.parse(text)
+        if m.node is not None and m.node.flow_style:
+            items = [p for p in m.node.value]
+            k = next(i for i, (kk, _) in enumerate(items) if kk is key)
+            if k + 1 < len(items):
+                start, end = key.start_mark.index, items[k + 1][0].start_mark.index
+            elif k > 0:
+                start, end = items[k - 1][1].end_mark.index, node.end_mark.index
+            else:
+                start, end = key.start_mark.index, node.end_mark.index
+        else:
+            last = node if node.end_mark.index > node.start_mark.index else key
+            start = line_start(text, key.start_mark.index)
+            end = line_end(text, last_content_end(text, last))
+            if end >= len(text) and not text.endswith("\n") and start > 0:
+                start -= 2 if start > 1 and text[start - 2] == "\r" else 1
+        out = text[:start] + text[end:]
+        return verified(before, self.parse(out), knob, None, out)
+
+
+__all__ = ["KEY_RE", "KeyCheck", "YamlMapFormat", "check_key_name", "key_checker"]
