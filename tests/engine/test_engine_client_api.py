@@ -78,21 +78,21 @@ def _stream_ids(url: str, n: int) -> tuple[list[int], list, object]:
 
 
 def test_openai_client_streams_from_a_single_process_server(single):
-    ids, chunks, use = _stream_ids(single, 7)
-    assert ids == expected(7)
+    ids, chunks, use = _stream_ids(single, 40)
+    assert ids == expected(40)
     assert len([ch for ch in chunks if ch.choices]) >= 2  # really streamed, not one blob
     assert [ch.choices[0].finish_reason for ch in chunks if ch.choices][-1] == "length"
-    assert use.completion_tokens == 7
+    assert use.completion_tokens == 40
 
 
 def test_openai_client_streams_a_completion_from_the_router(cluster):
     _, _, router = cluster
-    ids, chunks, use = _stream_ids(router, 9)
-    assert ids == expected(9)
+    ids, chunks, use = _stream_ids(router, 40)
+    assert ids == expected(40)
     assert len([ch for ch in chunks if ch.choices]) >= 2
-    assert use.prompt_tokens == 4 and use.completion_tokens == 9
+    assert use.prompt_tokens == 4 and use.completion_tokens == 40
     text = "".join(ch.choices[0].text for ch in chunks if ch.choices)
-    whole = client(router).completions.create(model="tiny", prompt=PROMPT, max_tokens=9,
+    whole = client(router).completions.create(model="tiny", prompt=PROMPT, max_tokens=40,
                                               temperature=0, extra_body={"ignore_eos": True})
     assert text == whole.choices[0].text
     with pytest.raises(openai.BadRequestError):
@@ -107,9 +107,13 @@ def test_sglang_native_generate_shape_whole_and_streamed(where, single, cluster,
     assert status == 200 and out["output_ids"] == expected(4)
     assert out["meta_info"]["finish_reason"] == {"type": "length", "length": 4}
     assert out["meta_info"]["completion_tokens"] == 4
-    events = [json.loads(d) for d in stream_post(f"{url}/generate", {**body, "stream": True},
-                                                 timeout=60) if d != b"[DONE]"]
-    assert events[-1]["output_ids"] == expected(4)  # cumulative, as SGLang streams
+    long = {"input_ids": PROMPT, "sampling_params": {"max_new_tokens": 48, "ignore_eos": True},
+            "stream": True}  # long enough to span several polls of the stream
+    events = [json.loads(d) for d in stream_post(f"{url}/generate", long, timeout=60)
+              if d != b"[DONE]"]
+    assert events[-1]["output_ids"] == expected(48)  # cumulative, as SGLang streams
+    assert all(e["output_ids"] == events[-1]["output_ids"][:len(e["output_ids"])]
+               for e in events)
     assert len(events) >= 2 and events[-1]["meta_info"]["finish_reason"]["type"] == "length"
     status, out = call(url, "/generate", {"text": "hi", "sampling_params": {"top_p": 0.5}})
     assert status == 400 and "top_p" in out["error"]
