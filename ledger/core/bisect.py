@@ -31,12 +31,20 @@ The steps
        passes, by monotonicity from a tested passing superset, see
        :func:`minimality_evidence`).
 
-    Cost: the two first checks, then ``ceil(log2 n)`` per member found plus one check
-    of the set so far (skipped when no entry is left before it).  One culprit among 32:
-    7 checks when it is the first entry of the selection, 8 otherwise.  Seven for every
-    position is not reachable without an unverified inference: the last check must show
-    the culprit failing alone, and a binary decision tree whose every leaf is such a
-    failing check has depth ``log2 n + 1``.  A pair among 32: at most 14.
+    When the narrowing is down to two candidates ``a``, ``b`` (``M`` + the entries
+    before ``a`` passing, + ``a`` + ``b`` failing), ``M + a`` and then ``M + b`` are tried
+    first: a failure there names the member *and* verifies the set in one check; only
+    when both pass (the member needs company) does one more narrowing check decide.
+
+    Cost: the two first checks, then ``ceil(log2 n)`` per member found plus at most one
+    check of the set so far.  One culprit among 32: 7 checks for half the positions,
+    8 for the other half (mean 7.5); a pair among 32: at most 15 (mean 13.9); "not in
+    these entries": 2.  Seven for *every* position is not reachable without an
+    unverified inference: a leaf concluding "culprit x" must hold a failing check of
+    ``x`` alone; two sibling leaves of the last check cannot both have one (the passing
+    side's failing singleton would be on the shared path, concluding earlier), so a
+    tree of 32 verified leaves has depth ``log2 n + 1``.  ``benchmarks/bisect_cost.py``
+    prints the counts.
 
 Flaky checks
     With ``--runs N`` a configuration is bad when any of its N runs fails.  Failing
@@ -99,9 +107,12 @@ def search(universe: Sequence[str]) -> Search:
     asked: list[tuple[frozenset[str], bool]] = []
 
     def ask(applied: Iterable[str], purpose: str):
-        probe = Probe(frozenset(applied), purpose)
-        bad = yield probe
-        asked.append((probe.applied, bool(bad)))
+        applied = frozenset(applied)
+        for known, bad in asked:  # never run the same configuration twice
+            if known == applied:
+                return bad
+        bad = yield Probe(applied, purpose)
+        asked.append((applied, bool(bad)))
         return bool(bad)
 
     if not (yield from ask(order, "confirm")):
@@ -112,18 +123,29 @@ def search(universe: Sequence[str]) -> Search:
     pool = list(order)     # invariant: found + pool fails, found alone passes
     while True:
         low, high = 0, len(pool)  # found + pool[:low] passes, found + pool[:high] fails
-        while high - low > 1:
+        while high - low > 2:
             mid = (low + high) // 2
             if (yield from ask([*found, *pool[:mid]], "narrow")):
                 high = mid
             else:
                 low = mid
+        alone = "alone" if not found else "together"
+        if high - low == 2:
+            # Two candidates left: try each with ``found`` alone first — a failure there
+            # both names the member and verifies the set, one check sooner.
+            a, b = pool[low], pool[low + 1]
+            for x in (a, b):
+                if (yield from ask([*found, x], alone)):
+                    members = tuple(e for e in order if e in (*found, x))
+                    kind = "culprit" if len(members) == 1 else "interaction"
+                    return Conclusion(kind, members, _proof(frozenset(members), asked))
+            if (yield from ask([*found, *pool[:low], a], "narrow")):
+                high = low + 1
+            else:
+                low += 1
         found.append(pool[high - 1])
         pool = pool[: high - 1]
-        if not pool:
-            break
-        purpose = "alone" if len(found) == 1 else "together"
-        if (yield from ask(found, purpose)):
+        if (yield from ask(found, "alone" if len(found) == 1 else "together")):
             break
     members = tuple(e for e in order if e in found)
     kind = "culprit" if len(members) == 1 else "interaction"
