@@ -36,7 +36,8 @@ from ledger.errors import UsageError
               help="Kill a check run (its whole process group) after S seconds: bad.")
 @click.option("--shell", is_flag=True, help="Run --check with /bin/sh -c.")
 @click.option("--restart", is_flag=True, help="Restart the targets' services after each "
-              "toggle, with their health gate (needs ledger's live-state support).")
+              "toggle and wait for their health checks; a service that does not come up "
+              "healthy makes that configuration bad.")
 @click.option("--keep-result", is_flag=True, help="End with the culprits reverted instead of "
               "where the bisect started.")
 @click.option("--clear-suspects", is_flag=True, help="When the failure is not in these entries, "
@@ -83,7 +84,8 @@ def bisect(ctx, refs, check, cls, all_applied, runs, timeout_s, shell, restart, 
                           "selection": [e.id for e in result.selection],
                           "check": result.check.to_dict(), "record": result.record,
                           "commit": result.commit, "cleared": result.cleared,
-                          "kept": result.kept, "max_checks": result.max_checks})
+                          "kept": result.kept, "max_checks": result.max_checks,
+                          "final_restart": result.final_restart})
     if result.dry_run:
         return _print_dry_run(result)
     _print_result(result)
@@ -129,6 +131,11 @@ def _print_result(result) -> None:
         click.echo("next:" if len(suggest) == 1 else "next (any one of):")
         for cmd in suggest:
             click.echo(f"  {safe(cmd)}")
+    back = result.final_restart
+    if back is not None:
+        names = ", ".join(st["target"] for st in back["steps"])
+        click.echo(f"restarted {names} on the starting configuration: "
+                   + ("healthy" if back["ok"] else "FAILED (see `ledger status --live`)"))
     if result.commit:
         click.echo(f"record bisect/{result.id}/record.json; workspace commit "
                    f"{result.commit[:10]}; configuration as it started"

@@ -21,9 +21,22 @@ Decisions where the issue is silent:
   (the selection was applied already); otherwise the record is committed with the restore.
 * The check runs in the directory ``ledger`` was started from, with
   ``LEDGER_BISECT_ID`` and ``LEDGER_BISECT_STEP`` in its environment.
-* ``--restart`` calls the restart + health gate of ``ledger.commands.live``
-  (``restart_targets(session, target_names)``) when this build has it, and is refused
-  with a clear error otherwise: restart inside the check instead.
+* ``--restart``: after each toggle the services of the targets it wrote (every target
+  with a restart hook, when patch entries flipped: the engine code is theirs all) are
+  restarted and their health checks waited for (:func:`ledger.live.restart.
+  restart_and_check`); the check runs only once they are healthy.  A restart that fails
+  or a health check that does not pass makes that configuration *bad* without running
+  the check (a server that will not come up with a subset applied fails that subset),
+  and the step records why.  A restart command that cannot be run at all stops the
+  bisect (the start is put back).  Every selected knob's target must have a restart and
+  a health check, refused before anything changes otherwise (naming each target).  When
+  the start is put back, the services restarted during the search are restarted once
+  more, so they run the starting configuration again (``final_restart`` in the result).
+  A probe that changes no file (the confirm step, when everything selected is applied
+  already) restarts nothing: the services are taken to run the files as they are
+  (``ledger status --live`` shows where they do not).
+* ``ledger_seconds`` of a step is the ledger's own time in it: everything but the check
+  runs and the restarts (toggle, record saves, commit).
 """
 
 from __future__ import annotations
@@ -31,16 +44,17 @@ from __future__ import annotations
 import os
 import secrets
 import time
+from collections.abc import Callable
+from collections.abc import Sequence
 from dataclasses import dataclass
 from dataclasses import field
 from pathlib import Path
-from typing import Callable
-from typing import Sequence
 
 from ledger.commands.bisect_run import CheckSpec
 from ledger.commands.bisect_run import parse_check
 from ledger.commands.bisect_run import run_check
 from ledger.commands.bisect_view import conclusion_record
+from ledger.commands.live import touched_targets
 from ledger.commands.session import Session
 from ledger.core import bisect as core
 from ledger.core import planner
@@ -48,6 +62,9 @@ from ledger.core.model import Entry
 from ledger.errors import LedgerError
 from ledger.errors import Refused
 from ledger.errors import UsageError
+from ledger.live.restart import RestartResult
+from ledger.live.restart import check_restartable
+from ledger.live.restart import restart_and_check
 from ledger.store import bisect_state as state_store
 from ledger.store.apply import apply_plan
 from ledger.store.apply import commit_message
@@ -86,6 +103,7 @@ class BisectResult:
     cleared: list[str] = field(default_factory=list)
     kept: list[str] = field(default_factory=list)
     max_checks: int = 0
+    final_restart: dict | None = None
 
     @property
     def conclusion(self) -> dict | None:
@@ -117,22 +135,14 @@ def planner_class(cls: str) -> str:
     return check_class(cls)
 
 
-def resolve_restart() -> Callable:
-    """The restart + health gate of ``ledger.commands.live``, or a refusal."""
-    import importlib
-
-    try:
-        live = importlib.import_module("ledger.commands.live")
-    except ModuleNotFoundError as e:
-        if e.name not in ("ledger.commands.live",):
-            raise
-        live = None
-    fn = getattr(live, "restart_targets", None) if live is not None else None
-    if fn is None:
-        raise Refused("--restart needs the restart + health gate (ledger.commands.live), "
-                      "which this build does not have; restart the services inside the "
-                      "check instead")
-    return fn
+def restart_names(s: Session, selection: Sequence[Entry]) -> list[str]:
+    """The targets ``--restart`` may restart: every selected knob's target, and every
+    target with a restart hook when patch entries are selected."""
+    names = {e.target for e in selection if e.kind == "knob"}
+    if any(e.kind == "patch" for e in selection):
+        names |= {n for n, t in s.ws.config.targets.items()
+                  if t.service and t.service.restart is not None}
+    return sorted(names)
 
 
 def bisect(s: Session, opts: Options, cwd: Path, progress: Progress = lambda _: None
@@ -142,7 +152,8 @@ def bisect(s: Session, opts: Options, cwd: Path, progress: Progress = lambda _: 
         raise UsageError(f"--runs must be at least 1, not {opts.runs}")
     spec = parse_check(opts.check, shell=opts.shell, timeout_s=opts.timeout_s)
     selection = select(s, opts)
-    restart = resolve_restart() if opts.restart else None
+    if opts.restart:
+        check_restartable(s.ws, restart_names(s, selection))  # refuse before any change
     bid = s.now.replace("-", "").replace(":", "") + "-" + secrets.token_hex(2)
     result = BisectResult(bid, selection, spec, opts.runs, dry_run=opts.dry_run,
                           max_checks=core.max_checks(len(selection)))
@@ -150,10 +161,11 @@ def bisect(s: Session, opts: Options, cwd: Path, progress: Progress = lambda _: 
         return result
     with WriterLock(s.ws, s.command):
         _preflight(s, selection)
-        run = _Run(s, opts, spec, selection, bid, cwd, progress, restart)
+        run = _Run(s, opts, spec, selection, bid, cwd, progress)
         result.record = run.record
         run.search()
         result.commit = run.finish()
+        result.final_restart = run.restart_back()
         result.cleared = run.clear_suspects() if opts.clear_suspects else []
         result.kept = run.keep_result() if opts.keep_result else []
     return result
@@ -182,11 +194,12 @@ class _Run:
     """One bisect in progress: the record, the probes, the restore."""
 
     def __init__(self, s: Session, opts: Options, spec: CheckSpec, selection: list[Entry],
-                 bid: str, cwd: Path, progress: Progress, restart: Callable | None) -> None:
+                 bid: str, cwd: Path, progress: Progress) -> None:
         self.s, self.opts, self.spec, self.bid = s, opts, spec, bid
-        self.selection, self.cwd, self.progress, self.restart = selection, cwd, progress, restart
+        self.selection, self.cwd, self.progress = selection, cwd, progress
         self.ids = [e.id for e in selection]
         self.toggled = False
+        self.restarted: set[str] = set()  # targets whose services a toggle restarted
         ws = s.ws
         names = sorted({e.target for e in selection if e.kind == "knob"})
         paths = [ws.target_path(ws.target(n)) for n in names]
@@ -234,12 +247,23 @@ class _Run:
         step = {"n": n, "purpose": probe.purpose, "applied": applied, "reverted": reverted,
                 "verdict": None, "runs": [], "commit": None, "ledger_seconds": 0.0,
                 "check_seconds": 0.0}
+        t0 = time.perf_counter()
         # In the record before the toggle: a kill from here on leaves it named as pending.
         self.record["steps"].append(step)
         state_store.save_working(self.s.ws, self.record)
-        t0 = time.perf_counter()
-        step["commit"] = self._toggle(probe, step)
-        step["ledger_seconds"] = round(time.perf_counter() - t0, 4)
+        step["commit"], restart = self._toggle(probe, step)
+        if restart is not None and not restart.ok:
+            step["verdict"] = "bad"
+            step["restart_failed"] = restart.describe()
+            self.progress(f"  {restart.describe()}: bad, without running the check")
+        else:
+            self._run_checks(step, n)
+        outside = step["check_seconds"] + step.get("restart_seconds", 0.0)
+        step["ledger_seconds"] = round(max(0.0, time.perf_counter() - t0 - outside), 4)
+        state_store.save_working(self.s.ws, self.record)
+        return step
+
+    def _run_checks(self, step: dict, n: int) -> None:
         env = {**os.environ, "LEDGER_BISECT_ID": self.bid, "LEDGER_BISECT_STEP": str(n)}
         for k in range(self.opts.runs):
             r = run_check(self.spec, self.cwd, env)
@@ -250,16 +274,15 @@ class _Run:
                           + f" in {r.seconds:.1f}s")
             state_store.save_working(self.s.ws, self.record)
         step["verdict"] = "bad" if any(r["exit"] != 0 for r in step["runs"]) else "good"
-        state_store.save_working(self.s.ws, self.record)
-        return step
 
-    def _toggle(self, probe: core.Probe, step: dict) -> str | None:
+    def _toggle(self, probe: core.Probe, step: dict) -> tuple[str | None, RestartResult | None]:
+        """Set the probe's entries; with --restart, restart what changed (the result)."""
         ws = self.s.ws
         entries = ws.entries()
         wanted = {i: i in probe.applied for i in self.ids}
         plan = planner.plan_states(entries, wanted, op="bisect")
         if plan.empty:
-            return None
+            return None, None
         from ledger.store.patch_entries import engine_step_for
 
         changed = [new for _, new in plan.changes]
@@ -272,10 +295,24 @@ class _Run:
                                                state_store.record_bytes(self.record)},
                           engine=lambda es, p: engine_step_for(ws, es, p))
         self.toggled = True
-        if self.restart is not None:
-            touched = sorted({e.target for e in changed if e.kind == "knob"})
-            self.restart(self.s, touched)
-        return done.commit
+        if not self.opts.restart:
+            return done.commit, None
+        names = touched_targets(self.s, done)
+        t0 = time.perf_counter()
+        result = restart_and_check(ws, names)
+        step["restart_seconds"] = round(time.perf_counter() - t0, 4)
+        step["restart"] = result.to_dict()
+        self.restarted |= {st.target for st in result.steps}
+        unrunnable = [st for st in result.steps if st.error.startswith("cannot run")]
+        if unrunnable:
+            raise Refused(f"--restart: target {unrunnable[0].target}: {unrunnable[0].error}")
+        return done.commit, result
+
+    def restart_back(self) -> dict | None:
+        """After the start is put back: restart the services the search restarted."""
+        if not self.restarted:
+            return None
+        return restart_and_check(self.s.ws, sorted(self.restarted)).to_dict()
 
     def _abort(self, error: BaseException) -> None:
         """Put the start back after Ctrl-C or an error; leave the marker if that fails."""
@@ -293,6 +330,13 @@ class _Run:
             raise LedgerError(
                 f"bisect {self.bid} stopped ({self.record['error']}) and its starting state "
                 f"could not be put back: {e}\n`ledger bisect reset` puts it back") from error
+        if self.restarted:
+            back = restart_and_check(self.s.ws, sorted(self.restarted))
+            if not back.ok:
+                raise LedgerError(
+                    f"bisect {self.bid} stopped ({self.record['error']}); its starting state "
+                    f"is back, but restarting its services failed: {back.describe()}"
+                ) from error
 
     # -- the end ------------------------------------------------------------------------
     def finish(self) -> str | None:
@@ -361,4 +405,4 @@ def reset(s: Session, force: bool = False) -> str | None:
         return state_store.recover_bisect(s.ws, s.now, force=force)
 
 
-__all__ = ["BisectResult", "Options", "bisect", "reset", "resolve_restart", "select"]
+__all__ = ["BisectResult", "Options", "bisect", "reset", "restart_names", "select"]

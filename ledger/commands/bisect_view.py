@@ -96,6 +96,8 @@ def timeline(record: dict) -> list[dict]:
         runs = s.get("runs") or []
         exits = ["timeout" if r.get("timed_out") else str(r.get("exit")) for r in runs]
         last = next((r["tail"][-1] for r in reversed(runs) if r.get("tail")), "")
+        if s.get("restart_failed"):
+            exits, last = ["restart failed"], str(s["restart_failed"])
         rows.append({"n": s.get("n"), "purpose": s.get("purpose"),
                      "applied": len(s.get("applied") or ()),
                      "reverted": len(s.get("reverted") or ()),

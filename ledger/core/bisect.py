@@ -56,12 +56,12 @@ Flaky checks
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from collections.abc import Generator
+from collections.abc import Iterable
+from collections.abc import Sequence
 from dataclasses import dataclass
 from dataclasses import field
-from typing import Callable
-from typing import Generator
-from typing import Iterable
-from typing import Sequence
 
 KINDS = ("culprit", "interaction", "not-in-entries", "cannot-reproduce")
 PURPOSES = ("confirm", "baseline", "narrow", "alone", "together")
@@ -258,9 +258,9 @@ def max_checks(n: int) -> int:
 
 
 __all__ = [
+    "KINDS",
     "Conclusion",
     "Confidence",
-    "KINDS",
     "Probe",
     "confidence",
     "max_checks",

@@ -211,10 +211,76 @@ def test_drift_a_lock_or_a_restart_without_support_refuse_to_start(bench):
         r = bench.run("bisect", "--class", "perf", "--check", check)
     assert r.exit_code == 1 and "another ledger command" in r.stderr
     r = bench.run("bisect", "--class", "perf", "--check", check, "--restart")
-    assert r.exit_code == 1 and "--restart needs" in r.stderr
+    assert r.exit_code == 1 and "target app (no restart and no health)" in r.stderr
     assert not bench.counter.exists()  # the check never ran
     r = bench.run("bisect", "--check", check)
     assert r.exit_code == 2 and "exactly one" in r.stderr
+
+
+SERVICE = """\
+import shutil, sys
+action, env_file, live_file, log = sys.argv[1:5]
+if action == "restart":          # the "service" starts on what the file says now
+    shutil.copyfile(env_file, live_file)
+    with open(log, "a") as f:
+        f.write("restart\\n")
+    sys.exit(0)
+vals = dict(l.strip().split("=", 1) for l in open(live_file) if "=" in l)
+sys.exit(1 if vals.get(sys.argv[5]) == "1" else 0)   # health: down with this knob on
+"""
+
+
+def with_service(bench, breaks: str = "NONE") -> tuple[Path, Path]:
+    """A restart hook copying the env file to a "live" file, a health check that fails
+    while knob ``breaks`` is on in it; the service started on the current file."""
+    service, live, log = bench.tmp / "service.py", bench.tmp / "live.env", bench.tmp / "log"
+    service.write_text(SERVICE)
+    args = [sys.executable, str(service)]
+    files = [str(bench.env_file), str(live), str(log)]
+    r = bench.run("target", "set", "app",
+                  "--restart", " ".join([*args, "restart", *files]),
+                  "--health-command", " ".join([*args, "health", *files, breaks]),
+                  "--health-timeout", "5")
+    assert r.exit_code == 0, r.stderr
+    subprocess.run([*args, "restart", *files], check=True)
+    log.write_text("")
+    return live, log
+
+
+def test_restart_makes_each_configuration_live_before_the_check(bench):
+    live, log = with_service(bench)
+    start = bench.snapshot()
+    # The check reads what the service runs, not the file: only restarts make toggles seen.
+    check = bench.check("plain", "K5").replace(str(bench.env_file), str(live))
+    out = bench.bisect("--class", "perf", "--check", check, "--restart")
+    record = out["record"]
+    assert record["conclusion"]["kind"] == "culprit"
+    assert record["conclusion"]["entries"] == [bench.ids[5]]
+    toggles = [st for st in record["steps"] if st["commit"]]
+    assert toggles and all(st["restart"]["ok"] for st in toggles)
+    assert all(st["restart"]["steps"][0]["health"]["ok"] for st in toggles)
+    # One restart per toggle, then one more on the starting configuration.
+    assert log.read_text().count("restart") == len(toggles) + 1
+    assert out["final_restart"]["ok"] and bench.snapshot() == start
+    assert live.read_bytes() == bench.env_file.read_bytes()
+
+
+def test_a_configuration_whose_service_is_not_healthy_is_bad_without_the_check(bench):
+    live, log = with_service(bench, breaks="K2")
+    # The check fails on K4 (a later entry); the service does not even come up with K2:
+    # the search meets K2 first and ends on it, failing "alone" by its health check.
+    check = bench.check("plain", "K4").replace(str(bench.env_file), str(live))
+    out = bench.bisect("--class", "perf", "--check", check, "--restart")
+    record = out["record"]
+    assert record["conclusion"]["entries"] == [bench.ids[2]]
+    down = [st for st in record["steps"] if st.get("restart_failed")]
+    assert down and all(st["verdict"] == "bad" and st["runs"] == [] for st in down)
+    assert all(bench.ids[2] in st["applied"] for st in down)
+    assert "health" in down[0]["restart_failed"]
+    # The start has K2 on: back on it, the service is as unhealthy as it was, and says so.
+    assert not out["final_restart"]["ok"]
+    r = bench.run("bisect", "show", out["id"])
+    assert r.exit_code == 0 and "restart failed" in r.stdout
 
 
 def test_dry_run_changes_and_runs_nothing(bench):
