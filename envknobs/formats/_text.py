@@ -85,16 +85,28 @@ def verified(
     swallow a new line, or an edit could shift what another knob reads.  Better to refuse
     than to write a file that does not say what the ledger thinks it says.
     """
+    return verified_many(before, after, {knob: value}, out)
+
+
+def verified_many(
+    before: Mapping[str, str], after: Mapping[str, str], edits: Mapping[str, str | None],
+    out: str,
+) -> str:
+    """:func:`verified` for several knobs set (or unset, for None) at once."""
     expected = dict(before)
-    if value is None:
-        expected.pop(knob, None)
-    else:
-        expected[knob] = value
+    for knob, value in edits.items():
+        if value is None:
+            expected.pop(knob, None)
+        else:
+            expected[knob] = value
     if dict(after) != expected:
         wrong = sorted(k for k in set(after) | set(expected) if after.get(k) != expected.get(k))
-        verb = "unset" if value is None else "set"
+        what = " and ".join(f"{'unset' if v is None else 'set'} {k}"
+                            for k, v in list(edits.items())[:3])
+        if len(edits) > 3:
+            what += f" (and {len(edits) - 3} more)"
         raise FormatError(
-            f"cannot {verb} {knob} safely: re-reading the edited file changes "
+            f"cannot {what} safely: re-reading the edited file changes "
             f"{', '.join(wrong)} (is there an unclosed quote or block near the edit?)"
         )
     return out

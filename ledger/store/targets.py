@@ -209,10 +209,13 @@ def edit_target(
     additions = [k for k, v in plain.items() if v is not None and k not in present]
     try:
         text = _edit_places(fmt, text, edits, places or {})
-        for knob in removals:
-            text = fmt.unset(text, knob)
-        for knob in changes:
-            text = _set(fmt, text, knob, plain[knob], (sources or {}).get(knob))
+        if hasattr(fmt, "edit_many"):  # one pass over the file for all of them
+            text = fmt.edit_many(text, {k: plain[k] for k in (*removals, *changes)})
+        else:
+            for knob in removals:
+                text = fmt.unset(text, knob)
+            for knob in changes:
+                text = _set(fmt, text, knob, plain[knob], (sources or {}).get(knob))
         for knob in additions:
             text = _add(fmt, text, knob, plain[knob], anchors or {},
                         source=(sources or {}).get(knob), lines=(lines or {}).get(knob))

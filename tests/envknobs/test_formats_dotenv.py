@@ -172,3 +172,36 @@ def test_set_then_unset_of_an_absent_knob_restores_the_file(knob: str, value: st
         out = DOTENV.set(text, knob, value)
         assert DOTENV.parse(out)[knob] == value
         assert DOTENV.unset(out, knob) == text
+
+
+line_shapes = st.sampled_from(["{k}={v}", "export {k}={v}", "{k}='{v}'", '{k}="{v}"',
+                               "{k}={v}   # tuned", "# about {k}", "", "{k}"])
+
+
+@settings(max_examples=150, derandomize=True, deadline=None)
+@given(st.lists(st.tuples(line_shapes, knob_names, st.sampled_from(["1", "2", "a b", ""])),
+                min_size=1, max_size=12),
+       st.sampled_from(["\n", "\r\n"]), st.booleans(), st.data())
+def test_edit_many_is_the_edits_one_at_a_time(lines, eol, final_newline, data):
+    text = eol.join(shape.format(k=k, v=v) for shape, k, v in lines) + (eol if final_newline
+                                                                       else "")
+    present = DOTENV.parse(text)
+    if not present:
+        return
+    knobs = data.draw(st.lists(st.sampled_from(sorted(present)), unique=True, min_size=1))
+    edits = {k: data.draw(st.sampled_from([None, "1", "new value", present[k]])) for k in knobs}
+    one_at_a_time = text
+    for k, v in edits.items():
+        one_at_a_time = DOTENV.unset(one_at_a_time, k) if v is None else \
+            DOTENV.set(one_at_a_time, k, v)
+    assert DOTENV.edit_many(text, edits) == one_at_a_time
+    expected = {k: v for k, v in present.items() if edits.get(k, v) is not None}
+    expected.update({k: v for k, v in edits.items() if v is not None})
+    assert DOTENV.parse(one_at_a_time) == expected
+
+
+def test_edit_many_refuses_an_absent_knob_and_an_interpolated_one():
+    with pytest.raises(FormatError, match="not set in the file"):
+        DOTENV.edit_many("A=1\n", {"B": "2"})
+    with pytest.raises(FormatError, match="line 2: B interpolates"):
+        DOTENV.edit_many("A=1\nB=${A}\n", {"A": None, "B": "2"})
