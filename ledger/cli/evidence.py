@@ -119,6 +119,11 @@ def ab(ctx, ref, runs, concurrency, rate, bench, metric, json_out, dry_run) -> N
     _print_summary_table(summary)
 
 
+def _num(value, spec: str, unit: str = "") -> str:
+    """A summary number, or a dash where the statistics have none (too few runs)."""
+    return "—" if value is None else f"{value:{spec}}{unit}"
+
+
 def _print_summary_table(summary: dict) -> None:
     from ledger.evidence.load import of_row
 
@@ -128,10 +133,11 @@ def _print_summary_table(summary: dict) -> None:
         m = (c.get("metrics") or {}).get(metric)
         if not m:
             continue
-        ci = f"{m.get('ci_low_pct', 0):+.1f}..{m.get('ci_high_pct', 0):+.1f}%"
-        rows.append([of_row(c).label, f"{m.get('median_a', 0):.2f}",
-                     f"{m.get('median_b', 0):.2f}", f"{m.get('delta_pct', 0):+.1f}%", ci,
-                     f"{m.get('p_value', 1):.3f}", f"{c.get('n_a')}/{c.get('n_b')}",
+        low, high = m.get("ci_low_pct"), m.get("ci_high_pct")
+        ci = "—" if low is None or high is None else f"{low:+.1f}..{high:+.1f}%"
+        rows.append([of_row(c).label, _num(m.get("median_a"), ".2f"),
+                     _num(m.get("median_b"), ".2f"), _num(m.get("delta_pct"), "+.1f", "%"), ci,
+                     _num(m.get("p_value"), ".3f"), f"{c.get('n_a')}/{c.get('n_b')}",
                      m.get("verdict", "")])
     if rows:
         click.echo(f"{metric}:")

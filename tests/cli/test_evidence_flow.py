@@ -168,3 +168,15 @@ def test_ab_warns_when_the_runs_cannot_reach_significance(bench_ws, ledger):
     assert "cannot reach p < 0.05" in summary
     ok = ledger("-C", root, "ab", entry, "--runs", "5", "--concurrency", "1", "--bench", BENCH)
     assert ok.exit_code == 0 and "cannot reach" not in ok.stderr
+
+
+@pytest.mark.parametrize("runs", ["1", "2"])
+def test_too_few_runs_for_any_statistics_still_print_a_summary(bench_ws, ledger, runs):
+    root, _ = bench_ws
+    entry = record(ledger, root, "0.30", "much faster kernel")
+    r = ledger("-C", root, "ab", entry, "--runs", runs, "--concurrency", "1", "--bench", BENCH)
+    assert r.exit_code == 0, r.stderr
+    assert "verdict" in r.stdout and "Traceback" not in r.stderr + r.stdout
+    assert "warning: fewer than 3 runs on a side: the verdict can only be inconclusive" \
+        in r.stderr
+    assert "inconclusive" in r.stdout and "—" in r.stdout  # no CI to print: a dash
