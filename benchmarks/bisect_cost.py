@@ -139,7 +139,7 @@ def main() -> None:
     ap.add_argument("--overhead-at", default="1000", help="sizes for the end-to-end runs")
     ap.add_argument("--quick", action="store_true", help="fewer positions; one scenario at scale")
     ap.add_argument("--per-target", type=int, default=PER_TARGET,
-                    help="knobs per dotenv target (the format edit re-parses the file per knob)")
+                    help="knobs per dotenv target file")
     args = ap.parse_args()
     sizes = [int(x) for x in args.sizes.split(",")]
     print("check runs (min / mean / max over positions)")

@@ -14,12 +14,16 @@ never crashes on a damaged file — that is what it is for):
   ``.NAME.XXXXXXXX.tmp``) in the workspace, next to the targets, and half-written
   backup or evidence directories;
 * ``intent``   an intent record left by an interrupted command (readable or not);
+* ``bisect``   a bisect that was killed mid-search (its marker ``.ledger/bisect.json``);
+* ``restart``  a ``--restart`` killed before its health check passed
+  (``.ledger/restart.json``);
 * ``target``   every target readable, and matching the ledger (drift);
 * ``git``      uncommitted changes to the workspace's own files.
 
 ``--repair`` (under the writer lock; ``--dry-run`` says what it would do) repairs only
 what cannot lose anything: it finishes an interrupted operation exactly as the next
-command would (rollback or roll-forward), sets a damaged intent record aside
+command would (rollback or roll-forward; a killed bisect's starting state put back, a
+killed ``--restart``'s mutation rolled back), sets a damaged intent record aside
 (``intent.json`` → ``intent.damaged-<time>.json``, for the operator to read), removes git
 locks no running git holds (:mod:`ledger.store.gitlocks`), removes temporaries of dead
 writers (:mod:`ledger.store.leftovers`) and empty half-written backup directories, and
@@ -46,6 +50,7 @@ from ledger.commands.doctor_checks import check_evidence
 from ledger.commands.doctor_checks import check_patches
 from ledger.commands.doctor_checks import check_targets
 from ledger.errors import LedgerError
+from ledger.store import bisect_state
 from ledger.store import gitlocks
 from ledger.store import leftovers
 from ledger.store import wsgit
@@ -113,9 +118,11 @@ def check(ws: Workspace) -> list[Finding]:
     running = writer_running(ws)
     found: list[Finding] = []
     found += _check_intent(ws)
+    found += _check_bisect(ws, running)
+    found += _check_restart(ws, running)
     # Mid-operation, files differ from the ledger because of that operation: drift and
     # uncommitted changes are checked once it is finished (--repair, or any command).
-    pending = any(f.check == "intent" and f.repair == FINISH for f in found) or running
+    pending = any(f.check in INTERRUPTED and f.fix is not None for f in found) or running
     entries, problems = check_entries(ws)
     found += problems
     found += check_patches(ws, entries)
@@ -155,8 +162,62 @@ def doctor(explicit: str | None = None, cwd: Path | None = None, *, repair: bool
 def _in_repair_order(fixable: list[Finding]) -> list[Finding]:
     """The interrupted operation first (it clears its own locks and temporaries), then
     stale locks (so git works), then the rest; each fix skips what is gone already."""
-    order = {"intent": 0, "git-lock": 1}
-    return sorted(fixable, key=lambda f: order.get(f.check, 2))
+    order = {"intent": 0, "git-lock": 1, "bisect": 2, "restart": 3}
+    return sorted(fixable, key=lambda f: order.get(f.check, 4))
+
+
+INTERRUPTED = ("intent", "bisect", "restart")
+
+
+def _check_bisect(ws: Workspace, running: bool) -> list[Finding]:
+    path = bisect_state.state_path(ws)
+    try:
+        state = bisect_state.in_progress(ws)
+    except LedgerError as e:
+        return [Finding("bisect", str(path), str(e), "see the message")]
+    if state is None:
+        return []
+    what = f"bisect {state.id} (started {state.started} by `ledger {state.command}`)"
+    if running:
+        return [Finding("bisect", str(path), f"{what} is running now", "wait")]
+    return [Finding("bisect", str(path), f"{what} was interrupted mid-search",
+                    "`ledger doctor --repair` or `ledger bisect reset` puts its starting "
+                    "configuration back (its record is kept)", "restore its starting state",
+                    lambda: _recover_bisect(ws))]
+
+
+def _recover_bisect(ws: Workspace) -> str:
+    from ledger.store.workspace import utc_now
+
+    return bisect_state.recover_bisect(ws, utc_now()) or "nothing to do"
+
+
+def _check_restart(ws: Workspace, running: bool) -> list[Finding]:
+    from ledger.live.rollback import RECORD
+    from ledger.live.rollback import RestartRecord
+
+    path = ws.state_dir / RECORD
+    try:
+        rec = RestartRecord.load(ws)
+    except LedgerError as e:
+        return [Finding("restart", str(path), str(e), "see the message")]
+    if rec is None:
+        return []
+    targets = ", ".join(rec.targets) or "its targets"
+    what = f"`ledger {rec.command}` (started {rec.time}) restarting {targets}"
+    if running:
+        return [Finding("restart", str(path), f"{what} is running now", "wait")]
+    return [Finding("restart", str(path), f"{what} was interrupted before its health check "
+                    "passed", "`ledger doctor --repair` (or any ledger command) rolls the "
+                    "change back; then check `ledger status --live`", "roll the change back",
+                    lambda: _recover_restart(ws))]
+
+
+def _recover_restart(ws: Workspace) -> str:
+    from ledger.live.rollback import recover_restart
+    from ledger.store.workspace import utc_now
+
+    return recover_restart(ws, command="doctor --repair", at=utc_now()) or "nothing to do"
 
 
 # -- the checks that find leftovers of killed commands ------------------------------------

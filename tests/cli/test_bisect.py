@@ -7,6 +7,7 @@ on a real dotenv file and a real git workspace; only the failure is synthetic.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -395,3 +396,40 @@ def test_a_culprit_patch_among_knobs_and_patches_and_the_engine_tree_follows(tmp
     assert record["steps"][1]["verdict"] == "good"
     assert git(repo, "rev-parse", "HEAD") == head and not git(repo, "status", "--porcelain")
     assert script.read_bytes() == serve
+
+
+def test_doctor_names_a_killed_bisect_and_repair_puts_its_start_back(bench, tmp_path):
+    killer = tmp_path / "killer.py"
+    killer.write_text(KILLER)
+    start = bench.snapshot()
+    subprocess.run(_ledger_argv(bench, "bisect", "--class", "perf", "--check",
+                                f"{sys.executable} {killer} SIGKILL {bench.env_file}"),
+                   capture_output=True, text=True, timeout=120)
+    assert bench.snapshot() != start
+    r = bench.run("doctor")
+    assert r.exit_code == 1
+    assert "bisect" in r.stdout and "interrupted mid-search" in r.stdout
+    assert "expected" not in r.stdout  # mid-bisect files are no drift: checked after it
+    r = bench.run("doctor", "--repair")
+    assert r.exit_code == 0, r.stdout + r.stderr
+    assert "restore its starting state" not in r.stdout or "restored" in r.stdout
+    assert bench.snapshot() == start
+    assert not (bench.root / ".ledger" / "bisect.json").exists()
+
+
+def test_doctor_names_a_killed_restart_and_repair_rolls_it_back(bench):
+    with_service(bench)
+    start = bench.snapshot()
+    proc = subprocess.run(_ledger_argv(bench, "record", "knob", "app", "K9=1", "--class",
+                                       "perf", "--title", "k9", "--restart"),
+                          capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "LEDGER_CRASH_AT": "before-restart"})
+    assert proc.returncode == -9 and "K9=1" in bench.env_file.read_text()
+    r = bench.run("doctor")
+    assert r.exit_code == 1 and "interrupted before its health check passed" in r.stdout
+    r = bench.run("doctor", "--repair")
+    assert r.exit_code == 0, r.stdout + r.stderr
+    assert bench.env_file.read_bytes() == start[0]
+    assert not (bench.root / ".ledger" / "restart.json").exists()
+    (entry,) = [e for e in bench.run("list", "--json").json() if e["title"] == "k9"]
+    assert entry["state"] == "reverted"
