@@ -356,9 +356,7 @@ def test_bisect_reset_restores_a_killed_bisect(bench, tmp_path):
     r = bench.run("bisect", "--class", "perf", "--check", "true")
     assert "had been interrupted" in r.stderr  # any command finishes it first...
     assert bench.snapshot() == start
-    subprocess.run(_ledger_argv(bench, "bisect", "--class", "perf", "--check",
-                                f"{sys.executable} {killer} SIGKILL {bench.env_file}"),
-                   capture_output=True, timeout=120)
+    killed_bisect(bench, tmp_path)
     r = bench.run("bisect", "reset")            # ... and `bisect reset` says what it did
     assert r.exit_code == 0 and "restored the configuration it started from" in r.stdout
     assert bench.snapshot() == start
