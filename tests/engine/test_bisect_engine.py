@@ -87,3 +87,29 @@ def test_a_faulty_proxy_is_not_in_the_ledger_and_the_router_alone_passes(deploym
                check(deploy, "--rounds", "6"), "--json")
     assert r.exit_code == 0, r.stderr
     assert r.json()["record"]["conclusion"]["kind"] == "cannot-reproduce"
+
+
+def test_two_real_knobs_that_fail_only_together_are_an_interaction(deployment, ledger):
+    """A smaller KV cache (fewer pages) and finer pages are each fine for the harness;
+    together the decode worker's cache holds 8 tokens and the conversation does not fit."""
+    root, deploy = deployment
+    ids = [
+        record(ledger, root, "decode", "ENGINE_NUM_PAGES=4", "perf", "smaller KV cache"),
+        record(ledger, root, "decode", "ENGINE_DECODE_TARGET_CTAS=32", "perf", "ctas 32"),
+        record(ledger, root, "decode", "ENGINE_PAGE_SIZE=2", "perf", "finer KV pages"),
+    ]
+    r = ledger("-C", root, "bisect", "--class", "perf", "--timeout", "120", "--check",
+               check(deploy), "--json")
+    assert r.exit_code == 0, r.stderr
+    rec = r.json()["record"]
+    assert rec["conclusion"]["kind"] == "interaction", rec["conclusion"]
+    assert rec["conclusion"]["entries"] == [ids[0], ids[2]]
+    confirm = rec["steps"][0]["runs"][0]["tail"]
+    assert any("out of KV pages" in line for line in confirm), confirm
+    # The record shows it: without either one (the other applied) the harness passed,
+    # and every configuration holding both failed.
+    for member, other in ((ids[0], ids[2]), (ids[2], ids[0])):
+        assert any(st["verdict"] == "good" and other in st["applied"]
+                   and member not in st["applied"] for st in rec["steps"])
+    assert all(st["verdict"] == "bad" for st in rec["steps"]
+               if {ids[0], ids[2]} <= set(st["applied"]))
