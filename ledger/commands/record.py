@@ -190,6 +190,7 @@ def record_knob(
     if adopt and not before_given:
         raise UsageError("--adopt needs --before VALUE or --before-unset")
     with writing(s, dry_run):
+        t = s.ws.target(target)  # as ledger.yaml says under the lock
         entries = s.ws.entries()
         tf = read_target(s.ws, t)
         knob = canonical_knob(tf, knob)
