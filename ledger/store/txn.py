@@ -171,12 +171,14 @@ class Transaction:
         engine_repo: Path | None = None,
         engine_head: str | None = None,
         backup_also: Sequence[Path] = (),
+        merge_parent: str | None = None,
     ) -> Outcome:
         """Apply every write or none; return the backup id and the workspace commit.
 
         ``backup_also``: files changed by the engine step (not by this transaction's own
         writes), copied into the backup store with the targets for the operator's sake;
-        the engine repo itself is rolled back through git.
+        the engine repo itself is rolled back through git.  ``merge_parent``: the
+        workspace commit is a merge of HEAD and that commit (``ledger pull``).
         """
         target_writes = dict(target_writes or {})
         ledger_writes = dict(ledger_writes or {})
@@ -202,7 +204,7 @@ class Transaction:
                 self._write_ledger_files(ledger_writes)
                 _crash_point("after-ledger-files")
                 full_message = f"{message.rstrip()}\n\nLedger-Op: {self.op_id}\n"
-                commit = wsgit.commit(self.ws.root, ledger_writes, full_message)
+                commit = wsgit.commit(self.ws.root, ledger_writes, full_message, merge_parent)
                 _crash_point("after-commit")
             except BaseException:
                 rollback(self.ws, intent, store, trusted=True)
