@@ -35,9 +35,12 @@ Order (``seq``) — as a rebase would do it:
 
 Histories of an entry both sides changed are unioned by content (an identical action on
 both sides is one action), ordered by time; each side's own order is kept and on equal
-times the remote's action comes first.  The *latest* new action decides the entry's
-state, suspicion and reasons: the side it came from gives them (when only one side added
-actions, that side's fields are taken whole, so a fast-forward is byte-exact).
+times the remote's action comes first.  The state follows the merged history: from the
+base, each new action in that order does what it does in the planner (revert/restore set
+the state, suspect sets state and suspicion, clear the suspicion; a rollback takes its
+own side's fields), so the *latest* action decides the state, and a suspicion raised on
+one side survives a plain revert on the other.  When only one side added actions, that
+side's fields are taken whole, so a fast-forward is byte-exact.
 
 Conflicts (nothing is merged, the error names both entries):
 
@@ -155,10 +158,25 @@ def merge_entry(base: Entry | None, ours: Entry, theirs: Entry) -> tuple[Entry, 
         return replace(theirs, history=ours.history,
                        **{f: getattr(ours, f) for f in STATE_FIELDS}), False
     history = merge_histories(theirs.history, ours_only)
-    last = history[-1]
-    decider = ours if last in set(ours_only) else theirs
-    return replace(theirs, history=history,
-                   **{f: getattr(decider, f) for f in STATE_FIELDS}), True
+    fields = {f: getattr(base if base is not None else theirs, f) for f in STATE_FIELDS}
+    mine = set(ours_only)
+    for action in _after_prefix(history, start):
+        _fold(fields, action, ours if action in mine else theirs)
+    return replace(theirs, history=history, **fields), True
+
+
+def _fold(fields: dict, a: Action, side: Entry) -> None:
+    """What one action does to an entry's state fields (the planner's rules)."""
+    if a.action == "revert":
+        fields["state"] = "reverted"
+    elif a.action == "restore":
+        fields["state"] = "applied"
+    elif a.action == "suspect":
+        fields.update(state="reverted", suspicion="suspected", suspect_why=a.why)
+    elif a.action == "clear":
+        fields.update(suspicion="cleared", clear_why=a.why)
+    elif a.action == "rollback":  # puts back what its own side had: take that side's
+        fields.update({f: getattr(side, f) for f in STATE_FIELDS})
 
 
 def merge_histories(theirs: Sequence[Action], ours_only: Sequence[Action]) -> tuple[Action, ...]:

@@ -21,8 +21,9 @@ def knob(i: str, seq: int, k: str, after: str, before: str | None = "1", *, slug
                  history=(Action(at=at, action="record", command="record knob"),))
 
 
-def act(e: Entry, action: str, at: str, **fields) -> Entry:
-    return e.with_action(Action(at=at, action=action, why=action, command=action), **fields)
+def act(e: Entry, action: str, at: str, why: str = "", **fields) -> Entry:
+    return e.with_action(Action(at=at, action=action, why=why or action, command=action),
+                         **fields)
 
 
 PATCH_A = """\
@@ -74,7 +75,7 @@ def test_replayed_slugs_stay_unique():
 
 def test_concurrent_actions_merge_histories_and_the_latest_decides():
     e = BASE[0]
-    theirs = [act(e, "suspect", "2026-12-01T12:00:00Z", state="reverted",
+    theirs = [act(e, "suspect", "2026-12-01T12:00:00Z", "hang", state="reverted",
                   suspicion="suspected", suspect_why="hang")]
     ours = [act(e, "revert", "2026-12-01T11:00:00Z", state="reverted")]
     m = merge_entries(BASE, ours, theirs)
@@ -93,6 +94,21 @@ def test_an_action_both_sides_made_is_kept_once():
     same = act(BASE[0], "revert", "2026-12-01T11:00:00Z", state="reverted")
     (got,) = merge_entries(BASE, [same], [same]).entries
     assert [a.action for a in got.history] == ["record", "revert"]
+
+
+def test_a_suspicion_survives_a_later_plain_revert_on_the_other_side():
+    e = BASE[0]
+    theirs = [act(e, "suspect", "2026-12-01T11:00:00Z", "hang", state="reverted",
+                  suspicion="suspected", suspect_why="hang")]
+    ours = [act(e, "revert", "2026-12-01T12:00:00Z", state="reverted")]
+    (got,) = merge_entries(BASE, ours, theirs).entries
+    assert (got.state, got.suspicion, got.suspect_why) == ("reverted", "suspected", "hang")
+    # and a clear after it on this side exonerates it
+    ours = [act(e, "restore", "2026-12-01T13:00:00Z")]
+    theirs = [act(theirs[0], "clear", "2026-12-01T12:00:00Z", "proxy", suspicion="cleared",
+                  clear_why="proxy")]
+    (got,) = merge_entries(BASE, ours, theirs).entries
+    assert (got.state, got.suspicion, got.clear_why) == ("applied", "cleared", "proxy")
 
 
 def test_equal_times_keep_each_sides_order_remote_first():

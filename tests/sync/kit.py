@@ -73,6 +73,18 @@ class Clone:
     def clear(self, ref: str, why: str = "proxy"):
         return revert_ops.clear(self.session("clear"), ref, why)
 
+    def record_patch(self, text: str, title: str, cls: str = "bugfix"):
+        from ledger.commands.record import record_patch
+
+        path = self.root.parent / f"{self.name}-{len(self.entries())}.patch"
+        path.write_text(text)
+        return record_patch(self.session("record patch"), patch_file=str(path), rev=None,
+                            cls=cls, title=title).entry
+
+    @property
+    def engine_tree(self) -> str:
+        return git(self.root / "engine-src", "rev-parse", "HEAD^{tree}")
+
     def pull(self, **kw):
         return sync_ops.pull(self.session("pull"), **kw)
 
@@ -80,13 +92,45 @@ class Clone:
         return sync_ops.push(self.session("push"))
 
 
-def make_team(tmp: Path, n: int = 3, serve: str = SERVE) -> list[Clone]:
-    """A bare repo and ``n`` clones; the first made the workspace and pushed it."""
+ENGINE_FILES = {
+    "engine/sched.py": "".join(f"line {i}\n" for i in range(1, 41)),
+    "engine/attn.py": "".join(f"attn {i}\n" for i in range(1, 41)),
+}
+
+
+def make_engine(tmp: Path) -> Path:
+    """The engine's upstream: a git repo every machine clones into its workspace."""
+    src = tmp / "engine-upstream"
+    for rel, text in ENGINE_FILES.items():
+        (src / rel).parent.mkdir(parents=True, exist_ok=True)
+        (src / rel).write_text(text)
+    subprocess.run(["git", "init", "--quiet", "-b", "main", str(src)], check=True)
+    _identity(src, "upstream")
+    git(src, "add", "-A")
+    git(src, "commit", "--quiet", "-m", "engine base")
+    return src
+
+
+def _clone_engine(upstream: Path, root: Path) -> None:
+    subprocess.run(["git", "clone", "--quiet", str(upstream), str(root / "engine-src")],
+                   check=True)
+    _identity(root / "engine-src", "engine")
+
+
+def make_team(tmp: Path, n: int = 3, serve: str = SERVE, engine: bool = False) -> list[Clone]:
+    """A bare repo and ``n`` clones; the first made the workspace and pushed it.  With
+    ``engine``, each clone has its own checkout of one engine upstream in the git-ignored
+    ``engine-src/`` (``engine_repo: engine-src``)."""
     bare = tmp / "remote.git"
     subprocess.run(["git", "init", "--quiet", "--bare", "-b", "main", str(bare)], check=True)
     first = tmp / "op1"
-    init_workspace(first)
-    (first / ".gitignore").write_text((first / ".gitignore").read_text() + "deploy/\n")
+    upstream = make_engine(tmp) if engine else None
+    if upstream is not None:
+        first.mkdir(parents=True)
+        _clone_engine(upstream, first)
+    init_workspace(first, engine_repo=str(first / "engine-src") if engine else None)
+    (first / ".gitignore").write_text((first / ".gitignore").read_text() + "deploy/\n"
+                                      + ("engine-src/\n" if engine else ""))
     _write_serve(first, serve)
     add_target(open_session(str(first), "target add"), "serve", "deploy/serve.sh", "bash",
                None, first, False)
@@ -100,6 +144,8 @@ def make_team(tmp: Path, n: int = 3, serve: str = SERVE) -> list[Clone]:
         subprocess.run(["git", "clone", "--quiet", str(bare), str(root)], check=True)
         _identity(root, f"op{k}")
         _write_serve(root, serve)
+        if upstream is not None:
+            _clone_engine(upstream, root)
         clones.append(Clone(f"op{k}", root))
     return clones
 

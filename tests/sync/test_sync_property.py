@@ -34,8 +34,11 @@ ACTIONS = ("revert", "restore", "suspect", "clear")
 record = st.tuples(st.just("record"), st.integers(0, 2), st.sampled_from(KNOBS), st.booleans())
 action = st.tuples(st.sampled_from(ACTIONS), st.integers(0, 2), st.integers(0, 7))
 share = st.tuples(st.sampled_from(("pull", "push")), st.integers(0, 2))
+# Two operators, in sync, act on one entry before either pushes: their histories merge.
+race = st.tuples(st.just("race"), st.integers(0, 2), st.integers(0, 2),
+                 st.sampled_from(ACTIONS), st.sampled_from(ACTIONS), st.integers(0, 7))
 # Sharing as often as changing, so that most runs merge, replay and conflict.
-op = st.one_of(record, action, share, share)
+op = st.one_of(record, action, share, share, race)
 EXAMPLES = int(os.environ.get("LEDGER_SYNC_EXAMPLES", "25"))
 
 
@@ -96,6 +99,14 @@ def run_op(team, step, values) -> None:
             who.record(knob, value, f"{knob.lower()} {value}")
         except Refused:
             pass  # e.g. unsetting a knob the file does not have
+    elif kind == "race":
+        _, i, j, first, second, k = step
+        for who in (team[i], team[j]):  # both in sync with the remote, nothing unpushed
+            pull_checked(who)
+            push_checked(who)
+        pull_checked(team[i])
+        run_op(team, (first, i, k), values)
+        run_op(team, (second, j, k), values)
     elif kind == "pull":
         pull_checked(who)
     elif kind == "push":
