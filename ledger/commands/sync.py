@@ -15,7 +15,8 @@ pull
 
     Other ledger files: a file only one side changed is taken from that side (evidence,
     bisect records and patch files are per-entry, so that is every normal case); one both
-    sides changed goes through git's three-way text merge (``ledger.yaml``); rendered
+    sides changed goes through git's three-way text merge (``ledger.yaml``, whose targets
+    merge by name where the lines collide: :mod:`ledger.store.config_merge`); rendered
     docs that still collide (``.md``/``.html``) take the remote's version and the pull
     says to re-render them (``ledger render`` writes them from the merged ledger, which
     is what a merge of two renderings should be); any other collision is a conflict.
@@ -235,9 +236,14 @@ def merge_files(root: Path, base: str, head: str, theirs: str, merged: Merged,
 def _both_changed(root: Path, base: str, path: str, mine: bytes | None, other: bytes | None,
                   notices: list[str]) -> bytes | None:
     if mine is not None and other is not None:
-        merged = gitsync.merge_text(root, mine, gitsync.blob(root, base, path) or b"", other)
+        was = gitsync.blob(root, base, path) or b""
+        merged = gitsync.merge_text(root, mine, was, other)
         if merged is not None:
             return merged
+        if path == CONFIG_NAME:  # targets added on both sides: merged by name
+            from ledger.store.config_merge import merge_config
+
+            return merge_config(*(x.decode("utf-8") for x in (was, mine, other))).encode()
     if path.endswith(RENDERED):
         notices.append(f"{path} was rendered on both sides: the remote's version is kept; "
                        "run `ledger render` to render it from the merged ledger")

@@ -153,3 +153,28 @@ def test_push_with_nothing_new_is_up_to_date(team):
             run_cli(op1.root, "push", bad)
         assert r.returncode == 2 and "no git remote named" in r.stderr, r.stderr
     assert not (op1.root / "pwned").exists()
+
+
+def test_targets_added_on_both_sides_merge_by_name(team):
+    op1, op2, op3 = team
+    for clone, name in ((op1, "prefill"), (op2, "router")):
+        script = clone.root / "deploy" / f"{name}.sh"
+        script.write_text(f"#!/usr/bin/env bash\nexport {QUEUE}=4\nexec {name}\n")
+        ok(run_cli(clone.root, "target", "add", name, str(script), "--format", "bash"))
+    ok(run_cli(op1.root, "push"))
+    out = ok(run_cli(op2.root, "pull"))
+    assert "merged origin/main" in out
+    ok(run_cli(op2.root, "push"))
+    ok(run_cli(op1.root, "pull"))
+    for c in (op1, op2):
+        text = (c.root / "ledger.yaml").read_text()
+        assert "prefill:" in text and "router:" in text and "serve:" in text
+    assert (op1.root / "ledger.yaml").read_bytes() == (op2.root / "ledger.yaml").read_bytes()
+    # the same name with two different files is a conflict, named
+    for clone, path in ((op1, "deploy/a.sh"), (op3, "deploy/b.sh")):
+        (clone.root / path).write_text(f"export {QUEUE}=4\n")
+        ok(run_cli(clone.root, "target", "add", "decode", str(clone.root / path),
+                   "--format", "bash"))
+    ok(run_cli(op1.root, "push"))
+    assert_refused(run_cli(op3.root, "pull"), "ledger.yaml target decode", "deploy/a.sh",
+                   "deploy/b.sh")
