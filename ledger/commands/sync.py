@@ -39,7 +39,10 @@ merge driver
     the line check come from the worktree and, for the other side, from MERGE_HEAD,
     FETCH_HEAD or a remote-tracking ref (only a text matching the entry's sha256 is
     used; without one, patches sharing a file conflict).  A plain ``git pull`` merges the
-    ledger's files only: this machine's targets follow with ``ledger pull``, not git.
+    ledger's files only; the next ``ledger pull`` sees that HEAD is a merge git made (no
+    ``Ledger-Op`` trailer) whose ledger the targets do not match yet, and brings the
+    targets and the engine repo to it from the ledger before the merge (first parent) —
+    the same files ``ledger pull`` would have written.
     Under ``git pull --rebase`` git swaps the sides (``%A`` is then the remote's), so the
     local entries would come first: use ``ledger pull`` or a merge.
 """
@@ -57,6 +60,7 @@ from ledger.commands.session import writing
 from ledger.core.merge import Merged
 from ledger.core.merge import merge_entries
 from ledger.core.model import Entry
+from ledger.core.planner import knob_layers
 from ledger.errors import LedgerError
 from ledger.errors import MergeConflict
 from ledger.errors import PatchError
@@ -110,7 +114,8 @@ def pull(s: Session, remote: str | None = None, *, drop: Sequence[str] = (),
         if head is None or gitsync.is_ancestor(root, theirs, head):
             if drop:
                 raise Refused("nothing to merge: --drop only applies to a pull that merges")
-            return Pulled(name, branch, "up to date", dry_run=dry_run)
+            finished = _finish_git_merge(s, ws, name, branch, head, force, dry_run)
+            return finished or Pulled(name, branch, "up to date", dry_run=dry_run)
         base = gitsync.merge_base(root, head, theirs)
         if base is None:
             raise Refused(f"{name}/{branch} shares no history with this workspace: clone the "
@@ -133,6 +138,18 @@ def _merge_and_apply(s: Session, ws: Workspace, name: str, branch: str, base: st
         e.hint = conflict_hint(getattr(e, "local_ids", []), name)
         raise
     writes, notices = merge_files(root, base, head, theirs, merged, sides[1])
+    return _apply_merge(s, ws, (name, branch), sides, merged, writes, texts, theirs,
+                        Pulled(name, branch, "merged", merged, dry_run=dry_run, notices=notices,
+                               ledger_files=sorted(writes)), force)
+
+
+def _apply_merge(s: Session, ws: Workspace, where: tuple[str, str], sides, merged: Merged,
+                 writes: dict[str, bytes | None], texts: Mapping[str, str],
+                 merge_parent: str | None, result: Pulled, force: bool) -> Pulled:
+    """Targets and engine from ``sides[1]`` (the local ledger) to ``merged``, and the
+    ledger ``writes``, in one transaction (nothing with ``result.dry_run``)."""
+    root = ws.root
+    name, branch = where
     config = parse_config_text(writes[CONFIG_NAME].decode("utf-8"), CONFIG_NAME) \
         if writes.get(CONFIG_NAME) else ws.config
     mws = Workspace.with_config(root, config)
@@ -142,11 +159,9 @@ def _merge_and_apply(s: Session, ws: Workspace, name: str, branch: str, base: st
     message = pull_message(name, branch, merged)
     engine = engine_sync(mws, sides[1], merged.entries, sorted(local), texts,
                          f"ledger pull {name}/{branch}")
-    result = Pulled(name, branch, "merged", merged, dry_run=dry_run, notices=notices,
-                    ledger_files=sorted(writes))
     result.files = {str(p): unified(str(p), old, new) for p, (old, new) in targets.items()}
     result.patch_diff = engine.diff if engine else ""
-    if dry_run:
+    if result.dry_run:
         return result
     try:
         outcome = Transaction(ws, s.command, s.now).execute(
@@ -157,12 +172,42 @@ def _merge_and_apply(s: Session, ws: Workspace, name: str, branch: str, base: st
             engine_repo=engine.repo if engine else None,
             engine_head=engine.head if engine else None,
             backup_also=engine.files if engine else (),
-            merge_parent=theirs,
+            merge_parent=merge_parent,
         )
     finally:
         ws.invalidate()
     result.backup_id, result.commit = outcome.backup_id, outcome.commit
     return result
+
+
+def _finish_git_merge(s: Session, ws: Workspace, name: str, branch: str, head: str,
+                      force: bool, dry_run: bool) -> Pulled | None:
+    """After a plain ``git pull`` (the driver merged the ledger, git made the commit), the
+    targets still hold what the ledger expected before the merge: bring them to it now.
+
+    Only when HEAD is a merge commit git made (no ``Ledger-Op`` trailer) and the targets
+    differ from HEAD's ledger; drift against the ledger before the merge is refused.
+    """
+    from ledger.store.apply import drift_in
+    from ledger.store.apply import read_targets
+
+    root = ws.root
+    parents = gitsync.parents(root, head)
+    if len(parents) != 2 or "Ledger-Op:" in wsgit.message_of(root, head):
+        return None
+    now = ws.entries()
+    files = read_targets(ws, sorted({t for t, _ in knob_layers(now)}))
+    if not drift_in(ws, now, files):
+        return None
+    _refuse_dirty(root)
+    base = gitsync.merge_base(root, *parents)
+    before, other = (_entries_at_rev(root, p) for p in parents)
+    sides = (_entries_at_rev(root, base) if base else [], before, other)
+    known = {e.id for e in before} | {e.id for e in sides[0]}
+    merged = Merged(tuple(now), tuple(e.id for e in other if e.id not in known))
+    texts = _patch_texts(ws, parents[1], [*before, *now])
+    result = Pulled(name, branch, "finished git's merge", merged, dry_run=dry_run)
+    return _apply_merge(s, ws, (name, branch), sides, merged, {}, texts, None, result, force)
 
 
 def conflict_hint(local_ids: Sequence[str], remote: str) -> str:
@@ -175,12 +220,13 @@ def conflict_hint(local_ids: Sequence[str], remote: str) -> str:
             "`ledger revert` it after the pull")
 
 
-def _entries_at(root: Path, base: str, theirs: str, ours: Sequence[Entry]):
-    def at(rev: str) -> list[Entry]:
-        raw = gitsync.blob(root, rev, ENTRIES_NAME) or b""
-        return parse_entries(raw.decode("utf-8"), f"{ENTRIES_NAME} at {rev[:10]}")
+def _entries_at_rev(root: Path, rev: str) -> list[Entry]:
+    raw = gitsync.blob(root, rev, ENTRIES_NAME) or b""
+    return parse_entries(raw.decode("utf-8"), f"{ENTRIES_NAME} at {rev[:10]}")
 
-    return at(base), list(ours), at(theirs)
+
+def _entries_at(root: Path, base: str, theirs: str, ours: Sequence[Entry]):
+    return _entries_at_rev(root, base), list(ours), _entries_at_rev(root, theirs)
 
 
 def _patch_texts(ws: Workspace, theirs: str, entries: Sequence[Entry]) -> dict[str, str]:

@@ -110,6 +110,10 @@ def rev(root: Path, ref: str) -> str | None:
     return proc.stdout.decode().strip() or None if proc.returncode == 0 else None
 
 
+def parents(root: Path, commit: str) -> list[str]:
+    return out(root, "rev-list", "--parents", "-n", "1", commit, "--").split()[1:]
+
+
 def merge_base(root: Path, a: str, b: str) -> str | None:
     proc = git(root, "merge-base", a, b, check=False)
     return proc.stdout.decode().strip() or None if proc.returncode == 0 else None

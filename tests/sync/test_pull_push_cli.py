@@ -115,8 +115,9 @@ def test_a_plain_git_pull_merges_entries_like_ledger_pull(team):
     ok(run_cli(op2.root, "pull"))  # registers the driver in op2's .git/config
     assert "merge-driver" in git(op2.root, "config", "merge.ledger.driver")
     assert "entries.jsonl merge=ledger" in (op2.root / ".gitattributes").read_text()
-    record(op1, f"{CTAS}=512", "CTAS 512")
-    ok(run_cli(op1.root, "revert", "--perf-only", "--why", "hang"))
+    ctas = record(op1, f"{CTAS}=512", "CTAS 512")
+    record(op1, "SGLANG_INIT_NEW_TOKEN_RATIO=0.5", "ratio 0.5")
+    ok(run_cli(op1.root, "revert", ctas, "--why", "hang"))
     ok(run_cli(op1.root, "push"))
     record(op2, f"{QUEUE}=8", "queue 8")
     twin = op2.root.parent / "twin"
@@ -126,6 +127,11 @@ def test_a_plain_git_pull_merges_entries_like_ledger_pull(team):
     assert pulled.returncode == 0, pulled.stderr
     ok(run_cli(twin, "pull"))
     assert (op2.root / "entries.jsonl").read_bytes() == (twin / "entries.jsonl").read_bytes()
+    # git moved the ledger, not the serve script: the next `ledger pull` finishes it
+    assert op2.serve.read_bytes() != twin.joinpath("deploy/serve.sh").read_bytes()
+    assert "finished git's merge" in ok(run_cli(op2.root, "pull"))
+    assert op2.serve.read_bytes() == twin.joinpath("deploy/serve.sh").read_bytes()
+    assert "up to date" in ok(run_cli(op2.root, "pull"))
 
 
 def test_a_plain_git_pull_stops_on_a_conflict(team):
