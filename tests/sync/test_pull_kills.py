@@ -56,3 +56,25 @@ def test_a_killed_pull_is_recovered_by_the_next_command(tmp_path, point):
     r = run_cli(op2.root, "pull")
     assert r.returncode == 0, r.stderr
     assert picture(op2.root)[:2] == picture(twin)[:2]
+
+
+def test_a_killed_pull_writing_a_target_the_remote_added_is_rolled_back(tmp_path):
+    """The target is named only in the remote's ledger.yaml until the pull's ledger files
+    are written: recovery still knows it (the record names the remote commit)."""
+    op1, op2 = make_team(tmp_path, n=2)
+    base = f"#!/usr/bin/env bash\nexport {QUEUE}=4\nexec prefill\n"
+    for c in (op1, op2):
+        (c.root / "deploy" / "prefill.sh").write_text(base)
+    assert run_cli(op1.root, "target", "add", "prefill", op1.root / "deploy/prefill.sh",
+                   "--format", "bash").returncode == 0
+    assert run_cli(op1.root, "record", "knob", "prefill", f"{QUEUE}=16", "--class", "perf",
+                   "--title", "prefill queue").returncode == 0
+    op1.push()
+    killed = run_cli(op2.root, "pull", env={"LEDGER_CRASH_AT": "after-targets"})
+    assert killed.returncode == -9
+    assert f"{QUEUE}=16" in (op2.root / "deploy" / "prefill.sh").read_text()
+    r = run_cli(op2.root, "list")
+    assert r.returncode == 0 and "rolled back" in r.stderr, r.stderr
+    assert (op2.root / "deploy" / "prefill.sh").read_text() == base
+    assert run_cli(op2.root, "pull").returncode == 0
+    assert f"{QUEUE}=16" in (op2.root / "deploy" / "prefill.sh").read_text()
