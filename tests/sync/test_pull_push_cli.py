@@ -87,14 +87,19 @@ def test_the_same_knob_on_both_sides_is_refused_naming_both(team):
 
 def test_dry_run_prints_and_changes_nothing(team):
     op1, op2, _ = team
-    record(op1, f"{CTAS}=512", "CTAS 512")
-    record(op2, f"{QUEUE}=8", "queue 8")
+    a = record(op1, f"{CTAS}=512", "CTAS 512")
+    b = record(op2, f"{QUEUE}=8", "queue 8")
     ok(run_cli(op1.root, "push"))
     git(op2.root, "fetch", "--quiet", "origin")  # the dry run may update origin/main only
     before = tree(op2.root, op2.serve)
     out = ok(run_cli(op2.root, "pull", "--dry-run"))
     assert "would merge origin/main" in out
     assert f"-export {CTAS}=256" in out and f"+export {CTAS}=512" in out
+    data = json.loads(ok(run_cli(op2.root, "pull", "--dry-run", "--json")))
+    assert data["dry_run"] and data["status"] == "merged" and data["commit"] is None
+    assert data["from_remote"] == [a] and data["replayed"] == [{"id": b, "seq_before": 1,
+                                                               "seq": 2}]
+    assert list(data["files"]) == [str(op2.serve)]
     assert tree(op2.root, op2.serve) == before
 
 
@@ -184,3 +189,27 @@ def test_targets_added_on_both_sides_merge_by_name(team):
     ok(run_cli(op1.root, "push"))
     assert_refused(run_cli(op3.root, "pull"), "ledger.yaml target decode", "deploy/a.sh",
                    "deploy/b.sh")
+
+
+def test_rendered_docs_rendered_on_both_sides_take_the_remotes_and_say_render(team):
+    op1, op2, _ = team
+    for c in (op1, op2):
+        ok(run_cli(c.root, "pull"))
+    docs = op1.root / "docs"
+    docs.mkdir()
+    (docs / "CHANGELOG.md").write_text("# Changelog\n\nnothing yet\n")
+    git(op1.root, "add", "docs")
+    git(op1.root, "commit", "--quiet", "-m", "docs")
+    ok(run_cli(op1.root, "push"))
+    ok(run_cli(op2.root, "pull"))
+    for c, title in ((op1, "CTAS 512"), (op2, "queue 8")):
+        record(c, f"{CTAS}=512" if c is op1 else f"{QUEUE}=8", title)
+        (c.root / "docs" / "CHANGELOG.md").write_text(f"# Changelog\n\n- {title}\n")
+        git(c.root, "commit", "--quiet", "-am", "render")
+    ok(run_cli(op1.root, "push"))
+    r = run_cli(op2.root, "pull")
+    ok(r)
+    assert "docs/CHANGELOG.md was rendered on both sides" in r.stderr
+    assert "ledger render" in r.stderr
+    assert (op2.root / "docs" / "CHANGELOG.md").read_text() == "# Changelog\n\n- CTAS 512\n"
+    assert git(op2.root, "status", "--porcelain") == ""
