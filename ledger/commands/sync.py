@@ -107,11 +107,16 @@ def pull(s: Session, remote: str | None = None, *, drop: Sequence[str] = (),
         branch = gitsync.current_branch(root)
         if not dry_run:
             gitsync.register_driver(root)
+        if gitsync.rev(root, "MERGE_HEAD"):
+            raise Refused(f"{root}: a git merge is in progress (a plain `git pull` stopped on "
+                          "a conflict?): finish it, or `git merge --abort`, then pull again")
         theirs = gitsync.fetch(root, name, branch)
         head = wsgit.head(root)
         if theirs is None:
             return Pulled(name, branch, "no remote branch", dry_run=dry_run)
-        if head is None or gitsync.is_ancestor(root, theirs, head):
+        if head is None:
+            raise Refused(f"{root} has no commit yet: clone the remote instead")
+        if gitsync.is_ancestor(root, theirs, head):
             if drop:
                 raise Refused("nothing to merge: --drop only applies to a pull that merges")
             finished = _finish_git_merge(s, ws, name, branch, head, force, dry_run)

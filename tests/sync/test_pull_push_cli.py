@@ -152,6 +152,7 @@ def test_a_plain_git_pull_stops_on_a_conflict(team):
     assert a in pulled.stderr and b in pulled.stderr and "git merge --abort" in pulled.stderr
     assert git(op2.root, "diff", "--name-only", "--diff-filter=U") == "entries.jsonl"
     assert (op2.root / "entries.jsonl").read_bytes() == mine
+    assert_refused(run_cli(op2.root, "pull"), "a git merge is in progress", "git merge --abort")
     git(op2.root, "merge", "--abort")
     assert git(op2.root, "status", "--porcelain") == ""
 
