@@ -214,3 +214,25 @@ def test_rendered_docs_rendered_on_both_sides_take_the_remotes_and_say_render(te
     assert "ledger render" in r.stderr
     assert (op2.root / "docs" / "CHANGELOG.md").read_text() == "# Changelog\n\n- CTAS 512\n"
     assert git(op2.root, "status", "--porcelain") == ""
+
+
+def test_evidence_and_bisect_records_of_both_sides_are_all_kept(team):
+    """Per-entry directories never collide: each side's files come through the merge."""
+    op1, op2, _ = team
+    ids = {}
+    for c, assignment in ((op1, f"{CTAS}=512"), (op2, f"{QUEUE}=8")):
+        ids[c.name] = record(c, assignment, c.name)
+        for rel in (f"evidence/{ids[c.name]}/run1/summary.yaml", f"bisect/b-{c.name}/state.yaml"):
+            (c.root / rel).parent.mkdir(parents=True)
+            (c.root / rel).write_text(f"by: {c.name}\n")
+        git(c.root, "add", "evidence", "bisect")
+        git(c.root, "commit", "--quiet", "-m", "evidence")
+    ok(run_cli(op1.root, "push"))
+    r = run_cli(op2.root, "pull")
+    assert ok(r) and "note:" not in r.stderr
+    ok(run_cli(op2.root, "push"))
+    ok(run_cli(op1.root, "pull"))
+    for c in (op1, op2):
+        for who in ("op1", "op2"):
+            assert (c.root / f"evidence/{ids[who]}/run1/summary.yaml").read_text() == f"by: {who}\n"
+            assert (c.root / f"bisect/b-{who}/state.yaml").read_text() == f"by: {who}\n"
