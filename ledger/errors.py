@@ -184,3 +184,26 @@ class EvidenceError(LedgerError):
 
 class BackupError(LedgerError):
     """The backup store cannot snapshot, find or restore a backup."""
+
+
+class MergeConflict(LedgerError):
+    """Two ledgers cannot be merged without a choice only the operators can make.
+
+    ``pairs``: (remote entry, local entry, what they both touch) per conflict, each entry
+    described with its id, slug, and who recorded it when; ``hint``: the commands that
+    resolve it.  Nothing was changed.
+    """
+
+    def __init__(self, pairs: Sequence[tuple[str, str, str]], hint: str = "",
+                 where: str = "") -> None:
+        super().__init__()
+        self.pairs = list(pairs)
+        self.hint = hint
+        self.where = where
+
+    def __str__(self) -> str:
+        head = f"cannot merge {self.where}: " if self.where else "cannot merge the ledgers: "
+        lines = [f"both sides changed {what}:\n    remote: {theirs}\n    local:  {ours}"
+                 for theirs, ours, what in self.pairs]
+        text = head + f"{len(lines)} conflict(s); nothing was changed\n  " + "\n  ".join(lines)
+        return text + (f"\n{self.hint}" if self.hint else "")

@@ -3,8 +3,9 @@
 Each command family has a module here that mirrors the library module deciding it:
 ``ledger/cli/record.py`` parses `ledger record …` and calls ``ledger/commands/record.py``;
 likewise ``setup`` (init, target), ``revert`` (revert, restore, suspect, clear), ``report``
-(list, show, status, diff, log), ``evidence`` (ab, evidence), ``docs`` (render, demo) and
-``backups``.  This module holds the group and the one place errors are caught:
+(list, show, status, diff, log), ``evidence`` (ab, evidence), ``docs`` (render, demo),
+``backups`` and ``sync`` (pull, push, the merge driver).  This module holds the group and
+the one place errors are caught:
 :class:`~ledger.errors.LedgerError` → ``error: …`` on stderr and the error's exit code (1
 refused/failed, 2 usage); ``--debug`` shows the traceback.  ``diff --exit-code`` exits 3
 when something is off the table.  Heavy modules (git, pandas, torch, matplotlib) are
@@ -38,6 +39,9 @@ from ledger.cli.revert import revert
 from ledger.cli.revert import suspect
 from ledger.cli.setup import init
 from ledger.cli.setup import target
+from ledger.cli.sync import merge_driver
+from ledger.cli.sync import pull
+from ledger.cli.sync import push
 from ledger.errors import LedgerError
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
@@ -116,7 +120,8 @@ def cli(ctx: click.Context, workspace: str | None, json_out: bool, debug: bool) 
 
 
 for command in (init, target, record, list_cmd, show, status, diff, log, revert, restore, suspect,
-                clear, bisect, ab, evidence, render, demo, backups, doctor):
+                clear, bisect, ab, evidence, render, demo, backups, doctor, pull, push,
+                merge_driver):
     cli.add_command(command)
 
 

@@ -49,7 +49,15 @@ def init_workspace(directory: Path, engine_repo: str | None = None, dry_run: boo
     (root / CONFIG_NAME).write_text(dump_config(config), encoding="utf-8")
     (root / ".gitignore").write_text(GITIGNORE, encoding="utf-8")
     (root / ENTRIES_NAME).write_bytes(entries_bytes([]))
-    wsgit.commit(root, [CONFIG_NAME, ".gitignore", ENTRIES_NAME], "init: new ledger workspace\n")
+    # The merge driver for entries.jsonl (see ledger.commands.sync): a plain `git pull`
+    # merges the ledger as `ledger pull` does.
+    from ledger.commands.sync import register
+
+    extra = register(root)
+    for rel, data in extra.items():
+        (root / rel).write_bytes(data)
+    wsgit.commit(root, [CONFIG_NAME, ".gitignore", ENTRIES_NAME, *extra],
+                 "init: new ledger workspace\n")
     return root
 
 

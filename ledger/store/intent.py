@@ -10,7 +10,8 @@ Recovery deletes and overwrites files, so what a record may name is also checked
 the workspace (:func:`check_scope`) before anything is touched:
 
 * a target path must be absolute and normal (no ``..``), and be a target of this
-  workspace (in ``ledger.yaml`` now or at the workspace HEAD the record names) or a file
+  workspace (in ``ledger.yaml`` now, at the workspace HEAD the record names, or at the
+  remote commit a pull was merging) or a file
   of the engine repo; rollback further restores only files the named backup holds;
 * a ledger file must be a relative path inside the workspace, outside ``.git`` and
   ``.ledger``, with no ``..`` and no symlinked directory on the way;
@@ -67,6 +68,9 @@ class Intent:
     engine_path: str | None = None
     engine_head: str | None = None
     temps: tuple[str, ...] = field(default_factory=tuple)
+    # `ledger pull`: the remote commit merged, whose ledger.yaml may name targets the
+    # workspace HEAD before did not (they are managed too, for recovery)
+    merge_parent: str | None = None
 
     def describe(self) -> str:
         return f"`ledger {self.command}` (started {self.started})"
@@ -81,6 +85,7 @@ class Intent:
             "engine": ({"path": self.engine_path, "head": self.engine_head}
                        if self.engine_path else None),
             "temps": list(self.temps),
+            **({"merge_parent": self.merge_parent} if self.merge_parent else {}),
         }
 
 
@@ -139,6 +144,7 @@ def parse_intent(data, where: str) -> Intent:
         engine_path=_str(engine, "path", where) if engine else None,
         engine_head=_str(engine, "head", where, _SHA, True) if engine else None,
         temps=tuple(temps),
+        merge_parent=_str(data, "merge_parent", where, _SHA, True),
     )
 
 

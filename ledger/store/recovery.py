@@ -113,13 +113,14 @@ class Cleaned:
 
 
 def _managed_paths(ws: Workspace, intent: Intent) -> set[str]:
-    """Absolute target paths of the workspace, now and at the record's workspace HEAD."""
+    """Absolute target paths of the workspace: now, at the record's workspace HEAD, and
+    at the remote commit a pull was merging."""
     configs = [ws.config]
-    if intent.workspace_head:
-        text = wsgit.show_file(ws.root, intent.workspace_head, CONFIG_NAME)
+    for rev in (intent.workspace_head, intent.merge_parent):
+        text = wsgit.show_file(ws.root, rev, CONFIG_NAME) if rev else None
         if text is not None:
             try:
-                configs.append(parse_config_text(text, f"{CONFIG_NAME} at {intent.workspace_head}"))
+                configs.append(parse_config_text(text, f"{CONFIG_NAME} at {rev}"))
             except LedgerError:
                 pass
     return {os.path.normpath(ws.target_path(t)) for c in configs for t in c.targets.values()}

@@ -146,14 +146,19 @@ def _message(e: Exception, path: Path) -> str:
 
 def read_target(ws: Workspace, target: Target) -> TargetFile:
     """Read and parse one target file; errors name the file."""
-    from envknobs.formats import FormatError
-
     path = ws.target_path(target)
     check_target_file(path)
     try:
         raw = path.read_bytes()
     except OSError as e:
         raise TargetError(str(path), f"cannot read: {e.strerror}") from e
+    return parse_target(target, path, raw)
+
+
+def parse_target(target: Target, path: Path, raw: bytes) -> TargetFile:
+    """``raw`` (the content of ``path``, on disk or planned) parsed as ``target``'s format."""
+    from envknobs.formats import FormatError
+
     text = raw.decode(ENCODING, ERRORS)
     try:
         fmt = _format(target)

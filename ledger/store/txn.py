@@ -171,19 +171,22 @@ class Transaction:
         engine_repo: Path | None = None,
         engine_head: str | None = None,
         backup_also: Sequence[Path] = (),
+        merge_parent: str | None = None,
     ) -> Outcome:
         """Apply every write or none; return the backup id and the workspace commit.
 
         ``backup_also``: files changed by the engine step (not by this transaction's own
         writes), copied into the backup store with the targets for the operator's sake;
-        the engine repo itself is rolled back through git.
+        the engine repo itself is rolled back through git.  ``merge_parent``: the
+        workspace commit is a merge of HEAD and that commit (``ledger pull``).
         """
         target_writes = dict(target_writes or {})
         ledger_writes = dict(ledger_writes or {})
         store = backup_store(self.ws)
         to_back_up = list(target_writes) + [p for p in backup_also if p not in target_writes]
         backup_id = store.new_id(self.time) if to_back_up else None
-        intent = self._intent(target_writes, ledger_writes, engine_repo, engine_head, backup_id)
+        intent = self._intent(target_writes, ledger_writes, engine_repo, engine_head, backup_id,
+                              merge_parent)
         self.ws.state_dir.mkdir(parents=True, exist_ok=True)
         with temp_tag(self.op_id):
             atomic_write(self.intent_path, (json.dumps(intent.to_dict(), indent=2) + "\n").encode())
@@ -202,7 +205,7 @@ class Transaction:
                 self._write_ledger_files(ledger_writes)
                 _crash_point("after-ledger-files")
                 full_message = f"{message.rstrip()}\n\nLedger-Op: {self.op_id}\n"
-                commit = wsgit.commit(self.ws.root, ledger_writes, full_message)
+                commit = wsgit.commit(self.ws.root, ledger_writes, full_message, merge_parent)
                 _crash_point("after-commit")
             except BaseException:
                 rollback(self.ws, intent, store, trusted=True)
@@ -210,7 +213,8 @@ class Transaction:
         remove_file(self.intent_path)
         return Outcome(backup_id, commit, self.op_id)
 
-    def _intent(self, target_writes, ledger_writes, engine_repo, engine_head, backup_id) -> Intent:
+    def _intent(self, target_writes, ledger_writes, engine_repo, engine_head, backup_id,
+                merge_parent=None) -> Intent:
         root = self.ws.root
         temps = [temp_path(p, self.op_id) for p in target_writes]
         temps += [temp_path(root / rel, self.op_id) for rel, data in ledger_writes.items()
@@ -224,6 +228,7 @@ class Transaction:
             engine_path=str(engine_repo) if engine_repo else None,
             engine_head=engine_head if engine_repo else None,
             temps=tuple(str(t) for t in temps),
+            merge_parent=merge_parent,
         )
 
     def _write_ledger_files(self, writes: Mapping[str, bytes | None]) -> None:

@@ -81,13 +81,25 @@ def head(root: Path) -> str | None:
         return None  # no commits yet
 
 
-def commit(root: Path, paths: Iterable[str], message: str) -> str:
-    """Stage ``paths`` (added, changed or deleted) and commit; return the new sha."""
+def commit(root: Path, paths: Iterable[str], message: str,
+           merge_parent: str | None = None) -> str:
+    """Stage ``paths`` (added, changed or deleted) and commit; return the new sha.
+
+    ``merge_parent``: make a merge commit of HEAD and that commit (``ledger pull``); the
+    branch moves in one ``update-ref``, so a kill leaves it either before or at the merge.
+    """
     repo = _git(root)
     paths = sorted(set(paths))
     for i in range(0, len(paths), _CHUNK):
         _run(repo, "add", "--all", "--", *paths[i : i + _CHUNK])
     env = {**os.environ, **_env(repo)}
+    if merge_parent is not None:
+        old = repo.head.commit.hexsha
+        tree = _run(repo, "write-tree")
+        sha = _run(repo, "commit-tree", tree, "-p", old, "-p", merge_parent, "-F", "-",
+                   istream=_pipe(message), env=env).strip()
+        _run(repo, "update-ref", "-m", "ledger pull: merge", "HEAD", sha, old)
+        return sha
     _run(repo, "commit", "--quiet", "--allow-empty", "--no-verify", "-F", "-",
          istream=_pipe(message), env=env)
     return repo.head.commit.hexsha

@@ -1,0 +1,91 @@
+"""Merging ``ledger.yaml`` when git's line merge cannot: targets by name.
+
+Two operators adding a target each at the same time append to the same ``targets:``
+mapping, which a line merge sees as one conflicting hunk.  The targets are a mapping by
+name, so they merge like entries do: a target one side added, changed or removed is
+taken from that side; one both sides added or changed differently is a conflict naming
+it.  ``engine_repo`` and ``bench`` changed on one side only are taken from it; every
+other top-level key must be the same on both sides (else it is a conflict too: nothing
+is picked silently).  The text written is the local file with the
+targets replaced (its comments kept, see :func:`ledger.store.workspace.dump_config`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ledger.errors import MergeConflict
+from ledger.store.workspace import CONFIG_NAME
+from ledger.store.workspace import dump_config
+from ledger.store.workspace import parse_config_text
+
+TAKEN = ("engine_repo", "bench")
+
+
+def _load(text: str) -> dict[str, Any]:
+    from ruamel.yaml import YAML
+
+    data = YAML(typ="safe", pure=True).load(text) if text.strip() else {}
+    return data if isinstance(data, dict) else {}
+
+
+def merge_config(base: str, ours: str, theirs: str) -> str:
+    """The merged ``ledger.yaml`` text, or MergeConflict naming what both sides changed."""
+    b, o, t = _load(base), _load(ours), _load(theirs)
+    keys = sorted((set(o) | set(t)) - {"targets"}, key=str)
+    # engine_repo and bench are written from the config: one side's change is taken;
+    # any other key (written as text) must be the same on both sides.
+    taken = [k for k in keys if k in TAKEN and o.get(k) == b.get(k) != t.get(k)]
+    clashes = [k for k in keys if o.get(k) != t.get(k) and k not in taken]
+    conflicts = [(f"{k}: {t.get(k)!r}", f"{k}: {o.get(k)!r}", f"{CONFIG_NAME} key {k}")
+                 for k in clashes]
+    bt, ot, tt = (dict(x.get("targets") or {}) for x in (b, o, t))
+    merged = dict(ot)
+    for name in sorted(set(bt) | set(ot) | set(tt)):
+        mine, other, was = ot.get(name), tt.get(name), bt.get(name)
+        if mine == other or other == was:
+            continue
+        if mine == was:
+            if other is None:
+                merged.pop(name, None)
+            else:
+                merged[name] = other
+            continue
+        conflicts.append((f"target {name}: {other!r}", f"target {name}: {mine!r}",
+                          f"{CONFIG_NAME} target {name}"))
+    if conflicts:
+        raise MergeConflict(conflicts, f"edit {CONFIG_NAME} so it holds what both sides meant "
+                                       "(`ledger target add` on one side), commit, and pull again")
+    order = [n for n in ot if n in merged] + [n for n in tt if n in merged and n not in ot]
+    text = _with_targets(ours, {n: merged[n] for n in order}, theirs if taken else None,
+                         taken)
+    parse_config_text(text, CONFIG_NAME)  # what is written must read back
+    return text
+
+
+def _with_targets(ours: str, targets: dict[str, Any], theirs: str | None = None,
+                  taken: list[str] = ()) -> str:
+    config = parse_config_text(ours, CONFIG_NAME)
+    only = parse_config_text("version: 1\ntargets:\n" + _targets_yaml(targets), CONFIG_NAME)
+    config.targets = only.targets
+    if theirs is not None:
+        other = parse_config_text(theirs, CONFIG_NAME)
+        if "engine_repo" in taken:
+            config.engine_repo = other.engine_repo
+        if "bench" in taken:
+            config.bench_command = other.bench_command
+    return dump_config(config, ours)
+
+
+def _targets_yaml(targets: dict[str, Any]) -> str:
+    import io
+
+    from ruamel.yaml import YAML
+
+    if not targets:
+        return "  {}\n"
+    yaml = YAML()
+    yaml.indent(mapping=2, sequence=4, offset=2)
+    buf = io.StringIO()
+    yaml.dump(targets, buf)
+    return "".join(f"  {line}\n" for line in buf.getvalue().splitlines())

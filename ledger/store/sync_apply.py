@@ -1,0 +1,148 @@
+"""This machine's files for a merged ledger: target bytes and the engine's patch stack.
+
+A pull moves the local ledger (``ours``) to the merged one.  Target files are brought
+there in two steps, as a rebase would: first to the remote's ledger (``theirs``: the
+local-only changes are undone and the remote's made), then to the merged ledger (the
+local-only entries replayed on top).  Every clone that later fast-forwards to the pushed
+result computes its files from the remote's state the same way, so the clones end
+byte-identical even where knobs are added or removed (their lines go in by anchors, see
+:mod:`ledger.core.layout`, and the order of additions matters).
+
+A (target, knob) layer that one ledger does not have yet holds its base there: the
+``before`` of the layer's first entry (from the side that has it; a conflict guarantees
+only one side adds entries to a layer).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping
+from typing import Sequence
+
+from ledger.core import planner
+from ledger.core.model import Entry
+from ledger.errors import DriftError
+from ledger.store.apply import drift_in
+from ledger.store.apply import new_target_bytes
+from ledger.store.apply import read_targets
+from ledger.store.targets import TargetFile
+from ledger.store.targets import parse_target
+from ledger.store.workspace import Workspace
+
+Expected = dict[planner.KnobKey, tuple[str | None, str | None, str | None]]
+
+
+def expected_in(ledger: Sequence[Entry], universe: Sequence[Entry]) -> Expected:
+    """(value, exact text, exact lines) per layer of ``universe`` as ``ledger`` has it."""
+    mine = planner.knob_layers(ledger)
+    out: Expected = {}
+    for key, layer in planner.knob_layers(universe).items():
+        own = mine.get(key)
+        if own:
+            out[key] = (planner.layer_value(own), planner.layer_source(own),
+                        planner.layer_lines(own))
+        else:
+            first = layer[0]
+            out[key] = (first.before, first.before_source, first.before_lines)
+    return out
+
+
+def _step(files: dict[str, TargetFile], universe: Sequence[Entry], frm: Expected,
+          to: Expected) -> dict[str, TargetFile]:
+    edits = {k: (frm[k][0], to[k][0]) for k in to if frm[k][0] != to[k][0]}
+    if not edits:
+        return files
+    sources = {k: v[1] for k, v in to.items()}
+    lines = {k: v[2] for k, v in to.items()}
+    writes = new_target_bytes(files, edits, universe, sources, lines)
+    out = dict(files)
+    for name, tf in files.items():
+        if tf.path in writes:
+            out[name] = parse_target(tf.target, tf.path, writes[tf.path][1])
+    return out
+
+
+def target_writes(
+    ws: Workspace,
+    ours: Sequence[Entry],
+    theirs: Sequence[Entry],
+    merged: Sequence[Entry],
+    universe: Sequence[Entry],
+    *,
+    force: bool = False,
+) -> dict[Path, tuple[bytes, bytes]]:
+    """(old, new) bytes per target file this machine must change for the merge.
+
+    ``ws`` carries the merged ``ledger.yaml`` (targets the remote added are resolved with
+    it); only targets with a knob whose value changes are read.  Drift against the local
+    ledger is refused (unless ``force``), as every mutating command refuses it.
+    """
+    e_ours = expected_in(ours, universe)
+    e_theirs = expected_in(theirs, universe)
+    e_merged = expected_in(merged, universe)
+    touched = sorted({k[0] for k in e_ours
+                      if e_ours[k][0] != e_theirs[k][0] or e_theirs[k][0] != e_merged[k][0]})
+    files = read_targets(ws, touched)
+    drifts = drift_in(ws, ours, files)
+    if drifts and not force:
+        raise DriftError(drifts)
+    step1 = _step(files, universe, e_ours, e_theirs)
+    step2 = _step(step1, universe, e_theirs, e_merged)
+    return {tf.path: (files[name].raw, step2[name].raw)
+            for name, tf in step2.items() if step2[name].raw != files[name].raw}
+
+
+@dataclass
+class EngineSync:
+    """The engine part of a pull: the prepared stack change."""
+
+    repo: Path
+    head: str
+    step: object
+    diff: str
+    files: tuple[Path, ...]
+
+
+def engine_sync(
+    ws: Workspace,
+    ours: Sequence[Entry],
+    merged: Sequence[Entry],
+    replayed_or_dropped: Sequence[str],
+    texts: Mapping[str, str],
+    message: str,
+) -> EngineSync | None:
+    """Plan the engine tree for the merged ledger, or None when it does not change.
+
+    The stack is the merged record order, with the local-only patch entries (replayed
+    or dropped) on top in their local order — that is where they are in the engine repo
+    now, so :meth:`~ledger.patches.stack.EngineRepo.plan_stack` un-applies them and
+    re-applies what stays, above the remote's patches.
+    """
+    from ledger.patches.stack import StackItem
+    from ledger.store.patch_entries import engine_repo
+
+    now = {e.id: e for e in ours}
+    after = {e.id: e for e in merged}
+    local = set(replayed_or_dropped)
+    order = [e for e in merged if e.kind == "patch" and e.id not in local]
+    order += sorted((now[i] for i in local if i in now and now[i].kind == "patch"),
+                    key=lambda e: e.seq)
+    items = [StackItem(e.id, e.title, texts[e.id],
+                       applied_now=now[e.id].applied if e.id in now else False,
+                       applied_after=after[e.id].applied if e.id in after else False,
+                       cls=e.cls) for e in order]
+    if not any(i.action for i in items):
+        return None
+    repo = engine_repo(ws)
+    repo.require_clean()
+    stack = repo.plan_stack(items)
+    if stack.is_noop:
+        return None
+
+    def step() -> None:
+        repo.apply_plan(stack, message=message[:200])
+
+    touched = sorted({f for e in order for f in e.files})
+    return EngineSync(Path(repo.path), stack.head, step, repo.plan_diff(stack),
+                      tuple(Path(repo.path) / f for f in touched))
