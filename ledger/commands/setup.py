@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Mapping
 
 from envknobs.formats import FormatError
 from ledger.commands.session import Session
@@ -15,6 +16,7 @@ from ledger.errors import InvalidValue
 from ledger.errors import Refused
 from ledger.evidence.runner import DEFAULT_BENCH_COMMAND
 from ledger.store import wsgit
+from ledger.store.roots import split_rooted
 from ledger.store.targets import format_of
 from ledger.store.targets import read_target
 from ledger.store.workspace import CONFIG_NAME
@@ -24,11 +26,19 @@ from ledger.store.workspace import check_target_file
 from ledger.store.workspace import dump_config
 from ledger.store.workspace import entries_bytes
 
-GITIGNORE = "# local state of knob ledger: lock, intent record, backups\n.ledger/\n"
+GITIGNORE = ("# local state of knob ledger: lock, intent record, backups\n.ledger/\n"
+             "# this machine's root directories (see `ledger root list`)\nledger.local.yaml\n")
 
 
-def init_workspace(directory: Path, engine_repo: str | None = None, dry_run: bool = False) -> Path:
-    """Create a workspace in ``directory`` (a new git repo with ledger.yaml)."""
+def init_workspace(directory: Path, engine_repo: str | None = None, dry_run: bool = False,
+                   roots: Mapping[str, str] | None = None) -> Path:
+    """Create a workspace in ``directory`` (a new git repo with ledger.yaml).
+
+    ``roots``: NAME -> directory, declared in ledger.yaml as given (a relative directory
+    is relative to the workspace, as in ledger.yaml); the engine repo
+    is written under the root holding it, else relative inside the workspace, else (no
+    root holds it) as the absolute path older workspaces have (`ledger root add` makes it
+    portable later)."""
     root = Path(directory).absolute()
     if (root / CONFIG_NAME).exists():
         raise Refused(f"{root} is already a ledger workspace")
@@ -39,13 +49,19 @@ def init_workspace(directory: Path, engine_repo: str | None = None, dry_run: boo
         repo_path = Path(engine_repo).absolute()
         if not (repo_path / ".git").exists():
             raise InvalidValue(f"engine repo {engine_repo}: not a git checkout (no .git)")
-        repo_setting = _relative_if_inside(repo_path, root)
+    declared = _init_roots(roots or {}, root)
+    if engine_repo is not None:
+        from ledger.store.roots import Roots
+
+        repo_path = Path(os.path.normpath(repo_path))
+        repo_setting = Roots(root, declared, env={}).spell(repo_path) or str(repo_path)
     if dry_run:
         return root
     root.mkdir(parents=True, exist_ok=True)
     if not (root / ".git").exists():
         wsgit.init(root)
-    config = Config(engine_repo=repo_setting, bench_command=DEFAULT_BENCH_COMMAND)
+    config = Config(engine_repo=repo_setting, bench_command=DEFAULT_BENCH_COMMAND,
+                    roots=declared)
     (root / CONFIG_NAME).write_text(dump_config(config), encoding="utf-8")
     (root / ".gitignore").write_text(GITIGNORE, encoding="utf-8")
     (root / ENTRIES_NAME).write_bytes(entries_bytes([]))
@@ -61,31 +77,43 @@ def init_workspace(directory: Path, engine_repo: str | None = None, dry_run: boo
     return root
 
 
-def _relative_if_inside(path: Path, root: Path) -> str:
-    try:
-        return str(path.relative_to(root))
-    except ValueError:
-        return str(path)
+def _init_roots(roots: Mapping[str, str], root: Path) -> dict[str, str | None]:
+    from ledger.store.roots import check_root_name
+
+    out: dict[str, str | None] = {}
+    for name, directory in roots.items():
+        check_root_name(name, "--root")
+        given = Path(os.path.expanduser(directory))
+        absolute = Path(os.path.normpath(given if given.is_absolute() else root / given))
+        if not absolute.is_dir():
+            raise InvalidValue(f"--root {name}={directory}: {absolute} is not a directory")
+        out[name] = directory
+    return out
 
 
 def add_target(
     s: Session, name: str, path: str, fmt: str, container: str | None, cwd: Path, dry_run: bool,
-    key_path: str | None = None, flags: str | None = None,
+    key_path: str | None = None, flags: str | None = None, root: str | None = None,
 ) -> Target:
     """Put a file under management (it must exist, parse, and not be a symlink).
 
     ``container``: the k8s container address; ``key_path``/``flags``: where a yaml-map's
     map is, and the engine whose server flags its keys are (an ``--config`` file).
     The name is checked against ``ledger.yaml`` as it is once the writer lock is held, so
-    two concurrent adds of different targets both land (see :func:`edit_config`)."""
+    two concurrent adds of different targets both land (see :func:`edit_config`).
+
+    The path is written relative inside the workspace and ``ROOT:PATH`` under a root
+    outside it (``root``: that root; else the root holding it most deeply); a file under
+    no root outside the workspace, or held equally by two, is refused
+    (:meth:`~ledger.store.roots.Roots.place`): the committed ledger.yaml never holds an
+    absolute path of this machine, and the core never asks."""
     check_target_name(name)
     _refuse_taken(s.ws.config, name)
     abs_path = Path(path) if Path(path).is_absolute() else (cwd / path)
     abs_path = Path(os.path.normpath(abs_path))
     check_target_file(abs_path)
     try:
-        target = Target(name, _relative_if_inside(abs_path, s.ws.root), fmt, container,
-                        key_path, flags)
+        target = Target(name, s.ws.place(abs_path, root), fmt, container, key_path, flags)
         format_of(target)  # a malformed container address or key path fails here
     except FormatError as e:
         raise InvalidValue(f"target {name}: {e}") from None
@@ -97,7 +125,10 @@ def add_target(
         _refuse_taken(config, name)
         config.targets[name] = target
 
-    edit_config(s, f"target add {name}: {target.path} ({fmt})\n", add)
+    # A file inside the workspace is committed with the ledger (a GitOps engine applies
+    # what the repository holds), unless .gitignore keeps it this machine's.
+    inside = [] if split_rooted(target.path) else wsgit.not_ignored(s.ws.root, [target.path])
+    edit_config(s, f"target add {name}: {target.path} ({fmt})\n", add, inside)
     return target
 
 

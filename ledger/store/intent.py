@@ -71,6 +71,9 @@ class Intent:
     # `ledger pull`: the remote commit merged, whose ledger.yaml may name targets the
     # workspace HEAD before did not (they are managed too, for recovery)
     merge_parent: str | None = None
+    # files inside the workspace committed as they are (a manifest put under management
+    # by `target add`): rollback only takes them out of the index again
+    staged: tuple[str, ...] = ()
 
     def describe(self) -> str:
         return f"`ledger {self.command}` (started {self.started})"
@@ -86,6 +89,7 @@ class Intent:
                        if self.engine_path else None),
             "temps": list(self.temps),
             **({"merge_parent": self.merge_parent} if self.merge_parent else {}),
+            **({"staged": list(self.staged)} if self.staged else {}),
         }
 
 
@@ -108,7 +112,7 @@ def _list(d: dict, key: str, where: str) -> list:
     if not isinstance(v, list):
         raise _bad(where, f"field {key!r} must be a list, not {type(v).__name__}")
     for item in v:
-        if not isinstance(item, dict) and key != "temps":
+        if not isinstance(item, dict) and key not in ("temps", "staged"):
             raise _bad(where, f"each item of {key!r} must be an object, found {item!r}")
     return v
 
@@ -130,6 +134,10 @@ def parse_intent(data, where: str) -> Intent:
     temps = _list(data, "temps", where)
     if not all(isinstance(t, str) for t in temps):
         raise _bad(where, "field 'temps' must be a list of paths")
+    staged = _list(data, "staged", where)
+    if not all(isinstance(t, str) and not os.path.isabs(t) and ".." not in t.split("/")
+               for t in staged):
+        raise _bad(where, "field 'staged' must be a list of paths inside the workspace")
     engine = data.get("engine")
     if engine is not None and not isinstance(engine, dict):
         raise _bad(where, f"field 'engine' must be an object or null, not {engine!r}")
@@ -145,6 +153,7 @@ def parse_intent(data, where: str) -> Intent:
         engine_head=_str(engine, "head", where, _SHA, True) if engine else None,
         temps=tuple(temps),
         merge_parent=_str(data, "merge_parent", where, _SHA, True),
+        staged=tuple(staged),
     )
 
 
