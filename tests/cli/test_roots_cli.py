@@ -160,8 +160,7 @@ def test_doctor_and_recovery_on_a_rooted_target(tmp_path):
     r = run_cli(ws, "status")
     assert "rolled back" in r.stderr
     assert (deploy / "serve.sh").read_text() == SERVE
-    out = ok(run_cli(ws, "doctor"))
-    assert "error" not in out.lower() or "0 error" in out.lower()
+    assert "no problems found" in ok(run_cli(ws, "doctor"))
     # the root's directory gone on this machine: said, naming where it came from
     r = run_cli(ws, "target", "show", "decode", env={"LEDGER_ROOT_DEPLOY": str(tmp_path / "x")})
     assert_refused(r, "LEDGER_ROOT_DEPLOY", str(tmp_path / "x"), "not a directory")
