@@ -118,3 +118,57 @@ def test_the_same_knob_on_both_sides_is_refused_naming_both(machines):
     r = run_cli(ws2, "pull")
     assert_refused(r, a, b, f"knob {CTAS} in target serve", f"--drop {b}")
     assert s2.read_bytes() == before and git(ws2, "rev-parse", "HEAD") == head
+
+
+MANIFEST = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: sglang-decode
+spec:
+  template:
+    spec:
+      containers:
+        - name: sglang
+          image: lmsysorg/sglang:v0.5.5
+          env:
+            - name: SGLANG_SM120_MMA_TARGET_CTAS
+              value: "256"
+            - name: SGLANG_DISAGGREGATION_QUEUE_SIZE
+              value: "4"
+            - name: SGLANG_INIT_NEW_TOKEN_RATIO
+              value: "0.7"
+"""
+
+
+def test_gitops_two_operators_change_one_committed_manifest(tmp_path):
+    """The manifest lives in the workspace repo: each record is a commit holding it, a
+    pull writes it from the merged ledger, and every clone ends with the same bytes."""
+    bare = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "--quiet", "--bare", "-b", "main", str(bare)], check=True)
+    ws1 = tmp_path / "op1"
+    ok(run_cli(tmp_path, "init", ws1))
+    _identity(ws1, "op1")
+    (ws1 / "k8s").mkdir()
+    (ws1 / "k8s" / "decode.yaml").write_text(MANIFEST)
+    ok(run_cli(ws1, "target", "add", "decode", ws1 / "k8s" / "decode.yaml", "--format", "k8s",
+               "--container", "sglang"))
+    git(ws1, "remote", "add", "origin", str(bare))
+    git(ws1, "push", "--quiet", "-u", "origin", "main")
+    ws2 = tmp_path / "op2"
+    subprocess.run(["git", "clone", "--quiet", str(bare), str(ws2)], check=True)
+    _identity(ws2, "op2")
+    for ws, assignment in ((ws1, f"{CTAS}=512"), (ws2, f"{RATIO}=0.8")):
+        ok(run_cli(ws, "record", "knob", "decode", assignment, "--class", "perf",
+                   "--title", assignment, "--no-validate"))
+    ok(run_cli(ws1, "push"))
+    ok(run_cli(ws2, "pull"))
+    ok(run_cli(ws2, "push"))
+    ok(run_cli(ws1, "pull"))
+    want = MANIFEST.replace('"256"', '"512"').replace('"0.7"', '"0.8"')
+    for ws in (ws1, ws2):
+        assert (ws / "k8s" / "decode.yaml").read_text() == want
+        assert git(ws, "show", "HEAD:k8s/decode.yaml") + "\n" == want  # what Argo CD sees
+        assert git(ws, "status", "--porcelain") == ""
+        assert run_cli(ws, "status", "--exit-code").returncode == 0
+    assert entries(ws1) == entries(ws2)
