@@ -13,8 +13,8 @@ the workspace (:func:`check_scope`) before anything is touched:
   workspace (in ``ledger.yaml`` now, at the workspace HEAD the record names, or at the
   remote commit a pull was merging) or a file
   of the engine repo; rollback further restores only files the named backup holds;
-* a ledger file must be a relative path inside the workspace, outside ``.git`` and
-  ``.ledger``, with no ``..`` and no symlinked directory on the way;
+* a ledger file (and a file staged as it is, ``staged``) must be a relative path inside
+  the workspace, outside ``.git`` and ``.ledger``, with no ``..`` and no symlinked directory on the way;
 * the engine repo must be the workspace's own, its HEAD a full object id;
 * a temporary file must carry this operation's ``.ledger-tmp-<op>-`` name.
 
@@ -135,9 +135,8 @@ def parse_intent(data, where: str) -> Intent:
     if not all(isinstance(t, str) for t in temps):
         raise _bad(where, "field 'temps' must be a list of paths")
     staged = _list(data, "staged", where)
-    if not all(isinstance(t, str) and not os.path.isabs(t) and ".." not in t.split("/")
-               for t in staged):
-        raise _bad(where, "field 'staged' must be a list of paths inside the workspace")
+    if not all(isinstance(t, str) for t in staged):
+        raise _bad(where, "field 'staged' must be a list of paths")
     engine = data.get("engine")
     if engine is not None and not isinstance(engine, dict):
         raise _bad(where, f"field 'engine' must be an object or null, not {engine!r}")
@@ -205,6 +204,8 @@ def check_scope(ws: Workspace, intent: Intent, managed_paths: set[str]) -> None:
             raise _damaged(where, f"{t.path} is not a file this workspace manages")
     for f in intent.ledger_files:
         check_ledger_file(ws, f.path)
+    for rel in intent.staged:  # only ever taken out of the index, still: the workspace's
+        check_ledger_file(ws, rel)
     for tmp in intent.temps:
         if not _is_normal_abs(tmp) or temp_owner(os.path.basename(tmp)) != intent.op:
             raise _damaged(where, f"temporary file {tmp!r} is not named {TEMP_PREFIX}{intent.op}-…")

@@ -36,6 +36,13 @@ unknown, has no directory on this machine, or whose directory does not exist is 
 error naming where its value came from (``ledger.yaml:4``, ``ledger.local.yaml:2`` or the
 variable) and the value.  Roots are resolved when a path under them is needed, so a
 workspace whose one root is missing here still serves its other targets.
+
+Writing a path (:meth:`Roots.place`, used by ``target add``, ``init`` and ``root add``):
+inside the workspace it is relative; outside, ``ROOT:PATH`` under the root whose
+directory holds it most deeply on this machine (``--root NAME`` picks one).  Never
+guessed: a path outside the workspace under no root is refused (declare one, or pass
+``--root``: the core never asks, a CI run has no stdin), and two roots (or a root and the
+workspace) holding it equally deep are refused with both named.
 """
 
 from __future__ import annotations
@@ -57,8 +64,12 @@ __all__ = [
     "RootError",
     "Roots",
     "check_root_name",
+    "check_spelling",
     "contract_home",
     "env_var",
+    "ignore_with_local",
+    "local_text",
+    "parse_declared",
     "parse_local_roots",
     "split_rooted",
 ]

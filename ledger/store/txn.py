@@ -70,11 +70,11 @@ from ledger.store.intent import LedgerFile
 from ledger.store.intent import TargetChange
 from ledger.store.recovery import backup_store
 from ledger.store.recovery import inside_workspace
-from ledger.store.roots import LOCAL_NAME
 from ledger.store.recovery import needs_recovery
 from ledger.store.recovery import recover
 from ledger.store.recovery import rollback
 from ledger.store.recovery import sha256_or_none
+from ledger.store.roots import LOCAL_NAME
 from ledger.store.workspace import Workspace
 
 __all__ = ["CRASH_POINTS", "INTENT", "Outcome", "Transaction", "WriterLock", "backup_store",

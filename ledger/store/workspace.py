@@ -372,6 +372,19 @@ class Workspace:
         """The file ``target`` is on this machine (RootError if its root is not here)."""
         return self.roots.path_of(target.path)
 
+    def target_paths_here(self) -> dict[str, Path]:
+        """Each target's file on this machine, leaving out targets whose root has no
+        directory here (they have no file on this machine to touch)."""
+        from ledger.store.roots import RootError
+
+        out = {}
+        for name, t in self.config.targets.items():
+            try:
+                out[name] = self.target_path(t)
+            except RootError:
+                pass
+        return out
+
     @property
     def engine_repo_path(self) -> Path | None:
         """The engine repo on this machine, or None when ledger.yaml names none."""
