@@ -36,9 +36,9 @@ def init_workspace(directory: Path, engine_repo: str | None = None, dry_run: boo
 
     ``roots``: NAME -> directory, declared in ledger.yaml as given (a relative directory
     is relative to the workspace, as in ledger.yaml); the engine repo
-    is written under the root holding it, else relative inside the workspace, else (no
-    root holds it) as the absolute path older workspaces have (`ledger root add` makes it
-    portable later)."""
+    is written under the root holding it, or relative inside the workspace; one outside
+    the workspace under no root is refused as ``target add`` refuses a file (declare a
+    root with ``--root NAME=DIR``)."""
     root = Path(directory).absolute()
     if (root / CONFIG_NAME).exists():
         raise Refused(f"{root} is already a ledger workspace")
@@ -54,7 +54,14 @@ def init_workspace(directory: Path, engine_repo: str | None = None, dry_run: boo
         from ledger.store.roots import Roots
 
         repo_path = Path(os.path.normpath(repo_path))
-        repo_setting = Roots(root, declared, env={}).spell(repo_path) or str(repo_path)
+        roots_here = Roots(root, declared, env={})
+        if not roots_here.holders(repo_path) and not repo_path.is_relative_to(root):
+            raise Refused(f"engine repo {repo_path} is outside the workspace ({root}) and "
+                          "under no root: ledger.yaml would hold an absolute path of this "
+                          f"machine. Declare a root that holds it: `ledger init {directory} "
+                          f"--engine-repo {engine_repo} --root engine={repo_path}` (or `ledger "
+                          "root add NAME DIR` in an existing workspace)")
+        repo_setting = roots_here.place(repo_path)
     if dry_run:
         return root
     root.mkdir(parents=True, exist_ok=True)

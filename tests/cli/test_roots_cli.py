@@ -120,9 +120,13 @@ def test_root_add_rewrites_an_old_workspaces_absolute_paths_all_or_nothing(tmp_p
     engine = deploy / "engine"
     engine.mkdir()
     subprocess.run(["git", "init", "--quiet", str(engine)], check=True)
-    ok(run_cli(tmp_path, "init", ws, "--engine-repo", engine))
+    r = run_cli(tmp_path, "init", ws, "--engine-repo", engine)
+    assert_refused(r, str(engine), "under no root", f"--root engine={engine}")
+    assert not ws.exists()
+    ok(run_cli(tmp_path, "init", ws))
     # an older workspace: absolute paths, as previous versions wrote them
-    text = (ws / "ledger.yaml").read_text().replace(
+    text = (ws / "ledger.yaml").read_text().replace("engine_repo:\n", f"engine_repo: {engine}\n")
+    text = text.replace(
         "targets: {}", f"targets:\n  a:\n    path: {deploy / 'a.sh'}\n    format: bash\n"
                        f"  b:\n    path: {deploy / 'b.sh'}\n    format: bash")
     (ws / "ledger.yaml").write_text(text)
