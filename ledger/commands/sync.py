@@ -70,8 +70,9 @@ from ledger.store import wsgit
 from ledger.store.apply import unified
 from ledger.store.roots import LOCAL_NAME
 from ledger.store.roots import ignore_with_local
-from ledger.store.roots import split_rooted
 from ledger.store.sync_apply import engine_sync
+from ledger.store.sync_apply import inside_targets
+from ledger.store.sync_apply import take_computed
 from ledger.store.sync_apply import target_writes
 from ledger.store.txn import Transaction
 from ledger.store.workspace import CONFIG_NAME
@@ -147,50 +148,10 @@ def _merge_and_apply(s: Session, ws: Workspace, name: str, branch: str, base: st
         raise
     deferred: list[str] = []
     writes, notices = merge_files(root, base, head, theirs, merged, sides[1],
-                                  managed=_inside_targets(ws, theirs), deferred=deferred)
+                                  managed=inside_targets(ws, theirs), deferred=deferred)
     return _apply_merge(s, ws, (name, branch), sides, merged, writes, texts, theirs,
                         Pulled(name, branch, "merged", merged, dry_run=dry_run, notices=notices,
                                ledger_files=sorted(writes)), force, deferred)
-
-
-def _inside_targets(ws: Workspace, theirs: str) -> set[str]:
-    """Workspace-relative paths of the targets inside the workspace, here and on the
-    remote: files the ledger writes, which git also carries (GitOps manifests)."""
-    configs = [ws.config]
-    raw = gitsync.blob(ws.root, theirs, CONFIG_NAME)
-    if raw is not None:
-        try:
-            configs.append(parse_config_text(raw.decode("utf-8"), CONFIG_NAME))
-        except LedgerError:
-            pass
-    return {Path(t.path).as_posix() for c in configs for t in c.targets.values()
-            if not Path(t.path).is_absolute() and split_rooted(t.path) is None}
-
-
-def _take_computed(ws: Workspace, targets, writes: dict[str, bytes | None],
-                   deferred: Sequence[str], notices: list[str]) -> None:
-    """A target file inside the workspace is written from the merged ledger (its knobs
-    replayed on this machine's file, as for every target), not from git's line merge of
-    it; git's version stays only where the ledger changes nothing in the file.  A file
-    both sides changed that git cannot merge and the ledger does not write is a conflict."""
-    from ledger.store.recovery import inside_workspace
-
-    computed = {}
-    for path, (_, new) in targets.items():
-        for rel in inside_workspace(ws, [path]):
-            computed[rel] = new
-    for rel, new in computed.items():
-        if rel in writes:
-            if writes[rel] is not None and writes[rel] != new:
-                notices.append(f"{rel}: written from the merged ledger; git's line merge of it "
-                               "differed (an edit outside the ledger's knobs on one side?): "
-                               "check it with `git diff HEAD^1 -- " + rel + "`")
-            del writes[rel]
-    left = [rel for rel in deferred if rel not in computed]
-    if left:
-        raise MergeConflict([(f"{rel} as the remote has it", f"{rel} as this workspace has it",
-                              f"file {rel}") for rel in left],
-                            "edit the file so both changes are in it, commit it, and pull again")
 
 
 def _apply_merge(s: Session, ws: Workspace, where: tuple[str, str], sides, merged: Merged,
@@ -207,7 +168,7 @@ def _apply_merge(s: Session, ws: Workspace, where: tuple[str, str], sides, merge
     local = {e.id for e in sides[1]} - {e.id for e in sides[0]} - {e.id for e in sides[2]}
     universe = list(merged.entries) + [e for e in sides[1] if e.id in merged.dropped]
     targets = target_writes(mws, sides[1], sides[2], merged.entries, universe, force=force)
-    _take_computed(ws, targets, writes, deferred, result.notices)
+    take_computed(ws, targets, writes, deferred, result.notices)
     result.ledger_files = sorted(writes)
     message = pull_message(name, branch, merged)
     engine = engine_sync(mws, sides[1], merged.entries, sorted(local), texts,
@@ -307,7 +268,7 @@ def merge_files(root: Path, base: str, head: str, theirs: str, merged: Merged,
     """The workspace files to write for the merge (path -> bytes, None = delete), and
     notices; a collision that cannot be merged raises MergeConflict — except in a target
     file inside the workspace (``managed``), which goes to ``deferred``: the merged
-    ledger writes it (:func:`_take_computed`).  ``.gitignore`` gets the
+    ledger writes it (:func:`~ledger.store.sync_apply.take_computed`).  ``.gitignore`` gets the
     ``ledger.local.yaml`` line when it lacks it."""
     ch_ours = gitsync.changed(root, base, head)
     ch_theirs = gitsync.changed(root, base, theirs)
