@@ -11,24 +11,8 @@ import pytest
 
 from tests.store.kit import assert_refused
 from tests.store.kit import run_cli
+from tests.sync.kit import MANIFEST
 
-MANIFEST = """\
-apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: sglang-decode
-spec:
-  template:
-    spec:
-      containers:
-        - name: sglang
-          image: lmsysorg/sglang:v0.5.5
-          env:
-            - name: SGLANG_SM120_MMA_TARGET_CTAS
-              value: "256"
-            - name: SGLANG_DISAGGREGATION_QUEUE_SIZE
-              value: "4"
-"""
 SERVE = "#!/usr/bin/env bash\nexport SGLANG_SM120_MMA_TARGET_CTAS=256\nexec sglang\n"
 
 
@@ -63,7 +47,8 @@ def test_gitops_manifest_in_the_repo_every_change_a_commit_ci_fails_on_a_hand_ed
     assert r.returncode == 0, (r.stdout, r.stderr)
     assert "ok" in r.stdout
     # someone edits the manifest outside the ledger: CI fails, naming the file
-    (ws / "k8s" / "decode.yaml").write_text(MANIFEST.replace('"512"', '"1024"'))
+    live = ws / "k8s" / "decode.yaml"
+    live.write_text(live.read_text().replace('"512"', '"1024"'))
     r = run_cli(ws, "status", "--exit-code")
     assert r.returncode == 1
     assert str(ws / "k8s" / "decode.yaml") in r.stdout and "DRIFT" in r.stdout

@@ -16,6 +16,7 @@ import pytest
 
 from tests.store.kit import assert_refused
 from tests.store.kit import run_cli
+from tests.sync.kit import MANIFEST
 from tests.sync.kit import SERVE
 from tests.sync.kit import git
 
@@ -118,27 +119,6 @@ def test_the_same_knob_on_both_sides_is_refused_naming_both(machines):
     r = run_cli(ws2, "pull")
     assert_refused(r, a, b, f"knob {CTAS} in target serve", f"--drop {b}")
     assert s2.read_bytes() == before and git(ws2, "rev-parse", "HEAD") == head
-
-
-MANIFEST = """\
-apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: sglang-decode
-spec:
-  template:
-    spec:
-      containers:
-        - name: sglang
-          image: lmsysorg/sglang:v0.5.5
-          env:
-            - name: SGLANG_SM120_MMA_TARGET_CTAS
-              value: "256"
-            - name: SGLANG_DISAGGREGATION_QUEUE_SIZE
-              value: "4"
-            - name: SGLANG_INIT_NEW_TOKEN_RATIO
-              value: "0.7"
-"""
 
 
 def test_gitops_two_operators_change_one_committed_manifest(tmp_path):
