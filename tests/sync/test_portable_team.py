@@ -152,3 +152,21 @@ def test_gitops_two_operators_change_one_committed_manifest(tmp_path):
         assert git(ws, "status", "--porcelain") == ""
         assert run_cli(ws, "status", "--exit-code").returncode == 0
     assert entries(ws1) == entries(ws2)
+
+
+def test_a_pull_puts_ledger_local_yaml_in_an_older_gitignore(tmp_path):
+    from tests.sync.kit import make_team
+
+    op1, op2 = make_team(tmp_path, n=2)
+    ignore = op1.root / ".gitignore"
+    ignore.write_text(ignore.read_text().replace("ledger.local.yaml\n", ""))  # an older one
+    git(op1.root, "commit", "--quiet", "-m", "older .gitignore", "--", ".gitignore")
+    git(op1.root, "push", "--quiet")
+    git(op2.root, "pull", "--quiet")
+    assert "ledger.local.yaml" not in (op2.root / ".gitignore").read_text()
+    op1.record(CTAS, "512", "CTAS 512")
+    op1.push()
+    op2.pull()
+    assert "ledger.local.yaml" in (op2.root / ".gitignore").read_text().splitlines()
+    assert "ledger.local.yaml" in git(op2.root, "show", "HEAD:.gitignore").splitlines()
+    assert git(op2.root, "status", "--porcelain") == ""
