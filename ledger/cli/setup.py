@@ -42,6 +42,13 @@ def init(directory: str, engine_repo: str | None, roots: tuple[str, ...], dry_ru
     root = init_workspace(Path(directory), engine_repo, dry_run=dry_run, roots=declared)
     verb = "would initialise" if dry_run else "initialised"
     click.echo(f"{verb} ledger workspace in {safe(root)}")
+    if engine_repo is not None and not dry_run:
+        from ledger.store.workspace import Workspace
+
+        for name, default in Workspace(root).config.roots.items():
+            if name not in declared:  # the engine repo's own root, declared by init
+                click.echo(f"declared root {name} = {safe(default)} for the engine repo "
+                           f"(another machine: `ledger root add {name} DIR --local`)")
 
 
 @click.group()
@@ -75,19 +82,25 @@ def target_add(ctx, name: str, path: str, fmt: str, container: str | None,
     """Put the file PATH under management as target NAME.
 
     Inside the workspace PATH is written relative (and the file is committed with the
-    ledger); outside it, as ROOT:PATH under a declared root (`ledger root add`)."""
+    ledger); outside it, as ROOT:PATH under the declared root that holds it (`ledger root
+    add`), or under a new root for its directory, declared with it."""
     from ledger.commands.setup import add_target
     from ledger.commands.setup import target_summary
 
     s = ctx.find_object(State).session(ctx)
-    t = add_target(s, name, path, fmt, container, Path.cwd(), dry_run, key_path, flags,
-                   root_name)
+    t, new_root = add_target(s, name, path, fmt, container, Path.cwd(), dry_run, key_path,
+                             flags, root_name)
     verb = "would add" if dry_run else "added"
     where = ", ".join(
         f"{k.replace('_', ' ')} {v}" for k, v in t.to_dict().items() if k not in ("path", "format")
     )
     detail = f", {safe(where)}" if where else ""
     click.echo(f"{verb} target {t.name}: {safe(t.path)} ({t.format}{detail})")
+    if new_root is not None:
+        root, default = new_root
+        click.echo(f"{'would declare' if dry_run else 'declared'} root {root} = {safe(default)} "
+                   f"(another machine: `ledger root add {root} DIR --local` or "
+                   f"LEDGER_ROOT_{root.upper()}=DIR)")
     print_summary(target_summary(s, t.name, t))
 
 

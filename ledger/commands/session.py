@@ -131,6 +131,8 @@ def edit_config(s: Session, message: str, change: Callable[[Config], None],
         txn = Transaction(ws, s.command, s.now)
         return txn.execute(message=message, ledger_writes={CONFIG_NAME: text.encode()},
                            commit_also=commit_also).commit
+
+
 def _recover_bisect(ws: Workspace, command: str, now: str) -> str | None:
     """Restore the start of a bisect that was killed; say so (or that one is running)."""
     from ledger.store.bisect_state import in_progress

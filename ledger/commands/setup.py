@@ -4,6 +4,7 @@ under management, and say what the ledger understood of one."""
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 from typing import Mapping
 
@@ -16,6 +17,8 @@ from ledger.errors import InvalidValue
 from ledger.errors import Refused
 from ledger.evidence.runner import DEFAULT_BENCH_COMMAND
 from ledger.store import wsgit
+from ledger.store.roots import contract_home
+from ledger.store.roots import new_root_name
 from ledger.store.roots import split_rooted
 from ledger.store.targets import format_of
 from ledger.store.targets import read_target
@@ -37,8 +40,8 @@ def init_workspace(directory: Path, engine_repo: str | None = None, dry_run: boo
     ``roots``: NAME -> directory, declared in ledger.yaml as given (a relative directory
     is relative to the workspace, as in ledger.yaml); the engine repo
     is written under the root holding it, or relative inside the workspace; one outside
-    the workspace under no root is refused as ``target add`` refuses a file (declare a
-    root with ``--root NAME=DIR``)."""
+    the workspace under no root gets a root of its own, ``engine`` (its directory as the
+    default), as ``target add`` does for a file."""
     root = Path(directory).absolute()
     if (root / CONFIG_NAME).exists():
         raise Refused(f"{root} is already a ledger workspace")
@@ -55,13 +58,12 @@ def init_workspace(directory: Path, engine_repo: str | None = None, dry_run: boo
 
         repo_path = Path(os.path.normpath(repo_path))
         roots_here = Roots(root, declared, env={})
-        if not roots_here.holders(repo_path) and not repo_path.is_relative_to(root):
-            raise Refused(f"engine repo {repo_path} is outside the workspace ({root}) and "
-                          "under no root: ledger.yaml would hold an absolute path of this "
-                          f"machine. Declare a root that holds it: `ledger init {directory} "
-                          f"--engine-repo {engine_repo} --root engine={repo_path}` (or `ledger "
-                          "root add NAME DIR` in an existing workspace)")
-        repo_setting = roots_here.place(repo_path)
+        if roots_here.is_stray(repo_path):  # a root of its own, as target add does
+            name = new_root_name(repo_path, declared, preferred="engine")
+            declared[name] = contract_home(repo_path)
+            repo_setting = f"{name}:"
+        else:
+            repo_setting = roots_here.place(repo_path)
     if dry_run:
         return root
     root.mkdir(parents=True, exist_ok=True)
@@ -110,33 +112,48 @@ def add_target(
     two concurrent adds of different targets both land (see :func:`edit_config`).
 
     The path is written relative inside the workspace and ``ROOT:PATH`` under a root
-    outside it (``root``: that root; else the root holding it most deeply); a file under
-    no root outside the workspace, or held equally by two, is refused
-    (:meth:`~ledger.store.roots.Roots.place`): the committed ledger.yaml never holds an
-    absolute path of this machine, and the core never asks."""
+    outside it (``root``: that root; else the root holding it most deeply); a file held
+    equally by two is refused (:meth:`~ledger.store.roots.Roots.place`).  A file outside
+    the workspace under no root gets a root of its own, declared in the same commit
+    (:func:`~ledger.store.roots.new_root_name`, the directory as its default): returned
+    as ``(name, default)`` beside the target, for the CLI to say so."""
     check_target_name(name)
     _refuse_taken(s.ws.config, name)
     abs_path = Path(path) if Path(path).is_absolute() else (cwd / path)
     abs_path = Path(os.path.normpath(abs_path))
     check_target_file(abs_path)
+    new_root = None
+    if root is None and s.ws.roots.is_stray(abs_path):
+        new_root = (new_root_name(abs_path.parent, s.ws.config.roots),
+                    contract_home(abs_path.parent))
+        spelled = f"{new_root[0]}:{abs_path.name}"
+    else:
+        spelled = s.ws.place(abs_path, root)
     try:
-        target = Target(name, s.ws.place(abs_path, root), fmt, container, key_path, flags)
+        target = Target(name, spelled, fmt, container, key_path, flags)
         format_of(target)  # a malformed container address or key path fails here
     except FormatError as e:
         raise InvalidValue(f"target {name}: {e}") from None
-    read_target(s.ws, target)  # parses, so a bad file or a missing container fails now
+    # parses (by its path on this machine), so a bad file or a missing container fails now
+    read_target(s.ws, replace(target, path=str(abs_path)))
     if dry_run:
-        return target
+        return target, new_root
 
     def add(config: Config) -> None:
         _refuse_taken(config, name)
+        if new_root is not None:
+            if new_root[0] in config.roots:  # declared meanwhile by a concurrent command
+                raise Refused(f"root {new_root[0]} was declared while target {name} was "
+                              "being added: run the command again")
+            config.roots[new_root[0]] = new_root[1]
         config.targets[name] = target
 
     # A file inside the workspace is committed with the ledger (a GitOps engine applies
     # what the repository holds), unless .gitignore keeps it this machine's.
     inside = [] if split_rooted(target.path) else wsgit.not_ignored(s.ws.root, [target.path])
-    edit_config(s, f"target add {name}: {target.path} ({fmt})\n", add, inside)
-    return target
+    declared = f"; root {new_root[0]} = {new_root[1]}" if new_root else ""
+    edit_config(s, f"target add {name}: {target.path} ({fmt}){declared}\n", add, inside)
+    return target, new_root
 
 
 def _refuse_taken(config: Config, name: str) -> None:

@@ -39,10 +39,17 @@ workspace whose one root is missing here still serves its other targets.
 
 Writing a path (:meth:`Roots.place`, used by ``target add``, ``init`` and ``root add``):
 inside the workspace it is relative; outside, ``ROOT:PATH`` under the root whose
-directory holds it most deeply on this machine (``--root NAME`` picks one).  Never
-guessed: a path outside the workspace under no root is refused (declare one, or pass
-``--root``: the core never asks, a CI run has no stdin), and two roots (or a root and the
-workspace) holding it equally deep are refused with both named.
+directory holds it most deeply on this machine (``--root NAME`` picks one).  Two roots
+(or a root and the workspace) holding it equally deep are refused with both named.
+
+A file outside the workspace under no root (a first ``ledger target add
+/opt/sglang/serve.sh``, ``ledger init --engine-repo ~/src/sglang``): the command declares a
+root for its directory itself (:func:`new_root_name`: the directory's name, ``sglang``;
+``engine`` for the engine repo), with that directory as the team default, and says so.
+The core never asks (a CI run has no stdin), and refusing would break the plain
+``target add NAME PATH`` every operator types first; the ledger still commits no path of
+one machine but the root's default, which each machine overrides (``ledger.local.yaml``,
+``LEDGER_ROOT_<NAME>``) — the ``roots: {deploy: /opt/sglang}`` a team writes by hand.
 """
 
 from __future__ import annotations
@@ -53,6 +60,7 @@ from dataclasses import dataclass
 from dataclasses import field
 from pathlib import Path
 from typing import Callable
+from typing import Iterable
 from typing import Mapping
 
 from ledger.errors import ConfigError
@@ -108,6 +116,21 @@ def check_root_name(name: object, where: str, line: int | None = None) -> str:
     if not isinstance(name, str) or not ROOT_NAME.fullmatch(name):
         raise ConfigError(where, f"{name!r} is not a valid root name (lowercase letters, "
                                  "digits and _, starting with a letter)", line)
+    return name
+
+
+def new_root_name(directory: Path, taken: Iterable[str], preferred: str | None = None) -> str:
+    """A root name for ``directory`` not in ``taken``: ``preferred`` or the directory's
+    own name made a valid root name (``SGLang-0.5`` -> ``sglang_0_5``), ``_2``, ``_3`` ...
+    appended while taken."""
+    taken = set(taken)
+    base = preferred or re.sub(r"[^a-z0-9_]+", "_", directory.name.lower()).strip("_")
+    if not base or not base[0].isalpha():
+        base = f"root_{base}".rstrip("_")
+    base = base[:56]
+    name, n = base, 2
+    while name in taken:
+        name, n = f"{base}_{n}", n + 1
     return name
 
 
@@ -246,6 +269,11 @@ class Roots:
                     out.append((len(b.parts), name, f"{name}:" + ("" if rel == "." else rel)))
                     break
         return sorted(out, key=lambda h: (-h[0], h[1]))
+
+    def is_stray(self, path: Path) -> bool:
+        """True when ``path`` lies outside the workspace and under no root here."""
+        path = Path(os.path.normpath(path))
+        return _relative(path, self.workspace) is None and not self.holders(path)
 
     def place(self, path: Path, root: str | None = None) -> str:
         """``path`` (absolute, on this machine) as ledger.yaml writes it.

@@ -8,6 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from ruamel.yaml import YAML
 
 from tests.store.kit import assert_refused
 from tests.store.kit import run_cli
@@ -63,37 +64,60 @@ def test_gitops_manifest_in_the_repo_every_change_a_commit_ci_fails_on_a_hand_ed
     assert run_cli(ws, "status", "--exit-code").returncode == 0
 
 
-def test_target_add_outside_the_workspace_needs_a_root(tmp_path):
+def test_target_add_outside_the_workspace_under_no_root_declares_one(tmp_path):
     ws = tmp_path / "ws"
     ok(run_cli(tmp_path, "init", ws))
     deploy = tmp_path / "opt" / "sglang"
     deploy.mkdir(parents=True)
     (deploy / "serve.sh").write_text(SERVE)
-    r = run_cli(ws, "target", "add", "decode", deploy / "serve.sh", "--format", "bash")
-    assert_refused(r, str(deploy / "serve.sh"), "ledger root add NAME DIR", "--root")
-    assert "decode" not in (ws / "ledger.yaml").read_text()
-    out = ok(run_cli(ws, "root", "add", "deploy", deploy))
-    assert "added root deploy" in out
     out = ok(run_cli(ws, "target", "add", "decode", deploy / "serve.sh", "--format", "bash"))
-    assert "deploy:serve.sh" in out and "deploy:serve.sh" in (ws / "ledger.yaml").read_text()
-    assert_refused(run_cli(ws, "root", "add", "deploy", tmp_path), "ledger.yaml:", "declared",
+    assert "added target decode: sglang:serve.sh" in out
+    assert f"declared root sglang = {deploy}" in out
+    config = (ws / "ledger.yaml").read_text()
+    assert "path: sglang:serve.sh" in config  # the default: `root list` below
+    assert git(ws, "status", "--porcelain") == ""
+    assert_refused(run_cli(ws, "root", "add", "sglang", tmp_path), "ledger.yaml:", "declared",
                    "--local")
     rows = json.loads(ok(run_cli(ws, "--json", "root", "list")))
-    assert rows == [{"name": "deploy", "default": str(deploy), "directory": str(deploy),
+    assert rows == [{"name": "sglang", "default": str(deploy), "directory": str(deploy),
                      "from": "ledger.yaml:4", "problem": None}]
     # this machine puts the root elsewhere (ledger.local.yaml), and a shell elsewhere again
     mine = tmp_path / "mine"
     mine.mkdir()
     (mine / "serve.sh").write_text(SERVE.replace("256", "128"))
-    ok(run_cli(ws, "root", "add", "deploy", mine, "--local"))
+    ok(run_cli(ws, "root", "add", "sglang", mine, "--local"))
     assert "ledger.local.yaml" in (ws / ".gitignore").read_text()
     assert git(ws, "status", "--porcelain") == ""
     rows = json.loads(ok(run_cli(ws, "--json", "root", "list")))
     assert rows[0]["directory"] == str(mine) and rows[0]["from"] == "ledger.local.yaml:3"
     show = json.loads(ok(run_cli(ws, "--json", "target", "show", "decode")))
     assert show["path"] == str(mine / "serve.sh")
-    r = run_cli(ws, "--json", "root", "list", env={"LEDGER_ROOT_DEPLOY": str(deploy)})
-    assert json.loads(ok(r))[0]["from"] == "LEDGER_ROOT_DEPLOY"
+    r = run_cli(ws, "--json", "root", "list", env={"LEDGER_ROOT_SGLANG": str(deploy)})
+    assert json.loads(ok(r))[0]["from"] == "LEDGER_ROOT_SGLANG"
+
+
+def test_a_second_file_uses_the_declared_root_and_another_directory_gets_its_own(tmp_path):
+    ws = tmp_path / "ws"
+    ok(run_cli(tmp_path, "init", ws))
+    deploy, other = tmp_path / "opt" / "sglang", tmp_path / "srv" / "sglang"
+    for d in (deploy, other):
+        d.mkdir(parents=True)
+    for f in (deploy / "decode.sh", deploy / "prefill.sh", other / "serve.sh"):
+        f.write_text(SERVE)
+    ok(run_cli(ws, "target", "add", "decode", deploy / "decode.sh", "--format", "bash"))
+    out = ok(run_cli(ws, "target", "add", "prefill", deploy / "prefill.sh", "--format", "bash"))
+    assert "sglang:prefill.sh" in out and "declared root" not in out
+    out = ok(run_cli(ws, "target", "add", "other", other / "serve.sh", "--format", "bash"))
+    assert "sglang_2:serve.sh" in out and f"declared root sglang_2 = {other}" in out
+    out = ok(run_cli(ws, "target", "add", "x", other / "serve.sh", "--format", "bash",
+                     "--dry-run"))
+    assert "would add" in out
+    assert "x:" not in (ws / "ledger.yaml").read_text()
+    # nothing of this machine is committed but the roots' defaults
+    config = YAML(typ="safe").load(git(ws, "show", "HEAD:ledger.yaml"))
+    assert config["roots"] == {"sglang": str(deploy), "sglang_2": str(other)}
+    assert {t["path"] for t in config["targets"].values()} == {
+        "sglang:decode.sh", "sglang:prefill.sh", "sglang_2:serve.sh"}
 
 
 def test_root_add_rewrites_an_old_workspaces_absolute_paths_all_or_nothing(tmp_path):
@@ -105,9 +129,6 @@ def test_root_add_rewrites_an_old_workspaces_absolute_paths_all_or_nothing(tmp_p
     engine = deploy / "engine"
     engine.mkdir()
     subprocess.run(["git", "init", "--quiet", str(engine)], check=True)
-    r = run_cli(tmp_path, "init", ws, "--engine-repo", engine)
-    assert_refused(r, str(engine), "under no root", f"--root engine={engine}")
-    assert not ws.exists()
     ok(run_cli(tmp_path, "init", ws))
     # an older workspace: absolute paths, as previous versions wrote them
     text = (ws / "ledger.yaml").read_text().replace("engine_repo:\n", f"engine_repo: {engine}\n")
@@ -164,3 +185,21 @@ def test_hand_written_rooted_paths_cannot_leave_the_root(tmp_path, bad):
         "targets: {}", f"targets:\n  x:\n    path: {bad}\n    format: bash")
     (ws / "ledger.yaml").write_text(text)
     assert_refused(run_cli(ws, "status"), "ledger.yaml:", bad, "root")
+
+
+def test_init_gives_an_engine_repo_outside_the_workspace_a_root_of_its_own(tmp_path):
+    engine = tmp_path / "src" / "sglang"
+    engine.mkdir(parents=True)
+    subprocess.run(["git", "init", "--quiet", str(engine)], check=True)
+    ws = tmp_path / "ws"
+    out = ok(run_cli(tmp_path, "init", ws, "--engine-repo", engine))
+    assert f"declared root engine = {engine}" in out
+    config = YAML(typ="safe").load((ws / "ledger.yaml").read_text())
+    assert config["engine_repo"] == "engine:" and config["roots"] == {"engine": str(engine)}
+    # --root picks the name (and holds the repo): nothing more is declared
+    ws2 = tmp_path / "ws2"
+    out = ok(run_cli(tmp_path, "init", ws2, "--engine-repo", engine, "--root",
+                     f"src={tmp_path / 'src'}"))
+    assert "declared root" not in out
+    config = YAML(typ="safe").load((ws2 / "ledger.yaml").read_text())
+    assert config["engine_repo"] == "src:sglang"
