@@ -66,7 +66,7 @@ def story(tmp_path, ledger) -> Setup:
     script.write_text(SERVE_DECODE)
     script.chmod(0o755)
     root = tmp_path / "ws"
-    assert ledger("init", root).exit_code == 0
+    assert ledger("init", root, "--root", f"tmp={tmp_path}").exit_code == 0
     r = ledger("-C", root, "target", "add", "decode", script, "--format", "bash")
     assert r.exit_code == 0, r.stderr
     return Setup(root, script)

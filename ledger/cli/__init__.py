@@ -2,7 +2,7 @@
 
 Each command family has a module here that mirrors the library module deciding it:
 ``ledger/cli/record.py`` parses `ledger record …` and calls ``ledger/commands/record.py``;
-likewise ``setup`` (init, target), ``revert`` (revert, restore, suspect, clear), ``report``
+likewise ``setup`` (init, target), ``roots`` (root add, root list), ``revert`` (revert, restore, suspect, clear), ``report``
 (list, show, status, diff, log), ``evidence`` (ab, evidence), ``docs`` (render, demo),
 ``backups`` and ``sync`` (pull, push, the merge driver).  This module holds the group and
 the one place errors are caught:
@@ -37,6 +37,7 @@ from ledger.cli.revert import clear
 from ledger.cli.revert import restore
 from ledger.cli.revert import revert
 from ledger.cli.revert import suspect
+from ledger.cli.roots import root
 from ledger.cli.setup import init
 from ledger.cli.setup import target
 from ledger.cli.sync import merge_driver
@@ -119,7 +120,7 @@ def cli(ctx: click.Context, workspace: str | None, json_out: bool, debug: bool) 
     ctx.obj = State(workspace, json_out, debug)
 
 
-for command in (init, target, record, list_cmd, show, status, diff, log, revert, restore, suspect,
+for command in (init, target, root, record, list_cmd, show, status, diff, log, revert, restore, suspect,
                 clear, bisect, ab, evidence, render, demo, backups, doctor, pull, push,
                 merge_driver):
     cli.add_command(command)

@@ -85,14 +85,18 @@ def _indent(text: str, n: int) -> str:
               "unreadable — per knob.")
 @click.option("--target", "targets", multiple=True, metavar="NAME", help="With --live: only "
               "this target (repeatable).")
+@click.option("--exit-code", is_flag=True, help="Exit 1 when any file differs from what the "
+              "ledger expects (drift, an unreadable target, an entry not live): for CI.")
 @json_option
 @click.pass_context
-def status(ctx, live, targets, json_out) -> None:
+def status(ctx, live, targets, exit_code, json_out) -> None:
     """Each entry's recorded state against what is live; drift; suspects."""
     from ledger.commands.report import status as do_status
 
     if targets and not live:
         raise UsageError("--target goes with --live")
+    if exit_code and live:
+        raise UsageError("--exit-code checks the files, not the running services: drop --live")
     s = ctx.find_object(State).session(ctx)
     if live:
         from ledger.cli.live import print_status_live
@@ -107,7 +111,10 @@ def status(ctx, live, targets, json_out) -> None:
         return print_status_live(reports)
     st = do_status(s.ws)
     if wants_json(ctx, json_out):
-        return emit_json(st.to_dict())
+        emit_json(st.to_dict())
+        if exit_code and not st.clean:
+            ctx.exit(1)
+        return
     colour = use_colour()
     rows = []
     for r in st.entries:
@@ -121,6 +128,9 @@ def status(ctx, live, targets, json_out) -> None:
         click.echo("\nunder suspicion: " + ", ".join(f"{r['id']} {safe(r['title'])}" for r in suspects))
     for err in st.errors:
         click.echo(f"warning: {err}", err=True)
+    if exit_code and not st.clean:
+        click.echo("error: " + st.verdict(), err=True)
+        ctx.exit(1)
 
 
 def _live_cell(r: dict, colour: bool) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import click
@@ -21,14 +22,33 @@ from ledger.core.model import FORMATS
 @click.argument("directory", required=False, default=".", type=click.Path(file_okay=False))
 @click.option("--engine-repo", metavar="PATH", help="Git checkout of the engine that patch "
               "entries apply to.")
+@click.option("--root", "roots", multiple=True, metavar="NAME=DIR", help="Declare a named "
+              "root (repeatable): files outside the workspace are written NAME:PATH.")
 @dry_run_option
-def init(directory: str, engine_repo: str | None, dry_run: bool) -> None:
+def init(directory: str, engine_repo: str | None, roots: tuple[str, ...], dry_run: bool) -> None:
     """Create a workspace (a git repo with ledger.yaml) in DIRECTORY."""
     from ledger.commands.setup import init_workspace
+    from ledger.errors import UsageError
 
-    root = init_workspace(Path(directory), engine_repo, dry_run=dry_run)
+    declared = {}
+    for spec in roots:
+        name, sep, value = spec.partition("=")
+        if not sep or not value:
+            raise UsageError(f"--root takes NAME=DIR, got {spec!r}")
+        # typed relative to here; ledger.yaml holds it relative to the workspace
+        if not os.path.isabs(value) and not value.startswith("~"):
+            value = os.path.relpath(Path(value).absolute(), Path(directory).absolute())
+        declared[name] = value
+    root = init_workspace(Path(directory), engine_repo, dry_run=dry_run, roots=declared)
     verb = "would initialise" if dry_run else "initialised"
     click.echo(f"{verb} ledger workspace in {safe(root)}")
+    if engine_repo is not None and not dry_run:
+        from ledger.store.workspace import Workspace
+
+        for name, default in Workspace(root).config.roots.items():
+            if name not in declared:  # the engine repo's own root, declared by init
+                click.echo(f"declared root {name} = {safe(default)} for the engine repo "
+                           f"(another machine: `ledger root add {name} DIR --local`)")
 
 
 @click.group()
@@ -52,22 +72,35 @@ def target() -> None:
 @click.option("--flags", type=click.Choice(list(FLAG_ENGINES)),
               help="yaml-map: the keys are this engine's server arguments (an "
                    "`sglang --config` / `vllm serve --config` file).")
+@click.option("--root", "root_name", metavar="NAME", help="Write PATH under this root "
+              "(NAME:PATH) rather than under the root that holds it most deeply.")
 @dry_run_option
 @click.pass_context
 def target_add(ctx, name: str, path: str, fmt: str, container: str | None,
-               key_path: str | None, flags: str | None, dry_run: bool) -> None:
-    """Put the file PATH under management as target NAME."""
+               key_path: str | None, flags: str | None, root_name: str | None,
+               dry_run: bool) -> None:
+    """Put the file PATH under management as target NAME.
+
+    Inside the workspace PATH is written relative (and the file is committed with the
+    ledger); outside it, as ROOT:PATH under the declared root that holds it (`ledger root
+    add`), or under a new root for its directory, declared with it."""
     from ledger.commands.setup import add_target
     from ledger.commands.setup import target_summary
 
     s = ctx.find_object(State).session(ctx)
-    t = add_target(s, name, path, fmt, container, Path.cwd(), dry_run, key_path, flags)
+    t, new_root = add_target(s, name, path, fmt, container, Path.cwd(), dry_run, key_path,
+                             flags, root_name)
     verb = "would add" if dry_run else "added"
     where = ", ".join(
         f"{k.replace('_', ' ')} {v}" for k, v in t.to_dict().items() if k not in ("path", "format")
     )
     detail = f", {safe(where)}" if where else ""
     click.echo(f"{verb} target {t.name}: {safe(t.path)} ({t.format}{detail})")
+    if new_root is not None:
+        root, default = new_root
+        click.echo(f"{'would declare' if dry_run else 'declared'} root {root} = {safe(default)} "
+                   f"(another machine: `ledger root add {root} DIR --local` or "
+                   f"LEDGER_ROOT_{root.upper()}=DIR)")
     print_summary(target_summary(s, t.name, t))
 
 

@@ -147,7 +147,10 @@ def prepare(directory: Path, force: bool = False, runs: int = DEMO_RUNS) -> Demo
     for name in DEMO_TOOLS:
         shutil.copy2(TOOLS / name, deploy / name)
 
-    ws = init_workspace(root / "ledger", str(repo))
+    # Named roots: ledger.yaml writes deploy:serve_decode.sh and engine: (no absolute path
+    # of this machine), so the workspace could be pushed and cloned as it is.
+    ws = init_workspace(root / "ledger", str(repo),
+                        roots={"deploy": "../deploy", "engine": "../engine-repo"})
     service = _service(root)
     return Demo(root, ws, _story(root, runs, service), service.argv("stop"))
 

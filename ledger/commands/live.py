@@ -83,7 +83,7 @@ class LiveOutcome:
 
 def touched_targets(s: Session, applied: Applied) -> list[str]:
     """Targets whose files ``applied`` writes (all restartable ones for patch flips)."""
-    by_path = {str(s.ws.target_path(t)): name for name, t in s.ws.config.targets.items()}
+    by_path = {str(p): name for name, p in s.ws.target_paths_here().items()}
     names = {by_path[p] for p in applied.files if p in by_path}
     if applied.patch_diff:
         names |= {n for n, t in s.ws.config.targets.items()

@@ -81,8 +81,33 @@ class Status:
             "drift": [d.to_dict() for d in self.drift],
             "suspects": [r["id"] for r in self.entries if r["suspicion"] == "suspected"],
             "errors": self.errors,
-            "clean": not self.drift and not self.errors,
+            "clean": self.clean,
         }
+
+    @property
+    def not_live(self) -> list[dict]:
+        """Entries whose recorded state is not what the files (or engine) hold."""
+        return [r for r in self.entries if not r.get("ok")]
+
+    @property
+    def clean(self) -> bool:
+        """Every file as the ledger expects it (``status --exit-code`` exits 0)."""
+        return not self.drift and not self.errors and not self.not_live
+
+    def verdict(self) -> str:
+        """One line for CI: which files differ from the ledger, or that none does."""
+        if self.clean:
+            return "every target file is as the ledger expects"
+        files = sorted({d.path for d in self.drift})
+        parts = [f"drift in {', '.join(files)}"] if files else []
+        if self.errors:
+            parts.append(f"{len(self.errors)} unreadable")
+        others = [r["id"] for r in self.not_live if r.get("live_state") != "drift"]
+        if others:
+            parts.append("not live as recorded: " + ", ".join(others))
+        return ("the workspace differs from what the ledger expects (" + "; ".join(parts)
+                + "): record the change with `ledger record ... --adopt`, or put the file "
+                  "back (`ledger diff --files` shows it)")
 
 
 def _readable_targets(ws: Workspace, names: Sequence[str]):

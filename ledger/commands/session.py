@@ -21,6 +21,7 @@ from dataclasses import field
 from pathlib import Path
 from typing import Callable
 from typing import Iterator
+from typing import Sequence
 
 from ledger.errors import IntentError
 from ledger.errors import LedgerError
@@ -115,17 +116,23 @@ def writing(s: Session, dry_run: bool = False) -> Iterator[Workspace]:
 
 
 
-def edit_config(s: Session, message: str, change: Callable[[Config], None]) -> str:
+def edit_config(s: Session, message: str, change: Callable[[Config], None],
+                commit_also: Sequence[str] = ()) -> str:
     """Change ``ledger.yaml`` under the writer lock: re-read, ``change`` it, commit.
 
     ``change`` edits the config it is given in place (and may raise to refuse); the
-    file keeps the operator's comments.  Returns the workspace commit.
+    file keeps the operator's comments.  Returns the workspace commit.  ``commit_also``:
+    workspace files committed with it as they are (a manifest ``target add`` put under
+    management inside the workspace).
     """
     with writing(s) as ws:
         change(ws.config)
         text = dump_config(ws.config, read_text(ws.config_path))
         txn = Transaction(ws, s.command, s.now)
-        return txn.execute(message=message, ledger_writes={CONFIG_NAME: text.encode()}).commit
+        return txn.execute(message=message, ledger_writes={CONFIG_NAME: text.encode()},
+                           commit_also=commit_also).commit
+
+
 def _recover_bisect(ws: Workspace, command: str, now: str) -> str | None:
     """Restore the start of a bisect that was killed; say so (or that one is running)."""
     from ledger.store.bisect_state import in_progress

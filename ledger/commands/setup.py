@@ -4,7 +4,9 @@ under management, and say what the ledger understood of one."""
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
+from typing import Mapping
 
 from envknobs.formats import FormatError
 from ledger.commands.session import Session
@@ -15,6 +17,9 @@ from ledger.errors import InvalidValue
 from ledger.errors import Refused
 from ledger.evidence.runner import DEFAULT_BENCH_COMMAND
 from ledger.store import wsgit
+from ledger.store.roots import contract_home
+from ledger.store.roots import new_root_name
+from ledger.store.roots import split_rooted
 from ledger.store.targets import format_of
 from ledger.store.targets import read_target
 from ledger.store.workspace import CONFIG_NAME
@@ -24,11 +29,19 @@ from ledger.store.workspace import check_target_file
 from ledger.store.workspace import dump_config
 from ledger.store.workspace import entries_bytes
 
-GITIGNORE = "# local state of knob ledger: lock, intent record, backups\n.ledger/\n"
+GITIGNORE = ("# local state of knob ledger: lock, intent record, backups\n.ledger/\n"
+             "# this machine's root directories (see `ledger root list`)\nledger.local.yaml\n")
 
 
-def init_workspace(directory: Path, engine_repo: str | None = None, dry_run: bool = False) -> Path:
-    """Create a workspace in ``directory`` (a new git repo with ledger.yaml)."""
+def init_workspace(directory: Path, engine_repo: str | None = None, dry_run: bool = False,
+                   roots: Mapping[str, str] | None = None) -> Path:
+    """Create a workspace in ``directory`` (a new git repo with ledger.yaml).
+
+    ``roots``: NAME -> directory, declared in ledger.yaml as given (a relative directory
+    is relative to the workspace, as in ledger.yaml); the engine repo
+    is written under the root holding it, or relative inside the workspace; one outside
+    the workspace under no root gets a root of its own, ``engine`` (its directory as the
+    default), as ``target add`` does for a file."""
     root = Path(directory).absolute()
     if (root / CONFIG_NAME).exists():
         raise Refused(f"{root} is already a ledger workspace")
@@ -39,13 +52,25 @@ def init_workspace(directory: Path, engine_repo: str | None = None, dry_run: boo
         repo_path = Path(engine_repo).absolute()
         if not (repo_path / ".git").exists():
             raise InvalidValue(f"engine repo {engine_repo}: not a git checkout (no .git)")
-        repo_setting = _relative_if_inside(repo_path, root)
+    declared = _init_roots(roots or {}, root)
+    if engine_repo is not None:
+        from ledger.store.roots import Roots
+
+        repo_path = Path(os.path.normpath(repo_path))
+        roots_here = Roots(root, declared, env={})
+        if roots_here.is_stray(repo_path):  # a root of its own, as target add does
+            name = new_root_name(repo_path, declared, preferred="engine")
+            declared[name] = contract_home(repo_path)
+            repo_setting = f"{name}:"
+        else:
+            repo_setting = roots_here.place(repo_path)
     if dry_run:
         return root
     root.mkdir(parents=True, exist_ok=True)
     if not (root / ".git").exists():
         wsgit.init(root)
-    config = Config(engine_repo=repo_setting, bench_command=DEFAULT_BENCH_COMMAND)
+    config = Config(engine_repo=repo_setting, bench_command=DEFAULT_BENCH_COMMAND,
+                    roots=declared)
     (root / CONFIG_NAME).write_text(dump_config(config), encoding="utf-8")
     (root / ".gitignore").write_text(GITIGNORE, encoding="utf-8")
     (root / ENTRIES_NAME).write_bytes(entries_bytes([]))
@@ -61,44 +86,74 @@ def init_workspace(directory: Path, engine_repo: str | None = None, dry_run: boo
     return root
 
 
-def _relative_if_inside(path: Path, root: Path) -> str:
-    try:
-        return str(path.relative_to(root))
-    except ValueError:
-        return str(path)
+def _init_roots(roots: Mapping[str, str], root: Path) -> dict[str, str | None]:
+    from ledger.store.roots import check_root_name
+
+    out: dict[str, str | None] = {}
+    for name, directory in roots.items():
+        check_root_name(name, "--root")
+        given = Path(os.path.expanduser(directory))
+        absolute = Path(os.path.normpath(given if given.is_absolute() else root / given))
+        if not absolute.is_dir():
+            raise InvalidValue(f"--root {name}={directory}: {absolute} is not a directory")
+        out[name] = directory
+    return out
 
 
 def add_target(
     s: Session, name: str, path: str, fmt: str, container: str | None, cwd: Path, dry_run: bool,
-    key_path: str | None = None, flags: str | None = None,
+    key_path: str | None = None, flags: str | None = None, root: str | None = None,
 ) -> Target:
     """Put a file under management (it must exist, parse, and not be a symlink).
 
     ``container``: the k8s container address; ``key_path``/``flags``: where a yaml-map's
     map is, and the engine whose server flags its keys are (an ``--config`` file).
     The name is checked against ``ledger.yaml`` as it is once the writer lock is held, so
-    two concurrent adds of different targets both land (see :func:`edit_config`)."""
+    two concurrent adds of different targets both land (see :func:`edit_config`).
+
+    The path is written relative inside the workspace and ``ROOT:PATH`` under a root
+    outside it (``root``: that root; else the root holding it most deeply); a file held
+    equally by two is refused (:meth:`~ledger.store.roots.Roots.place`).  A file outside
+    the workspace under no root gets a root of its own, declared in the same commit
+    (:func:`~ledger.store.roots.new_root_name`, the directory as its default): returned
+    as ``(name, default)`` beside the target, for the CLI to say so."""
     check_target_name(name)
     _refuse_taken(s.ws.config, name)
     abs_path = Path(path) if Path(path).is_absolute() else (cwd / path)
     abs_path = Path(os.path.normpath(abs_path))
     check_target_file(abs_path)
+    new_root = None
+    if root is None and s.ws.roots.is_stray(abs_path):
+        new_root = (new_root_name(abs_path.parent, s.ws.config.roots),
+                    contract_home(abs_path.parent))
+        spelled = f"{new_root[0]}:{abs_path.name}"
+    else:
+        spelled = s.ws.place(abs_path, root)
     try:
-        target = Target(name, _relative_if_inside(abs_path, s.ws.root), fmt, container,
-                        key_path, flags)
+        target = Target(name, spelled, fmt, container, key_path, flags)
         format_of(target)  # a malformed container address or key path fails here
     except FormatError as e:
         raise InvalidValue(f"target {name}: {e}") from None
-    read_target(s.ws, target)  # parses, so a bad file or a missing container fails now
+    # parses (by its path on this machine), so a bad file or a missing container fails now
+    read_target(s.ws, replace(target, path=str(abs_path)))
     if dry_run:
-        return target
+        return target, new_root
 
     def add(config: Config) -> None:
         _refuse_taken(config, name)
+        if new_root is not None:
+            if new_root[0] in config.roots:  # declared meanwhile by a concurrent command
+                raise Refused(f"root {new_root[0]} was declared while target {name} was "
+                              "being added: run the command again")
+            config.roots[new_root[0]] = new_root[1]
         config.targets[name] = target
 
-    edit_config(s, f"target add {name}: {target.path} ({fmt})\n", add)
-    return target
+    # A file inside the workspace is committed with the ledger (a GitOps engine applies
+    # what the repository holds), unless .gitignore keeps it this machine's.
+    inside = [] if split_rooted(target.path) else wsgit.not_ignored(s.ws.root, [target.path])
+    declared = f"; root {new_root[0]} = {new_root[1]}" if new_root else ""
+    edit_config(s, f"target add {name}: {target.path} ({fmt}){declared}\n", add, inside)
+    return target, new_root
 
 
 def _refuse_taken(config: Config, name: str) -> None:

@@ -68,7 +68,11 @@ from ledger.errors import Refused
 from ledger.store import gitsync
 from ledger.store import wsgit
 from ledger.store.apply import unified
+from ledger.store.roots import LOCAL_NAME
+from ledger.store.roots import ignore_with_local
 from ledger.store.sync_apply import engine_sync
+from ledger.store.sync_apply import inside_targets
+from ledger.store.sync_apply import take_computed
 from ledger.store.sync_apply import target_writes
 from ledger.store.txn import Transaction
 from ledger.store.workspace import CONFIG_NAME
@@ -142,15 +146,18 @@ def _merge_and_apply(s: Session, ws: Workspace, name: str, branch: str, base: st
         e.where = f"{name}/{branch} into {root}"
         e.hint = conflict_hint(getattr(e, "local_ids", []), name)
         raise
-    writes, notices = merge_files(root, base, head, theirs, merged, sides[1])
+    deferred: list[str] = []
+    writes, notices = merge_files(root, base, head, theirs, merged, sides[1],
+                                  managed=inside_targets(ws, theirs), deferred=deferred)
     return _apply_merge(s, ws, (name, branch), sides, merged, writes, texts, theirs,
                         Pulled(name, branch, "merged", merged, dry_run=dry_run, notices=notices,
-                               ledger_files=sorted(writes)), force)
+                               ledger_files=sorted(writes)), force, deferred)
 
 
 def _apply_merge(s: Session, ws: Workspace, where: tuple[str, str], sides, merged: Merged,
                  writes: dict[str, bytes | None], texts: Mapping[str, str],
-                 merge_parent: str | None, result: Pulled, force: bool) -> Pulled:
+                 merge_parent: str | None, result: Pulled, force: bool,
+                 deferred: Sequence[str] = ()) -> Pulled:
     """Targets and engine from ``sides[1]`` (the local ledger) to ``merged``, and the
     ledger ``writes``, in one transaction (nothing with ``result.dry_run``)."""
     root = ws.root
@@ -161,6 +168,8 @@ def _apply_merge(s: Session, ws: Workspace, where: tuple[str, str], sides, merge
     local = {e.id for e in sides[1]} - {e.id for e in sides[0]} - {e.id for e in sides[2]}
     universe = list(merged.entries) + [e for e in sides[1] if e.id in merged.dropped]
     targets = target_writes(mws, sides[1], sides[2], merged.entries, universe, force=force)
+    take_computed(ws, targets, writes, deferred, result.notices)
+    result.ledger_files = sorted(writes)
     message = pull_message(name, branch, merged)
     engine = engine_sync(mws, sides[1], merged.entries, sorted(local), texts,
                          f"ledger pull {name}/{branch}")
@@ -253,9 +262,14 @@ def _patch_texts(ws: Workspace, theirs: str, entries: Sequence[Entry]) -> dict[s
 
 
 def merge_files(root: Path, base: str, head: str, theirs: str, merged: Merged,
-                ours: Sequence[Entry]) -> tuple[dict[str, bytes | None], list[str]]:
+                ours: Sequence[Entry], *, managed: set[str] = frozenset(),
+                deferred: list[str] | None = None
+                ) -> tuple[dict[str, bytes | None], list[str]]:
     """The workspace files to write for the merge (path -> bytes, None = delete), and
-    notices; a collision that cannot be merged raises MergeConflict."""
+    notices; a collision that cannot be merged raises MergeConflict — except in a target
+    file inside the workspace (``managed``), which goes to ``deferred``: the merged
+    ledger writes it (:func:`~ledger.store.sync_apply.take_computed`).  ``.gitignore`` gets the
+    ``ledger.local.yaml`` line when it lacks it."""
     ch_ours = gitsync.changed(root, base, head)
     ch_theirs = gitsync.changed(root, base, theirs)
     writes: dict[str, bytes | None] = {}
@@ -267,7 +281,12 @@ def merge_files(root: Path, base: str, head: str, theirs: str, merged: Merged,
         if path not in ch_ours:
             writes[path] = other
         elif mine != other:
-            writes[path] = _both_changed(root, base, path, mine, other, notices)
+            try:
+                writes[path] = _both_changed(root, base, path, mine, other, notices)
+            except MergeConflict:
+                if path not in managed or deferred is None:
+                    raise
+                deferred.append(path)
     new = entries_bytes(merged.entries)
     if ENTRIES_NAME in ch_ours or merged.dropped:
         if new != gitsync.blob(root, head, ENTRIES_NAME):
@@ -281,6 +300,9 @@ def merge_files(root: Path, base: str, head: str, theirs: str, merged: Merged,
     added = gitsync.attributes_text(attrs)
     if added is not None:
         writes[gitsync.ATTRIBUTES] = added
+    ignore = writes.get(".gitignore", gitsync.blob(root, head, ".gitignore"))
+    if ignore is None or LOCAL_NAME not in ignore.decode("utf-8", "replace").split():
+        writes[".gitignore"] = ignore_with_local(ignore)
     return writes, notices
 
 

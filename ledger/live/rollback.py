@@ -243,7 +243,7 @@ def recover_restart(ws: Workspace, *, command: str, at: str) -> str | None:
         rec.backup = find_backup(ws, rec.command, rec.time)
     if not rec.files and rec.backup:
         backup = backup_store(ws).get(rec.backup)
-        targets = {str(ws.target_path(t)) for t in ws.config.targets.values()}
+        targets = {str(p) for p in ws.target_paths_here().values()}
         rec.files = {f.path: sha256_or_none(Path(f.path)) or "" for f in backup.files
                      if f.path in targets}  # engine files go back through git
     rollback_op(ws, rec, reason="interrupted before its health check passed", at=at,

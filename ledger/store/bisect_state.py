@@ -177,8 +177,7 @@ def restore_start(ws: Workspace, state: StartState, record: dict, *, now: str, m
 
     ws.invalidate()
     entries = ws.entries()
-    names = {name for name, t in ws.config.targets.items()
-             if str(ws.target_path(t)) in state.paths}
+    names = {name for name, p in ws.target_paths_here().items() if str(p) in state.paths}
     drifts = drift_in(ws, entries, read_targets(ws, sorted(names)))
     if drifts and not force:
         raise DriftError(drifts)

@@ -13,8 +13,8 @@ the workspace (:func:`check_scope`) before anything is touched:
   workspace (in ``ledger.yaml`` now, at the workspace HEAD the record names, or at the
   remote commit a pull was merging) or a file
   of the engine repo; rollback further restores only files the named backup holds;
-* a ledger file must be a relative path inside the workspace, outside ``.git`` and
-  ``.ledger``, with no ``..`` and no symlinked directory on the way;
+* a ledger file (and a file staged as it is, ``staged``) must be a relative path inside
+  the workspace, outside ``.git`` and ``.ledger``, with no ``..`` and no symlinked directory on the way;
 * the engine repo must be the workspace's own, its HEAD a full object id;
 * a temporary file must carry this operation's ``.ledger-tmp-<op>-`` name.
 
@@ -71,6 +71,9 @@ class Intent:
     # `ledger pull`: the remote commit merged, whose ledger.yaml may name targets the
     # workspace HEAD before did not (they are managed too, for recovery)
     merge_parent: str | None = None
+    # files inside the workspace committed as they are (a manifest put under management
+    # by `target add`): rollback only takes them out of the index again
+    staged: tuple[str, ...] = ()
 
     def describe(self) -> str:
         return f"`ledger {self.command}` (started {self.started})"
@@ -86,6 +89,7 @@ class Intent:
                        if self.engine_path else None),
             "temps": list(self.temps),
             **({"merge_parent": self.merge_parent} if self.merge_parent else {}),
+            **({"staged": list(self.staged)} if self.staged else {}),
         }
 
 
@@ -108,7 +112,7 @@ def _list(d: dict, key: str, where: str) -> list:
     if not isinstance(v, list):
         raise _bad(where, f"field {key!r} must be a list, not {type(v).__name__}")
     for item in v:
-        if not isinstance(item, dict) and key != "temps":
+        if not isinstance(item, dict) and key not in ("temps", "staged"):
             raise _bad(where, f"each item of {key!r} must be an object, found {item!r}")
     return v
 
@@ -130,6 +134,9 @@ def parse_intent(data, where: str) -> Intent:
     temps = _list(data, "temps", where)
     if not all(isinstance(t, str) for t in temps):
         raise _bad(where, "field 'temps' must be a list of paths")
+    staged = _list(data, "staged", where)
+    if not all(isinstance(t, str) for t in staged):
+        raise _bad(where, "field 'staged' must be a list of paths")
     engine = data.get("engine")
     if engine is not None and not isinstance(engine, dict):
         raise _bad(where, f"field 'engine' must be an object or null, not {engine!r}")
@@ -145,6 +152,7 @@ def parse_intent(data, where: str) -> Intent:
         engine_head=_str(engine, "head", where, _SHA, True) if engine else None,
         temps=tuple(temps),
         merge_parent=_str(data, "merge_parent", where, _SHA, True),
+        staged=tuple(staged),
     )
 
 
@@ -196,6 +204,8 @@ def check_scope(ws: Workspace, intent: Intent, managed_paths: set[str]) -> None:
             raise _damaged(where, f"{t.path} is not a file this workspace manages")
     for f in intent.ledger_files:
         check_ledger_file(ws, f.path)
+    for rel in intent.staged:  # only ever taken out of the index, still: the workspace's
+        check_ledger_file(ws, rel)
     for tmp in intent.temps:
         if not _is_normal_abs(tmp) or temp_owner(os.path.basename(tmp)) != intent.op:
             raise _damaged(where, f"temporary file {tmp!r} is not named {TEMP_PREFIX}{intent.op}-…")

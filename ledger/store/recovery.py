@@ -23,6 +23,7 @@ import shutil
 from dataclasses import dataclass
 from dataclasses import field
 from pathlib import Path
+from typing import Iterable
 
 from backups.fsio import atomic_write
 from backups.fsio import remove_file
@@ -40,6 +41,7 @@ from ledger.store.intent import check_ledger_file
 from ledger.store.intent import check_scope
 from ledger.store.intent import parse_intent
 from ledger.store.workspace import CONFIG_NAME
+from ledger.store.workspace import STATE_DIR
 from ledger.store.workspace import Workspace
 from ledger.store.workspace import parse_config_text
 
@@ -123,7 +125,28 @@ def _managed_paths(ws: Workspace, intent: Intent) -> set[str]:
                 configs.append(parse_config_text(text, f"{CONFIG_NAME} at {rev}"))
             except LedgerError:
                 pass
-    return {os.path.normpath(ws.target_path(t)) for c in configs for t in c.targets.values()}
+    paths = {os.path.normpath(ws.local_config_path)}
+    for c in configs:
+        for t in c.targets.values():
+            try:
+                paths.add(os.path.normpath(ws.target_path(t)))
+            except LedgerError:  # its root is not on this machine: not a file here
+                pass
+    return paths
+
+
+def inside_workspace(ws: Workspace, paths: Iterable[str | Path]) -> list[str]:
+    """Workspace-relative spellings of those of ``paths`` that lie inside the workspace
+    (outside ``.git`` and ``.ledger``): the target files committed with the ledger."""
+    out = []
+    for p in paths:
+        try:
+            rel = Path(os.path.normpath(p)).relative_to(ws.root)
+        except ValueError:
+            continue
+        if rel.parts and rel.parts[0] not in (".git", STATE_DIR):
+            out.append(rel.as_posix())
+    return out
 
 
 def _clear_git_locks(ws: Workspace, intent: Intent, since: float | None) -> list[str]:
@@ -208,6 +231,11 @@ def rollback(ws: Workspace, intent: Intent, store: BackupStore | None = None,
     created = [f.path for f in intent.ledger_files if not f.existed]
     if intent.workspace_head:
         wsgit.restore_paths(ws.root, intent.workspace_head, existed, created)
+        # A target inside the workspace may have been staged for the commit: its index
+        # entry goes back too (the file itself came back from the backup, or was kept).
+        wsgit.unstage(ws.root, intent.workspace_head,
+                      [*inside_workspace(ws, [t.path for t in intent.targets]),
+                       *intent.staged])
     for rel in created:
         remove_file(check_ledger_file(ws, rel))
     out.temps = _clear_temps(ws, intent)

@@ -11,6 +11,10 @@ byte-identical even where knobs are added or removed (their lines go in by ancho
 A (target, knob) layer that one ledger does not have yet holds its base there: the
 ``before`` of the layer's first entry (from the side that has it; a conflict guarantees
 only one side adds entries to a layer).
+
+A target file inside the workspace (a GitOps manifest) is in git too: the pull writes it
+from the merged ledger like any target (:func:`take_computed`), and git's line merge of
+it is used only where the ledger changes nothing in it.
 """
 
 from __future__ import annotations
@@ -23,12 +27,18 @@ from typing import Sequence
 from ledger.core import planner
 from ledger.core.model import Entry
 from ledger.errors import DriftError
+from ledger.errors import LedgerError
+from ledger.errors import MergeConflict
 from ledger.store.apply import drift_in
 from ledger.store.apply import new_target_bytes
 from ledger.store.apply import read_targets
+from ledger.store.recovery import inside_workspace
+from ledger.store.roots import split_rooted
 from ledger.store.targets import TargetFile
 from ledger.store.targets import parse_target
+from ledger.store.workspace import CONFIG_NAME
 from ledger.store.workspace import Workspace
+from ledger.store.workspace import parse_config_text
 
 Expected = dict[planner.KnobKey, tuple[str | None, str | None, str | None]]
 
@@ -146,3 +156,43 @@ def engine_sync(
     touched = sorted({f for e in order for f in e.files})
     return EngineSync(Path(repo.path), stack.head, step, repo.plan_diff(stack),
                       tuple(Path(repo.path) / f for f in touched))
+
+
+def inside_targets(ws: Workspace, theirs: str) -> set[str]:
+    """Workspace-relative paths of the targets inside the workspace, here and on the
+    remote: files the ledger writes, which git also carries (GitOps manifests)."""
+    configs = [ws.config]
+    from ledger.store import gitsync
+
+    raw = gitsync.blob(ws.root, theirs, CONFIG_NAME)
+    if raw is not None:
+        try:
+            configs.append(parse_config_text(raw.decode("utf-8"), CONFIG_NAME))
+        except LedgerError:
+            pass
+    return {Path(t.path).as_posix() for c in configs for t in c.targets.values()
+            if not Path(t.path).is_absolute() and split_rooted(t.path) is None}
+
+
+def take_computed(ws: Workspace, targets, writes: dict[str, bytes | None],
+                   deferred: Sequence[str], notices: list[str]) -> None:
+    """A target file inside the workspace is written from the merged ledger (its knobs
+    replayed on this machine's file, as for every target), not from git's line merge of
+    it; git's version stays only where the ledger changes nothing in the file.  A file
+    both sides changed that git cannot merge and the ledger does not write is a conflict."""
+    computed = {}
+    for path, (_, new) in targets.items():
+        for rel in inside_workspace(ws, [path]):
+            computed[rel] = new
+    for rel, new in computed.items():
+        if rel in writes:
+            if writes[rel] is not None and writes[rel] != new:
+                notices.append(f"{rel}: written from the merged ledger; git's line merge of it "
+                               "differed (an edit outside the ledger's knobs on one side?): "
+                               "check it with `git diff HEAD^1 -- " + rel + "`")
+            del writes[rel]
+    left = [rel for rel in deferred if rel not in computed]
+    if left:
+        raise MergeConflict([(f"{rel} as the remote has it", f"{rel} as this workspace has it",
+                              f"file {rel}") for rel in left],
+                            "edit the file so both changes are in it, commit it, and pull again")

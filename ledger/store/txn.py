@@ -69,10 +69,12 @@ from ledger.store.intent import Intent
 from ledger.store.intent import LedgerFile
 from ledger.store.intent import TargetChange
 from ledger.store.recovery import backup_store
+from ledger.store.recovery import inside_workspace
 from ledger.store.recovery import needs_recovery
 from ledger.store.recovery import recover
 from ledger.store.recovery import rollback
 from ledger.store.recovery import sha256_or_none
+from ledger.store.roots import LOCAL_NAME
 from ledger.store.workspace import Workspace
 
 __all__ = ["CRASH_POINTS", "INTENT", "Outcome", "Transaction", "WriterLock", "backup_store",
@@ -146,7 +148,7 @@ class WriterLock:
 @dataclass(frozen=True)
 class Outcome:
     backup_id: str | None
-    commit: str
+    commit: str | None  # None: commit=False
     op_id: str
 
 
@@ -172,13 +174,20 @@ class Transaction:
         engine_head: str | None = None,
         backup_also: Sequence[Path] = (),
         merge_parent: str | None = None,
+        commit: bool = True,
+        commit_also: Sequence[str] = (),
     ) -> Outcome:
         """Apply every write or none; return the backup id and the workspace commit.
 
         ``backup_also``: files changed by the engine step (not by this transaction's own
         writes), copied into the backup store with the targets for the operator's sake;
         the engine repo itself is rolled back through git.  ``merge_parent``: the
-        workspace commit is a merge of HEAD and that commit (``ledger pull``).
+        workspace commit is a merge of HEAD and that commit (``ledger pull``).  Target
+        files inside the workspace (not git-ignored) are committed with the ledger's
+        files: the commit is what a GitOps engine applies.  ``commit=False``: a change of
+        this machine's local files only (ledger.local.yaml), with no commit (the
+        outcome's commit is None).  ``commit_also``: workspace files committed as they
+        are (``target add`` of a manifest inside the workspace).
         """
         target_writes = dict(target_writes or {})
         ledger_writes = dict(ledger_writes or {})
@@ -186,7 +195,7 @@ class Transaction:
         to_back_up = list(target_writes) + [p for p in backup_also if p not in target_writes]
         backup_id = store.new_id(self.time) if to_back_up else None
         intent = self._intent(target_writes, ledger_writes, engine_repo, engine_head, backup_id,
-                              merge_parent)
+                              merge_parent, tuple(commit_also))
         self.ws.state_dir.mkdir(parents=True, exist_ok=True)
         with temp_tag(self.op_id):
             atomic_write(self.intent_path, (json.dumps(intent.to_dict(), indent=2) + "\n").encode())
@@ -204,17 +213,23 @@ class Transaction:
                 _crash_point("after-engine")
                 self._write_ledger_files(ledger_writes)
                 _crash_point("after-ledger-files")
-                full_message = f"{message.rstrip()}\n\nLedger-Op: {self.op_id}\n"
-                commit = wsgit.commit(self.ws.root, ledger_writes, full_message, merge_parent)
+                sha = None
+                if commit:
+                    full_message = f"{message.rstrip()}\n\nLedger-Op: {self.op_id}\n"
+                    inside = wsgit.not_ignored(self.ws.root, [
+                        p for p in inside_workspace(self.ws, target_writes)
+                        if p != LOCAL_NAME])  # this machine's file, even if not ignored
+                    sha = wsgit.commit(self.ws.root, [*ledger_writes, *inside, *commit_also],
+                                       full_message, merge_parent)
                 _crash_point("after-commit")
             except BaseException:
                 rollback(self.ws, intent, store, trusted=True)
                 raise
         remove_file(self.intent_path)
-        return Outcome(backup_id, commit, self.op_id)
+        return Outcome(backup_id, sha, self.op_id)
 
     def _intent(self, target_writes, ledger_writes, engine_repo, engine_head, backup_id,
-                merge_parent=None) -> Intent:
+                merge_parent=None, staged=()) -> Intent:
         root = self.ws.root
         temps = [temp_path(p, self.op_id) for p in target_writes]
         temps += [temp_path(root / rel, self.op_id) for rel, data in ledger_writes.items()
@@ -229,6 +244,7 @@ class Transaction:
             engine_head=engine_head if engine_repo else None,
             temps=tuple(str(t) for t in temps),
             merge_parent=merge_parent,
+            staged=staged,
         )
 
     def _write_ledger_files(self, writes: Mapping[str, bytes | None]) -> None:

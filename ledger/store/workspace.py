@@ -2,7 +2,8 @@
 
 Layout::
 
-    ledger.yaml              version, targets, engine_repo, bench command (YAML, for people)
+    ledger.yaml              version, roots, targets, engine_repo, bench command (YAML)
+    ledger.local.yaml        this machine's root directories (git-ignored, optional)
     entries.jsonl            the entries, one JSON object per line, in record order
     patches/<id>.patch       the body of each patch entry (its sha256 is in the entry)
     evidence/<id>/<run>/     A/B evidence (runs.csv, meta.yaml, summary.yaml)
@@ -16,6 +17,11 @@ than its JSON parser), and ``revert --perf-only`` over thousands of entries must
 atomic file write and one small git commit, not thousands of renames.  One line per
 entry still gives a readable ``git diff`` of what each command changed, and an error in
 the file is reported with its line number.
+
+Paths in ledger.yaml never need an absolute path of one machine: inside the workspace
+they are relative, outside it ``ROOT:PATH`` under a named root (:mod:`ledger.store.roots`).
+:meth:`Workspace.target_path` and :attr:`Workspace.engine_repo_path` are the one place
+that turns them into this machine's files; :meth:`Workspace.spell` goes the other way.
 
 The workspace is found like git finds a repository: ``-C DIR``, else ``LEDGER_WORKSPACE``,
 else the nearest directory at or above the current one holding ``ledger.yaml``.
@@ -44,6 +50,9 @@ from ledger.errors import InvalidValue
 from ledger.errors import LedgerError
 from ledger.errors import TargetError
 from ledger.errors import WorkspaceNotFound
+from ledger.store import roots as roots_mod
+from ledger.store.roots import LOCAL_NAME
+from ledger.store.roots import Roots
 from ledger.store.schema import entry_schema_problem
 
 __all__ = ["Config", "Workspace"]
@@ -73,9 +82,14 @@ class Config:
     targets: dict[str, Target] = field(default_factory=dict)
     engine_repo: str | None = None
     bench_command: str | None = None
+    # root name -> the team's default directory (None: each machine sets its own)
+    roots: dict[str, str | None] = field(default_factory=dict)
 
     def to_dict(self) -> dict:
-        d: dict = {"version": CONFIG_VERSION, "engine_repo": self.engine_repo}
+        d: dict = {"version": CONFIG_VERSION}
+        if self.roots:
+            d["roots"] = dict(self.roots)
+        d["engine_repo"] = self.engine_repo
         d["targets"] = {name: t.to_dict() for name, t in self.targets.items()}
         if self.bench_command:
             d["bench"] = {"command": self.bench_command}
@@ -159,6 +173,7 @@ def _config_from(data, path: str, line_of) -> Config:
     version = data.get("version", CONFIG_VERSION)
     if version != CONFIG_VERSION:
         raise ConfigError(path, f"unsupported version {version!r}", line_of("version"))
+    declared = roots_mod.parse_declared(data.get("roots"), path, line_of)
     targets_node = data.get("targets") or {}
     if not isinstance(targets_node, dict):
         raise ConfigError(path, "targets must be a mapping", line_of("targets"))
@@ -170,6 +185,7 @@ def _config_from(data, path: str, line_of) -> Config:
         for key in ("path", "format", "container"):
             if spec.get(key) is not None and not isinstance(spec[key], str):
                 raise ConfigError(path, f"target {name!r}: {key} must be a string", line)
+        roots_mod.check_spelling(spec["path"], declared, path, line, f"target {name}")
         try:
             targets[str(name)] = Target(
                 name=str(name),
@@ -185,6 +201,9 @@ def _config_from(data, path: str, line_of) -> Config:
     engine_repo = data.get("engine_repo")
     if engine_repo is not None and not isinstance(engine_repo, str):
         raise ConfigError(path, "engine_repo must be a path (a string)", line_of("engine_repo"))
+    if engine_repo:
+        roots_mod.check_spelling(engine_repo, declared, path, line_of("engine_repo"),
+                                 "engine_repo")
     bench = data.get("bench") or {}
     if not isinstance(bench, dict):
         raise ConfigError(path, "bench must be a mapping", line_of("bench"))
@@ -195,6 +214,7 @@ def _config_from(data, path: str, line_of) -> Config:
         targets=targets,
         engine_repo=None if engine_repo in (None, "") else engine_repo,
         bench_command=command,
+        roots=declared,
     )
 
 
@@ -210,6 +230,12 @@ def dump_config(config: Config, previous_text: str | None = None) -> str:
     new = config.to_dict()
     for key in ("version", "engine_repo"):
         data[key] = new[key]
+    if "roots" in new and "roots" not in data:
+        data.insert(1, "roots", new["roots"])
+    elif "roots" in new:
+        data["roots"] = new["roots"]
+    elif "roots" in data:
+        del data["roots"]
     targets = data.get("targets")
     if not isinstance(targets, dict):
         targets = data["targets"] = {}
@@ -248,6 +274,7 @@ class Workspace:
         self.root = Path(root).absolute()
         self.config = load_config(self.config_path)
         self._entries: list[Entry] | None = None
+        self._roots: Roots | None = None
 
     @classmethod
     def open(cls, explicit: str | None = None, start: Path | None = None) -> "Workspace":
@@ -261,6 +288,7 @@ class Workspace:
         ws.root = Path(root).absolute()
         ws.config = config
         ws._entries = None
+        ws._roots = None
         return ws
 
     # -- places -------------------------------------------------------------------------
@@ -303,6 +331,7 @@ class Workspace:
         command modifies must be what is on disk now, not what it saw when it opened)."""
         self.config = load_config(self.config_path)
         self._entries = None
+        self._roots = None
 
     def resolve(self, ref: str) -> Entry:
         """An entry by full id, unambiguous id prefix, or slug."""
@@ -327,16 +356,65 @@ class Workspace:
                 f"no target named {name!r} (known: {known}; add one with `ledger target add`)"
             ) from None
 
+    @property
+    def local_config_path(self) -> Path:
+        return self.root / LOCAL_NAME
+
+    @property
+    def roots(self) -> Roots:
+        """The roots on this machine: ledger.yaml, ledger.local.yaml, LEDGER_ROOT_*."""
+        if self._roots is None:
+            self._roots = load_roots(self.root, self.config, self.config_path,
+                                     self.local_config_path)
+        return self._roots
+
     def target_path(self, target: Target) -> Path:
-        p = Path(target.path)
-        return p if p.is_absolute() else self.root / p
+        """The file ``target`` is on this machine (RootError if its root is not here)."""
+        return self.roots.path_of(target.path)
+
+    def target_paths_here(self) -> dict[str, Path]:
+        """Each target's file on this machine, leaving out targets whose root has no
+        directory here (they have no file on this machine to touch)."""
+        from ledger.store.roots import RootError
+
+        out = {}
+        for name, t in self.config.targets.items():
+            try:
+                out[name] = self.target_path(t)
+            except RootError:
+                pass
+        return out
 
     @property
     def engine_repo_path(self) -> Path | None:
+        """The engine repo on this machine, or None when ledger.yaml names none."""
         if not self.config.engine_repo:
             return None
-        p = Path(self.config.engine_repo)
-        return p if p.is_absolute() else (self.root / p)
+        return self.roots.path_of(self.config.engine_repo)
+
+    def spell(self, path: Path) -> str | None:
+        """How ledger.yaml writes this machine's ``path`` (see :meth:`Roots.spell`)."""
+        return self.roots.spell(Path(path).absolute())
+
+    def place(self, path: Path, root: str | None = None) -> str:
+        """How ledger.yaml writes ``path``, or refused (see :meth:`Roots.place`)."""
+        return self.roots.place(Path(path).absolute(), root)
+
+
+def load_roots(root: Path, config: Config, config_path: Path, local_path: Path) -> Roots:
+    """The workspace's roots as this machine resolves them."""
+    local, local_lines = {}, {}
+    if local_path.exists():
+        local, local_lines = roots_mod.parse_local_roots(
+            read_text(local_path), str(local_path), config.roots)
+
+    def config_line(name: str) -> int | None:
+        try:
+            return _line_of(_yaml_rt().load(read_text(config_path)), ("roots", name))
+        except LedgerError:
+            return None
+
+    return Roots(root, dict(config.roots), local, dict(os.environ), config_line, local_lines)
 
 
 def parse_entries(text: str, where: str) -> list[Entry]:

@@ -172,3 +172,27 @@ def show_file(root: Path, rev: str, path: str) -> str | None:
         return repo.git.execute(["git", "show", f"{rev}:{path}"])
     except git.GitCommandError:
         return None
+
+
+def not_ignored(root: Path, paths: Sequence[str]) -> list[str]:
+    """Those of ``paths`` (relative to the workspace) that git would track: target files
+    inside the workspace are committed with the ledger, except where .gitignore says no."""
+    import git
+
+    if not paths:
+        return []
+    repo = _git(root)
+    try:
+        out = repo.git.execute(["git", *SAFE_OPTIONS, "check-ignore", "--no-index", "--",
+                                *paths])
+    except git.GitCommandError as e:
+        if e.status != 1:  # 1: none is ignored
+            raise GitError(f"git check-ignore failed in {root}: {(e.stderr or '').strip()}") from e
+        out = ""
+    ignored = set(out.splitlines())
+    return [p for p in paths if p not in ignored]
+
+
+def unstage(root: Path, rev: str | None, paths: Sequence[str]) -> None:
+    """Put the index entries of ``paths`` back as they are in ``rev`` (work tree as is)."""
+    restore_paths(root, rev, (), paths)

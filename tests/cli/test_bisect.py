@@ -46,7 +46,7 @@ class Bench:
         self.script = tmp_path / "check.py"
         self.script.write_text(CHECK)
         self.counter = tmp_path / "runs"
-        assert ledger("init", self.root).exit_code == 0
+        assert ledger("init", self.root, "--root", f"tmp={tmp_path}").exit_code == 0
         assert self.run("target", "add", "app", self.env_file, "--format", "dotenv").exit_code == 0
         self.ids = []
         for i in range(n):

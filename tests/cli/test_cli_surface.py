@@ -76,7 +76,7 @@ def test_k8s_target_and_missing_container(tmp_path, ledger):
         "          image: sglang:latest\n          env:\n            - name: SGLANG_X\n"
         "              value: \"1\"\n")
     root = tmp_path / "ws"
-    ledger("init", root)
+    ledger("init", root, "--root", f"tmp={tmp_path}")
     r = ledger("-C", root, "target", "add", "k", manifest, "--format", "k8s", "--container", "nope")
     assert r.exit_code == 1 and "nope" in r.stderr and "sglang" in r.stderr
     r = ledger("-C", root, "target", "add", "k", manifest, "--format", "k8s",

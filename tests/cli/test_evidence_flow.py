@@ -23,7 +23,7 @@ def bench_ws(tmp_path, ledger):
     script = tmp_path / "serve.sh"
     script.write_text(SCRIPT)
     root = tmp_path / "ws"
-    ledger("init", root)
+    ledger("init", root, "--root", f"tmp={tmp_path}")
     assert ledger("-C", root, "target", "add", "s", script, "--format", "bash").exit_code == 0
     return root, script
 

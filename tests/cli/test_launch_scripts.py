@@ -22,7 +22,7 @@ FAKE_BENCH = Path(__file__).resolve().parents[1] / "evidence" / "fake_bench.py"
 @pytest.fixture
 def ws(tmp_path, ledger):
     root = tmp_path / "ws"
-    assert ledger("init", root).exit_code == 0
+    assert ledger("init", root, "--root", f"tmp={tmp_path}").exit_code == 0
 
     def add(name: str, text: str, *extra: str):
         path = tmp_path / f"{name}.sh"

@@ -25,7 +25,7 @@ attention-backend: fa3
 
 def workspace(tmp_path: Path, ledger, name: str, text: str) -> tuple[Path, Path]:
     root = tmp_path / "ws"
-    assert ledger("init", str(root)).exit_code == 0
+    assert ledger("init", str(root), "--root", f"tmp={tmp_path}").exit_code == 0
     f = tmp_path / name
     f.write_text(text)
     return root, f

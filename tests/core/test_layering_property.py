@@ -46,7 +46,7 @@ def test_file_is_a_function_of_the_applied_set(ops):
         script = tmp / "serve.sh"
         script.write_text(SCRIPT)
         root = tmp / "ws"
-        run(runner, "init", root)
+        run(runner, "init", root, "--root", f"tmp={tmp}")
         run(runner, "-C", root, "target", "add", "t", script, "--format", "bash")
         ids = []
         for knob, value in CHANGES:

@@ -31,7 +31,7 @@ def test_removed_knobs_return_in_place_in_any_order(tmp_path, ledger, fmt, text,
     path = tmp_path / name
     path.write_text(text)
     root = tmp_path / "ws"
-    assert ledger("init", root).exit_code == 0
+    assert ledger("init", root, "--root", f"tmp={tmp_path}").exit_code == 0
     assert ledger("-C", root, "target", "add", "t", path, "--format", fmt).exit_code == 0
     ids = []
     for knob in "ABC":
@@ -53,7 +53,7 @@ def test_added_knobs_any_subset_any_order_one_content(tmp_path, ledger):
     path = tmp_path / "serve.sh"
     path.write_text(SCRIPT)
     root = tmp_path / "ws"
-    ledger("init", root)
+    ledger("init", root, "--root", f"tmp={tmp_path}")
     ledger("-C", root, "target", "add", "t", path, "--format", "bash")
     ids = []
     for knob, value in [("NEW_ONE", "1"), ("A", "10"), ("NEW_TWO", "2"), ("NEW_ONE", "3")]:

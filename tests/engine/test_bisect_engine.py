@@ -28,7 +28,7 @@ def deployment(tmp_path, ledger):
     for role in ("prefill", "decode", "router"):
         shutil.copy2(REPO / "engine" / "scripts" / f"serve_{role}.sh", deploy)
     root = tmp_path / "ws"
-    assert ledger("init", root).exit_code == 0
+    assert ledger("init", root, "--root", f"deploy={deploy}").exit_code == 0
     for role in ("prefill", "decode"):
         r = ledger("-C", root, "target", "add", role, deploy / f"serve_{role}.sh",
                    "--format", "bash")

@@ -69,7 +69,7 @@ def deploy(tmp_path, ledger):
     d.script.parent.mkdir()
     shutil.copy2(SCRIPT, d.script)
     (tmp_path / "run").mkdir()
-    assert d.ledger("init", d.ws).exit_code == 0
+    assert d.ledger("init", d.ws, "--root", f"deploy={d.script.parent}").exit_code == 0
     assert d.run("target", "add", "decode", d.script, "--format", "bash").exit_code == 0
     r = d.run("target", "set", "decode", "--live", f"pid_file={d.pid_file}",
               "--restart", shlex.join(d.control("restart", "--", *d.launch)),

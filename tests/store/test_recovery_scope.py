@@ -38,7 +38,8 @@ def test_a_corrupt_unrelated_manifest_does_not_block_recovery(story, ledger):
 
 
 @pytest.mark.parametrize("damage", ["outside-target", "dotdot-ledger-file", "absolute-ledger",
-                                    "git-ledger-file", "foreign-temp", "foreign-engine"])
+                                    "git-ledger-file", "foreign-temp", "foreign-engine",
+                                    "dotdot-staged"])
 def test_a_damaged_intent_never_deletes_outside_the_managed_set(story, ledger, tmp_path, damage):
     intent = killed_revert(story, ledger)
     victim = tmp_path / "precious.txt"
@@ -54,6 +55,8 @@ def test_a_damaged_intent_never_deletes_outside_the_managed_set(story, ledger, t
         intent["ledger_files"].append({"path": ".git/HEAD", "existed": False})
     elif damage == "foreign-temp":
         intent["temps"].append(str(victim))
+    elif damage == "dotdot-staged":
+        intent["staged"] = ["../outside.txt"]
     else:
         intent["engine"] = {"path": str(tmp_path), "head": "0" * 40}
     path = story.root / ".ledger" / "intent.json"

@@ -33,6 +33,27 @@ MODEL="${MODEL:-/models/glm}"
 exec python -m sglang.launch_server --model-path "$MODEL" --port 30001
 """
 
+# A decode Deployment kept in the workspace repo (GitOps): its container's env list.
+MANIFEST = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: sglang-decode
+spec:
+  template:
+    spec:
+      containers:
+        - name: sglang
+          image: lmsysorg/sglang:v0.5.5
+          env:
+            - name: SGLANG_SM120_MMA_TARGET_CTAS
+              value: "256"
+            - name: SGLANG_DISAGGREGATION_QUEUE_SIZE
+              value: "4"
+            - name: SGLANG_INIT_NEW_TOKEN_RATIO
+              value: "0.7"
+"""
+
 
 def git(repo: Path, *args: str, check: bool = True) -> str:
     proc = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True)

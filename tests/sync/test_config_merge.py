@@ -54,3 +54,24 @@ def test_a_key_changed_on_one_side_is_taken():
     merged = merge_config(BASE, add(BASE, "prefill", "deploy/p.sh"), theirs)
     config = parse_config_text(merged, "ledger.yaml")
     assert config.engine_repo == "eng" and list(config.targets) == ["serve", "prefill", "router"]
+
+
+def _rooted(text: str, roots: str) -> str:
+    return text.replace("engine_repo:\n", f"roots:\n{roots}engine_repo:\n")
+
+
+def test_roots_merge_by_name_and_rooted_targets_keep_their_root():
+    ours = add(_rooted(BASE, "  deploy:\n"), "prefill", "deploy:p.sh")
+    theirs = add(_rooted(BASE, "  models: /models\n"), "router", "models:r.sh")
+    config = parse_config_text(merge_config(BASE, ours, theirs), "ledger.yaml")
+    assert config.roots == {"deploy": None, "models": "/models"}
+    assert config.targets["prefill"].path == "deploy:p.sh"
+    assert config.targets["router"].path == "models:r.sh"
+
+
+def test_one_root_given_two_defaults_is_a_conflict_naming_both():
+    ours = _rooted(BASE, "  deploy:\n")  # declared, each machine sets it
+    theirs = _rooted(BASE, "  deploy: /opt/sglang\n")
+    with pytest.raises(MergeConflict) as e:
+        merge_config(BASE, ours, theirs)
+    assert "root deploy: '/opt/sglang'" in str(e.value) and "root deploy: None" in str(e.value)
