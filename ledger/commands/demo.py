@@ -9,9 +9,16 @@
     ledger/          the workspace (engine_repo: ../engine-repo), managing serve_decode.sh
 
 and returns the commands of the story, which the CLI runs one by one, printing each as a
-transcript an operator could retype (from ``cd DIR/ledger``): record a perf and a bugfix
-knob and a perf and a bugfix patch; measure the perf knob A/B on the ``tiny`` preset; the
-incident (suspect, revert --perf-only); what is off the table; a bisect over the perf
+transcript an operator could retype (from ``cd DIR/ledger``): record a perf knob and
+measure it A/B on the ``tiny`` preset (before the perf patch, which raises the shortest
+split-K partition to 64 tokens and so leaves the knob nothing to change at the bench's
+<= 64-token contexts); show what the bugfix knob fixes: with the prefill worker dropping
+every KV transfer (``pd_check.py --drop-transfers``, real servers from the serve scripts
+on loopback) the client gets no answer in 10 s, the decode worker holding the request for
+its 30 s timeout; record the bugfix knob (5 s) and the same check is refused with HTTP 504
+in ~5 s (the demo expects exit 1 then 0, so a bugfix that did nothing stops it; both
+checks append what they saw to ``docs/bugfix-check.md``); record a perf and a bugfix
+patch; the incident (suspect, revert --perf-only); what is off the table; a bisect over the perf
 entries with the harness check through the client's faulty proxy (shipped in deploy/:
 it drops requests once a multi-turn conversation grows), which finds the failure persists
 with every perf entry reverted and clears the suspect with that as the reason; the
@@ -33,6 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ledger.commands.setup import init_workspace
+from ledger.evidence.runner import DEFAULT_BENCH_COMMAND
 from ledger.errors import Refused
 from ledger.store import wsgit
 
@@ -50,11 +58,21 @@ DEMO_TOOLS = ("harness.py", "faulty_proxy.py", "pd_check.py")
 # at c8 and above the batch already exceeds both values, so the A/B runs at c1 only.
 PERF_KNOB = ("ENGINE_DECODE_TARGET_CTAS", "2")
 PERF_CONCURRENCY = "1"
+# The A/B pins one intra-op thread: the serve script's ENGINE_NUM_THREADS=0 samples the
+# machine's load at each start, and on a shared machine picked 1 thread in some runs and 2
+# in others (a 30% swing at c1 on the tiny preset, larger than the knob's effect), so
+# each side would measure the thread choice as much as the knob.  1 thread is what the
+# choice makes with one core busy, and it does not stall when a neighbour takes a core.
+# Measured (1 thread, c1, tiny, load ~1.7): +24% output tok/s, no overlap in 3 pairs.
+PERF_BENCH = "env ENGINE_NUM_THREADS=1 " + DEFAULT_BENCH_COMMAND
 # 6 vs 6: the smallest two-sided Mann-Whitney p is 0.0022, so even one A/B pair out of
 # order still reads p < 0.05 (5 vs 5: 0.0079, and 3 vs 3 can never go below 0.1).
 DEMO_RUNS = 6
 PERF_ID = "decode-target-ctas-" + PERF_KNOB[1]  # the id `record` derives from the title
-BUGFIX_KNOB = ("ENGINE_INFLIGHT_TIMEOUT_S", "10")
+BUGFIX_KNOB = ("ENGINE_INFLIGHT_TIMEOUT_S", "5")
+# The fault check's client waits this long per request: past the fixed timeout (5 s),
+# short of the shipped one (30 s), so "no answer" before the fix is a hang, not slowness.
+FAULT_CLIENT_TIMEOUT_S = 10
 
 
 @dataclass(frozen=True)
@@ -62,7 +80,7 @@ class Step:
     note: str
     args: tuple[str, ...]
     expect: int = 0  # the exit code the story expects (the health-gate rollback exits 1)
-    command: tuple[str, ...] = ()  # not a ledger command: run as is (argv)
+    command: tuple[str, ...] = ()  # not a ledger command: run as is (argv); exit `expect`
     wait_url: str = ""  # after ``command``: wait until this URL answers
 
 
@@ -155,12 +173,22 @@ def prepare(directory: Path, force: bool = False, runs: int = DEMO_RUNS) -> Demo
 def harness_check(root: Path, via_proxy: bool) -> str:
     """The bisect check of the demo: start the deployment, run the multi-turn harness."""
     import shlex
+
+    return shlex.join(_pd_check(root) + (["--via-proxy"] if via_proxy else []))
+
+
+def fault_check(root: Path) -> tuple[str, ...]:
+    """The bugfix's check: every KV transfer dropped, the client must get a fast error."""
+    return (*_pd_check(root), "--drop-transfers", "--rounds", "1", "--timeout",
+            str(FAULT_CLIENT_TIMEOUT_S), "--report", str(root / "docs" / "bugfix-check.md"))
+
+
+def _pd_check(root: Path) -> list[str]:
     import sys
 
     deploy = root / "deploy"
-    argv = [sys.executable, str(deploy / "pd_check.py"), "--deploy", str(deploy),
-            "--engine-path", str(root / "engine-repo")] + (["--via-proxy"] if via_proxy else [])
-    return shlex.join(argv)
+    return [sys.executable, str(deploy / "pd_check.py"), "--deploy", str(deploy),
+            "--engine-path", str(root / "engine-repo")]
 
 
 def _story(root: Path, runs: int, service: Service) -> tuple[Step, ...]:
@@ -184,10 +212,18 @@ def _story(root: Path, runs: int, service: Service) -> tuple[Step, ...]:
               "--title", f"decode target CTAS {perf_value}",
               "--why", "16 split short contexts into 4 partitions at c1: more ops, no "
                        "parallelism a 2-core CPU can use")),
+        Step("measure the perf knob: A = reverted, B = applied, alternating",
+             ("ab", PERF_ID, "--runs", str(runs), "--concurrency", PERF_CONCURRENCY,
+              "--bench", PERF_BENCH)),
+        Step("the stuck-transfer bug: the prefill worker drops every KV transfer; the client "
+             f"gets no answer in {FAULT_CLIENT_TIMEOUT_S}s (decode waits 30s for the KV)",
+             (), command=fault_check(root), expect=1),
         Step("a bugfix knob: fail stuck KV transfers fast instead of wedging the queue",
              ("record", "knob", "decode", f"{fix_knob}={fix_value}", "--class", "bugfix",
-              "--title", "inflight transfer timeout 10s",
+              "--title", f"inflight transfer timeout {fix_value}s",
               "--why", "a transfer stuck for 30s held decode pages and stalled admission")),
+        Step("the same fault with the bugfix: refused fast with an error the client can act on",
+             (), command=fault_check(root)),
         Step("a perf patch to the engine",
              ("record", "patch", str(patches / "perf.patch"), "--class", "perf",
               "--title", "fewer, longer split-K partitions on CPU",
@@ -196,8 +232,6 @@ def _story(root: Path, runs: int, service: Service) -> tuple[Step, ...]:
              ("record", "patch", str(patches / "bugfix.patch"), "--class", "bugfix",
               "--title", "refuse non-boolean ignore_eos",
               "--why", "bool('false') is True: clients asking not to ignore EOS got the opposite")),
-        Step("measure the perf knob: A = reverted, B = applied, alternating",
-             ("ab", PERF_ID, "--runs", str(runs), "--concurrency", PERF_CONCURRENCY)),
         Step("the ledger so far", ("list",)),
         Step("the incident: the harness hangs; the newest perf change is the prime suspect",
              ("suspect", PERF_ID, "--why", "harness hangs after several rounds")),
