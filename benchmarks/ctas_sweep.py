@@ -49,12 +49,29 @@ def decode_batch(eng: LLMEngine, c: int, context: int) -> ScheduledBatch:
 
 
 def step_tok_s(eng: LLMEngine, batch: ScheduledBatch, ctas: int, steps: int) -> float:
+    """Decode tok/s of ``steps`` steps, each sequence a token longer after each (as in real
+    decoding: the unsplit path appends to its dense blocks, see engine.core.dense_kv);
+    the batch is put back to its context afterwards."""
     eng.runner.knobs = eng.knobs.replace(decode_target_ctas=ctas)
-    eng.runner.run(batch)  # warm-up (gather workspace sized)
+    eng.runner.run(batch)  # warm-up (gather workspace sized, dense blocks gathered)
+    advance(eng, batch)
     t = time.perf_counter()
     for _ in range(steps):
         eng.runner.run(batch)
-    return len(batch.seqs) * steps / (time.perf_counter() - t)
+        advance(eng, batch)
+    tok_s = len(batch.seqs) * steps / (time.perf_counter() - t)
+    for seq in batch.seqs:
+        del seq.output_ids[1:]
+        seq.num_computed = seq.num_tokens - 1
+    return tok_s
+
+
+def advance(eng: LLMEngine, batch: ScheduledBatch) -> None:
+    """One more token for each sequence (its KV slot allocated), as a decode step ends."""
+    for seq in batch.seqs:
+        seq.output_ids.append(1)
+        seq.num_computed += 1
+        eng.blocks.grow(seq.block_table, seq.num_tokens)
 
 
 def main() -> int:
@@ -74,7 +91,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="unseen-llama-") as tmp:
         if not args.model and not args.preset:
             args.model = str(write_unseen_llama(Path(tmp)))
-        pages = (max(concs) * (args.context + 16)) // 16 + 8
+        pages = (max(concs) * (args.context + args.steps + 32)) // 16 + 8
         knobs = EngineKnobs(dtype=args.dtype, num_pages=pages, num_threads=args.threads)
         eng = LLMEngine(knobs, preset=args.preset, model_dir=args.model)
         print(f"{args.model or args.preset}, {args.dtype}, {eng.num_threads} threads, context "
