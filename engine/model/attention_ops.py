@@ -13,7 +13,9 @@ never shorter than ``MIN_SPLIT_TOKENS`` tokens each.  On CPU the target defaults
 thread count: torch's batched GEMMs already spread ``batch x kv_heads`` over the cores,
 so a split only pays where that product is below the core count (e.g. one sequence of an
 MQA model); elsewhere each partition is more small ops and a combine (measured:
-``benchmarks/ctas_sweep.py``).
+``benchmarks/ctas_sweep.py``).  An unsplit step does not gather at all after the first
+step of its batch: each layer keeps the batch's context in dense blocks and appends the
+new token (engine.core.dense_kv).
 """
 
 from __future__ import annotations

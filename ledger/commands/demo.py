@@ -53,9 +53,13 @@ DEMO_TOOLS = ("harness.py", "faulty_proxy.py", "pd_check.py")
 
 # The shipped serve script pins ENGINE_DECODE_TARGET_CTAS=16 (sized for a GPU); on a CPU
 # the parallel units are its cores, and at c1 16 cuts a short context into 4 split-K
-# partitions: more small ops and a combine for nothing.  2 (one work item per core on a
-# 2-core machine) measured +30-45% output tok/s at c1 on the tiny preset, each run ~1-2 s;
-# at c8 and above the batch already exceeds both values, so the A/B runs at c1 only.
+# partitions: more small ops and a combine for nothing (and unsplit, decode appends to
+# its dense KV blocks instead of gathering every step: engine.core.dense_kv).  2 (one work
+# item per core on a 2-core machine) measured +30-45% output tok/s at c1 on the tiny
+# preset, each run ~1-2 s; at c8 and above the batch already exceeds both values, so the
+# A/B runs at c1 only.  It runs before the perf patch is recorded: with the patch's
+# 64-token shortest partition, nothing at these <= 64-token contexts is split, whatever
+# the knob (both sides measured 1 split and the A/B read `neutral +2.9%`).
 PERF_KNOB = ("ENGINE_DECODE_TARGET_CTAS", "2")
 PERF_CONCURRENCY = "1"
 # The A/B pins one intra-op thread: the serve script's ENGINE_NUM_THREADS=0 samples the
