@@ -10,7 +10,15 @@ only work there.  Each cell times ``--steps`` decode steps of ``c`` sequences at
 does not depend on them), the CTAS values interleaved within each repeat; the median of
 ``--repeats`` is printed with its change against the first CTAS value (the baseline,
 default 0 = auto) and the split count each value chose, then a line per value like the
-seed's ``+12.8% @c64``.  Not a timed test: run it by hand.
+seed's ``+12.8% @c64`` (marked ``same split`` where a value chose the baseline's split
+count: the same code ran, so that difference is the machine's noise).  Not a timed test:
+run it by hand.
+
+Measured on this 2-core VM (load ~3, 2 threads): the 30M Llama (4 KV heads) at 1536
+tokens, CTAS=16 -28.0% @c1, -28.9% @c2 (4 and 2 splits); the tiny preset (2 KV heads) at
+2048 tokens, CTAS=4 -31.8% @c1, CTAS=8 -50.7% @c1, CTAS=16 -60.0% @c1.  No split paid in these runs;
+the default (0 = the thread count) never splits there and was the best (cells that chose
+the same split as it differ by up to +-30% at that load: noise).
 """
 
 from __future__ import annotations
@@ -114,7 +122,9 @@ def main() -> int:
                 pct = "" if t == ctas[0] else f" {100 * (med[t] / base - 1):+.1f}%"
                 cells.append(f"{med[t]:.1f}({splits[t]}){pct}")
                 if t != ctas[0]:
-                    gains[t].append(f"{100 * (med[t] / base - 1):+.1f}% @c{c}")
+                    # The same split count runs the same code: its difference is noise.
+                    same = " (same split)" if splits[t] == splits[ctas[0]] else ""
+                    gains[t].append(f"{100 * (med[t] / base - 1):+.1f}% @c{c}{same}")
             print(f"{c:>5} " + " ".join(f"{x:>16}" for x in cells)
                   + f"   {os.getloadavg()[0]:.2f}", flush=True)
             for seq in batch.seqs:
