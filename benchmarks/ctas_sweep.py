@@ -16,9 +16,9 @@ run it by hand.
 
 Measured on this 2-core VM (load ~3, 2 threads): the 30M Llama (4 KV heads) at 1536
 tokens, CTAS=16 -28.0% @c1, -28.9% @c2 (4 and 2 splits); the tiny preset (2 KV heads) at
-2048 tokens, CTAS=4 -31.8% @c1, CTAS=8 -50.7% @c1, CTAS=16 -60.0% @c1.  No split paid in these runs;
-the default (0 = the thread count) never splits there and was the best (cells that chose
-the same split as it differ by up to +-30% at that load: noise).
+2048 tokens, CTAS=4 -31.8% @c1, CTAS=8 -50.7% @c1, CTAS=16 -60.0% @c1.  No split paid
+in these runs; the default (0 = the thread count) never splits there and was the best
+(cells that chose the same split as it differ by up to +-30% at that load: noise).
 """
 
 from __future__ import annotations
