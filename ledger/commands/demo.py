@@ -11,9 +11,9 @@
 and returns the commands of the story, which the CLI runs one by one, printing each as a
 transcript an operator could retype (from ``cd DIR/ledger``): record a perf knob and
 measure it A/B on the ``tiny`` preset at a 3840-token context, one sequence at a time
-(where split-K partitioning matters: see :data:`PERF_BENCH`); show what the bugfix knob fixes: with the prefill worker dropping
-every KV transfer (``pd_check.py --drop-transfers``, real servers from the serve scripts
-on loopback) the client gets no answer in 10 s, the decode worker holding the request for
+(where split-K partitioning matters: see ``PERF_BENCH``), on decode tok/s, 8 runs a side;
+show what the bugfix knob fixes: with the prefill worker dropping every KV transfer
+(``pd_check.py --drop-transfers``, real servers from the serve scripts on loopback) the client gets no answer in 10 s, the decode worker holding the request for
 its 30 s timeout; record the bugfix knob (5 s) and the same check is refused with HTTP 504
 in ~5 s (the demo expects exit 1 then 0, so a bugfix that did nothing stops it; both
 checks append what they saw to ``docs/bugfix-check.md``); record a perf and a bugfix
@@ -228,8 +228,8 @@ def _story(root: Path, runs: int, service: Service) -> tuple[Step, ...]:
         Step("a perf knob: size decode attention's split-K for 2 CPU cores, not a GPU",
              ("record", "knob", "decode", f"{perf_knob}={perf_value}", "--class", "perf",
               "--title", f"decode target CTAS {perf_value}",
-              "--why", "16 cut a long context into 8 partitions at c1: a gather a step, more ops, no "
-                       "parallelism a 2-core CPU can use")),
+              "--why", "16 cut a long context into 8 partitions at c1: a gather a step, "
+                       "more ops, no parallelism a 2-core CPU can use")),
         Step("measure the perf knob: A = reverted, B = applied, alternating",
              ("ab", PERF_ID, "--runs", str(runs), "--concurrency", PERF_CONCURRENCY,
               "--bench", PERF_BENCH, "--metric", PERF_METRIC)),
