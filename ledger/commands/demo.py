@@ -14,14 +14,15 @@ measure it A/B on the ``tiny`` preset at a 3840-token context, one sequence at a
 (where split-K partitioning matters: see ``PERF_BENCH``), on decode tok/s, 8 runs a side;
 show what the bugfix knob fixes: with the prefill worker dropping every KV transfer
 (``pd_check.py --drop-transfers``, real servers from the serve scripts on loopback) the
-client gets no answer in 10 s, the decode worker holding the request for its 30 s timeout; record the bugfix knob (5 s) and the same check is refused with HTTP 504
-in ~5 s (the demo expects exit 1 then 0, so a bugfix that did nothing stops it; both
-checks append what they saw to ``docs/bugfix-check.md``); record a perf and a bugfix
-patch; the incident (suspect, revert --perf-only); what is off the table; a bisect over the perf
-entries with the harness check through the client's faulty proxy (shipped in deploy/:
-it drops requests once a multi-turn conversation grows), which finds the failure persists
-with every perf entry reverted and clears the suspect with that as the reason; the
-claw-back; the same check against the router directly, which passes; the rendered docs.
+client gets no answer in 10 s, the decode worker holding the request for its 30 s timeout;
+record the bugfix knob (5 s) and the same check is refused with HTTP 504 in ~5 s (the demo
+expects exit 1 then 0, so a bugfix that did nothing stops it; both checks append what they
+saw to ``docs/bugfix-check.md``); record a perf and a bugfix patch; the incident (suspect,
+revert --perf-only); what is off the table; a bisect over the perf entries with the
+harness check through the client's faulty proxy (shipped in deploy/: it drops requests
+once a multi-turn conversation grows), which finds the failure persists with every perf
+entry reverted and clears the suspect with that as the reason; the claw-back; the same
+check against the router directly, which passes; the rendered docs.
 
 The decode server runs for real through the story: the demo starts it from the managed
 serve script (``python -m engine service``, engine code from ``engine-repo/``, an
