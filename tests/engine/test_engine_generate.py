@@ -66,6 +66,9 @@ def test_bfloat16_bench_runs_and_really_computes_in_bfloat16(tmp_path):
         assert all(r["device"] == "cpu" for r in rows)  # ENGINE_DEVICE unset, no GPU in env
         assert rows[0]["output_digest"] == rows[1]["output_digest"]  # batching-invariant
         assert rows[0]["total_output_tokens"] == 4 * 24
+        # One sequence's decode speed, what the demo's perf A/B judges: 1000 / median TPOT.
+        for r in rows:
+            assert r["decode_throughput"] == pytest.approx(1e3 / r["median_tpot_ms"])
         outs[dtype] = rows[0]["output_digest"]
     # Whether bf16 rounding flips a greedy token of this tiny model is chance (its top-2
     # logit gaps go down to 1e-5), so the dtype's effect is checked on the logits: really
