@@ -10,7 +10,15 @@ only work there.  Each cell times ``--steps`` decode steps of ``c`` sequences at
 does not depend on them), the CTAS values interleaved within each repeat; the median of
 ``--repeats`` is printed with its change against the first CTAS value (the baseline,
 default 0 = auto) and the split count each value chose, then a line per value like the
-seed's ``+12.8% @c64``.  Not a timed test: run it by hand.
+seed's ``+12.8% @c64`` (marked ``same split`` where a value chose the baseline's split
+count: the same code ran, so that difference is the machine's noise).  Not a timed test:
+run it by hand.
+
+Measured on this 2-core VM (load ~3, 2 threads): the 30M Llama (4 KV heads) at 1536
+tokens, CTAS=16 -28.0% @c1, -28.9% @c2 (4 and 2 splits); the tiny preset (2 KV heads) at
+2048 tokens, CTAS=4 -31.8% @c1, CTAS=8 -50.7% @c1, CTAS=16 -60.0% @c1.  No split paid
+in these runs; the default (0 = the thread count) never splits there and was the best
+(cells that chose the same split as it differ by up to +-30% at that load: noise).
 """
 
 from __future__ import annotations
@@ -49,12 +57,29 @@ def decode_batch(eng: LLMEngine, c: int, context: int) -> ScheduledBatch:
 
 
 def step_tok_s(eng: LLMEngine, batch: ScheduledBatch, ctas: int, steps: int) -> float:
+    """Decode tok/s of ``steps`` steps, each sequence a token longer after each (as in real
+    decoding: the unsplit path appends to its dense blocks, see engine.core.dense_kv);
+    the batch is put back to its context afterwards."""
     eng.runner.knobs = eng.knobs.replace(decode_target_ctas=ctas)
-    eng.runner.run(batch)  # warm-up (gather workspace sized)
+    eng.runner.run(batch)  # warm-up (gather workspace sized, dense blocks gathered)
+    advance(eng, batch)
     t = time.perf_counter()
     for _ in range(steps):
         eng.runner.run(batch)
-    return len(batch.seqs) * steps / (time.perf_counter() - t)
+        advance(eng, batch)
+    tok_s = len(batch.seqs) * steps / (time.perf_counter() - t)
+    for seq in batch.seqs:
+        del seq.output_ids[1:]
+        seq.num_computed = seq.num_tokens - 1
+    return tok_s
+
+
+def advance(eng: LLMEngine, batch: ScheduledBatch) -> None:
+    """One more token for each sequence (its KV slot allocated), as a decode step ends."""
+    for seq in batch.seqs:
+        seq.output_ids.append(1)
+        seq.num_computed += 1
+        eng.blocks.grow(seq.block_table, seq.num_tokens)
 
 
 def main() -> int:
@@ -74,7 +99,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="unseen-llama-") as tmp:
         if not args.model and not args.preset:
             args.model = str(write_unseen_llama(Path(tmp)))
-        pages = (max(concs) * (args.context + 16)) // 16 + 8
+        pages = (max(concs) * (args.context + args.steps + 32)) // 16 + 8
         knobs = EngineKnobs(dtype=args.dtype, num_pages=pages, num_threads=args.threads)
         eng = LLMEngine(knobs, preset=args.preset, model_dir=args.model)
         print(f"{args.model or args.preset}, {args.dtype}, {eng.num_threads} threads, context "
@@ -97,7 +122,9 @@ def main() -> int:
                 pct = "" if t == ctas[0] else f" {100 * (med[t] / base - 1):+.1f}%"
                 cells.append(f"{med[t]:.1f}({splits[t]}){pct}")
                 if t != ctas[0]:
-                    gains[t].append(f"{100 * (med[t] / base - 1):+.1f}% @c{c}")
+                    # The same split count runs the same code: its difference is noise.
+                    same = " (same split)" if splits[t] == splits[ctas[0]] else ""
+                    gains[t].append(f"{100 * (med[t] / base - 1):+.1f}% @c{c}{same}")
             print(f"{c:>5} " + " ".join(f"{x:>16}" for x in cells)
                   + f"   {os.getloadavg()[0]:.2f}", flush=True)
             for seq in batch.seqs:

@@ -14,6 +14,7 @@ from engine.model.attention_ops import split_layout
 from engine.config import ModelConfig
 from engine.knobs import EngineKnobs
 from engine.model.llama import LlamaForCausalLM
+from engine.core.dense_kv import DenseKV
 from engine.core.scheduler import ScheduledBatch
 
 
@@ -43,6 +44,9 @@ class ModelRunner:
         # Decode gathers each layer's context into this memory (grown on demand, kept):
         # a fresh multi-MB tensor per step would cost page faults on every step.
         self._kv_workspace = torch.empty(0, dtype=self.dtype, device=self.device)
+        # Unsplit decode keeps each layer's gathered context across the steps of a batch.
+        self.dense = DenseKV(cfg.num_layers, cfg.num_kv_heads, cfg.head_dim, self.dtype,
+                             self.device)
 
     def _slots(self, block_table: list[int], start: int, end: int) -> torch.Tensor:
         pos = torch.arange(start, end)
@@ -53,6 +57,7 @@ class ModelRunner:
     def run(self, batch: ScheduledBatch) -> list[int]:
         """One forward step; returns the sampled next token of each sequence in the batch."""
         if batch.is_prefill:
+            self.dense.invalidate()
             ids, positions, ctx = self._prepare_prefill(batch)
             rows = torch.tensor(ctx.cu_seqlens[1:]) - 1  # last fed token of each sequence
         else:
@@ -99,25 +104,35 @@ class ModelRunner:
         splits = num_kv_splits(len(seqs), self.cfg.num_kv_heads, max_len,
                                self.knobs.decode_target_ctas or self.auto_target_ctas)
         self.last_num_splits = splits
-        S, C = split_layout(max_len, splits)
+        dense = None
+        if splits == 1:
+            dense = self.dense.plan(tuple((s.seq_id, s.num_preemptions) for s in seqs), lens)
+        else:
+            self.dense.invalidate()
+        S, C = split_layout(max_len, splits) if dense is None else (1, dense.cap)
+        attend = S * C if dense is None else dense.attend(max_len)
         # The gather covers the split-K padded length S*C; padding reads page 0 (masked).
         width = -(-(S * C) // P)
         # Built as Python lists and converted once: a tensor op per sequence costs more
         # than the whole conversion at decode batch sizes.
-        rows = []
-        last_slots = []
-        for s, n in zip(seqs, lens):
-            table = s.block_table[:width]
-            rows.append(table + [0] * (width - len(table)))
-            last_slots.append(s.block_table[(n - 1) // P] * P + (n - 1) % P)
-        tables = torch.tensor(rows, dtype=torch.long)  # [B, width]
+        last_slots = [s.block_table[(n - 1) // P] * P + (n - 1) % P for s, n in zip(seqs, lens)]
         lens_t = torch.tensor(lens)
         Hkv = self.cfg.num_kv_heads
         ctx = AttnContext(is_prefill=False, slot_mapping=torch.tensor(last_slots),
                           context_lens=lens_t, num_splits=splits,
-                          decode_bias=split_k_bias(lens_t, max_len, splits),
-                          kv_index=decode_kv_index(tables, S * C, P, Hkv))
-        ctx.kv_buffers = self._kv_buffers((len(seqs), Hkv, S, C, self.cfg.head_dim))
+                          decode_bias=split_k_bias(lens_t, attend, S))
+        if dense is None or dense.fresh:
+            rows = [s.block_table[:width] + [0] * (width - len(s.block_table[:width]))
+                    for s in seqs]
+            tables = torch.tensor(rows, dtype=torch.long)  # [B, width]
+            ctx.kv_index = decode_kv_index(tables, S * C, P, Hkv)
+        if dense is None:
+            ctx.kv_buffers = self._kv_buffers((len(seqs), Hkv, S, C, self.cfg.head_dim))
+        else:
+            ctx.dense_len, ctx.dense_rows = attend, dense.rows
+            if dense.fresh:
+                for layer, k, v in zip(self.model.layers, self.dense.k, self.dense.v):
+                    layer.self_attn.k_dense, layer.self_attn.v_dense = k, v
         # The last token of each sequence (``Sequence.tokens`` would copy the whole list).
         ids = torch.tensor([s.output_ids[-1] if s.output_ids else s.prompt_ids[-1]
                             for s in seqs])

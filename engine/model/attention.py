@@ -31,6 +31,9 @@ class Attention(nn.Module):
         # Flat slot arrays [num_slots, Hkv, D], bound by the model runner.
         self.k_cache: torch.Tensor | None = None
         self.v_cache: torch.Tensor | None = None
+        # This layer's dense decode blocks [B, Hkv, cap, D] (engine.core.dense_kv).
+        self.k_dense: torch.Tensor | None = None
+        self.v_dense: torch.Tensor | None = None
 
     def forward(self, x: torch.Tensor, ctx: AttnContext) -> torch.Tensor:
         N = x.shape[0]
@@ -49,6 +52,8 @@ class Attention(nn.Module):
         self.v_cache.index_copy_(0, ctx.slot_mapping, v)
         if ctx.is_prefill:
             out = self._prefill(q, k, v, ctx)
+        elif ctx.dense_len:
+            out = self._decode_dense(q, k, v, ctx)
         else:
             out = self._decode(q, ctx)
         return self.o_proj(out.reshape(N, self.q_size))
@@ -60,6 +65,24 @@ class Attention(nn.Module):
         k = gather_kv(self.k_cache, ctx.kv_index, kbuf)  # [B, Hkv, S, C, D]
         v = gather_kv(self.v_cache, ctx.kv_index, vbuf)
         return split_k_attention(q, k, v, ctx.decode_bias, self.scale)  # [B, H, D]
+
+    def _decode_dense(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                      ctx: AttnContext) -> torch.Tensor:
+        kd, vd = self.k_dense, self.v_dense  # [B, Hkv, cap, D]
+        if kd is None or vd is None or ctx.decode_bias is None:
+            raise RuntimeError("dense decode without bound blocks or decode_bias")
+        if ctx.kv_index is not None:  # the batch's first step: the whole context
+            gather_kv(self.k_cache, ctx.kv_index, kd)
+            gather_kv(self.v_cache, ctx.kv_index, vd)
+        elif ctx.dense_rows is not None:  # later steps: the new token only
+            D = self.head_dim
+            kd.view(-1, D).index_copy_(0, ctx.dense_rows, k.reshape(-1, D))
+            vd.view(-1, D).index_copy_(0, ctx.dense_rows, v.reshape(-1, D))
+        # The first dense_len positions (bf16: the whole, contiguous block); past each
+        # sequence's length masked by decode_bias.
+        L = ctx.dense_len
+        return split_k_attention(q, kd[:, :, None, :L], vd[:, :, None, :L], ctx.decode_bias,
+                                 self.scale)  # [B, H, D]
 
     def _prefill(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                  ctx: AttnContext) -> torch.Tensor:

@@ -13,7 +13,9 @@ never shorter than ``MIN_SPLIT_TOKENS`` tokens each.  On CPU the target defaults
 thread count: torch's batched GEMMs already spread ``batch x kv_heads`` over the cores,
 so a split only pays where that product is below the core count (e.g. one sequence of an
 MQA model); elsewhere each partition is more small ops and a combine (measured:
-``benchmarks/ctas_sweep.py``).
+``benchmarks/ctas_sweep.py``).  An unsplit step does not gather at all after the first
+step of its batch: each layer keeps the batch's context in dense blocks and appends the
+new token (engine.core.dense_kv).
 """
 
 from __future__ import annotations
@@ -56,6 +58,11 @@ class AttnContext:
     kv_buffers: tuple[torch.Tensor, torch.Tensor] | None = None
     cos: torch.Tensor | None = None  # RoPE tables [N, 1, D]
     sin: torch.Tensor | None = None
+    # Unsplit decode on the persistent dense blocks (engine.core.dense_kv): the block's
+    # positions, all attended over (0 = not used), and, when the block is not gathered
+    # afresh (kv_index None), the rows [B * Hkv] where the new token's K/V go.
+    dense_len: int = 0
+    dense_rows: torch.Tensor | None = None
 
     def to(self, device: torch.device) -> AttnContext:
         """The same context with its tensors on ``device`` (a GPU run builds it on the host)."""
@@ -67,7 +74,8 @@ class AttnContext:
         return dataclasses.replace(
             self, slot_mapping=move(self.slot_mapping), context_lens=move(self.context_lens),
             context_slots=move(self.context_slots), decode_bias=move(self.decode_bias),
-            kv_index=move(self.kv_index), cos=move(self.cos), sin=move(self.sin))
+            kv_index=move(self.kv_index), cos=move(self.cos), sin=move(self.sin),
+            dense_rows=move(self.dense_rows))
 
 
 def num_kv_splits(batch: int, kv_heads: int, max_len: int, target_ctas: int) -> int:

@@ -67,6 +67,9 @@ def summarize(concurrency: int, duration: float, input_lens: list[int],
     for name, xs in (("ttft", ttfts), ("tpot", tpots), ("itl", itls), ("e2e_latency", e2es)):
         for stat in ("mean", "median", "std", "p99"):
             res[f"{stat}_{name}_ms"] = ms(xs, stat)
+    # One sequence's decode speed, tokens/s after its first token (1000 / median TPOT): what
+    # a decode-side change moves, without the prefill's share of ``output_throughput``.
+    res["decode_throughput"] = 1e3 / res["median_tpot_ms"] if tpots else 0.0
     res["output_digest"] = output_digest(outputs)
     return res
 

@@ -9,13 +9,20 @@
     ledger/          the workspace (engine_repo: ../engine-repo), managing serve_decode.sh
 
 and returns the commands of the story, which the CLI runs one by one, printing each as a
-transcript an operator could retype (from ``cd DIR/ledger``): record a perf and a bugfix
-knob and a perf and a bugfix patch; measure the perf knob A/B on the ``tiny`` preset; the
-incident (suspect, revert --perf-only); what is off the table; a bisect over the perf
-entries with the harness check through the client's faulty proxy (shipped in deploy/:
-it drops requests once a multi-turn conversation grows), which finds the failure persists
-with every perf entry reverted and clears the suspect with that as the reason; the
-claw-back; the same check against the router directly, which passes; the rendered docs.
+transcript an operator could retype (from ``cd DIR/ledger``): record a perf knob and
+measure it A/B on the ``tiny`` preset at a 3840-token context, one sequence at a time
+(where split-K partitioning matters: see ``PERF_BENCH``), on decode tok/s, 8 runs a side;
+show what the bugfix knob fixes: with the prefill worker dropping every KV transfer
+(``pd_check.py --drop-transfers``, real servers from the serve scripts on loopback) the
+client gets no answer in 10 s, the decode worker holding the request for its 30 s timeout;
+record the bugfix knob (5 s) and the same check is refused with HTTP 504 in ~5 s (the demo
+expects exit 1 then 0, so a bugfix that did nothing stops it; both checks append what they
+saw to ``docs/bugfix-check.md``); record a perf and a bugfix patch; the incident (suspect,
+revert --perf-only); what is off the table; a bisect over the perf entries with the
+harness check through the client's faulty proxy (shipped in deploy/: it drops requests
+once a multi-turn conversation grows), which finds the failure persists with every perf
+entry reverted and clears the suspect with that as the reason; the claw-back; the same
+check against the router directly, which passes; the rendered docs.
 
 The decode server runs for real through the story: the demo starts it from the managed
 serve script (``python -m engine service``, engine code from ``engine-repo/``, an
@@ -44,17 +51,47 @@ TOOLS = Path(__file__).resolve().parent.parent / "demo_tools"
 DEMO_TOOLS = ("harness.py", "faulty_proxy.py", "pd_check.py")
 
 # The shipped serve script pins ENGINE_DECODE_TARGET_CTAS=16 (sized for a GPU); on a CPU
-# the parallel units are its cores, and at c1 16 cuts a short context into 4 split-K
-# partitions: more small ops and a combine for nothing.  2 (one work item per core on a
-# 2-core machine) measured +30-45% output tok/s at c1 on the tiny preset, each run ~1-2 s;
-# at c8 and above the batch already exceeds both values, so the A/B runs at c1 only.
+# the parallel units are its cores, and at c1 16 cuts a long context into 8 split-K
+# partitions: a gather of the whole context per layer per step, more small ops and a
+# combine, for nothing (unsplit, decode appends the new token to its dense KV blocks
+# instead: engine.core.dense_kv).  The A/B runs where that matters, a 3840-token context
+# at c1 (one prompt, 192 new tokens: ~0.15 s of prefill and ~0.3 s of decode a run).
+# Measured (1 thread, load ~1.8, interleaved, 4 pairs): decode tok/s of CTAS=2 +37..+98%
+# over 16, no overlap (at 3072 tokens +30..+50%; two 2048-token prompts of 128 new tokens
+# measured +19% output tok/s with a CI from -8%); at the 32-token contexts of the default
+# bench it was +10% with a CI reaching down to +2% (a `gain` at risk on a shared machine),
+# and with the perf patch's 64-token shortest partition nothing at such contexts was split
+# at all.  At c8 and above the batch already exceeds both values, so the A/B runs at c1
+# only.
 PERF_KNOB = ("ENGINE_DECODE_TARGET_CTAS", "2")
 PERF_CONCURRENCY = "1"
-# 6 vs 6: the smallest two-sided Mann-Whitney p is 0.0022, so even one A/B pair out of
-# order still reads p < 0.05 (5 vs 5: 0.0079, and 3 vs 3 can never go below 0.1).
-DEMO_RUNS = 6
+# The A/B pins one intra-op thread: the serve script's ENGINE_NUM_THREADS=0 samples the
+# machine's load at each start, and on a shared machine picked 1 thread in some runs and 2
+# in others (a 30% swing at c1, as large as the knob's effect), so each side would
+# measure the thread choice as much as the knob.  1 thread is what the choice makes with
+# one core busy, and it does not stall when a neighbour takes a core.
+# The prompt is prefilled in one chunk (both sides alike): 512-token chunks took ~450 ms of
+# each run, one chunk ~125 ms (the demo must stay under 2 minutes).
+PERF_BENCH = ("env ENGINE_NUM_THREADS=1 ENGINE_PREFILL_CHUNK_TOKENS=4096 {python} -m engine "
+              "bench --mode offline --preset tiny "
+              "--concurrency {concurrency} --num-prompts 1 --input-len 3840 --output-len 192 "
+              "--json {out}")
+# Judged on one sequence's decode speed (``decode_throughput`` of the bench, 1000 /
+# median TPOT at c1): the knob changes decode steps, not the prefill, whose share of each
+# run (a third to a half of it here) only adds noise to tok/s.  Measured in one demo at 3072
+# tokens, load ~1.5: output tok/s +34.7% (CI +1.8..+56.6%, two pairs out of order).
+PERF_METRIC = "decode_throughput"
+# 8 vs 8: the two-sided Mann-Whitney p stays below 0.05 with up to 13 of the 64 A/B
+# pairs out of order (6 vs 6: 5 of 36; 3 vs 3 can never go below 0.1), and a shared
+# machine's slow spells put whole runs out of order.  Each run is ~2.5-3 s (most of it
+# the interpreter and torch starting), 18 with warm-ups.  Five demos at load ~2 all read
+# `gain`: +54.9..+81.4%, the CI's lower end +21.3..+35.5%.
+DEMO_RUNS = 8
 PERF_ID = "decode-target-ctas-" + PERF_KNOB[1]  # the id `record` derives from the title
-BUGFIX_KNOB = ("ENGINE_INFLIGHT_TIMEOUT_S", "10")
+BUGFIX_KNOB = ("ENGINE_INFLIGHT_TIMEOUT_S", "5")
+# The fault check's client waits this long per request: past the fixed timeout (5 s),
+# short of the shipped one (30 s), so "no answer" before the fix is a hang, not slowness.
+FAULT_CLIENT_TIMEOUT_S = 10
 
 
 @dataclass(frozen=True)
@@ -62,7 +99,7 @@ class Step:
     note: str
     args: tuple[str, ...]
     expect: int = 0  # the exit code the story expects (the health-gate rollback exits 1)
-    command: tuple[str, ...] = ()  # not a ledger command: run as is (argv)
+    command: tuple[str, ...] = ()  # not a ledger command: run as is (argv); exit `expect`
     wait_url: str = ""  # after ``command``: wait until this URL answers
 
 
@@ -158,12 +195,22 @@ def prepare(directory: Path, force: bool = False, runs: int = DEMO_RUNS) -> Demo
 def harness_check(root: Path, via_proxy: bool) -> str:
     """The bisect check of the demo: start the deployment, run the multi-turn harness."""
     import shlex
+
+    return shlex.join(_pd_check(root) + (["--via-proxy"] if via_proxy else []))
+
+
+def fault_check(root: Path) -> tuple[str, ...]:
+    """The bugfix's check: every KV transfer dropped, the client must get a fast error."""
+    return (*_pd_check(root), "--drop-transfers", "--rounds", "1", "--timeout",
+            str(FAULT_CLIENT_TIMEOUT_S), "--report", str(root / "docs" / "bugfix-check.md"))
+
+
+def _pd_check(root: Path) -> list[str]:
     import sys
 
     deploy = root / "deploy"
-    argv = [sys.executable, str(deploy / "pd_check.py"), "--deploy", str(deploy),
-            "--engine-path", str(root / "engine-repo")] + (["--via-proxy"] if via_proxy else [])
-    return shlex.join(argv)
+    return [sys.executable, str(deploy / "pd_check.py"), "--deploy", str(deploy),
+            "--engine-path", str(root / "engine-repo")]
 
 
 def _story(root: Path, runs: int, service: Service) -> tuple[Step, ...]:
@@ -185,12 +232,20 @@ def _story(root: Path, runs: int, service: Service) -> tuple[Step, ...]:
         Step("a perf knob: size decode attention's split-K for 2 CPU cores, not a GPU",
              ("record", "knob", "decode", f"{perf_knob}={perf_value}", "--class", "perf",
               "--title", f"decode target CTAS {perf_value}",
-              "--why", "16 split short contexts into 4 partitions at c1: more ops, no "
-                       "parallelism a 2-core CPU can use")),
+              "--why", "16 cut a long context into 8 partitions at c1: a gather a step, "
+                       "more ops, no parallelism a 2-core CPU can use")),
+        Step("measure the perf knob: A = reverted, B = applied, alternating",
+             ("ab", PERF_ID, "--runs", str(runs), "--concurrency", PERF_CONCURRENCY,
+              "--bench", PERF_BENCH, "--metric", PERF_METRIC)),
+        Step("the stuck-transfer bug: the prefill worker drops every KV transfer; the client "
+             f"gets no answer in {FAULT_CLIENT_TIMEOUT_S}s (decode waits 30s for the KV)",
+             (), command=fault_check(root), expect=1),
         Step("a bugfix knob: fail stuck KV transfers fast instead of wedging the queue",
              ("record", "knob", "decode", f"{fix_knob}={fix_value}", "--class", "bugfix",
-              "--title", "inflight transfer timeout 10s",
+              "--title", f"inflight transfer timeout {fix_value}s",
               "--why", "a transfer stuck for 30s held decode pages and stalled admission")),
+        Step("the same fault with the bugfix: refused fast with an error the client can act on",
+             (), command=fault_check(root)),
         Step("a perf patch to the engine",
              ("record", "patch", str(patches / "perf.patch"), "--class", "perf",
               "--title", "fewer, longer split-K partitions on CPU",
@@ -199,8 +254,6 @@ def _story(root: Path, runs: int, service: Service) -> tuple[Step, ...]:
              ("record", "patch", str(patches / "bugfix.patch"), "--class", "bugfix",
               "--title", "refuse non-boolean ignore_eos",
               "--why", "bool('false') is True: clients asking not to ignore EOS got the opposite")),
-        Step("measure the perf knob: A = reverted, B = applied, alternating",
-             ("ab", PERF_ID, "--runs", str(runs), "--concurrency", PERF_CONCURRENCY)),
         Step("the ledger so far", ("list",)),
         Step("the incident: the harness hangs; the newest perf change is the prime suspect",
              ("suspect", PERF_ID, "--why", "harness hangs after several rounds")),

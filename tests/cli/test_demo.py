@@ -43,6 +43,22 @@ def test_demo_plays_the_whole_story(tmp_path, ledger):
     assert "cleared " in bisect_out.split("$ ledger restore", 1)[0]
     assert "cannot reproduce: the check passes with all 2 selected entries applied" in \
         bisect_out.split("$ ledger restore", 1)[1]
+    # The bugfix knob shows what it fixes: with every KV transfer dropped, the shipped 30 s
+    # timeout leaves the client without an answer (a hang); with the knob (5 s) the same
+    # check is refused with a 504 naming the knob, before the client's 10 s are up.
+    fault = "--drop-transfers --rounds 1 --timeout 10"
+    before, after = out.split(fault)[1:3]
+    before = before.split("$ ledger record knob decode ENGINE_INFLIGHT_TIMEOUT_S=5", 1)[0]
+    assert "(ENGINE_INFLIGHT_TIMEOUT_S=30)" in before
+    assert "hang: no answer within the client's 10s" in before and "HTTP 504" not in before
+    answer = [x for x in after.splitlines() if x.startswith("round 1: ")][0]
+    assert answer.startswith("round 1: HTTP 504 after ") and \
+        "did not arrive within ENGINE_INFLIGHT_TIMEOUT_S=5s; aborted" in answer, answer
+    assert float(answer.split(" after ")[1].split("s:")[0]) < 10
+    assert "all 1 rounds failed fast with an error answer" in after
+    report = (root / "docs" / "bugfix-check.md").read_text()
+    assert "exit 1 after" in report.split("## ")[1] and "exit 0 after" in report.split("## ")[2]
+    assert "hang: no answer" in report and "HTTP 504 after" in report
     # 3 runs a side (quick here) can never be significant: the A/B says so.
     assert "warning: 3 vs 3 runs cannot reach p < 0.05" in r.stderr
 
@@ -55,7 +71,7 @@ def test_demo_plays_the_whole_story(tmp_path, ledger):
     assert all(row["state"] == "applied" and row["ok"] for row in entries.values())
     script = (root / "deploy" / "serve_decode.sh").read_text()
     assert "export ENGINE_DECODE_TARGET_CTAS=2" in script
-    assert "export ENGINE_INFLIGHT_TIMEOUT_S=10" in script
+    assert "export ENGINE_INFLIGHT_TIMEOUT_S=5" in script
     repo = root / "engine-repo"
     assert "MIN_SPLIT_TOKENS = 64" in (repo / "engine" / "model" / "attention_ops.py").read_text()
     assert "must be true or false" in (repo / "engine" / "serving" / "requests.py").read_text()
@@ -65,6 +81,12 @@ def test_demo_plays_the_whole_story(tmp_path, ledger):
     perf = [row for row in st["entries"] if row["title"] == "decode target CTAS 2"][0]
     runs = list((ws / "evidence" / perf["id"]).iterdir())
     assert len(runs) == 1 and (runs[0] / "runs.csv").exists()
+    # Measured before the perf patch (which leaves the knob nothing to split at <= 64
+    # tokens): A splits each c1 step's KV into partitions, B does not.
+    splits = {row.split(",")[0]: row for row in (runs[0] / "runs.csv").read_text().splitlines()}
+    header = (runs[0] / "runs.csv").read_text().splitlines()[0].split(",")
+    col = header.index("decode_kv_splits_last")
+    assert float(splits["A"].split(",")[col]) > 1 and float(splits["B"].split(",")[col]) == 1
     summary = (runs[0] / "summary.yaml").read_text()
     assert "outputs: identical" in summary
     for name in ("CHANGELOG.md", "index.html"):

@@ -113,3 +113,35 @@ def test_two_real_knobs_that_fail_only_together_are_an_interaction(deployment, l
                    and member not in st["applied"] for st in rec["steps"])
     assert all(st["verdict"] == "bad" for st in rec["steps"]
                if {ids[0], ids[2]} <= set(st["applied"]))
+
+
+def test_the_transfer_timeout_turns_a_dropped_transfer_from_a_hang_into_a_fast_error(
+        deployment, ledger, tmp_path):
+    """The demo's bugfix check: every KV transfer dropped by the prefill worker."""
+    import subprocess
+
+    root, deploy = deployment
+    report = tmp_path / "docs" / "bugfix-check.md"
+
+    def fault_check() -> subprocess.CompletedProcess:
+        argv = check(deploy, "--drop-transfers", "--rounds", "1", "--timeout", "6",
+                     "--report", str(report)).split()
+        return subprocess.run(argv, capture_output=True, text=True, timeout=120)
+
+    prefill = (deploy / "serve_prefill.sh").read_bytes()
+    hang = fault_check()  # the shipped 30 s: the client gives up first
+    assert hang.returncode == 1, hang.stdout + hang.stderr
+    assert "ENGINE_INFLIGHT_TIMEOUT_S=30)" in hang.stdout
+    assert "no answer" in hang.stdout and "hang: no answer within the client's 6s" in \
+        hang.stdout
+    record(ledger, root, "decode", "ENGINE_INFLIGHT_TIMEOUT_S=1.5", "bugfix", "fail fast")
+    fast = fault_check()
+    assert fast.returncode == 0, fast.stdout + fast.stderr
+    line = [x for x in fast.stdout.splitlines() if x.startswith("round 1: ")][0]
+    assert line.startswith("round 1: HTTP 504 after ") and \
+        "ENGINE_INFLIGHT_TIMEOUT_S=1.5s; aborted" in line, line
+    assert float(line.split(" after ")[1].split("s:")[0]) < 6
+    assert (deploy / "serve_prefill.sh").read_bytes() == prefill  # the fault was a copy
+    text = report.read_text()
+    assert text.count("## `pd_check.py ") == 2 and "exit 1 after" in text and \
+        "exit 0 after" in text and "HTTP 504" in text
