@@ -103,7 +103,7 @@ def _init_roots(roots: Mapping[str, str], root: Path) -> dict[str, str | None]:
 def add_target(
     s: Session, name: str, path: str, fmt: str, container: str | None, cwd: Path, dry_run: bool,
     key_path: str | None = None, flags: str | None = None, root: str | None = None,
-) -> Target:
+) -> tuple[Target, tuple[str, str] | None]:
     """Put a file under management (it must exist, parse, and not be a symlink).
 
     ``container``: the k8s container address; ``key_path``/``flags``: where a yaml-map's

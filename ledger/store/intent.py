@@ -14,7 +14,8 @@ the workspace (:func:`check_scope`) before anything is touched:
   remote commit a pull was merging) or a file
   of the engine repo; rollback further restores only files the named backup holds;
 * a ledger file (and a file staged as it is, ``staged``) must be a relative path inside
-  the workspace, outside ``.git`` and ``.ledger``, with no ``..`` and no symlinked directory on the way;
+  the workspace, outside ``.git`` and ``.ledger``, with no ``..`` and no symlinked
+  directory on the way;
 * the engine repo must be the workspace's own, its HEAD a full object id;
 * a temporary file must carry this operation's ``.ledger-tmp-<op>-`` name.
 
