@@ -29,11 +29,14 @@ class ModelRunner:
         self.dtype = next(model.parameters()).dtype
         self.device = next(model.parameters()).device
         slots = knobs.num_pages * knobs.page_size
-        # One flat slot array per layer: [num_pages * page_size, Hkv, D].
-        self.k_caches = [torch.zeros(slots, cfg.num_kv_heads, cfg.head_dim, dtype=self.dtype,
-                                     device=self.device)
-                         for _ in range(cfg.num_layers)]
-        self.v_caches = [torch.zeros_like(k) for k in self.k_caches]
+        self.num_slots = slots
+        # The paged KV of every layer in one tensor [layers, 2 (K, V), slots, Hkv, D], so a
+        # dense decode step stores its new K/V of all layers in one index_copy_; each
+        # layer's attention holds views of its two flat slot arrays [slots, Hkv, D].
+        self.kv_cache = torch.zeros(cfg.num_layers, 2, slots, cfg.num_kv_heads, cfg.head_dim,
+                                    dtype=self.dtype, device=self.device)
+        self.k_caches = list(self.kv_cache[:, 0])
+        self.v_caches = list(self.kv_cache[:, 1])
         for layer, k, v in zip(model.layers, self.k_caches, self.v_caches):
             layer.self_attn.k_cache = k
             layer.self_attn.v_cache = v
@@ -44,9 +47,11 @@ class ModelRunner:
         # Decode gathers each layer's context into this memory (grown on demand, kept):
         # a fresh multi-MB tensor per step would cost page faults on every step.
         self._kv_workspace = torch.empty(0, dtype=self.dtype, device=self.device)
-        # Unsplit decode keeps each layer's gathered context across the steps of a batch.
+        # Unsplit decode keeps the batch's gathered context across its steps.
         self.dense = DenseKV(cfg.num_layers, cfg.num_kv_heads, cfg.head_dim, self.dtype,
                              self.device)
+        # The dense decode step: the model's own method, or its compiled graph.
+        self.decode_step = model.decode_dense
 
     def _slots(self, block_table: list[int], start: int, end: int) -> torch.Tensor:
         pos = torch.arange(start, end)
@@ -60,17 +65,78 @@ class ModelRunner:
             self.dense.invalidate()
             ids, positions, ctx = self._prepare_prefill(batch)
             rows = torch.tensor(ctx.cu_seqlens[1:]) - 1  # last fed token of each sequence
+            logits = self._forward(ids, positions, ctx, rows)
         else:
-            ids, positions, ctx = self._prepare_decode(batch)
-            rows = None
-        if self.device.type != "cpu":
-            # Batches are assembled on the host (small index tensors), then moved once.
-            ids, positions, rows = (None if t is None else t.to(self.device, non_blocking=True)
-                                    for t in (ids, positions, rows))
-            ctx = ctx.to(self.device)
-        logits = self.model(ids, positions, ctx, rows)  # [B, vocab]
+            logits = self._decode(batch)
         temps = [s.params.temperature for s in batch.seqs]
         return self.sample(logits, temps)
+
+    def _forward(self, ids: torch.Tensor, positions: torch.Tensor, ctx: AttnContext,
+                 rows: torch.Tensor | None) -> torch.Tensor:
+        if self.device.type != "cpu":
+            # Batches are assembled on the host (small index tensors), then moved once.
+            ids, positions, rows = (None if t is None else self._to_device(t)
+                                    for t in (ids, positions, rows))
+            ctx = ctx.to(self.device)
+        return self.model(ids, positions, ctx, rows)  # [B, vocab]
+
+    def _to_device(self, t: torch.Tensor) -> torch.Tensor:
+        return t.to(self.device, non_blocking=True)
+
+    def _decode(self, batch: ScheduledBatch) -> torch.Tensor:
+        """Logits of a decode step: on the dense blocks when unsplit, else split-K."""
+        seqs = batch.seqs
+        lens = [s.num_tokens for s in seqs]
+        splits = num_kv_splits(len(seqs), self.cfg.num_kv_heads, max(lens),
+                               self.knobs.decode_target_ctas or self.auto_target_ctas)
+        self.last_num_splits = splits
+        step = None
+        if splits == 1:
+            step = self.dense.plan(tuple((s.seq_id, s.num_preemptions) for s in seqs), lens)
+        else:
+            self.dense.invalidate()
+        if step is None:
+            return self._forward(*self._prepare_decode(batch, lens, splits), None)
+        P, D = self.page_size, self.cfg.head_dim
+        blocks = self.dense.blocks
+        assert blocks is not None
+        if step.fresh:
+            # All layers' K and V context in one gather: row (layer, k|v) of the flat
+            # cache is offset by its slot array's rows.
+            tables = self._block_tables(seqs, -(-step.cap // P))
+            index = decode_kv_index(tables, step.cap, P, self.cfg.num_kv_heads)
+            offsets = torch.arange(blocks.shape[0] * 2) * (self.num_slots
+                                                            * self.cfg.num_kv_heads)
+            index = self._to_device((offsets.view(-1, 1) + index.view(1, -1)).view(-1))
+            torch.index_select(self.kv_cache.view(-1, D), 0, index, out=blocks.view(-1, D))
+        lens_t = torch.tensor(lens)
+        # Attention reads the len - 1 positions before each new token, plus the token.
+        bias = split_k_bias(lens_t - 1, step.cap, 1).view(len(seqs), 1, 1, step.cap)
+        ids, positions, bias = (self._to_device(t) for t in
+                                (self._last_tokens(seqs), lens_t - 1, bias))
+        logits, new_kv = self.decode_step(ids, positions, self.dense.k, self.dense.v, bias)
+        # The new K/V of every layer: into the paged cache and the dense blocks.
+        slots = torch.tensor([s.block_table[(n - 1) // P] * P + (n - 1) % P
+                              for s, n in zip(seqs, lens)])
+        where = torch.arange(blocks.shape[0] * 2).view(-1, 1) * self.num_slots + slots
+        Hkv = self.cfg.num_kv_heads
+        self.kv_cache.view(-1, Hkv, D).index_copy_(0, self._to_device(where.view(-1)),
+                                                   new_kv.view(-1, Hkv, D))
+        blocks.view(-1, D).index_copy_(0, self._to_device(step.rows), new_kv.view(-1, D))
+        return logits
+
+    @staticmethod
+    def _last_tokens(seqs) -> torch.Tensor:
+        # The last token of each sequence (``Sequence.tokens`` would copy the whole list).
+        return torch.tensor([s.output_ids[-1] if s.output_ids else s.prompt_ids[-1]
+                             for s in seqs])
+
+    @staticmethod
+    def _block_tables(seqs, width: int) -> torch.Tensor:
+        """[B, width] page tables, padded with page 0 (masked wherever it is read)."""
+        rows = [s.block_table[:width] + [0] * (width - len(s.block_table[:width]))
+                for s in seqs]
+        return torch.tensor(rows, dtype=torch.long)
 
     def _prepare_prefill(self, batch: ScheduledBatch
                          ) -> tuple[torch.Tensor, torch.Tensor, AttnContext]:
@@ -95,24 +161,13 @@ class ModelRunner:
                           context_slots=ctx_slots, cu_seqlens=cu, start_pos=starts)
         return torch.tensor(ids), positions, ctx
 
-    def _prepare_decode(self, batch: ScheduledBatch
+    def _prepare_decode(self, batch: ScheduledBatch, lens: list[int], splits: int
                         ) -> tuple[torch.Tensor, torch.Tensor, AttnContext]:
+        """The gather path: each layer gathers its context into the split-K layout."""
         seqs = batch.seqs
-        lens = [s.num_tokens for s in seqs]
-        max_len = max(lens)
         P = self.page_size
-        splits = num_kv_splits(len(seqs), self.cfg.num_kv_heads, max_len,
-                               self.knobs.decode_target_ctas or self.auto_target_ctas)
-        self.last_num_splits = splits
-        dense = None
-        if splits == 1:
-            dense = self.dense.plan(tuple((s.seq_id, s.num_preemptions) for s in seqs), lens)
-        else:
-            self.dense.invalidate()
-        S, C = split_layout(max_len, splits) if dense is None else (1, dense.cap)
-        attend = S * C if dense is None else dense.attend(max_len)
+        S, C = split_layout(max(lens), splits)
         # The gather covers the split-K padded length S*C; padding reads page 0 (masked).
-        width = -(-(S * C) // P)
         # Built as Python lists and converted once: a tensor op per sequence costs more
         # than the whole conversion at decode batch sizes.
         last_slots = [s.block_table[(n - 1) // P] * P + (n - 1) % P for s, n in zip(seqs, lens)]
@@ -120,24 +175,11 @@ class ModelRunner:
         Hkv = self.cfg.num_kv_heads
         ctx = AttnContext(is_prefill=False, slot_mapping=torch.tensor(last_slots),
                           context_lens=lens_t, num_splits=splits,
-                          decode_bias=split_k_bias(lens_t, attend, S))
-        if dense is None or dense.fresh:
-            rows = [s.block_table[:width] + [0] * (width - len(s.block_table[:width]))
-                    for s in seqs]
-            tables = torch.tensor(rows, dtype=torch.long)  # [B, width]
-            ctx.kv_index = decode_kv_index(tables, S * C, P, Hkv)
-        if dense is None:
-            ctx.kv_buffers = self._kv_buffers((len(seqs), Hkv, S, C, self.cfg.head_dim))
-        else:
-            ctx.dense_len, ctx.dense_rows = attend, dense.rows
-            if dense.fresh:
-                for layer, k, v in zip(self.model.layers, self.dense.k, self.dense.v):
-                    layer.self_attn.k_dense, layer.self_attn.v_dense = k, v
-        # The last token of each sequence (``Sequence.tokens`` would copy the whole list).
-        ids = torch.tensor([s.output_ids[-1] if s.output_ids else s.prompt_ids[-1]
-                            for s in seqs])
-        positions = lens_t - 1
-        return ids, positions, ctx
+                          decode_bias=split_k_bias(lens_t, S * C, S))
+        ctx.kv_index = decode_kv_index(self._block_tables(seqs, -(-(S * C) // P)), S * C, P,
+                                       Hkv)
+        ctx.kv_buffers = self._kv_buffers((len(seqs), Hkv, S, C, self.cfg.head_dim))
+        return self._last_tokens(seqs), lens_t - 1, ctx
 
     def _kv_buffers(self, shape: tuple[int, ...]) -> tuple[torch.Tensor, torch.Tensor]:
         """Two [B, Hkv, S, C, D] views of the persistent decode gather workspace."""

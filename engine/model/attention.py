@@ -7,6 +7,7 @@ from torch import nn
 
 from engine.model.attention_ops import AttnContext
 from engine.model.attention_ops import batched_prefill_attention
+from engine.model.attention_ops import dense_decode_attention
 from engine.model.attention_ops import gather_kv
 from engine.model.attention_ops import prefill_attention
 from engine.model.attention_ops import split_k_attention
@@ -31,19 +32,22 @@ class Attention(nn.Module):
         # Flat slot arrays [num_slots, Hkv, D], bound by the model runner.
         self.k_cache: torch.Tensor | None = None
         self.v_cache: torch.Tensor | None = None
-        # This layer's dense decode blocks [B, Hkv, cap, D] (engine.core.dense_kv).
-        self.k_dense: torch.Tensor | None = None
-        self.v_dense: torch.Tensor | None = None
 
-    def forward(self, x: torch.Tensor, ctx: AttnContext) -> torch.Tensor:
+    def _project(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor
+                 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """x: [N, hidden] -> rotated q [N, H, D], rotated k and v [N, Hkv, D]."""
         N = x.shape[0]
         qkv = self.qkv_proj(x)  # [N, q + 2kv]
         qk, v = qkv.split((self.q_size + self.kv_size, self.kv_size), dim=-1)
         # q and k heads rotated in one pass: [N, H + Hkv, D]
         qk = self.rope(qk.reshape(N, self.num_heads + self.num_kv_heads, self.head_dim),
-                       ctx.cos, ctx.sin)
+                       cos, sin)
         q, k = qk.split((self.num_heads, self.num_kv_heads), dim=1)
-        v = v.reshape(N, self.num_kv_heads, self.head_dim)
+        return q, k, v.reshape(N, self.num_kv_heads, self.head_dim)
+
+    def forward(self, x: torch.Tensor, ctx: AttnContext) -> torch.Tensor:
+        N = x.shape[0]
+        q, k, v = self._project(x, ctx.cos, ctx.sin)
         if self.k_cache is None or self.v_cache is None:
             raise RuntimeError("attention layer has no KV cache bound")
         # index_copy_ is a plain row scatter (index_put_ goes through the generic
@@ -52,11 +56,23 @@ class Attention(nn.Module):
         self.v_cache.index_copy_(0, ctx.slot_mapping, v)
         if ctx.is_prefill:
             out = self._prefill(q, k, v, ctx)
-        elif ctx.dense_len:
-            out = self._decode_dense(q, k, v, ctx)
         else:
             out = self._decode(q, ctx)
         return self.o_proj(out.reshape(N, self.q_size))
+
+    def decode_dense(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor,
+                     kd: torch.Tensor, vd: torch.Tensor, bias: torch.Tensor
+                     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """One decode token per sequence over its dense context block (no cache write).
+
+        x: [B, hidden]; kd, vd: [B, Hkv, cap, D]; bias as in
+        :func:`~engine.model.attention_ops.dense_decode_attention`.  Returns the output
+        [B, hidden] and the new token's k and v [B, Hkv, D], for the caller to store.
+        """
+        B = x.shape[0]
+        q, k, v = self._project(x, cos, sin)
+        out = dense_decode_attention(q, k, v, kd, vd, bias, self.scale)
+        return self.o_proj(out.reshape(B, self.q_size)), k, v
 
     def _decode(self, q: torch.Tensor, ctx: AttnContext) -> torch.Tensor:
         if ctx.kv_index is None or ctx.kv_buffers is None or ctx.decode_bias is None:
@@ -65,24 +81,6 @@ class Attention(nn.Module):
         k = gather_kv(self.k_cache, ctx.kv_index, kbuf)  # [B, Hkv, S, C, D]
         v = gather_kv(self.v_cache, ctx.kv_index, vbuf)
         return split_k_attention(q, k, v, ctx.decode_bias, self.scale)  # [B, H, D]
-
-    def _decode_dense(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
-                      ctx: AttnContext) -> torch.Tensor:
-        kd, vd = self.k_dense, self.v_dense  # [B, Hkv, cap, D]
-        if kd is None or vd is None or ctx.decode_bias is None:
-            raise RuntimeError("dense decode without bound blocks or decode_bias")
-        if ctx.kv_index is not None:  # the batch's first step: the whole context
-            gather_kv(self.k_cache, ctx.kv_index, kd)
-            gather_kv(self.v_cache, ctx.kv_index, vd)
-        elif ctx.dense_rows is not None:  # later steps: the new token only
-            D = self.head_dim
-            kd.view(-1, D).index_copy_(0, ctx.dense_rows, k.reshape(-1, D))
-            vd.view(-1, D).index_copy_(0, ctx.dense_rows, v.reshape(-1, D))
-        # The first dense_len positions (bf16: the whole, contiguous block); past each
-        # sequence's length masked by decode_bias.
-        L = ctx.dense_len
-        return split_k_attention(q, kd[:, :, None, :L], vd[:, :, None, :L], ctx.decode_bias,
-                                 self.scale)  # [B, H, D]
 
     def _prefill(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                  ctx: AttnContext) -> torch.Tensor:

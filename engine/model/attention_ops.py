@@ -15,7 +15,8 @@ so a split only pays where that product is below the core count (e.g. one sequen
 MQA model); elsewhere each partition is more small ops and a combine (measured:
 ``benchmarks/ctas_sweep.py``).  An unsplit step does not gather at all after the first
 step of its batch: each layer keeps the batch's context in dense blocks and appends the
-new token (engine.core.dense_kv).
+new token (engine.core.dense_kv), and attention reads those blocks plus the step's own
+token (:func:`dense_decode_attention`).
 """
 
 from __future__ import annotations
@@ -58,11 +59,6 @@ class AttnContext:
     kv_buffers: tuple[torch.Tensor, torch.Tensor] | None = None
     cos: torch.Tensor | None = None  # RoPE tables [N, 1, D]
     sin: torch.Tensor | None = None
-    # Unsplit decode on the persistent dense blocks (engine.core.dense_kv): the block's
-    # positions, all attended over (0 = not used), and, when the block is not gathered
-    # afresh (kv_index None), the rows [B * Hkv] where the new token's K/V go.
-    dense_len: int = 0
-    dense_rows: torch.Tensor | None = None
 
     def to(self, device: torch.device) -> AttnContext:
         """The same context with its tensors on ``device`` (a GPU run builds it on the host)."""
@@ -74,8 +70,7 @@ class AttnContext:
         return dataclasses.replace(
             self, slot_mapping=move(self.slot_mapping), context_lens=move(self.context_lens),
             context_slots=move(self.context_slots), decode_bias=move(self.decode_bias),
-            kv_index=move(self.kv_index), cos=move(self.cos), sin=move(self.sin),
-            dense_rows=move(self.dense_rows))
+            kv_index=move(self.kv_index), cos=move(self.cos), sin=move(self.sin))
 
 
 def num_kv_splits(batch: int, kv_heads: int, max_len: int, target_ctas: int) -> int:
@@ -209,6 +204,29 @@ def split_k_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias: t
     o_s = torch.matmul(p.to(v.dtype), v).float() / z.clamp_min(1e-30)  # [B, Hkv, S, G, D]
     lse = (m + torch.log(z)).squeeze(-1)  # [B, Hkv, S, G]; -inf for empty partitions
     return combine_splits(o_s, lse).reshape(B, H, D).to(q.dtype)
+
+
+def dense_decode_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, kd: torch.Tensor,
+                           vd: torch.Tensor, bias: torch.Tensor, scale: float) -> torch.Tensor:
+    """Decode attention over a dense context block plus the step's own token.
+
+    q: [B, H, D]; k, v: [B, Hkv, D], the new token's own key and value (not yet in the
+    block); kd, vd: [B, Hkv, cap, D], the context before it; bias: [B, 1, 1, cap] float32,
+    0 at the ``len - 1`` positions before the new token and -inf past them
+    (:func:`split_k_bias` of ``lens - 1``).  Returns [B, H, D].  No tensor is written: the
+    caller stores k and v afterwards (engine.core.dense_kv), so a decode step built on it
+    is a pure function of its inputs.  The own token's score is one more column of the
+    softmax, so the normalisation is the same single pass as the unsplit path's.
+    """
+    B, H, D = q.shape
+    Hkv, cap = kd.shape[1], kd.shape[2]
+    qg = q.view(B, Hkv, H // Hkv, D)
+    # [B, Hkv, G, cap] scaled and masked in float32, then the own token's column.
+    context = torch.add(bias, torch.matmul(qg, kd.transpose(-1, -2)), alpha=scale)
+    own = torch.matmul(qg, k.view(B, Hkv, D, 1)).float().mul_(scale)  # [B, Hkv, G, 1]
+    p = torch.softmax(torch.cat((context, own), dim=-1), dim=-1).to(vd.dtype)
+    out = torch.matmul(p[..., :cap], vd)  # [B, Hkv, G, D]
+    return out.addcmul_(p[..., cap:], v.view(B, Hkv, 1, D)).view(B, H, D)
 
 
 def combine_splits(o_s: torch.Tensor, lse: torch.Tensor) -> torch.Tensor:

@@ -24,3 +24,11 @@ class DecoderLayer(nn.Module):
     def forward(self, x: torch.Tensor, ctx: AttnContext) -> torch.Tensor:
         x = x + self.self_attn(self.input_layernorm(x), ctx)
         return x + self.mlp(self.post_attention_layernorm(x))
+
+    def decode_dense(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor,
+                     kd: torch.Tensor, vd: torch.Tensor, bias: torch.Tensor
+                     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """:meth:`forward` of a dense decode step: also returns the new token's k, v."""
+        h, k, v = self.self_attn.decode_dense(self.input_layernorm(x), cos, sin, kd, vd, bias)
+        x = x + h
+        return x + self.mlp(self.post_attention_layernorm(x)), k, v

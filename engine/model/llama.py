@@ -36,3 +36,23 @@ class LlamaForCausalLM(nn.Module):
         if logits_rows is not None:
             x = x[logits_rows]  # only the rows that sample a token: [R, hidden]
         return self.lm_head(self.norm(x)).float()
+
+    def decode_dense(self, input_ids: torch.Tensor, positions: torch.Tensor,
+                     k_blocks: list[torch.Tensor], v_blocks: list[torch.Tensor],
+                     bias: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """A decode step over dense context blocks, as a pure function of its inputs.
+
+        input_ids, positions: [B], one new token per sequence; k_blocks, v_blocks: each
+        layer's [B, Hkv, cap, D] context before the new token; bias: [B, 1, 1, cap]
+        (engine.model.attention_ops.dense_decode_attention).  Returns the logits [B, vocab]
+        (float32) and the new token's K and V of every layer, [layers, 2, B, Hkv, D], which
+        the caller writes into its caches: nothing is written here, so the step can be
+        compiled as one graph (engine.core.runner, ``ENGINE_TORCH_COMPILE``).
+        """
+        x = self.embed_tokens(input_ids)  # [B, hidden]
+        cos, sin = self.rope.tables(positions, x.dtype)
+        new_kv = []
+        for layer, kd, vd in zip(self.layers, k_blocks, v_blocks):
+            x, k, v = layer.decode_dense(x, cos, sin, kd, vd, bias)
+            new_kv.append(torch.stack((k, v)))
+        return self.lm_head(self.norm(x)).float(), torch.stack(new_kv)
