@@ -223,7 +223,9 @@ def dense_decode_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, kd
     qg = q.view(B, Hkv, H // Hkv, D)
     # [B, Hkv, G, cap] scaled and masked in float32, then the own token's column.
     context = torch.add(bias, torch.matmul(qg, kd.transpose(-1, -2)), alpha=scale)
-    own = torch.matmul(qg, k.view(B, Hkv, D, 1)).float().mul_(scale)  # [B, Hkv, G, 1]
+    # One dot product per query head: a product and a sum in float32 (exact products,
+    # like the GEMM's accumulation) cost a third of a batched matmul of [G, D] x [D, 1].
+    own = (qg.float() * k.view(B, Hkv, 1, D).float()).sum(-1, keepdim=True).mul_(scale)
     p = torch.softmax(torch.cat((context, own), dim=-1), dim=-1).to(vd.dtype)
     out = torch.matmul(p[..., :cap], vd)  # [B, Hkv, G, D]
     return out.addcmul_(p[..., cap:], v.view(B, Hkv, 1, D)).view(B, H, D)

@@ -69,6 +69,38 @@ def test_paged_gather_into_split_layout_equals_token_major_attention(splits):
     assert (out.double() - ref).abs().max().item() < 1e-5
 
 
+@pytest.mark.parametrize("heads,kv_heads", [(4, 4), (8, 2), (6, 1)])
+def test_dense_block_plus_own_token_equals_unsplit_attention(heads, kv_heads):
+    """dense_decode_attention: the context block before each new token (stale values
+    past it, finite as every value a cache holds: masked) plus the token's own K/V,
+    against the float64 oracle."""
+    from engine.model.attention_ops import dense_decode_attention
+    from engine.model.attention_ops import split_k_bias
+
+    torch.manual_seed(heads + kv_heads)
+    B, cap, D = 4, 40, 16
+    lens = torch.tensor([40, 1, 17, 32])  # context before the new token
+    q = torch.randn(B, heads, D) * 2
+    ctx_k = torch.randn(B, kv_heads, cap, D) * 2
+    ctx_v = torch.randn(B, kv_heads, cap, D)
+    own_k, own_v = torch.randn(B, kv_heads, D) * 2, torch.randn(B, kv_heads, D)
+    kd, vd = ctx_k.clone(), ctx_v.clone()
+    for b, n in enumerate(lens.tolist()):  # what a stale block holds past the context
+        kd[b, :, n:] = 1e30
+        vd[b, :, n:] = -1e30
+    # The oracle's token-major KV: the context, then the own token at position len.
+    k = torch.zeros(B, cap + 1, kv_heads, D)
+    v = torch.zeros(B, cap + 1, kv_heads, D)
+    for b, n in enumerate(lens.tolist()):
+        k[b, :n], v[b, :n] = ctx_k[b, :, :n].transpose(0, 1), ctx_v[b, :, :n].transpose(0, 1)
+        k[b, n], v[b, n] = own_k[b], own_v[b]
+    ref = reference_attention(q, k, v, lens + 1, D ** -0.5)
+    bias = split_k_bias(lens, cap, 1).view(B, 1, 1, cap)
+    out = dense_decode_attention(q, own_k, own_v, kd, vd, bias, D ** -0.5)
+    assert out.shape == (B, heads, D)
+    assert (out.double() - ref).abs().max().item() < 1e-5
+
+
 def test_split_count_follows_target_parallelism():
     # batch x kv heads already fills the target: no split.
     assert num_kv_splits(batch=32, kv_heads=4, max_len=4096, target_ctas=64) == 1
