@@ -15,8 +15,12 @@ each exactly one token longer, no other step in between) then needs no gather.
 A step attends over the block's positions *before* its own token (``len - 1`` of them,
 the rest masked) plus its own token's K and V, passed in directly
 (:func:`engine.model.attention_ops.dense_decode_attention`): the model's decode step is
-then a pure function of its inputs, with no cache write inside, which is what lets it be
-compiled (``ENGINE_TORCH_COMPILE``).
+then a pure function of its inputs, with no cache write inside, and all layers' writes
+are two ops after it instead of four per layer inside it.  Measured (benchmarks/
+engine_vs_hf.py, 30M Llama, 2 threads): fp32 engine/HF 1.63x -> 1.70x at c16 and
+1.42x -> 1.64x at c32; bf16 unchanged within noise (1.4-1.6x).  torch.compile of this
+pure step was tried: 28% faster on fixed inputs, no gain inside generate, 40-75 s of
+start-up; not kept.
 
 Exactness: the positions attention reads below ``len - 1`` hold the same values as the
 gather would have produced (the same K/V rows), and the positions past it are masked

@@ -50,7 +50,7 @@ class ModelRunner:
         # Unsplit decode keeps the batch's gathered context across its steps.
         self.dense = DenseKV(cfg.num_layers, cfg.num_kv_heads, cfg.head_dim, self.dtype,
                              self.device)
-        # The dense decode step: the model's own method, or its compiled graph.
+        # The dense decode step (a pure function: engine.core.dense_kv).
         self.decode_step = model.decode_dense
 
     def _slots(self, block_table: list[int], start: int, end: int) -> torch.Tensor:

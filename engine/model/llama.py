@@ -46,8 +46,8 @@ class LlamaForCausalLM(nn.Module):
         layer's [B, Hkv, cap, D] context before the new token; bias: [B, 1, 1, cap]
         (engine.model.attention_ops.dense_decode_attention).  Returns the logits [B, vocab]
         (float32) and the new token's K and V of every layer, [layers, 2, B, Hkv, D], which
-        the caller writes into its caches: nothing is written here, so the step can be
-        compiled as one graph (engine.core.runner, ``ENGINE_TORCH_COMPILE``).
+        the caller writes into its caches: nothing is written here (engine.core.runner
+        stores them, engine.core.dense_kv explains why).
         """
         x = self.embed_tokens(input_ids)  # [B, hidden]
         cos, sin = self.rope.tables(positions, x.dtype)
