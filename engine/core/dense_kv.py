@@ -26,7 +26,8 @@ Exactness: the positions attention reads below ``len - 1`` hold the same values 
 gather would have produced (the same K/V rows), and the positions past it are masked
 (-inf bias; finite values from the gather of page 0, of a stale slot or an earlier
 token), so the outputs are those of the gather path; tests/engine compare the two token
-for token.
+for token in fp32, and in bf16 (which rounds the own-token column apart) within bf16's
+error of the fp32 logits.
 
 When not used: split-K steps (several partitions: the long-context, low-batch case keeps
 the gather into the split layout), a batch whose blocks would exceed ``budget_bytes``,

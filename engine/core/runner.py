@@ -50,8 +50,6 @@ class ModelRunner:
         # Unsplit decode keeps the batch's gathered context across its steps.
         self.dense = DenseKV(cfg.num_layers, cfg.num_kv_heads, cfg.head_dim, self.dtype,
                              self.device)
-        # The dense decode step (a pure function: engine.core.dense_kv).
-        self.decode_step = model.decode_dense
 
     def _slots(self, block_table: list[int], start: int, end: int) -> torch.Tensor:
         pos = torch.arange(start, end)
@@ -114,16 +112,24 @@ class ModelRunner:
         bias = split_k_bias(lens_t - 1, step.cap, 1).view(len(seqs), 1, 1, step.cap)
         ids, positions, bias = (self._to_device(t) for t in
                                 (self._last_tokens(seqs), lens_t - 1, bias))
-        logits, new_kv = self.decode_step(ids, positions, self.dense.k, self.dense.v, bias)
+        logits, new_kv = self.model.decode_dense(ids, positions, self.dense.k, self.dense.v,
+                                                 bias)
         # The new K/V of every layer: into the paged cache and the dense blocks.
-        slots = torch.tensor([s.block_table[(n - 1) // P] * P + (n - 1) % P
-                              for s, n in zip(seqs, lens)])
+        slots = torch.tensor(self._last_slots(seqs, lens))
         where = torch.arange(blocks.shape[0] * 2).view(-1, 1) * self.num_slots + slots
         Hkv = self.cfg.num_kv_heads
         self.kv_cache.view(-1, Hkv, D).index_copy_(0, self._to_device(where.view(-1)),
                                                    new_kv.view(-1, Hkv, D))
         blocks.view(-1, D).index_copy_(0, self._to_device(step.rows), new_kv.view(-1, D))
         return logits
+
+    def _last_slots(self, seqs, lens: list[int]) -> list[int]:
+        """The cache slot of each sequence's newest token (position ``len - 1``).
+
+        Built as a Python list and converted once: a tensor op per sequence costs more
+        than the whole conversion at decode batch sizes."""
+        P = self.page_size
+        return [s.block_table[(n - 1) // P] * P + (n - 1) % P for s, n in zip(seqs, lens)]
 
     @staticmethod
     def _last_tokens(seqs) -> torch.Tensor:
@@ -168,12 +174,10 @@ class ModelRunner:
         P = self.page_size
         S, C = split_layout(max(lens), splits)
         # The gather covers the split-K padded length S*C; padding reads page 0 (masked).
-        # Built as Python lists and converted once: a tensor op per sequence costs more
-        # than the whole conversion at decode batch sizes.
-        last_slots = [s.block_table[(n - 1) // P] * P + (n - 1) % P for s, n in zip(seqs, lens)]
         lens_t = torch.tensor(lens)
         Hkv = self.cfg.num_kv_heads
-        ctx = AttnContext(is_prefill=False, slot_mapping=torch.tensor(last_slots),
+        ctx = AttnContext(is_prefill=False,
+                          slot_mapping=torch.tensor(self._last_slots(seqs, lens)),
                           context_lens=lens_t, num_splits=splits,
                           decode_bias=split_k_bias(lens_t, S * C, S))
         ctx.kv_index = decode_kv_index(self._block_tables(seqs, -(-(S * C) // P)), S * C, P,
