@@ -37,6 +37,14 @@ REGISTRY.declare(
     class_hint="perf", choices=("auto", "aten", "onednn"),
 )
 REGISTRY.declare(
+    "ENGINE_CPU_KERNELS", "str", "auto",
+    doc="Fused AVX-512 kernels for the CPU decode step (attention, RMSNorm + residual, RoPE, "
+        "SwiGLU; engine/kernels), compiled once per machine (~12 s, cached): auto = when the "
+        "CPU, a C++ compiler and ninja allow, else eager torch; on = required (an error "
+        "where they cannot run); off = eager torch.",
+    class_hint="perf", choices=("auto", "on", "off"),
+)
+REGISTRY.declare(
     "ENGINE_DECODE_TARGET_CTAS", "int", 0,
     doc="Target number of parallel work items (sequences x kv heads x KV splits) in decode "
         "attention; the split-K partition count is derived from it. 0 = auto: 16 on a GPU, "
@@ -93,6 +101,7 @@ class EngineKnobs:
     dtype: str = "auto"
     device: str = "auto"
     linear_backend: str = "auto"
+    cpu_kernels: str = "auto"
     decode_target_ctas: int = 0
     max_running_requests: int = 64
     page_size: int = 16

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import torch
 
+from engine.kernels import decode_ops
 from engine.config import EngineError
 from engine.config import ModelConfig
 from engine.config import load_hf_config
@@ -42,7 +43,7 @@ def resolve_device(knob: str) -> torch.device:
 @torch.no_grad()
 def build_model(preset: str | None, model_dir: str | None, dtype_knob: str = "auto",
                 seed: int = 0, linear_backend: str = "auto", device: str = "auto",
-                ) -> tuple[LlamaForCausalLM, ModelConfig]:
+                cpu_kernels: str = "auto") -> tuple[LlamaForCausalLM, ModelConfig]:
     """A ready-to-run model in eval mode, on ``ENGINE_DEVICE``, in ``ENGINE_DTYPE``.
 
     Weights are made (or loaded) on the CPU with the seed, then moved, so a preset has
@@ -66,6 +67,8 @@ def build_model(preset: str | None, model_dir: str | None, dtype_knob: str = "au
         for module in model.modules():
             if isinstance(module, Linear):
                 module.prepack()
+    # The dense decode step's ops: the fused CPU kernels where ENGINE_CPU_KERNELS allows.
+    model.decode_ops = decode_ops(cpu_kernels, cfg, target, dtype)
     return model, cfg
 
 

@@ -42,7 +42,8 @@ class LLMEngine:
         torch.set_num_threads(self.num_threads)
         self.knobs = knobs
         self.model, self.cfg = build_model(preset, model_dir, knobs.dtype, knobs.seed,
-                                              knobs.linear_backend, knobs.device)
+                                              knobs.linear_backend, knobs.device,
+                                              knobs.cpu_kernels)
         self.tokenizer = load_tokenizer(model_dir)
         self.runner = ModelRunner(self.model, self.cfg, knobs)
         self.blocks = BlockManager(knobs.num_pages, knobs.page_size)

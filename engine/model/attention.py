@@ -7,11 +7,11 @@ from torch import nn
 
 from engine.model.attention_ops import AttnContext
 from engine.model.attention_ops import batched_prefill_attention
-from engine.model.attention_ops import dense_decode_attention
 from engine.model.attention_ops import gather_kv
 from engine.model.attention_ops import prefill_attention
 from engine.model.attention_ops import split_k_attention
 from engine.config import ModelConfig
+from engine.kernels import TorchDecodeOps
 from engine.model.linear import Linear
 from engine.model.rope import RotaryEmbedding
 
@@ -61,17 +61,23 @@ class Attention(nn.Module):
         return self.o_proj(out.reshape(N, self.q_size))
 
     def decode_dense(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor,
-                     kd: torch.Tensor, vd: torch.Tensor, bias: torch.Tensor
-                     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+                     kd: torch.Tensor, vd: torch.Tensor, lens: torch.Tensor, bias: torch.Tensor,
+                     ops: TorchDecodeOps) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """One decode token per sequence over its dense context block (no cache write).
 
-        x: [B, hidden]; kd, vd: [B, Hkv, cap, D]; bias as in
-        :func:`~engine.model.attention_ops.dense_decode_attention`.  Returns the output
-        [B, hidden] and the new token's k and v [B, Hkv, D], for the caller to store.
+        x: [B, hidden]; kd, vd: [B, Hkv, cap, D]; lens: [B] positions of the block before
+        each token; bias: the same as a mask (engine.model.attention_ops.
+        dense_decode_attention; the eager path reads it, the fused kernel reads lens).
+        Returns the output [B, hidden] and the new token's k and v [B, Hkv, D] (views of
+        the projection), for the caller to store.
         """
-        B = x.shape[0]
-        q, k, v = self._project(x, cos, sin)
-        out = dense_decode_attention(q, k, v, kd, vd, bias, self.scale)
+        B, D = x.shape[0], self.head_dim
+        qkv = self.qkv_proj(x)  # [B, q + 2kv], q and k rotated in place
+        ops.rope_(qkv, cos, sin, self.num_heads + self.num_kv_heads, D)
+        q = qkv[:, :self.q_size].view(B, self.num_heads, D)
+        k = qkv[:, self.q_size:self.q_size + self.kv_size].view(B, self.num_kv_heads, D)
+        v = qkv[:, self.q_size + self.kv_size:].view(B, self.num_kv_heads, D)
+        out = ops.dense_decode_attention(q, k, v, kd, vd, lens, bias, self.scale)
         return self.o_proj(out.reshape(B, self.q_size)), k, v
 
     def _decode(self, q: torch.Tensor, ctx: AttnContext) -> torch.Tensor:

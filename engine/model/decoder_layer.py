@@ -7,6 +7,7 @@ from torch import nn
 
 from engine.model.attention_ops import AttnContext
 from engine.config import ModelConfig
+from engine.kernels import TorchDecodeOps
 from engine.model.attention import Attention
 from engine.model.mlp import MLP
 from engine.model.rmsnorm import RMSNorm
@@ -25,10 +26,19 @@ class DecoderLayer(nn.Module):
         x = x + self.self_attn(self.input_layernorm(x), ctx)
         return x + self.mlp(self.post_attention_layernorm(x))
 
-    def decode_dense(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor,
-                     kd: torch.Tensor, vd: torch.Tensor, bias: torch.Tensor
+    def decode_dense(self, x: torch.Tensor, delta: torch.Tensor | None, cos: torch.Tensor,
+                     sin: torch.Tensor, kd: torch.Tensor, vd: torch.Tensor, lens: torch.Tensor,
+                     bias: torch.Tensor, ops: TorchDecodeOps
                      ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """:meth:`forward` of a dense decode step: also returns the new token's k, v."""
-        h, k, v = self.self_attn.decode_dense(self.input_layernorm(x), cos, sin, kd, vd, bias)
-        x = x + h
-        return x + self.mlp(self.post_attention_layernorm(x)), k, v
+        """:meth:`forward` of a dense decode step, with the residual adds fused into norms.
+
+        x: the residual stream [B, hidden], updated in place; delta: the previous layer's
+        output not yet added to it (None for the first layer).  Returns this layer's MLP
+        output (for the next norm to add) and the new token's k and v [B, Hkv, D].
+        """
+        w, eps = self.input_layernorm.weight, self.input_layernorm.eps
+        h = ops.rmsnorm(x, w, eps) if delta is None else ops.add_rmsnorm_(x, delta, w, eps)
+        a, k, v = self.self_attn.decode_dense(h, cos, sin, kd, vd, lens, bias, ops)
+        post = self.post_attention_layernorm
+        h = ops.add_rmsnorm_(x, a, post.weight, post.eps)
+        return self.mlp(h, ops), k, v

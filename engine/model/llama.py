@@ -7,6 +7,7 @@ from torch import nn
 
 from engine.model.attention_ops import AttnContext
 from engine.config import ModelConfig
+from engine.kernels import TorchDecodeOps
 from engine.model.decoder_layer import DecoderLayer
 from engine.model.linear import Linear
 from engine.model.rmsnorm import RMSNorm
@@ -24,6 +25,8 @@ class LlamaForCausalLM(nn.Module):
         self.lm_head = Linear(cfg.hidden_size, cfg.vocab_size)
         if cfg.tie_word_embeddings:
             self.lm_head.weight = self.embed_tokens.weight
+        # What the dense decode step runs on (engine.weights picks the fused kernels).
+        self.decode_ops: TorchDecodeOps = TorchDecodeOps()
 
     def forward(self, input_ids: torch.Tensor, positions: torch.Tensor, ctx: AttnContext,
                 logits_rows: torch.Tensor | None = None) -> torch.Tensor:
@@ -42,17 +45,24 @@ class LlamaForCausalLM(nn.Module):
                      bias: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """A decode step over dense context blocks, as a pure function of its inputs.
 
-        input_ids, positions: [B], one new token per sequence; k_blocks, v_blocks: each
-        layer's [B, Hkv, cap, D] context before the new token; bias: [B, 1, 1, cap]
-        (engine.model.attention_ops.dense_decode_attention).  Returns the logits [B, vocab]
-        (float32) and the new token's K and V of every layer, [layers, 2, B, Hkv, D], which
-        the caller writes into its caches: nothing is written here (engine.core.runner
-        stores them, engine.core.dense_kv explains why).
+        input_ids, positions: [B], one new token per sequence (``positions`` is also the
+        number of block positions before it); k_blocks, v_blocks: each layer's
+        [B, Hkv, cap, D] context before the new token; bias: [B, 1, 1, cap]
+        (engine.model.attention_ops.dense_decode_attention; the fused kernels read
+        ``positions`` instead).  Returns the logits [B, vocab] (float32) and the new
+        token's K and V of every layer, [layers, 2, B, Hkv, D], which the caller writes into
+        its caches: nothing is written here (engine.core.runner stores them,
+        engine.core.dense_kv explains why).  The ops are :attr:`decode_ops` (the fused CPU
+        kernels or eager torch, engine.kernels); each layer's residual add is fused into
+        the norm that follows it, the last one into the final norm.
         """
-        x = self.embed_tokens(input_ids)  # [B, hidden]
+        ops = self.decode_ops
+        x = self.embed_tokens(input_ids)  # the residual stream [B, hidden]
         cos, sin = self.rope.tables(positions, x.dtype)
+        delta = None
         new_kv = []
         for layer, kd, vd in zip(self.layers, k_blocks, v_blocks):
-            x, k, v = layer.decode_dense(x, cos, sin, kd, vd, bias)
+            delta, k, v = layer.decode_dense(x, delta, cos, sin, kd, vd, positions, bias, ops)
             new_kv.append(torch.stack((k, v)))
-        return self.lm_head(self.norm(x)).float(), torch.stack(new_kv)
+        h = ops.add_rmsnorm_(x, delta, self.norm.weight, self.norm.eps)
+        return self.lm_head(h).float(), torch.stack(new_kv)

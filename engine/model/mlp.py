@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
+from engine.kernels import TorchDecodeOps
 from engine.model.linear import Linear
+
+TORCH_OPS = TorchDecodeOps()
 
 
 class MLP(nn.Module):
@@ -16,7 +18,6 @@ class MLP(nn.Module):
         self.gate_up_proj = Linear(hidden, 2 * intermediate)
         self.down_proj = Linear(intermediate, hidden)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        gate_up = self.gate_up_proj(x)  # [N, 2I], ours: activate the gate half in place
-        gate, up = gate_up.split(self.intermediate, dim=-1)
-        return self.down_proj(F.silu(gate, inplace=True).mul(up))  # [N, hidden]
+    def forward(self, x: torch.Tensor, ops: TorchDecodeOps = TORCH_OPS) -> torch.Tensor:
+        # [N, hidden] -> [N, 2I] -> SwiGLU [N, I] -> [N, hidden]
+        return self.down_proj(ops.silu_mul(self.gate_up_proj(x)))

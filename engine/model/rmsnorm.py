@@ -13,11 +13,17 @@ class RMSNorm(nn.Module):
         self.weight = nn.Parameter(torch.ones(dim))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        # x: [N, dim]; the variance in float32 keeps bf16 runs close to the reference.
-        # Same arithmetic as Hugging Face's LlamaRMSNorm, with the temporaries updated in
-        # place (a decode step runs 2 norms per layer; each saved allocation counts).
-        dtype = x.dtype
-        xf = x.float()
-        inv = xf.pow(2).mean(-1, keepdim=True).add_(self.eps).rsqrt_()  # [N, 1]
-        xf = xf.mul_(inv) if xf is not x else xf * inv  # never scale the caller's x
-        return self.weight * xf.to(dtype)
+        return rms_norm(x, self.weight, self.eps)
+
+
+def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
+    """x: [N, dim]; the variance in float32 keeps bf16 runs close to the reference.
+
+    Same arithmetic as Hugging Face's LlamaRMSNorm, with the temporaries updated in place
+    (a decode step runs 2 norms per layer; each saved allocation counts).
+    """
+    dtype = x.dtype
+    xf = x.float()
+    inv = xf.pow(2).mean(-1, keepdim=True).add_(eps).rsqrt_()  # [N, 1]
+    xf = xf.mul_(inv) if xf is not x else xf * inv  # never scale the caller's x
+    return weight * xf.to(dtype)

@@ -26,7 +26,6 @@ class RotaryEmbedding(nn.Module):
         # Tables in float32; cast to the activation dtype per step (as HF does).
         self.register_buffer("cos", emb.cos(), persistent=False)
         self.register_buffer("signed_sin", signed_sin, persistent=False)
-        self.half = half
 
     def tables(self, positions: torch.Tensor, dtype: torch.dtype
                ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -37,5 +36,11 @@ class RotaryEmbedding(nn.Module):
 
     def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
         """Rotate x: [N, heads, D] (q and k heads stacked) with tables from :meth:`tables`."""
-        swapped = torch.cat((x[..., self.half:], x[..., :self.half]), dim=-1)
-        return x * cos + swapped * sin
+        return rotate(x, cos, sin)
+
+
+def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """x * cos + swap_halves(x) * sin: x [N, heads, D], cos and signed sin [N, 1, D]."""
+    half = x.shape[-1] // 2
+    swapped = torch.cat((x[..., half:], x[..., :half]), dim=-1)
+    return x * cos + swapped * sin

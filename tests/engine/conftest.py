@@ -26,6 +26,35 @@ def knobs() -> EngineKnobs:
     return EngineKnobs(num_pages=256, page_size=16)
 
 
+def step_logits(eng, prompts: list[list[int]], max_new_tokens: int
+                ) -> tuple[list, list[list[int]]]:
+    """Greedy generation keeping each step's logits (what the sampler saw), and the tokens."""
+    from engine.core.sequence import SamplingParams
+
+    steps = []
+    sample = eng.runner.sample
+
+    def record(x, temps):
+        steps.append(x.clone())
+        return sample(x, temps)
+
+    eng.runner.sample = record
+    seqs = eng.generate(prompts, SamplingParams(max_new_tokens=max_new_tokens, ignore_eos=True))
+    eng.runner.sample = sample
+    return steps, [s.output_ids for s in seqs]
+
+
+def error_on_rows_fed_alike(run: tuple[list, list[list[int]]],
+                            ref: tuple[list, list[list[int]]]) -> float:
+    """Largest logit difference of two :func:`step_logits` runs on the prefill step and
+    the first decode step, the latter only on rows both fed the same first token."""
+    (steps, ids), (ref_steps, ref_ids) = run, ref
+    fed_alike = [i for i, (a, b) in enumerate(zip(ids, ref_ids)) if a[0] == b[0]]
+    assert fed_alike, "no row was fed alike: the comparison would say nothing"
+    return max((steps[0] - ref_steps[0]).abs().max().item(),
+               (steps[1][fed_alike] - ref_steps[1][fed_alike]).abs().max().item())
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -14,6 +14,8 @@ from engine.core.scheduler import ScheduledBatch
 from engine.core.sequence import SamplingParams
 from engine.knobs import EngineKnobs
 from engine.tools.bench import make_prompts
+from tests.engine.conftest import error_on_rows_fed_alike
+from tests.engine.conftest import step_logits
 
 PARAMS = SamplingParams(max_new_tokens=12, ignore_eos=True)
 
@@ -145,22 +147,9 @@ def test_dense_decode_in_bfloat16_is_as_close_to_float32_as_the_gather_path(knob
     for dtype, dense in (("float32", True), ("bfloat16", False), ("bfloat16", True)):
         eng = LLMEngine(knobs.replace(dtype=dtype, decode_target_ctas=1), preset="tiny")
         eng.runner.dense.enabled = dense
-        steps = []
-        sample = eng.runner.sample
-
-        def record(x, temps, sample=sample, steps=steps):
-            steps.append(x.clone())
-            return sample(x, temps)
-
-        eng.runner.sample = record
-        seqs = eng.generate(prompts, SamplingParams(max_new_tokens=3, ignore_eos=True))
-        logits[dtype, dense] = steps, [s.output_ids for s in seqs]
-    ref, ref_ids = logits["float32", True]
-    scale = max(x.abs().max().item() for x in ref)
+        logits[dtype, dense] = step_logits(eng, prompts, 3)
+    ref = logits["float32", True]
+    scale = max(x.abs().max().item() for x in ref[0])
     for dense in (False, True):
-        steps, ids = logits["bfloat16", dense]
-        fed_alike = [i for i, (a, b) in enumerate(zip(ids, ref_ids)) if a[0] == b[0]]
-        assert fed_alike  # the first decode step of these rows saw the fp32 run's inputs
-        errors = [(steps[0] - ref[0]).abs().max().item(),
-                  (steps[1][fed_alike] - ref[1][fed_alike]).abs().max().item()]
-        assert 0 < max(errors) < 0.05 * scale, (dense, errors)
+        error = error_on_rows_fed_alike(logits["bfloat16", dense], ref)
+        assert 0 < error < 0.05 * scale, (dense, error)

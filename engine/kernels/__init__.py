@@ -1,0 +1,214 @@
+"""Fused CPU kernels of the dense decode step, built at run time (``ENGINE_CPU_KERNELS``).
+
+At decode batch sizes a step's eager torch ops are tiny: at c32 on the 30M Llama in
+bfloat16 the ~40 small ops of a layer around its four GEMMs (norm casts, RoPE halves,
+the attention's two batched matmuls, softmax and masking, SwiGLU, residual adds) cost
+more than the GEMMs' arithmetic, mostly in dispatch, allocation and memory round trips.
+``cpu_ops.cpp`` replaces them with five AVX-512 kernels, the CPU counterparts of what
+SGLang's and vLLM's CPU backends fuse:
+
+- :func:`dense_decode_attention`: scores, softmax and the weighted sum of one KV head's G
+  query heads in one pass over the block, float32 throughout, reading only each
+  sequence's real positions (the batched-matmul path reads the padded block);
+- :func:`rmsnorm` and :func:`add_rmsnorm_` (the residual add fused into the next norm,
+  vLLM's ``fused_add_rms_norm``);
+- :func:`rope_` (q and k heads of the fused qkv projection rotated in place);
+- :func:`silu_mul` (SwiGLU of the fused gate/up projection).
+
+Every kernel has a torch reference, :class:`TorchDecodeOps` (the eager code the step ran
+before, shared with the prefill path), used where the kernels are not built and compared
+with them in tests/engine/test_engine_kernels.py.  bfloat16
+results are rounded where the reference rounds, so the two agree bit for bit except
+where a float32 sum or exp is ordered differently; attention is float32 inside (the
+batched-matmul reference rounds scores and probabilities to bfloat16), so the kernel is
+the closer of the two to float32 math.
+
+Build: ``torch.utils.cpp_extension.load`` compiles ``cpu_ops.cpp`` with ``-O3
+-march=native`` once per machine (about 12 s on 2 cores; kept in torch's extension
+directory, ``TORCH_EXTENSIONS_DIR`` or ``~/.cache/torch_extensions``, and rebuilt when the
+source changes; concurrent builds wait on torch's lock).  ``auto`` builds when the CPU
+has AVX-512 and a C++ compiler and ninja are present, and otherwise runs the references
+(the reason is kept in :func:`status`); ``on`` makes any of those missing an error;
+``off`` never builds.  Only the dense decode step uses the kernels; prefill and split-K
+steps run torch ops as before.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import threading
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+from engine.config import EngineError
+from engine.config import ModelConfig
+from engine.model.attention_ops import dense_decode_attention
+from engine.model.rmsnorm import rms_norm
+from engine.model.rope import rotate
+
+SOURCE = Path(__file__).with_name("cpu_ops.cpp")
+NAME = "knob_engine_cpu_ops"
+CHOICES = ("auto", "on", "off")
+
+_lock = threading.Lock()
+_state: dict[str, object] = {"loaded": False, "reason": "not requested"}
+
+
+def status() -> str:
+    """``built`` or why the kernels are not in use (for logs and bench reports)."""
+    return "built" if _state["loaded"] else f"off ({_state['reason']})"
+
+
+def available() -> bool:
+    return bool(_state["loaded"])
+
+
+def _unavailable_reason() -> str | None:
+    capability = torch.backends.cpu.get_cpu_capability()
+    if capability not in ("AVX512", "AMX"):
+        return f"CPU capability {capability}, the kernels need AVX-512"
+    compiler = os.environ.get("CXX", "c++")
+    if shutil.which(compiler) is None:
+        return f"no C++ compiler ({compiler!r} not on PATH)"
+    from torch.utils.cpp_extension import is_ninja_available
+
+    if not is_ninja_available():
+        try:  # the ninja wheel (the engine extra) puts it next to the interpreter
+            import ninja
+
+            # torch's build runs `ninja` from PATH: this process's PATH gains the wheel's.
+            os.environ["PATH"] = ninja.BIN_DIR + os.pathsep + os.environ.get("PATH", "")
+        except ImportError:
+            pass
+        if not is_ninja_available():
+            return "ninja is not installed"
+    return None
+
+
+def load(mode: str) -> bool:
+    """Build (or reuse) the kernels for ``ENGINE_CPU_KERNELS`` ``auto`` or ``on``.
+
+    True when they are in use; for ``on``, an EngineError naming why they cannot be.
+    """
+    with _lock:
+        if _state["loaded"]:
+            return True
+        reason = _unavailable_reason()
+        if reason is None:
+            try:
+                from torch.utils.cpp_extension import load as build
+
+                build(name=NAME, sources=[str(SOURCE)], is_python_module=False,
+                      extra_cflags=["-O3", "-march=native", "-ffp-contract=off", "-fopenmp",
+                                    "-DCPU_CAPABILITY=AVX512", "-DCPU_CAPABILITY_AVX512"],
+                      extra_ldflags=["-fopenmp"], verbose=False)
+                _state["loaded"] = True
+                return True
+            except Exception as e:  # a compiler error, a missing header, a bad cache
+                reason = f"build failed: {str(e).strip().splitlines()[-1][:300]}"
+        _state["reason"] = reason
+    if mode == "on":
+        raise EngineError(f"ENGINE_CPU_KERNELS=on: the fused CPU kernels cannot be used: {reason}")
+    return False
+
+
+class TorchDecodeOps:
+    """The dense decode step's ops as eager torch (any device and dtype): the references."""
+
+    name = "torch"
+
+    @staticmethod
+    def rmsnorm(x: torch.Tensor, w: torch.Tensor, eps: float) -> torch.Tensor:
+        return rms_norm(x, w, eps)
+
+    @staticmethod
+    def add_rmsnorm_(x: torch.Tensor, residual: torch.Tensor, w: torch.Tensor,
+                     eps: float) -> torch.Tensor:
+        """x += residual (in place: x is the decoder's running sum), then its norm."""
+        return rms_norm(x.add_(residual), w, eps)
+
+    @staticmethod
+    def rope_(qkv: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, heads: int,
+              head_dim: int) -> None:
+        """RoPE of the first ``heads`` heads of each row of qkv [N, ...], in place.
+
+        cos, sin: [N, 1, D] from :meth:`engine.model.rope.RotaryEmbedding.tables`."""
+        x = qkv[:, :heads * head_dim].view(qkv.shape[0], heads, head_dim)
+        x.copy_(rotate(x, cos, sin))
+
+    @staticmethod
+    def silu_mul(gu: torch.Tensor) -> torch.Tensor:
+        """SwiGLU of a fused gate/up projection [N, 2I] -> [N, I]."""
+        gate, up = gu.chunk(2, dim=-1)
+        return F.silu(gate, inplace=True).mul(up)  # the gate half of a fresh GEMM output
+
+    @staticmethod
+    def dense_decode_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                               kd: torch.Tensor, vd: torch.Tensor, lens: torch.Tensor,
+                               bias: torch.Tensor, scale: float) -> torch.Tensor:
+        """engine.model.attention_ops.dense_decode_attention (``lens`` is in ``bias``)."""
+        return dense_decode_attention(q, k, v, kd, vd, bias, scale)
+
+
+class FusedDecodeOps(TorchDecodeOps):
+    """The same ops as the built AVX-512 kernels (CPU tensors of one dtype, fp32 or bf16)."""
+
+    name = "fused"
+
+    @staticmethod
+    def rmsnorm(x, w, eps):
+        return torch.ops.knob_engine.rmsnorm(x, w, eps)
+
+    @staticmethod
+    def add_rmsnorm_(x, residual, w, eps):
+        return torch.ops.knob_engine.add_rmsnorm_(x, residual, w, eps)
+
+    @staticmethod
+    def rope_(qkv, cos, sin, heads, head_dim):
+        torch.ops.knob_engine.rope_(qkv, cos, sin, heads, head_dim)
+
+    @staticmethod
+    def silu_mul(gu):
+        return torch.ops.knob_engine.silu_mul(gu)
+
+    @staticmethod
+    def dense_decode_attention(q, k, v, kd, vd, lens, bias, scale):
+        return torch.ops.knob_engine.dense_decode_attention(q, k, v, kd, vd, lens, scale)
+
+
+def unsupported(cfg: ModelConfig, device: torch.device, dtype: torch.dtype) -> str | None:
+    """Why the kernels cannot run this model here, or None.  They vectorise 16 floats at a
+    time: the hidden and intermediate sizes must be multiples of 16 and the head size one
+    of 64, 128, 256 (the Llama/Qwen family's); the toy presets' 16 is not."""
+    if device.type != "cpu":
+        return f"the model is on {device.type}; the kernels are CPU kernels"
+    if dtype not in (torch.float32, torch.bfloat16):
+        return f"dtype {dtype}; the kernels are float32/bfloat16"
+    if cfg.hidden_size % 16 or cfg.intermediate_size % 16 or cfg.head_dim not in (64, 128, 256):
+        return (f"hidden {cfg.hidden_size}, intermediate {cfg.intermediate_size}, head_dim "
+                f"{cfg.head_dim}; the kernels need multiples of 16 and head_dim 64/128/256")
+    return None
+
+
+def decode_ops(mode: str, cfg: ModelConfig, device: torch.device,
+               dtype: torch.dtype) -> TorchDecodeOps:
+    """The ops a model's dense decode step runs under ``ENGINE_CPU_KERNELS=mode``.
+
+    ``on`` where the kernels cannot run (see :func:`unsupported`, and a CPU without
+    AVX-512, a missing compiler or ninja) is an EngineError naming why; ``auto`` runs
+    eager torch there.
+    """
+    if mode not in CHOICES:
+        raise EngineError(f"ENGINE_CPU_KERNELS={mode!r}: expected one of {', '.join(CHOICES)}")
+    if mode == "off":
+        return TorchDecodeOps()
+    reason = unsupported(cfg, device, dtype)
+    if reason is not None:
+        if mode == "on":
+            raise EngineError(f"ENGINE_CPU_KERNELS=on: the fused CPU kernels cannot run "
+                              f"this model: {reason}")
+        return TorchDecodeOps()
+    return FusedDecodeOps() if load(mode) else TorchDecodeOps()

@@ -1,0 +1,332 @@
+// Fused CPU kernels of the engine's decode step (AVX-512; float32 and bfloat16).
+//
+// Each op replaces a chain of small eager torch ops whose per-op dispatch, allocation and
+// memory round trips cost more than their arithmetic at decode batch sizes; each has a
+// torch reference in engine/kernels/__init__.py that tests compare it against.  bfloat16
+// results are rounded where the reference (and Hugging Face's Llama) rounds, so the
+// kernels and the reference agree to the last bit except where a float32 sum or exp is
+// ordered differently.
+//
+// Built at run time by torch.utils.cpp_extension (engine/kernels/__init__.py) with
+// -march=native on the machine that runs it; registered as torch.ops.knob_engine.*.
+
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <ATen/cpu/vec/vec.h>
+#include <torch/library.h>
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+namespace {
+
+using fVec = at::vec::Vectorized<float>;
+using at::BFloat16;
+
+// 16 elements to/from float32 lanes.
+inline __m512 load16(const float* p) { return _mm512_loadu_ps(p); }
+inline __m512 load16(const BFloat16* p) {
+  __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+// float32 -> bfloat16 bits, round to nearest even (c10::BFloat16's rounding; NaN stays NaN).
+inline __m256i to_bf16_bits(__m512 x) {
+  __m512i i = _mm512_castps_si512(x);
+  __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(i, 16), _mm512_set1_epi32(1));
+  __m512i r = _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(i, _mm512_set1_epi32(0x7fff)), lsb), 16);
+  __mmask16 nan = _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
+  r = _mm512_mask_mov_epi32(r, nan, _mm512_set1_epi32(0x7fc0));
+  return _mm512_cvtepi32_epi16(r);
+}
+inline void store16(float* p, __m512 x) { _mm512_storeu_ps(p, x); }
+inline void store16(BFloat16* p, __m512 x) {
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), to_bf16_bits(x));
+}
+// The value x takes when stored as T (identity for float32).
+inline __m512 round_as(__m512 x, const float*) { return x; }
+inline __m512 round_as(__m512 x, const BFloat16*) {
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(to_bf16_bits(x)), 16));
+}
+template <typename T>
+inline __m512 rnd(__m512 x) { return round_as(x, static_cast<const T*>(nullptr)); }
+
+inline float hsum(__m512 x) { return _mm512_reduce_add_ps(x); }
+
+// ---------------------------------------------------------------------------------------
+// Decode attention over a dense context block plus the step's own token.
+// q [B, H, D] (rows may be strided); k, v [B, Hkv, D] the own token's; kd, vd
+// [B, Hkv, cap, D] contiguous; lens [B] int64: positions of the block before the own
+// token.  Scores, softmax and the weighted sum are float32; out [B, H, D] in q's dtype.
+template <typename T, int NV>
+void decode_attention_impl(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                           const at::Tensor& kd, const at::Tensor& vd, const at::Tensor& lens,
+                           double scale, at::Tensor& out) {
+  constexpr int64_t D = NV * 16;
+  const int64_t B = kd.size(0), Hkv = kd.size(1), cap = kd.size(2);
+  const int64_t G = q.size(1) / Hkv;
+  const T* qp = q.data_ptr<T>();
+  const T* kp = k.data_ptr<T>();
+  const T* vp = v.data_ptr<T>();
+  const T* kdp = kd.data_ptr<T>();
+  const T* vdp = vd.data_ptr<T>();
+  const int64_t* lp = lens.data_ptr<int64_t>();
+  T* op = out.data_ptr<T>();
+  const int64_t qs0 = q.stride(0), qs1 = q.stride(1);
+  const int64_t ks0 = k.stride(0), ks1 = k.stride(1);
+  const int64_t vs0 = v.stride(0), vs1 = v.stride(1);
+  const __m512 sc = _mm512_set1_ps(static_cast<float>(scale));
+  at::parallel_for(0, B * Hkv, 1, [&](int64_t begin, int64_t end) {
+    std::vector<float> s(cap + 1 + 16);
+    for (int64_t bh = begin; bh < end; ++bh) {
+      const int64_t b = bh / Hkv, h = bh % Hkv;
+      const int64_t n = std::min<int64_t>(lp[b], cap);
+      const T* kb = kdp + bh * cap * D;
+      const T* vb = vdp + bh * cap * D;
+      const T* kown = kp + b * ks0 + h * ks1;
+      const T* vown = vp + b * vs0 + h * vs1;
+      for (int64_t g = 0; g < G; ++g) {
+        const T* qr = qp + b * qs0 + (h * G + g) * qs1;
+        __m512 qv[NV];
+        for (int i = 0; i < NV; ++i) qv[i] = _mm512_mul_ps(load16(qr + i * 16), sc);
+        float* sg = s.data();
+        for (int64_t j = 0; j <= n; ++j) {
+          const T* kr = j < n ? kb + j * D : kown;
+          __m512 a = _mm512_mul_ps(qv[0], load16(kr));
+          for (int i = 1; i < NV; ++i) a = _mm512_fmadd_ps(qv[i], load16(kr + i * 16), a);
+          sg[j] = hsum(a);
+        }
+        float m = sg[0];
+        for (int64_t j = 1; j <= n; ++j) m = std::max(m, sg[j]);
+        const fVec mv(m);
+        fVec z(0.f);
+        for (int64_t j = 0; j <= n; j += 16) {
+          const int64_t c = std::min<int64_t>(16, n + 1 - j);
+          fVec e = (fVec::loadu(sg + j, c) - mv).exp_u20();
+          if (c < 16) e = fVec::set(fVec(0.f), e, c);
+          e.store(sg + j, c);
+          z = z + e;
+        }
+        const __m512 inv = _mm512_set1_ps(1.f / hsum(z));
+        __m512 acc[NV];
+        for (int i = 0; i < NV; ++i) acc[i] = _mm512_setzero_ps();
+        for (int64_t j = 0; j <= n; ++j) {
+          const T* vr = j < n ? vb + j * D : vown;
+          const __m512 p = _mm512_set1_ps(sg[j]);
+          for (int i = 0; i < NV; ++i) acc[i] = _mm512_fmadd_ps(p, load16(vr + i * 16), acc[i]);
+        }
+        T* o = op + (b * Hkv * G + h * G + g) * D;
+        for (int i = 0; i < NV; ++i) store16(o + i * 16, _mm512_mul_ps(acc[i], inv));
+      }
+    }
+  });
+}
+
+template <typename T>
+void decode_attention_d(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                        const at::Tensor& kd, const at::Tensor& vd, const at::Tensor& lens,
+                        double scale, at::Tensor& out) {
+  switch (kd.size(3)) {
+    case 64: return decode_attention_impl<T, 4>(q, k, v, kd, vd, lens, scale, out);
+    case 128: return decode_attention_impl<T, 8>(q, k, v, kd, vd, lens, scale, out);
+    case 256: return decode_attention_impl<T, 16>(q, k, v, kd, vd, lens, scale, out);
+    default: TORCH_CHECK(false, "dense_decode_attention: head_dim ", kd.size(3), " unsupported");
+  }
+}
+
+void check_float(const at::Tensor& t, at::ScalarType dt, const char* what) {
+  TORCH_CHECK(t.device().is_cpu() && t.scalar_type() == dt, what, ": expected a CPU tensor of ",
+              dt, ", got ", t.scalar_type(), " on ", t.device());
+}
+
+at::Tensor dense_decode_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                  const at::Tensor& kd, const at::Tensor& vd,
+                                  const at::Tensor& lens, double scale) {
+  const auto dt = q.scalar_type();
+  TORCH_CHECK(dt == at::kFloat || dt == at::kBFloat16, "dense_decode_attention: dtype ", dt);
+  for (const auto* t : {&k, &v, &kd, &vd}) check_float(*t, dt, "dense_decode_attention");
+  TORCH_CHECK(q.dim() == 3 && k.dim() == 3 && v.dim() == 3 && kd.dim() == 4 && vd.dim() == 4,
+              "dense_decode_attention: q, k, v [B, heads, D]; kd, vd [B, Hkv, cap, D]");
+  TORCH_CHECK(q.stride(2) == 1 && k.stride(2) == 1 && v.stride(2) == 1,
+              "dense_decode_attention: rows of q, k, v must be contiguous");
+  TORCH_CHECK(kd.sizes() == vd.sizes() && q.size(1) % kd.size(1) == 0,
+              "dense_decode_attention: shapes disagree");
+  TORCH_CHECK(lens.scalar_type() == at::kLong && lens.numel() == kd.size(0) && lens.is_contiguous(),
+              "dense_decode_attention: lens must be [B] int64");
+  auto out = at::empty({q.size(0), q.size(1), q.size(2)}, q.options());
+  const auto kc = kd.contiguous(), vc = vd.contiguous();
+  if (dt == at::kBFloat16)
+    decode_attention_d<BFloat16>(q, k, v, kc, vc, lens, scale, out);
+  else
+    decode_attention_d<float>(q, k, v, kc, vc, lens, scale, out);
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------
+// RMSNorm as Hugging Face's LlamaRMSNorm computes it: y = w * T(x * rsqrt(mean(x^2) + eps))
+// in float32, the product with w rounded to T.  With ``residual``: first
+// x <- T(x + residual) in place (the decoder's residual add), then the norm of the sum.
+template <typename T>
+void rmsnorm_impl(at::Tensor& x, const at::Tensor* residual, const at::Tensor& w, double eps,
+                  at::Tensor& y) {
+  const int64_t N = x.size(0), H = x.size(1);
+  T* xp = x.data_ptr<T>();
+  const T* rp = residual ? residual->data_ptr<T>() : nullptr;
+  const T* wp = w.data_ptr<T>();
+  T* yp = y.data_ptr<T>();
+  const int64_t xs = x.stride(0), rs = residual ? residual->stride(0) : 0;
+  at::parallel_for(0, N, 16, [&](int64_t begin, int64_t end) {
+    for (int64_t n = begin; n < end; ++n) {
+      T* xr = xp + n * xs;
+      __m512 ss = _mm512_setzero_ps();
+      for (int64_t i = 0; i < H; i += 16) {
+        __m512 a = load16(xr + i);
+        if (rp) {
+          a = rnd<T>(_mm512_add_ps(a, load16(rp + n * rs + i)));
+          store16(xr + i, a);
+        }
+        ss = _mm512_fmadd_ps(a, a, ss);
+      }
+      const float inv = 1.f / std::sqrt(hsum(ss) / static_cast<float>(H) + static_cast<float>(eps));
+      const __m512 iv = _mm512_set1_ps(inv);
+      T* yr = yp + n * H;
+      for (int64_t i = 0; i < H; i += 16)
+        store16(yr + i, _mm512_mul_ps(load16(wp + i), rnd<T>(_mm512_mul_ps(load16(xr + i), iv))));
+    }
+  });
+}
+
+at::Tensor rmsnorm_common(at::Tensor& x, const at::Tensor* residual, const at::Tensor& w,
+                          double eps) {
+  const auto dt = x.scalar_type();
+  TORCH_CHECK(dt == at::kFloat || dt == at::kBFloat16, "rmsnorm: dtype ", dt);
+  check_float(w, dt, "rmsnorm weight");
+  TORCH_CHECK(x.dim() == 2 && x.stride(1) == 1 && x.size(1) % 16 == 0 && w.numel() == x.size(1)
+                  && w.is_contiguous(),
+              "rmsnorm: x [N, H] with contiguous rows and H a multiple of 16");
+  if (residual) {
+    check_float(*residual, dt, "rmsnorm residual");
+    TORCH_CHECK(residual->sizes() == x.sizes() && residual->stride(1) == 1, "rmsnorm: residual shape");
+  }
+  auto y = at::empty(x.sizes(), x.options());
+  if (dt == at::kBFloat16)
+    rmsnorm_impl<BFloat16>(x, residual, w, eps, y);
+  else
+    rmsnorm_impl<float>(x, residual, w, eps, y);
+  return y;
+}
+
+at::Tensor rmsnorm(const at::Tensor& x, const at::Tensor& w, double eps) {
+  at::Tensor xx = x;
+  return rmsnorm_common(xx, nullptr, w, eps);
+}
+
+at::Tensor add_rmsnorm_(at::Tensor x, const at::Tensor& residual, const at::Tensor& w, double eps) {
+  return rmsnorm_common(x, &residual, w, eps);
+}
+
+// ---------------------------------------------------------------------------------------
+// RoPE (rotate-half) of the q and k heads of a fused qkv projection, in place:
+// qkv [N, (heads) * D + ...]: the first ``heads`` head rows of each token are rotated,
+// x <- T(T(x * cos) + T(swap_halves(x) * sin)) as the eager ops round; cos, sin [N, D] in T
+// (sin with its sign folded in: engine.model.rope).
+template <typename T>
+void rope_impl(at::Tensor& qkv, const at::Tensor& cos, const at::Tensor& sin, int64_t heads,
+               int64_t D) {
+  const int64_t N = qkv.size(0), half = D / 2;
+  T* xp = qkv.data_ptr<T>();
+  const T* cp = cos.data_ptr<T>();
+  const T* sp = sin.data_ptr<T>();
+  const int64_t xs = qkv.stride(0);
+  at::parallel_for(0, N * heads, 16, [&](int64_t begin, int64_t end) {
+    for (int64_t nh = begin; nh < end; ++nh) {
+      const int64_t n = nh / heads, h = nh % heads;
+      T* x = xp + n * xs + h * D;
+      const T* c = cp + n * D;
+      const T* s = sp + n * D;
+      for (int64_t i = 0; i < half; i += 16) {
+        const __m512 lo = load16(x + i), hi = load16(x + half + i);
+        const __m512 nlo = rnd<T>(_mm512_add_ps(rnd<T>(_mm512_mul_ps(lo, load16(c + i))),
+                                                rnd<T>(_mm512_mul_ps(hi, load16(s + i)))));
+        const __m512 nhi = rnd<T>(_mm512_add_ps(rnd<T>(_mm512_mul_ps(hi, load16(c + half + i))),
+                                                rnd<T>(_mm512_mul_ps(lo, load16(s + half + i)))));
+        store16(x + i, nlo);
+        store16(x + half + i, nhi);
+      }
+    }
+  });
+}
+
+void rope_(at::Tensor qkv, const at::Tensor& cos, const at::Tensor& sin, int64_t heads,
+           int64_t head_dim) {
+  const auto dt = qkv.scalar_type();
+  TORCH_CHECK(dt == at::kFloat || dt == at::kBFloat16, "rope_: dtype ", dt);
+  check_float(cos, dt, "rope_ cos");
+  check_float(sin, dt, "rope_ sin");
+  TORCH_CHECK(qkv.dim() == 2 && qkv.stride(1) == 1 && head_dim % 32 == 0
+                  && heads * head_dim <= qkv.size(1),
+              "rope_: qkv [N, >= heads * head_dim] with contiguous rows, head_dim % 32 == 0");
+  TORCH_CHECK(cos.is_contiguous() && sin.is_contiguous() && cos.numel() == qkv.size(0) * head_dim
+                  && sin.numel() == cos.numel(),
+              "rope_: cos, sin must be contiguous [N, head_dim]");
+  if (dt == at::kBFloat16)
+    rope_impl<BFloat16>(qkv, cos, sin, heads, head_dim);
+  else
+    rope_impl<float>(qkv, cos, sin, heads, head_dim);
+}
+
+// ---------------------------------------------------------------------------------------
+// SwiGLU activation of a fused gate/up projection: gu [N, 2I] -> T(T(silu(gate)) * up).
+template <typename T>
+void silu_mul_impl(const at::Tensor& gu, at::Tensor& out) {
+  const int64_t N = gu.size(0), I = gu.size(1) / 2;
+  const T* gp = gu.data_ptr<T>();
+  T* op = out.data_ptr<T>();
+  const int64_t gs = gu.stride(0);
+  at::parallel_for(0, N, 4, [&](int64_t begin, int64_t end) {
+    for (int64_t n = begin; n < end; ++n) {
+      const T* g = gp + n * gs;
+      const T* u = g + I;
+      T* o = op + n * I;
+      for (int64_t i = 0; i < I; i += 16) {
+        const fVec x(load16(g + i));
+        const fVec one(1.f);
+        const __m512 act = rnd<T>(__m512(x / (one + x.neg().exp_u20())));
+        store16(o + i, _mm512_mul_ps(act, load16(u + i)));
+      }
+    }
+  });
+}
+
+at::Tensor silu_mul(const at::Tensor& gu) {
+  const auto dt = gu.scalar_type();
+  TORCH_CHECK(dt == at::kFloat || dt == at::kBFloat16, "silu_mul: dtype ", dt);
+  TORCH_CHECK(gu.device().is_cpu() && gu.dim() == 2 && gu.stride(1) == 1 && gu.size(1) % 32 == 0,
+              "silu_mul: gu [N, 2I] on CPU with contiguous rows and I a multiple of 16");
+  auto out = at::empty({gu.size(0), gu.size(1) / 2}, gu.options());
+  if (dt == at::kBFloat16)
+    silu_mul_impl<BFloat16>(gu, out);
+  else
+    silu_mul_impl<float>(gu, out);
+  return out;
+}
+
+}  // namespace
+
+TORCH_LIBRARY(knob_engine, m) {
+  m.def("dense_decode_attention(Tensor q, Tensor k, Tensor v, Tensor kd, Tensor vd, "
+        "Tensor lens, float scale) -> Tensor");
+  m.def("rmsnorm(Tensor x, Tensor w, float eps) -> Tensor");
+  m.def("add_rmsnorm_(Tensor(a!) x, Tensor residual, Tensor w, float eps) -> Tensor");
+  m.def("rope_(Tensor(a!) qkv, Tensor cos, Tensor sin, int heads, int head_dim) -> ()");
+  m.def("silu_mul(Tensor gu) -> Tensor");
+}
+
+TORCH_LIBRARY_IMPL(knob_engine, CPU, m) {
+  m.impl("dense_decode_attention", &dense_decode_attention);
+  m.impl("rmsnorm", &rmsnorm);
+  m.impl("add_rmsnorm_", &add_rmsnorm_);
+  m.impl("rope_", &rope_);
+  m.impl("silu_mul", &silu_mul);
+}

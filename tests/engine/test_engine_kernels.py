@@ -1,0 +1,214 @@
+"""The fused CPU decode kernels (engine/kernels) against their eager torch references.
+
+Run wherever the kernels can be built (an AVX-512 CPU, a C++ compiler, ninja); where the
+machine lacks one of those the tests skip, naming it.  A build failure on a machine that
+has them all is a failure, not a skip (``load("on")`` raises).
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from engine import kernels
+from engine.config import EngineError
+from engine.config import ModelConfig
+from engine.core.llm import LLMEngine
+from engine.core.sequence import SamplingParams
+from engine.kernels import FusedDecodeOps
+from engine.kernels import TorchDecodeOps
+from engine.model.attention_ops import reference_attention
+from tests.engine.conftest import error_on_rows_fed_alike
+from tests.engine.conftest import step_logits
+
+transformers = pytest.importorskip("transformers")
+
+_missing = kernels._unavailable_reason()
+needs_kernels = pytest.mark.skipif(_missing is not None, reason=f"kernels not buildable: {_missing}")
+DTYPES = [torch.float32, torch.bfloat16]
+FUSED, TORCH = FusedDecodeOps(), TorchDecodeOps()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def built():
+    if _missing is None:
+        assert kernels.load("on")
+
+
+def ulps_apart(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """Distance in units of the last place of a's dtype (bf16: 2^-8 relative)."""
+    eps = torch.finfo(a.dtype).eps
+    return (a.float() - b.float()).abs() / (b.float().abs() * eps).clamp_min(1e-30)
+
+
+@needs_kernels
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n,h", [(1, 64), (7, 512), (32, 4096)])
+def test_rmsnorm_and_fused_residual_add_match_the_reference(dtype, n, h):
+    g = torch.Generator().manual_seed(n + h)
+    x = (torch.randn(n, h, generator=g) * 3).to(dtype)
+    r = torch.randn(n, h, generator=g).to(dtype)
+    w = torch.rand(h, generator=g).add_(0.5).to(dtype)
+    # Only the float32 mean of squares is summed in another order: a few float32 ulps,
+    # which bf16's rounding hides or turns into one bf16 step.
+    bound = 8 if dtype == torch.float32 else 2.01
+    assert ulps_apart(FUSED.rmsnorm(x, w, 1e-6), TORCH.rmsnorm(x, w, 1e-6)).max() <= bound
+    xf, xt = x.clone(), x.clone()
+    yf, yt = FUSED.add_rmsnorm_(xf, r, w, 1e-5), TORCH.add_rmsnorm_(xt, r, w, 1e-5)
+    assert torch.equal(xf, xt)  # the residual stream, updated in place, bit for bit
+    assert torch.equal(xf, x + r)
+    assert ulps_apart(yf, yt).max().item() <= bound
+
+
+@needs_kernels
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("heads,d", [(12, 64), (6, 128)])
+def test_rope_in_place_on_the_qkv_rows_is_bit_identical(dtype, heads, d):
+    from engine.model.rope import RotaryEmbedding
+
+    n, extra = 9, 2 * d  # v heads after the rotated ones stay untouched
+    rope = RotaryEmbedding(d, 4096, 500000.0)
+    positions = torch.tensor([0, 1, 5, 77, 300, 1023, 2047, 3000, 4095])
+    cos, sin = rope.tables(positions, dtype)
+    qkv = torch.randn(n, heads * d + extra, generator=torch.Generator().manual_seed(d)).to(dtype)
+    a, b = qkv.clone(), qkv.clone()
+    FUSED.rope_(a, cos, sin, heads, d)
+    TORCH.rope_(b, cos, sin, heads, d)
+    assert torch.equal(a, b)
+    assert torch.equal(a[:, heads * d:], qkv[:, heads * d:])
+    assert not torch.equal(a[1:, :heads * d], qkv[1:, :heads * d])  # position 0 is identity
+
+
+@needs_kernels
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_swiglu_matches_the_reference(dtype):
+    gu = (torch.randn(5, 2 * 1408, generator=torch.Generator().manual_seed(3)) * 4).to(dtype)
+    gu[0, :8] = torch.tensor([-100.0, -20.0, -1e-3, 0.0, 1e-3, 20.0, 88.0, 100.0]).to(dtype)
+    ours, ref = FUSED.silu_mul(gu), TORCH.silu_mul(gu.clone())
+    assert ours.shape == (5, 1408)
+    # Another exp than torch's: float32 results within a few ulps, bf16 within one rounding.
+    assert ulps_apart(ours, ref).max().item() <= (8 if dtype == torch.float32 else 1.01)
+    assert torch.isfinite(ours).all()
+
+
+@needs_kernels
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("heads,kv_heads,d", [(8, 4, 64), (4, 4, 128), (16, 2, 64)])
+def test_decode_attention_equals_the_float64_oracle(dtype, heads, kv_heads, d):
+    """The block's real positions plus the own token; stale huge values past each context
+    must not leak; q as a strided view of a fused qkv row, as the model passes it."""
+    g = torch.Generator().manual_seed(heads * d)
+    B, cap = 5, 48
+    lens = torch.tensor([48, 0, 17, 33, 1])  # context before the new token (0: own only)
+    qkv = (torch.randn(B, (heads + 2 * kv_heads) * d, generator=g) * 2).to(dtype)
+    q = qkv[:, :heads * d].view(B, heads, d)
+    own_k = qkv[:, heads * d:(heads + kv_heads) * d].view(B, kv_heads, d)
+    own_v = qkv[:, (heads + kv_heads) * d:].view(B, kv_heads, d)
+    ctx_k = (torch.randn(B, kv_heads, cap, d, generator=g) * 2).to(dtype)
+    ctx_v = torch.randn(B, kv_heads, cap, d, generator=g).to(dtype)
+    kd, vd = ctx_k.clone(), ctx_v.clone()
+    for b, n in enumerate(lens.tolist()):
+        kd[b, :, n:] = 1e30
+        vd[b, :, n:] = -1e30
+    k = torch.zeros(B, cap + 1, kv_heads, d, dtype=torch.float64)
+    v = torch.zeros(B, cap + 1, kv_heads, d, dtype=torch.float64)
+    for b, n in enumerate(lens.tolist()):
+        k[b, :n] = ctx_k[b, :, :n].transpose(0, 1).double()
+        v[b, :n] = ctx_v[b, :, :n].transpose(0, 1).double()
+        k[b, n], v[b, n] = own_k[b].double(), own_v[b].double()
+    ref = reference_attention(q.double(), k, v, lens + 1, d ** -0.5)
+    ours = FUSED.dense_decode_attention(q, own_k, own_v, kd, vd, lens, None, d ** -0.5)
+    assert ours.shape == (B, heads, d) and ours.dtype == dtype
+    err = (ours.double() - ref).abs().max().item()
+    # float32 inside: only the output's rounding to bf16 (|out| < 4 here) is bf16's.
+    assert err < (2e-5 if dtype == torch.float32 else 4 * 2 ** -8), err
+
+
+@needs_kernels
+def test_kernels_refuse_what_they_cannot_compute():
+    x = torch.randn(2, 24)  # not a multiple of 16
+    with pytest.raises(RuntimeError, match="multiple of 16"):
+        FUSED.rmsnorm(x, torch.ones(24), 1e-6)
+    with pytest.raises(RuntimeError, match="dtype"):
+        FUSED.rmsnorm(torch.randn(2, 32, dtype=torch.float64), torch.ones(32, dtype=torch.float64),
+                      1e-6)
+    q = torch.randn(1, 2, 32)
+    kd = torch.randn(1, 1, 4, 32)
+    with pytest.raises(RuntimeError, match="head_dim 32"):
+        FUSED.dense_decode_attention(q, q[:, :1], q[:, :1], kd, kd, torch.tensor([2]), None, 1.0)
+
+
+def _config(**changes) -> ModelConfig:
+    base = dict(vocab_size=300, hidden_size=256, intermediate_size=352, num_layers=2,
+                num_heads=4, num_kv_heads=2, head_dim=64)
+    return ModelConfig(**{**base, **changes})
+
+
+def test_knob_selects_the_ops_and_on_refuses_where_they_cannot_run():
+    cpu = torch.device("cpu")
+    assert kernels.decode_ops("off", _config(), cpu, torch.float32).name == "torch"
+    tiny = _config(hidden_size=64, head_dim=16)
+    assert kernels.decode_ops("auto", tiny, cpu, torch.float32).name == "torch"
+    with pytest.raises(EngineError, match="head_dim 16"):
+        kernels.decode_ops("on", tiny, cpu, torch.float32)
+    with pytest.raises(EngineError, match="on cuda"):
+        kernels.decode_ops("on", _config(), torch.device("cuda"), torch.float32)
+    with pytest.raises(EngineError, match="ENGINE_CPU_KERNELS='fast'"):
+        kernels.decode_ops("fast", _config(), cpu, torch.float32)
+    expected = "fused" if _missing is None else "torch"
+    assert kernels.decode_ops("auto", _config(), cpu, torch.bfloat16).name == expected
+
+
+def _write_llama(tmp_path, seed: int = 7):
+    """A small Llama with head_dim 64 (what the kernels take), written by transformers."""
+    torch.manual_seed(seed)
+    cfg = transformers.LlamaConfig(
+        vocab_size=320, hidden_size=256, intermediate_size=352, num_hidden_layers=3,
+        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512,
+        rope_theta=10000.0, rms_norm_eps=1e-5, tie_word_embeddings=False, eos_token_id=None,
+        bos_token_id=None, pad_token_id=None)
+    model = transformers.LlamaForCausalLM(cfg)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "norm" in name:
+                p.uniform_(0.5, 1.5)
+            else:
+                p.normal_(0, 0.2 if "embed" in name else 0.06)
+    model = model.float().eval()
+    model.save_pretrained(tmp_path, safe_serialization=True)
+    return model
+
+
+PROMPTS = [[5, 17, 42, 99, 3, 250, 7], [64, 128, 11, 0, 299], list(range(1, 40)), [9]]
+
+
+@needs_kernels
+def test_fused_decode_gives_transformers_greedy_tokens_in_float32(tmp_path, knobs):
+    hf = _write_llama(tmp_path)
+    eng = LLMEngine(knobs.replace(dtype="float32", cpu_kernels="on"), model_dir=str(tmp_path))
+    assert eng.model.decode_ops.name == "fused"
+    outs = eng.generate(PROMPTS, SamplingParams(40, ignore_eos=True))
+    assert eng.runner.dense.appended > 0  # the dense (kernel) path ran
+    for prompt, seq in zip(PROMPTS, outs):
+        with torch.inference_mode():
+            ref = hf.generate(torch.tensor([prompt]), max_new_tokens=40, do_sample=False,
+                              min_new_tokens=40)[0, len(prompt):].tolist()
+        assert seq.output_ids == ref
+
+
+@needs_kernels
+def test_fused_bfloat16_decode_is_no_further_from_float32_than_eager_bfloat16(tmp_path, knobs):
+    """Both bf16 paths against the fp32 logits on the first decode steps (rows still fed
+    the fp32 run's tokens): the kernels' float32 attention must not be the worse one by
+    more than bf16's own noise."""
+    _write_llama(tmp_path)
+    logits = {}
+    for dtype, mode in (("float32", "off"), ("bfloat16", "off"), ("bfloat16", "on")):
+        eng = LLMEngine(knobs.replace(dtype=dtype, cpu_kernels=mode), model_dir=str(tmp_path))
+        logits[dtype, mode] = step_logits(eng, PROMPTS, 4)
+    ref = logits["float32", "off"]
+    scale = max(x.abs().max().item() for x in ref[0])
+    errors = {mode: error_on_rows_fed_alike(logits["bfloat16", mode], ref)
+              for mode in ("off", "on")}
+    assert all(0 < e < 0.05 * scale for e in errors.values()), errors
+    assert errors["on"] < 1.5 * errors["off"] + 0.005 * scale, errors
