@@ -10,7 +10,7 @@ from pathlib import Path
 
 import torch
 
-from engine.kernels import decode_ops
+from engine.kernels import select_ops
 from engine.config import EngineError
 from engine.config import ModelConfig
 from engine.config import load_hf_config
@@ -68,7 +68,7 @@ def build_model(preset: str | None, model_dir: str | None, dtype_knob: str = "au
             if isinstance(module, Linear):
                 module.prepack()
     # The dense decode step's ops: the fused CPU kernels where ENGINE_CPU_KERNELS allows.
-    model.decode_ops = decode_ops(cpu_kernels, cfg, target, dtype)
+    model.ops = select_ops(cpu_kernels, cfg, target, dtype)
     return model, cfg
 
 

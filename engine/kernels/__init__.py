@@ -1,4 +1,4 @@
-"""Fused CPU kernels of the dense decode step, built at run time (``ENGINE_CPU_KERNELS``).
+"""Fused CPU kernels around the model's GEMMs, built at run time (``ENGINE_CPU_KERNELS``).
 
 At decode batch sizes a step's eager torch ops are tiny: at c32 on the 30M Llama in
 bfloat16 the ~40 small ops of a layer around its four GEMMs (norm casts, RoPE halves,
@@ -15,7 +15,7 @@ SGLang's and vLLM's CPU backends fuse:
 - :func:`rope_` (q and k heads of the fused qkv projection rotated in place);
 - :func:`silu_mul` (SwiGLU of the fused gate/up projection).
 
-Every kernel has a torch reference, :class:`TorchDecodeOps` (the eager code the step ran
+Every kernel has a torch reference, :class:`TorchOps` (the eager code the step ran
 before, shared with the prefill path), used where the kernels are not built and compared
 with them in tests/engine/test_engine_kernels.py.  bfloat16
 results are rounded where the reference rounds, so the two agree bit for bit except
@@ -29,8 +29,8 @@ directory, ``TORCH_EXTENSIONS_DIR`` or ``~/.cache/torch_extensions``, and rebuil
 source changes; concurrent builds wait on torch's lock).  ``auto`` builds when the CPU
 has AVX-512 and a C++ compiler and ninja are present, and otherwise runs the references
 (the reason is kept in :func:`status`); ``on`` makes any of those missing an error;
-``off`` never builds.  Only the dense decode step uses the kernels; prefill and split-K
-steps run torch ops as before.
+``off`` never builds.  Every step runs the norm, RoPE and SwiGLU kernels; the attention
+kernel is the dense decode step's (prefill keeps torch's fused SDPA, split-K its own path).
 """
 
 from __future__ import annotations
@@ -115,8 +115,9 @@ def load(mode: str) -> bool:
     return False
 
 
-class TorchDecodeOps:
-    """The dense decode step's ops as eager torch (any device and dtype): the references."""
+class TorchOps:
+    """The model's ops around its GEMMs as eager torch (any device and dtype): the
+    references, and what a GPU, another dtype or an unsupported shape runs."""
 
     name = "torch"
 
@@ -153,7 +154,7 @@ class TorchDecodeOps:
         return dense_decode_attention(q, k, v, kd, vd, bias, scale)
 
 
-class FusedDecodeOps(TorchDecodeOps):
+class FusedCpuOps(TorchOps):
     """The same ops as the built AVX-512 kernels (CPU tensors of one dtype, fp32 or bf16)."""
 
     name = "fused"
@@ -193,8 +194,8 @@ def unsupported(cfg: ModelConfig, device: torch.device, dtype: torch.dtype) -> s
     return None
 
 
-def decode_ops(mode: str, cfg: ModelConfig, device: torch.device,
-               dtype: torch.dtype) -> TorchDecodeOps:
+def select_ops(mode: str, cfg: ModelConfig, device: torch.device,
+               dtype: torch.dtype) -> TorchOps:
     """The ops a model's dense decode step runs under ``ENGINE_CPU_KERNELS=mode``.
 
     ``on`` where the kernels cannot run (see :func:`unsupported`, and a CPU without
@@ -204,11 +205,11 @@ def decode_ops(mode: str, cfg: ModelConfig, device: torch.device,
     if mode not in CHOICES:
         raise EngineError(f"ENGINE_CPU_KERNELS={mode!r}: expected one of {', '.join(CHOICES)}")
     if mode == "off":
-        return TorchDecodeOps()
+        return TorchOps()
     reason = unsupported(cfg, device, dtype)
     if reason is not None:
         if mode == "on":
             raise EngineError(f"ENGINE_CPU_KERNELS=on: the fused CPU kernels cannot run "
                               f"this model: {reason}")
-        return TorchDecodeOps()
-    return FusedDecodeOps() if load(mode) else TorchDecodeOps()
+        return TorchOps()
+    return FusedCpuOps() if load(mode) else TorchOps()

@@ -11,13 +11,12 @@ from engine.model.attention_ops import gather_kv
 from engine.model.attention_ops import prefill_attention
 from engine.model.attention_ops import split_k_attention
 from engine.config import ModelConfig
-from engine.kernels import TorchDecodeOps
+from engine.kernels import TorchOps
 from engine.model.linear import Linear
-from engine.model.rope import RotaryEmbedding
 
 
 class Attention(nn.Module):
-    def __init__(self, cfg: ModelConfig, rope: RotaryEmbedding) -> None:
+    def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
         self.num_heads = cfg.num_heads
         self.num_kv_heads = cfg.num_kv_heads
@@ -28,26 +27,25 @@ class Attention(nn.Module):
         self.qkv_proj = Linear(cfg.hidden_size, self.q_size + 2 * self.kv_size,
                                bias=cfg.attention_bias)
         self.o_proj = Linear(self.q_size, cfg.hidden_size)
-        self.rope = rope
         # Flat slot arrays [num_slots, Hkv, D], bound by the model runner.
         self.k_cache: torch.Tensor | None = None
         self.v_cache: torch.Tensor | None = None
 
-    def _project(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor
+    def _project(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, ops: TorchOps
                  ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """x: [N, hidden] -> rotated q [N, H, D], rotated k and v [N, Hkv, D]."""
-        N = x.shape[0]
+        """x: [N, hidden] -> rotated q [N, H, D], rotated k and v [N, Hkv, D]: views of
+        one projection whose q and k heads are rotated in place, in one pass."""
+        N, D = x.shape[0], self.head_dim
         qkv = self.qkv_proj(x)  # [N, q + 2kv]
-        qk, v = qkv.split((self.q_size + self.kv_size, self.kv_size), dim=-1)
-        # q and k heads rotated in one pass: [N, H + Hkv, D]
-        qk = self.rope(qk.reshape(N, self.num_heads + self.num_kv_heads, self.head_dim),
-                       cos, sin)
-        q, k = qk.split((self.num_heads, self.num_kv_heads), dim=1)
-        return q, k, v.reshape(N, self.num_kv_heads, self.head_dim)
+        ops.rope_(qkv, cos, sin, self.num_heads + self.num_kv_heads, D)
+        q = qkv[:, :self.q_size].view(N, self.num_heads, D)
+        k = qkv[:, self.q_size:self.q_size + self.kv_size].view(N, self.num_kv_heads, D)
+        v = qkv[:, self.q_size + self.kv_size:].view(N, self.num_kv_heads, D)
+        return q, k, v
 
-    def forward(self, x: torch.Tensor, ctx: AttnContext) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, ctx: AttnContext, ops: TorchOps) -> torch.Tensor:
         N = x.shape[0]
-        q, k, v = self._project(x, ctx.cos, ctx.sin)
+        q, k, v = self._project(x, ctx.cos, ctx.sin, ops)
         if self.k_cache is None or self.v_cache is None:
             raise RuntimeError("attention layer has no KV cache bound")
         # index_copy_ is a plain row scatter (index_put_ goes through the generic
@@ -62,7 +60,7 @@ class Attention(nn.Module):
 
     def decode_dense(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor,
                      kd: torch.Tensor, vd: torch.Tensor, lens: torch.Tensor, bias: torch.Tensor,
-                     ops: TorchDecodeOps) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+                     ops: TorchOps) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """One decode token per sequence over its dense context block (no cache write).
 
         x: [B, hidden]; kd, vd: [B, Hkv, cap, D]; lens: [B] positions of the block before
@@ -71,12 +69,8 @@ class Attention(nn.Module):
         Returns the output [B, hidden] and the new token's k and v [B, Hkv, D] (views of
         the projection), for the caller to store.
         """
-        B, D = x.shape[0], self.head_dim
-        qkv = self.qkv_proj(x)  # [B, q + 2kv], q and k rotated in place
-        ops.rope_(qkv, cos, sin, self.num_heads + self.num_kv_heads, D)
-        q = qkv[:, :self.q_size].view(B, self.num_heads, D)
-        k = qkv[:, self.q_size:self.q_size + self.kv_size].view(B, self.num_kv_heads, D)
-        v = qkv[:, self.q_size + self.kv_size:].view(B, self.num_kv_heads, D)
+        B = x.shape[0]
+        q, k, v = self._project(x, cos, sin, ops)
         out = ops.dense_decode_attention(q, k, v, kd, vd, lens, bias, self.scale)
         return self.o_proj(out.reshape(B, self.q_size)), k, v
 

@@ -7,7 +7,7 @@ from torch import nn
 
 from engine.model.attention_ops import AttnContext
 from engine.config import ModelConfig
-from engine.kernels import TorchDecodeOps
+from engine.kernels import TorchOps
 from engine.model.decoder_layer import DecoderLayer
 from engine.model.linear import Linear
 from engine.model.rmsnorm import RMSNorm
@@ -20,25 +20,28 @@ class LlamaForCausalLM(nn.Module):
         self.cfg = cfg
         self.rope = RotaryEmbedding(cfg.head_dim, cfg.max_position_embeddings, cfg.rope_theta)
         self.embed_tokens = nn.Embedding(cfg.vocab_size, cfg.hidden_size)
-        self.layers = nn.ModuleList(DecoderLayer(cfg, self.rope) for _ in range(cfg.num_layers))
+        self.layers = nn.ModuleList(DecoderLayer(cfg) for _ in range(cfg.num_layers))
         self.norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
         self.lm_head = Linear(cfg.hidden_size, cfg.vocab_size)
         if cfg.tie_word_embeddings:
             self.lm_head.weight = self.embed_tokens.weight
-        # What the dense decode step runs on (engine.weights picks the fused kernels).
-        self.decode_ops: TorchDecodeOps = TorchDecodeOps()
+        # The ops around the GEMMs (engine.weights picks the fused CPU kernels where allowed).
+        self.ops: TorchOps = TorchOps()
 
     def forward(self, input_ids: torch.Tensor, positions: torch.Tensor, ctx: AttnContext,
                 logits_rows: torch.Tensor | None = None) -> torch.Tensor:
         """input_ids, positions: [N] -> logits [R, vocab] (float32) for ``logits_rows``."""
-        x = self.embed_tokens(input_ids)  # [N, hidden]
+        ops = self.ops
+        x = self.embed_tokens(input_ids)  # the residual stream [N, hidden]
         # Per-step tables shared by every layer.
         ctx.cos, ctx.sin = self.rope.tables(positions, x.dtype)
+        delta = None
         for layer in self.layers:
-            x = layer(x, ctx)
+            delta = layer(x, delta, ctx, ops)
         if logits_rows is not None:
-            x = x[logits_rows]  # only the rows that sample a token: [R, hidden]
-        return self.lm_head(self.norm(x)).float()
+            # only the rows that sample a token: [R, hidden]
+            x, delta = x[logits_rows], delta[logits_rows]
+        return self.lm_head(ops.add_rmsnorm_(x, delta, self.norm.weight, self.norm.eps)).float()
 
     def decode_dense(self, input_ids: torch.Tensor, positions: torch.Tensor,
                      k_blocks: list[torch.Tensor], v_blocks: list[torch.Tensor],
@@ -52,11 +55,11 @@ class LlamaForCausalLM(nn.Module):
         ``positions`` instead).  Returns the logits [B, vocab] (float32) and the new
         token's K and V of every layer, [layers, 2, B, Hkv, D], which the caller writes into
         its caches: nothing is written here (engine.core.runner stores them,
-        engine.core.dense_kv explains why).  The ops are :attr:`decode_ops` (the fused CPU
+        engine.core.dense_kv explains why).  The ops are :attr:`ops` (the fused CPU
         kernels or eager torch, engine.kernels); each layer's residual add is fused into
         the norm that follows it, the last one into the final norm.
         """
-        ops = self.decode_ops
+        ops = self.ops
         x = self.embed_tokens(input_ids)  # the residual stream [B, hidden]
         cos, sin = self.rope.tables(positions, x.dtype)
         delta = None

@@ -1,7 +1,8 @@
 """Rotary position embedding (rotate-half form, as in Hugging Face Llama).
 
 The cos/sin rows of a step are looked up once per forward (:meth:`tables`) and shared by
-every layer; q and k are rotated together in one pass (:meth:`forward`).
+every layer; q and k are rotated together in one pass (:func:`rotate`, or the fused
+kernel engine.kernels runs in place).
 """
 
 from __future__ import annotations
@@ -33,10 +34,6 @@ class RotaryEmbedding(nn.Module):
         cos = self.cos[positions].unsqueeze(1).to(dtype)
         sin = self.signed_sin[positions].unsqueeze(1).to(dtype)
         return cos, sin
-
-    def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-        """Rotate x: [N, heads, D] (q and k heads stacked) with tables from :meth:`tables`."""
-        return rotate(x, cos, sin)
 
 
 def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:

@@ -15,8 +15,8 @@ from engine.config import EngineError
 from engine.config import ModelConfig
 from engine.core.llm import LLMEngine
 from engine.core.sequence import SamplingParams
-from engine.kernels import FusedDecodeOps
-from engine.kernels import TorchDecodeOps
+from engine.kernels import FusedCpuOps
+from engine.kernels import TorchOps
 from engine.model.attention_ops import reference_attention
 from tests.engine.conftest import error_on_rows_fed_alike
 from tests.engine.conftest import step_logits
@@ -26,7 +26,7 @@ transformers = pytest.importorskip("transformers")
 _missing = kernels._unavailable_reason()
 needs_kernels = pytest.mark.skipif(_missing is not None, reason=f"kernels not buildable: {_missing}")
 DTYPES = [torch.float32, torch.bfloat16]
-FUSED, TORCH = FusedDecodeOps(), TorchDecodeOps()
+FUSED, TORCH = FusedCpuOps(), TorchOps()
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -146,17 +146,17 @@ def _config(**changes) -> ModelConfig:
 
 def test_knob_selects_the_ops_and_on_refuses_where_they_cannot_run():
     cpu = torch.device("cpu")
-    assert kernels.decode_ops("off", _config(), cpu, torch.float32).name == "torch"
+    assert kernels.select_ops("off", _config(), cpu, torch.float32).name == "torch"
     tiny = _config(hidden_size=64, head_dim=16)
-    assert kernels.decode_ops("auto", tiny, cpu, torch.float32).name == "torch"
+    assert kernels.select_ops("auto", tiny, cpu, torch.float32).name == "torch"
     with pytest.raises(EngineError, match="head_dim 16"):
-        kernels.decode_ops("on", tiny, cpu, torch.float32)
+        kernels.select_ops("on", tiny, cpu, torch.float32)
     with pytest.raises(EngineError, match="on cuda"):
-        kernels.decode_ops("on", _config(), torch.device("cuda"), torch.float32)
+        kernels.select_ops("on", _config(), torch.device("cuda"), torch.float32)
     with pytest.raises(EngineError, match="ENGINE_CPU_KERNELS='fast'"):
-        kernels.decode_ops("fast", _config(), cpu, torch.float32)
+        kernels.select_ops("fast", _config(), cpu, torch.float32)
     expected = "fused" if _missing is None else "torch"
-    assert kernels.decode_ops("auto", _config(), cpu, torch.bfloat16).name == expected
+    assert kernels.select_ops("auto", _config(), cpu, torch.bfloat16).name == expected
 
 
 def _write_llama(tmp_path, seed: int = 7):
@@ -186,7 +186,7 @@ PROMPTS = [[5, 17, 42, 99, 3, 250, 7], [64, 128, 11, 0, 299], list(range(1, 40))
 def test_fused_decode_gives_transformers_greedy_tokens_in_float32(tmp_path, knobs):
     hf = _write_llama(tmp_path)
     eng = LLMEngine(knobs.replace(dtype="float32", cpu_kernels="on"), model_dir=str(tmp_path))
-    assert eng.model.decode_ops.name == "fused"
+    assert eng.model.ops.name == "fused"
     outs = eng.generate(PROMPTS, SamplingParams(40, ignore_eos=True))
     assert eng.runner.dense.appended > 0  # the dense (kernel) path ran
     for prompt, seq in zip(PROMPTS, outs):
