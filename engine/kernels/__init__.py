@@ -23,6 +23,12 @@ where a float32 sum or exp is ordered differently; attention is float32 inside (
 batched-matmul reference rounds scores and probabilities to bfloat16), so the kernel is
 the closer of the two to float32 math.
 
+Measured (``python benchmarks/engine_vs_hf.py --concurrency 16,32 --pairs 5``, unseen 30M
+Llama, 2 threads, engine/HF median of interleaved pairs; before -> with the kernels):
+bfloat16 c16 1.52x -> 2.07x (2.18x in a 3-pair run), c32 1.43x -> 1.86x (2.00x);
+float32 c16 1.70x -> 1.95x (2.11x), c32 1.64x -> 1.98x (2.06x).  The attention kernel
+alone, bf16 [32 seqs, 8/4 heads, 80 positions]: 76 vs 280-350 us a layer.
+
 Build: ``torch.utils.cpp_extension.load`` compiles ``cpu_ops.cpp`` with ``-O3
 -march=native`` once per machine (about 12 s on 2 cores; kept in torch's extension
 directory, ``TORCH_EXTENSIONS_DIR`` or ``~/.cache/torch_extensions``, and rebuilt when the
