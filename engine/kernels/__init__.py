@@ -41,6 +41,7 @@ kernel is the dense decode step's (prefill keeps torch's fused SDPA, split-K its
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import threading
@@ -105,12 +106,7 @@ def load(mode: str) -> bool:
         reason = _unavailable_reason()
         if reason is None:
             try:
-                from torch.utils.cpp_extension import load as build
-
-                build(name=NAME, sources=[str(SOURCE)], is_python_module=False,
-                      extra_cflags=["-O3", "-march=native", "-ffp-contract=off", "-fopenmp",
-                                    "-DCPU_CAPABILITY=AVX512", "-DCPU_CAPABILITY_AVX512"],
-                      extra_ldflags=["-fopenmp"], verbose=False)
+                _build()
                 _state["loaded"] = True
                 return True
             except Exception as e:  # a compiler error, a missing header, a bad cache
@@ -119,6 +115,33 @@ def load(mode: str) -> bool:
     if mode == "on":
         raise EngineError(f"ENGINE_CPU_KERNELS=on: the fused CPU kernels cannot be used: {reason}")
     return False
+
+
+def build_directory() -> Path:
+    """Where the compiled kernels live: under torch's extension root, per torch version."""
+    root = os.environ.get("TORCH_EXTENSIONS_DIR") or Path.home() / ".cache" / "torch_extensions"
+    return Path(root) / f"{NAME}-torch{torch.__version__}"
+
+
+def _build() -> None:
+    """Compile (or reuse) and register the kernels; safe against concurrent and killed builds.
+
+    torch's own build lock is a plain file that a builder killed mid-compile leaves
+    behind, after which every later build waits on it forever.  An OS lock (released when
+    its holder dies) serialises the builds here instead, and whoever holds it knows any
+    torch lock file it finds is such a leftover."""
+    from torch.utils.cpp_extension import load as build
+
+    where = build_directory()
+    where.mkdir(parents=True, exist_ok=True)
+    with open(where / "build.flock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        (where / "lock").unlink(missing_ok=True)
+        build(name=NAME, sources=[str(SOURCE)], is_python_module=False,
+              build_directory=str(where),
+              extra_cflags=["-O3", "-march=native", "-ffp-contract=off", "-fopenmp",
+                            "-DCPU_CAPABILITY=AVX512", "-DCPU_CAPABILITY_AVX512"],
+              extra_ldflags=["-fopenmp"], verbose=False)
 
 
 class TorchOps:
