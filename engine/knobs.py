@@ -38,8 +38,9 @@ REGISTRY.declare(
 )
 REGISTRY.declare(
     "ENGINE_CPU_KERNELS", "str", "auto",
-    doc="Fused AVX-512 kernels for the CPU decode step (attention, RMSNorm + residual, RoPE, "
-        "SwiGLU; engine/kernels), compiled once per machine (~12 s, cached): auto = when the "
+    doc="Fused AVX-512 kernels around the CPU model's GEMMs (decode attention, RMSNorm + "
+        "residual, RoPE, SwiGLU; engine/model/kernels), compiled once per machine (~12 s, cached): "
+        "auto = when the model's shapes, the "
         "CPU, a C++ compiler and ninja allow, else eager torch; on = required (an error "
         "where they cannot run); off = eager torch.",
     class_hint="perf", choices=("auto", "on", "off"),

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import torch
 
-from engine.kernels import select_ops
+from engine.model.kernels import select_ops
 from engine.config import EngineError
 from engine.config import ModelConfig
 from engine.config import load_hf_config

@@ -19,7 +19,7 @@ def pytest_sessionstart(session):
     """Build the engine's fused CPU kernels once, here, before any test times an engine
     process's start-up (the first build takes ~12 s; later starts reuse it)."""
     try:
-        from engine import kernels
+        from engine.model import kernels
     except ImportError:  # no torch: the engine tests skip
         return
     kernels.load("auto")

@@ -11,7 +11,7 @@ from engine.model.attention_ops import gather_kv
 from engine.model.attention_ops import prefill_attention
 from engine.model.attention_ops import split_k_attention
 from engine.config import ModelConfig
-from engine.kernels import TorchOps
+from engine.model.kernels import TorchOps
 from engine.model.linear import Linear
 
 

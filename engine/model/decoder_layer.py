@@ -7,7 +7,7 @@ from torch import nn
 
 from engine.model.attention_ops import AttnContext
 from engine.config import ModelConfig
-from engine.kernels import TorchOps
+from engine.model.kernels import TorchOps
 from engine.model.attention import Attention
 from engine.model.mlp import MLP
 from engine.model.rmsnorm import RMSNorm

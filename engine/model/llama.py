@@ -7,7 +7,7 @@ from torch import nn
 
 from engine.model.attention_ops import AttnContext
 from engine.config import ModelConfig
-from engine.kernels import TorchOps
+from engine.model.kernels import TorchOps
 from engine.model.decoder_layer import DecoderLayer
 from engine.model.linear import Linear
 from engine.model.rmsnorm import RMSNorm
@@ -56,7 +56,7 @@ class LlamaForCausalLM(nn.Module):
         token's K and V of every layer, [layers, 2, B, Hkv, D], which the caller writes into
         its caches: nothing is written here (engine.core.runner stores them,
         engine.core.dense_kv explains why).  The ops are :attr:`ops` (the fused CPU
-        kernels or eager torch, engine.kernels); each layer's residual add is fused into
+        kernels or eager torch, engine.model.kernels); each layer's residual add is fused into
         the norm that follows it, the last one into the final norm.
         """
         ops = self.ops

@@ -5,10 +5,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from engine.kernels import TorchOps
+from engine.model.kernels import TorchOps
 from engine.model.linear import Linear
-
-TORCH_OPS = TorchOps()
 
 
 class MLP(nn.Module):
@@ -18,6 +16,6 @@ class MLP(nn.Module):
         self.gate_up_proj = Linear(hidden, 2 * intermediate)
         self.down_proj = Linear(intermediate, hidden)
 
-    def forward(self, x: torch.Tensor, ops: TorchOps = TORCH_OPS) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, ops: TorchOps) -> torch.Tensor:
         # [N, hidden] -> [N, 2I] -> SwiGLU [N, I] -> [N, hidden]
         return self.down_proj(ops.silu_mul(self.gate_up_proj(x)))

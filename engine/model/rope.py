@@ -2,7 +2,7 @@
 
 The cos/sin rows of a step are looked up once per forward (:meth:`tables`) and shared by
 every layer; q and k are rotated together in one pass (:func:`rotate`, or the fused
-kernel engine.kernels runs in place).
+kernel engine.model.kernels runs in place).
 """
 
 from __future__ import annotations

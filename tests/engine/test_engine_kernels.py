@@ -1,4 +1,4 @@
-"""The fused CPU decode kernels (engine/kernels) against their eager torch references.
+"""The fused CPU decode kernels (engine/model/kernels) against their eager torch references.
 
 Run wherever the kernels can be built (an AVX-512 CPU, a C++ compiler, ninja); where the
 machine lacks one of those the tests skip, naming it.  A build failure on a machine that
@@ -10,14 +10,15 @@ from __future__ import annotations
 import pytest
 import torch
 
-from engine import kernels
+from engine.model import kernels
 from engine.config import EngineError
 from engine.config import ModelConfig
 from engine.core.llm import LLMEngine
 from engine.core.sequence import SamplingParams
-from engine.kernels import FusedCpuOps
-from engine.kernels import TorchOps
+from engine.model.kernels import FusedCpuOps
+from engine.model.kernels import TorchOps
 from engine.model.attention_ops import reference_attention
+from tests.engine.conftest import REPO
 from tests.engine.conftest import error_on_rows_fed_alike
 from tests.engine.conftest import step_logits
 
@@ -147,7 +148,7 @@ def test_a_build_killed_mid_compile_does_not_block_later_builds(tmp_path):
     import sys
 
     env = {**os.environ, "TORCH_EXTENSIONS_DIR": str(tmp_path)}
-    code = ("from engine import kernels; import torch; assert kernels.load('on');"
+    code = ("from engine.model import kernels; import torch; assert kernels.load('on');"
             "print(kernels.build_directory());"
             "x = torch.randn(2, 32); print(float(torch.ops.knob_engine.rmsnorm(x, "
             "torch.ones(32), 1e-6).pow(2).mean()))")
@@ -155,7 +156,7 @@ def test_a_build_killed_mid_compile_does_not_block_later_builds(tmp_path):
     where.mkdir()
     (where / "lock").write_text("")  # what a builder killed mid-compile leaves
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                         timeout=300, cwd=str(kernels.SOURCE.parents[2]))
+                         timeout=300, cwd=str(REPO))
     assert out.returncode == 0, out.stderr
     built_in, mean_square = out.stdout.split()
     assert built_in == str(where) and not (where / "lock").exists()

@@ -2,12 +2,12 @@
 //
 // Each op replaces a chain of small eager torch ops whose per-op dispatch, allocation and
 // memory round trips cost more than their arithmetic at decode batch sizes; each has a
-// torch reference in engine/kernels/__init__.py that tests compare it against.  bfloat16
+// torch reference in engine/model/kernels/__init__.py that tests compare it against.  bfloat16
 // results are rounded where the reference (and Hugging Face's Llama) rounds, so the
 // kernels and the reference agree to the last bit except where a float32 sum or exp is
 // ordered differently.
 //
-// Built at run time by torch.utils.cpp_extension (engine/kernels/__init__.py) with
+// Built at run time by torch.utils.cpp_extension (engine/model/kernels/__init__.py) with
 // -march=native on the machine that runs it; registered as torch.ops.knob_engine.*.
 
 #include <ATen/ATen.h>
