@@ -59,7 +59,61 @@ inline float hsum(__m512 x) { return _mm512_reduce_add_ps(x); }
 // q [B, H, D] (rows may be strided); k, v [B, Hkv, D] the own token's; kd, vd
 // [B, Hkv, cap, D] contiguous; lens [B] int64: positions of the block before the own
 // token.  Scores, softmax and the weighted sum are float32; out [B, H, D] in q's dtype.
-template <typename T, int NV>
+// GB query heads of one KV head (a group, all or part of its G): each K and V row is
+// loaded once for all of them.
+template <typename T, int NV, int GB>
+inline void attend_group(const T* q, int64_t q_stride, const T* kb, const T* vb,
+                         const T* kown, const T* vown, int64_t n, __m512 sc, float* s,
+                         int64_t sl, T* o) {
+  constexpr int64_t D = NV * 16;
+  __m512 qv[GB][NV];
+  for (int g = 0; g < GB; ++g)
+    for (int i = 0; i < NV; ++i) qv[g][i] = _mm512_mul_ps(load16(q + g * q_stride + i * 16), sc);
+  // Scores of positions 0..n-1 and of the own token (column n), float32.
+  for (int64_t j = 0; j <= n; ++j) {
+    const T* kr = j < n ? kb + j * D : kown;
+    __m512 kv[NV];
+    for (int i = 0; i < NV; ++i) kv[i] = load16(kr + i * 16);
+    for (int g = 0; g < GB; ++g) {
+      __m512 a = _mm512_mul_ps(qv[g][0], kv[0]);
+      for (int i = 1; i < NV; ++i) a = _mm512_fmadd_ps(qv[g][i], kv[i], a);
+      s[g * sl + j] = hsum(a);
+    }
+  }
+  float inv[GB];
+  for (int g = 0; g < GB; ++g) {
+    float* sg = s + g * sl;
+    float m = sg[0];
+    for (int64_t j = 1; j <= n; ++j) m = std::max(m, sg[j]);
+    const fVec mv(m);
+    fVec z(0.f);
+    for (int64_t j = 0; j <= n; j += 16) {
+      const int64_t c = std::min<int64_t>(16, n + 1 - j);
+      fVec e = (fVec::loadu(sg + j, c) - mv).exp_u20();
+      if (c < 16) e = fVec::set(fVec(0.f), e, c);
+      e.store(sg + j, c);
+      z = z + e;
+    }
+    inv[g] = 1.f / hsum(z);
+  }
+  __m512 acc[GB][NV];
+  for (int g = 0; g < GB; ++g)
+    for (int i = 0; i < NV; ++i) acc[g][i] = _mm512_setzero_ps();
+  for (int64_t j = 0; j <= n; ++j) {
+    const T* vr = j < n ? vb + j * D : vown;
+    __m512 vv[NV];
+    for (int i = 0; i < NV; ++i) vv[i] = load16(vr + i * 16);
+    for (int g = 0; g < GB; ++g) {
+      const __m512 p = _mm512_set1_ps(s[g * sl + j]);
+      for (int i = 0; i < NV; ++i) acc[g][i] = _mm512_fmadd_ps(p, vv[i], acc[g][i]);
+    }
+  }
+  for (int g = 0; g < GB; ++g)
+    for (int i = 0; i < NV; ++i)
+      store16(o + g * D + i * 16, _mm512_mul_ps(acc[g][i], _mm512_set1_ps(inv[g])));
+}
+
+template <typename T, int NV, int GB>
 void decode_attention_impl(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                            const at::Tensor& kd, const at::Tensor& vd, const at::Tensor& lens,
                            double scale, at::Tensor& out) {
@@ -77,50 +131,31 @@ void decode_attention_impl(const at::Tensor& q, const at::Tensor& k, const at::T
   const int64_t ks0 = k.stride(0), ks1 = k.stride(1);
   const int64_t vs0 = v.stride(0), vs1 = v.stride(1);
   const __m512 sc = _mm512_set1_ps(static_cast<float>(scale));
+  const int64_t sl = cap + 1 + 16;  // a row of scores, with room for the vector tail
   at::parallel_for(0, B * Hkv, 1, [&](int64_t begin, int64_t end) {
-    std::vector<float> s(cap + 1 + 16);
+    std::vector<float> s(GB * sl);
     for (int64_t bh = begin; bh < end; ++bh) {
       const int64_t b = bh / Hkv, h = bh % Hkv;
-      const int64_t n = std::min<int64_t>(lp[b], cap);
-      const T* kb = kdp + bh * cap * D;
-      const T* vb = vdp + bh * cap * D;
-      const T* kown = kp + b * ks0 + h * ks1;
-      const T* vown = vp + b * vs0 + h * vs1;
-      for (int64_t g = 0; g < G; ++g) {
-        const T* qr = qp + b * qs0 + (h * G + g) * qs1;
-        __m512 qv[NV];
-        for (int i = 0; i < NV; ++i) qv[i] = _mm512_mul_ps(load16(qr + i * 16), sc);
-        float* sg = s.data();
-        for (int64_t j = 0; j <= n; ++j) {
-          const T* kr = j < n ? kb + j * D : kown;
-          __m512 a = _mm512_mul_ps(qv[0], load16(kr));
-          for (int i = 1; i < NV; ++i) a = _mm512_fmadd_ps(qv[i], load16(kr + i * 16), a);
-          sg[j] = hsum(a);
-        }
-        float m = sg[0];
-        for (int64_t j = 1; j <= n; ++j) m = std::max(m, sg[j]);
-        const fVec mv(m);
-        fVec z(0.f);
-        for (int64_t j = 0; j <= n; j += 16) {
-          const int64_t c = std::min<int64_t>(16, n + 1 - j);
-          fVec e = (fVec::loadu(sg + j, c) - mv).exp_u20();
-          if (c < 16) e = fVec::set(fVec(0.f), e, c);
-          e.store(sg + j, c);
-          z = z + e;
-        }
-        const __m512 inv = _mm512_set1_ps(1.f / hsum(z));
-        __m512 acc[NV];
-        for (int i = 0; i < NV; ++i) acc[i] = _mm512_setzero_ps();
-        for (int64_t j = 0; j <= n; ++j) {
-          const T* vr = j < n ? vb + j * D : vown;
-          const __m512 p = _mm512_set1_ps(sg[j]);
-          for (int i = 0; i < NV; ++i) acc[i] = _mm512_fmadd_ps(p, load16(vr + i * 16), acc[i]);
-        }
-        T* o = op + (b * Hkv * G + h * G + g) * D;
-        for (int i = 0; i < NV; ++i) store16(o + i * 16, _mm512_mul_ps(acc[i], inv));
-      }
+      const int64_t n = std::min<int64_t>(lp[b], cap);  // block positions before own
+      for (int64_t g0 = 0; g0 < G; g0 += GB)
+        attend_group<T, NV, GB>(qp + b * qs0 + (h * G + g0) * qs1, qs1, kdp + bh * cap * D,
+                                vdp + bh * cap * D, kp + b * ks0 + h * ks1,
+                                vp + b * vs0 + h * vs1, n, sc, s.data(), sl,
+                                op + (b * Hkv * G + h * G + g0) * D);
     }
   });
+}
+
+// Query heads per KV head, in the largest group of 8, 4, 2 or 1 that divides it.
+template <typename T, int NV>
+void decode_attention_g(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                        const at::Tensor& kd, const at::Tensor& vd, const at::Tensor& lens,
+                        double scale, at::Tensor& out) {
+  const int64_t G = q.size(1) / kd.size(1);
+  if (G % 8 == 0 && NV <= 4) return decode_attention_impl<T, NV, 8>(q, k, v, kd, vd, lens, scale, out);
+  if (G % 4 == 0) return decode_attention_impl<T, NV, 4>(q, k, v, kd, vd, lens, scale, out);
+  if (G % 2 == 0) return decode_attention_impl<T, NV, 2>(q, k, v, kd, vd, lens, scale, out);
+  return decode_attention_impl<T, NV, 1>(q, k, v, kd, vd, lens, scale, out);
 }
 
 template <typename T>
@@ -128,9 +163,9 @@ void decode_attention_d(const at::Tensor& q, const at::Tensor& k, const at::Tens
                         const at::Tensor& kd, const at::Tensor& vd, const at::Tensor& lens,
                         double scale, at::Tensor& out) {
   switch (kd.size(3)) {
-    case 64: return decode_attention_impl<T, 4>(q, k, v, kd, vd, lens, scale, out);
-    case 128: return decode_attention_impl<T, 8>(q, k, v, kd, vd, lens, scale, out);
-    case 256: return decode_attention_impl<T, 16>(q, k, v, kd, vd, lens, scale, out);
+    case 64: return decode_attention_g<T, 4>(q, k, v, kd, vd, lens, scale, out);
+    case 128: return decode_attention_g<T, 8>(q, k, v, kd, vd, lens, scale, out);
+    case 256: return decode_attention_g<T, 16>(q, k, v, kd, vd, lens, scale, out);
     default: TORCH_CHECK(false, "dense_decode_attention: head_dim ", kd.size(3), " unsupported");
   }
 }
