@@ -33,7 +33,8 @@ REGISTRY.declare(
     "ENGINE_LINEAR_BACKEND", "str", "auto",
     doc="GEMM path of the projections: onednn = weights prepacked once for oneDNN (up to "
         "2x faster at decode batch sizes; fp32 results differ from aten in the last bits); "
-        "aten = plain F.linear; auto = onednn when torch has it.",
+        "aten = plain F.linear; auto = onednn when torch has it, and for bf16 batches of up "
+        "to 64 rows the fused CPU kernels' GEMM where ENGINE_CPU_KERNELS put them in use.",
     class_hint="perf", choices=("auto", "aten", "onednn"),
 )
 REGISTRY.declare(

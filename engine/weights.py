@@ -69,6 +69,11 @@ def build_model(preset: str | None, model_dir: str | None, dtype_knob: str = "au
                 module.prepack()
     # The dense decode step's ops: the fused CPU kernels where ENGINE_CPU_KERNELS allows.
     model.ops = select_ops(cpu_kernels, cfg, target, dtype)
+    if model.ops.name == "fused" and dtype == torch.bfloat16 and linear_backend == "auto":
+        # Decode-sized bf16 batches: the kernels' GEMM (oneDNN keeps the large ones).
+        for module in model.modules():
+            if isinstance(module, Linear):
+                module.pack_vnni()
     return model, cfg
 
 

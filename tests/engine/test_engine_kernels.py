@@ -126,6 +126,33 @@ def test_decode_attention_equals_the_float64_oracle(dtype, heads, kv_heads, d):
 
 
 @needs_kernels
+@pytest.mark.parametrize("k,n,bias", [(512, 1024, False), (1408, 512, True), (64, 48, True)])
+def test_small_batch_bf16_gemm_equals_float32_math_and_ignores_the_other_rows(k, n, bias):
+    g = torch.Generator().manual_seed(k + n)
+    x = torch.randn(64, k, generator=g).to(torch.bfloat16)
+    w = torch.randn(n, k, generator=g).to(torch.bfloat16)
+    b = torch.randn(n, generator=g).to(torch.bfloat16) if bias else None
+    wp = torch.ops.knob_engine.pack_bf16_vnni(w)
+    exact = x.double() @ w.double().T + (0 if b is None else b.double())
+    full = torch.ops.knob_engine.linear_bf16(x, wp, b)
+    # float32 accumulation, one rounding to bf16: within a bf16 step of the exact value.
+    assert ((full.double() - exact).abs() <= exact.abs() * 2 ** -8 + 1e-3).all()
+    for m in (1, 2, 3, 7, 8, 13, 33):  # every tile shape: the same bits for each row
+        assert torch.equal(torch.ops.knob_engine.linear_bf16(x[:m], wp, b), full[:m])
+    # the engine's Linear takes this path for small bf16 batches only
+    from engine.model.linear import Linear
+
+    lin = Linear(k, n, bias=bias).to(torch.bfloat16)
+    with torch.no_grad():
+        lin.weight.copy_(w)
+        if bias:
+            lin.bias.copy_(b)
+    assert lin.pack_vnni()
+    assert torch.equal(lin(x[:5]), full[:5])
+    assert not Linear(k, n + 8).to(torch.bfloat16).pack_vnni()  # out % 16: not packed
+
+
+@needs_kernels
 def test_kernels_refuse_what_they_cannot_compute():
     x = torch.randn(2, 24)  # not a multiple of 16
     with pytest.raises(RuntimeError, match="multiple of 16"):

@@ -347,6 +347,102 @@ at::Tensor silu_mul(const at::Tensor& gu) {
   return out;
 }
 
+// ---------------------------------------------------------------------------------------
+// bfloat16 GEMM for decode-sized batches: y [M, N] = x [M, K] @ w^T (+ bias), float32
+// accumulation with AVX512-BF16 dot products (vdpbf16ps), rounded once to bf16.
+// oneDNN's prepacked GEMM measured 17-36% slower at M <= 16 and 5% at M = 32 on this
+// kernel's shapes (and 12% faster at M = 512, where the engine keeps it: engine.model.linear).
+// w is packed once (pack_bf16_vnni) as [N/16][K/2][16][2]: for each 16 output columns, the
+// K pairs that one vdpbf16ps multiplies with a broadcast pair of x.
+
+at::Tensor pack_bf16_vnni(const at::Tensor& w) {
+  TORCH_CHECK(w.dim() == 2 && w.scalar_type() == at::kBFloat16 && w.device().is_cpu(),
+              "pack_bf16_vnni: w must be a CPU bfloat16 [N, K] matrix");
+  const int64_t N = w.size(0), K = w.size(1);
+  TORCH_CHECK(N % 16 == 0 && K % 2 == 0, "pack_bf16_vnni: N % 16 and K % 2 must be 0, got ",
+              N, " x ", K);
+  const auto wc = w.contiguous();
+  auto out = at::empty({N / 16, K / 2, 16, 2}, w.options());
+  const uint16_t* src = reinterpret_cast<const uint16_t*>(wc.data_ptr<BFloat16>());
+  uint16_t* dst = reinterpret_cast<uint16_t*>(out.data_ptr<BFloat16>());
+  at::parallel_for(0, N / 16, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t nb = begin; nb < end; ++nb)
+      for (int64_t kp = 0; kp < K / 2; ++kp)
+        for (int64_t c = 0; c < 16; ++c)
+          for (int64_t t = 0; t < 2; ++t)
+            dst[((nb * (K / 2) + kp) * 16 + c) * 2 + t] = src[(nb * 16 + c) * K + kp * 2 + t];
+  });
+  return out;
+}
+
+// MR rows of y times NR blocks of 16 columns, accumulated over all of K in registers.
+template <int MR, int NR>
+inline void gemm_tile(const BFloat16* x, int64_t xs, int64_t K, const uint16_t* wp, int64_t nb0,
+                      const float* bias, BFloat16* y, int64_t ys) {
+  __m512 acc[MR][NR];
+  for (int j = 0; j < NR; ++j) {
+    const __m512 b0 = bias ? _mm512_loadu_ps(bias + (nb0 + j) * 16) : _mm512_setzero_ps();
+    for (int i = 0; i < MR; ++i) acc[i][j] = b0;
+  }
+  const int64_t KP = K / 2;
+  for (int64_t kp = 0; kp < KP; ++kp) {
+    __m512bh w[NR];
+    for (int j = 0; j < NR; ++j)
+      w[j] = (__m512bh)_mm512_loadu_si512(wp + ((nb0 + j) * KP + kp) * 32);
+    for (int i = 0; i < MR; ++i) {
+      const __m512bh a = (__m512bh)_mm512_set1_epi32(
+          *reinterpret_cast<const int32_t*>(x + i * xs + kp * 2));
+      for (int j = 0; j < NR; ++j) acc[i][j] = _mm512_dpbf16_ps(acc[i][j], a, w[j]);
+    }
+  }
+  for (int i = 0; i < MR; ++i)
+    for (int j = 0; j < NR; ++j) store16(y + i * ys + (nb0 + j) * 16, acc[i][j]);
+}
+
+template <int NR>
+inline void gemm_rows(const BFloat16* x, int64_t xs, int64_t M, int64_t K, const uint16_t* wp,
+                      int64_t nb0, const float* bias, BFloat16* y, int64_t ys) {
+  int64_t m = 0;
+  for (; m + 8 <= M; m += 8) gemm_tile<8, NR>(x + m * xs, xs, K, wp, nb0, bias, y + m * ys, ys);
+  if (m + 4 <= M) { gemm_tile<4, NR>(x + m * xs, xs, K, wp, nb0, bias, y + m * ys, ys); m += 4; }
+  if (m + 2 <= M) { gemm_tile<2, NR>(x + m * xs, xs, K, wp, nb0, bias, y + m * ys, ys); m += 2; }
+  if (m < M) gemm_tile<1, NR>(x + m * xs, xs, K, wp, nb0, bias, y + m * ys, ys);
+}
+
+at::Tensor linear_bf16(const at::Tensor& x, const at::Tensor& wp,
+                       const c10::optional<at::Tensor>& bias) {
+  TORCH_CHECK(x.dim() == 2 && x.scalar_type() == at::kBFloat16 && x.device().is_cpu()
+                  && x.stride(1) == 1,
+              "linear_bf16: x must be a CPU bfloat16 [M, K] matrix with contiguous rows");
+  TORCH_CHECK(wp.dim() == 4 && wp.scalar_type() == at::kBFloat16 && wp.is_contiguous()
+                  && wp.size(2) == 16 && wp.size(3) == 2 && wp.size(1) * 2 == x.size(1),
+              "linear_bf16: wp must come from pack_bf16_vnni of a [N, ", x.size(1), "] weight");
+  const int64_t M = x.size(0), K = x.size(1), NB = wp.size(0), N = NB * 16;
+  at::Tensor b;
+  if (bias.has_value() && bias->defined()) {
+    TORCH_CHECK(bias->numel() == N, "linear_bf16: bias of ", bias->numel(), " for ", N, " outputs");
+    b = bias->to(at::kFloat).contiguous();
+  }
+  auto y = at::empty({M, N}, x.options());
+  const BFloat16* xp = x.data_ptr<BFloat16>();
+  const uint16_t* w = reinterpret_cast<const uint16_t*>(wp.data_ptr<BFloat16>());
+  const float* bp = b.defined() ? b.data_ptr<float>() : nullptr;
+  BFloat16* yp = y.data_ptr<BFloat16>();
+  const int64_t xs = x.stride(0);
+  // Tiles of 3 column blocks (8 x 3 accumulators + 3 weight vectors fit the 32 registers),
+  // split over the threads; each tile's weights are read once for all of x's rows.
+  const int64_t tiles = (NB + 2) / 3;
+  at::parallel_for(0, tiles, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      const int64_t nb0 = t * 3, nr = std::min<int64_t>(3, NB - nb0);
+      if (nr == 3) gemm_rows<3>(xp, xs, M, K, w, nb0, bp, yp, N);
+      else if (nr == 2) gemm_rows<2>(xp, xs, M, K, w, nb0, bp, yp, N);
+      else gemm_rows<1>(xp, xs, M, K, w, nb0, bp, yp, N);
+    }
+  });
+  return y;
+}
+
 }  // namespace
 
 TORCH_LIBRARY(knob_engine, m) {
@@ -356,6 +452,8 @@ TORCH_LIBRARY(knob_engine, m) {
   m.def("add_rmsnorm_(Tensor(a!) x, Tensor residual, Tensor w, float eps) -> Tensor");
   m.def("rope_(Tensor(a!) qkv, Tensor cos, Tensor sin, int heads, int head_dim) -> ()");
   m.def("silu_mul(Tensor gu) -> Tensor");
+  m.def("pack_bf16_vnni(Tensor w) -> Tensor");
+  m.def("linear_bf16(Tensor x, Tensor wp, Tensor? bias) -> Tensor");
 }
 
 TORCH_LIBRARY_IMPL(knob_engine, CPU, m) {
@@ -364,4 +462,6 @@ TORCH_LIBRARY_IMPL(knob_engine, CPU, m) {
   m.impl("add_rmsnorm_", &add_rmsnorm_);
   m.impl("rope_", &rope_);
   m.impl("silu_mul", &silu_mul);
+  m.impl("pack_bf16_vnni", &pack_bf16_vnni);
+  m.impl("linear_bf16", &linear_bf16);
 }
