@@ -37,10 +37,12 @@ class Linear(nn.Linear):
 
     def pack_vnni(self) -> bool:
         """Also pack a bf16 weight for the fused kernels' small-batch GEMM (built kernels
-        only); False where its shape does not allow it (out % 16, in % 2).  A third copy
-        of the weight: the price of the fastest GEMM at both batch sizes."""
+        only); False where its shape does not allow it (out % 16, in % 2) or the CPU has
+        no AVX512-BF16 (the kernels then lack the GEMM).  A third copy of the weight: the
+        price of the fastest GEMM at both batch sizes."""
         out_f, in_f = self.weight.shape
-        if self.weight.dtype != torch.bfloat16 or out_f % 16 or in_f % 2:
+        if (self.weight.dtype != torch.bfloat16 or out_f % 16 or in_f % 2
+                or not hasattr(torch.ops.knob_engine, "pack_bf16_vnni")):
             return False
         with torch.no_grad():
             self.vnni = torch.ops.knob_engine.pack_bf16_vnni(self.weight.detach())

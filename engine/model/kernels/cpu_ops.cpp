@@ -1,11 +1,12 @@
-// Fused CPU kernels of the engine's decode step (AVX-512; float32 and bfloat16).
+// Fused CPU kernels around the engine model's GEMMs (AVX-512; float32 and bfloat16), and
+// a bfloat16 GEMM for decode-sized batches (AVX512-BF16, compiled where the CPU has it).
 //
 // Each op replaces a chain of small eager torch ops whose per-op dispatch, allocation and
 // memory round trips cost more than their arithmetic at decode batch sizes; each has a
-// torch reference in engine/model/kernels/__init__.py that tests compare it against.  bfloat16
-// results are rounded where the reference (and Hugging Face's Llama) rounds, so the
-// kernels and the reference agree to the last bit except where a float32 sum or exp is
-// ordered differently.
+// torch reference (engine/model/kernels/__init__.py; the GEMM's is float64 math) that
+// tests/engine/test_engine_kernels.py compares it against.  bfloat16 results are rounded
+// where the reference (and Hugging Face's Llama) rounds, so the kernels and the reference
+// agree to the last bit except where a float32 sum or exp is ordered differently.
 //
 // Built at run time by torch.utils.cpp_extension (engine/model/kernels/__init__.py) with
 // -march=native on the machine that runs it; registered as torch.ops.knob_engine.*.
@@ -347,6 +348,7 @@ at::Tensor silu_mul(const at::Tensor& gu) {
   return out;
 }
 
+#if defined(__AVX512BF16__)
 // ---------------------------------------------------------------------------------------
 // bfloat16 GEMM for decode-sized batches: y [M, N] = x [M, K] @ w^T (+ bias), float32
 // accumulation with AVX512-BF16 dot products (vdpbf16ps), rounded once to bf16.
@@ -443,6 +445,8 @@ at::Tensor linear_bf16(const at::Tensor& x, const at::Tensor& wp,
   return y;
 }
 
+#endif  // __AVX512BF16__
+
 }  // namespace
 
 TORCH_LIBRARY(knob_engine, m) {
@@ -452,8 +456,10 @@ TORCH_LIBRARY(knob_engine, m) {
   m.def("add_rmsnorm_(Tensor(a!) x, Tensor residual, Tensor w, float eps) -> Tensor");
   m.def("rope_(Tensor(a!) qkv, Tensor cos, Tensor sin, int heads, int head_dim) -> ()");
   m.def("silu_mul(Tensor gu) -> Tensor");
+#if defined(__AVX512BF16__)
   m.def("pack_bf16_vnni(Tensor w) -> Tensor");
   m.def("linear_bf16(Tensor x, Tensor wp, Tensor? bias) -> Tensor");
+#endif
 }
 
 TORCH_LIBRARY_IMPL(knob_engine, CPU, m) {
@@ -462,6 +468,8 @@ TORCH_LIBRARY_IMPL(knob_engine, CPU, m) {
   m.impl("add_rmsnorm_", &add_rmsnorm_);
   m.impl("rope_", &rope_);
   m.impl("silu_mul", &silu_mul);
+#if defined(__AVX512BF16__)
   m.impl("pack_bf16_vnni", &pack_bf16_vnni);
   m.impl("linear_bf16", &linear_bf16);
+#endif
 }
