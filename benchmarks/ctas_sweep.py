@@ -3,6 +3,7 @@
     python benchmarks/ctas_sweep.py [--model DIR | --preset small] [--dtype float32]
                                     [--context 1536] [--concurrency 1,2,4,8]
                                     [--ctas 0,1,4,16,64] [--steps 20] [--repeats 3]
+                                    [--kv-heads 4]
 
 Long contexts at low batch are where split-K could pay: one sequence's attention is the
 only work there.  Each cell times ``--steps`` decode steps of ``c`` sequences at
@@ -14,11 +15,14 @@ seed's ``+12.8% @c64`` (marked ``same split`` where a value chose the baseline's
 count: the same code ran, so that difference is the machine's noise).  Not a timed test:
 run it by hand.
 
-Measured on this 2-core VM (load ~3, 2 threads): the 30M Llama (4 KV heads) at 1536
-tokens, CTAS=16 -28.0% @c1, -28.9% @c2 (4 and 2 splits); the tiny preset (2 KV heads) at
-2048 tokens, CTAS=4 -31.8% @c1, CTAS=8 -50.7% @c1, CTAS=16 -60.0% @c1.  No split paid
-in these runs; the default (0 = the thread count) never splits there and was the best
-(cells that chose the same split as it differ by up to +-30% at that load: noise).
+Measured on this 2-core VM (2 threads), with the fused CPU kernels (engine.model.kernels:
+split-K runs inside the dense decode kernel, over the same blocks): the 30M Llama (4 KV
+heads) at 1536 tokens, every CTAS value within the machine's noise of the default (c1
+CTAS=16 +6.5%, CTAS=64 +9.4%; cells with the default's own split count moved up to 21%);
+MQA (``--kv-heads 1``) at 2048 tokens, c1: no split 140.9, 2 splits (the default) 140.8,
+4 splits 152.9 tok/s.  Before the kernels, split-K took the gather path and every split
+cell was 28-60% slower.  On 2 cores a 30M model's decode at c1 is bound by streaming its
+weights; attention over 2k tokens is too small a share for partitioning it to show.
 """
 
 from __future__ import annotations
@@ -85,6 +89,9 @@ def advance(eng: LLMEngine, batch: ScheduledBatch) -> None:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model")
+    ap.add_argument("--kv-heads", type=int, default=4,
+                    help="KV heads of the generated checkpoint (1 = MQA: one sequence is "
+                         "one work item of unsplit attention)")
     ap.add_argument("--preset")
     ap.add_argument("--dtype", default="float32")
     ap.add_argument("--context", type=int, default=1536)
@@ -98,7 +105,7 @@ def main() -> int:
     ctas = [int(x) for x in args.ctas.split(",")]
     with tempfile.TemporaryDirectory(prefix="unseen-llama-") as tmp:
         if not args.model and not args.preset:
-            args.model = str(write_unseen_llama(Path(tmp)))
+            args.model = str(write_unseen_llama(Path(tmp), args.kv_heads))
         pages = (max(concs) * (args.context + args.steps + 32)) // 16 + 8
         knobs = EngineKnobs(dtype=args.dtype, num_pages=pages, num_threads=args.threads)
         eng = LLMEngine(knobs, preset=args.preset, model_dir=args.model)

@@ -89,7 +89,9 @@ class ModelRunner:
                                self.knobs.decode_target_ctas or self.auto_target_ctas)
         self.last_num_splits = splits
         step = None
-        if splits == 1:
+        if splits == 1 or self.model.ops.splits_dense_decode:
+            # The fused kernel splits over the dense blocks itself; eager torch splits only
+            # on the gather path.
             step = self.dense.plan(tuple((s.seq_id, s.num_preemptions) for s in seqs), lens)
         else:
             self.dense.invalidate()
@@ -113,7 +115,7 @@ class ModelRunner:
         ids, positions, bias = (self._to_device(t) for t in
                                 (self._last_tokens(seqs), lens_t - 1, bias))
         logits, new_kv = self.model.decode_dense(ids, positions, self.dense.k, self.dense.v,
-                                                 bias)
+                                                 bias, splits)
         # The new K/V of every layer: into the paged cache and the dense blocks.
         slots = torch.tensor(self._last_slots(seqs, lens))
         where = torch.arange(blocks.shape[0] * 2).view(-1, 1) * self.num_slots + slots

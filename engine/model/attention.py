@@ -60,18 +60,20 @@ class Attention(nn.Module):
 
     def decode_dense(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor,
                      kd: torch.Tensor, vd: torch.Tensor, lens: torch.Tensor, bias: torch.Tensor,
-                     ops: TorchOps) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+                     ops: TorchOps, splits: int = 1
+                     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """One decode token per sequence over its dense context block (no cache write).
 
         x: [B, hidden]; kd, vd: [B, Hkv, cap, D]; lens: [B] positions of the block before
         each token; bias: the same as a mask (engine.model.attention_ops.
-        dense_decode_attention; the eager path reads it, the fused kernel reads lens).
+        dense_decode_attention; the eager path reads it, the fused kernel reads lens);
+        splits: split-K partitions of each sequence's positions (fused kernel only).
         Returns the output [B, hidden] and the new token's k and v [B, Hkv, D] (views of
         the projection), for the caller to store.
         """
         B = x.shape[0]
         q, k, v = self._project(x, cos, sin, ops)
-        out = ops.dense_decode_attention(q, k, v, kd, vd, lens, bias, self.scale)
+        out = ops.dense_decode_attention(q, k, v, kd, vd, lens, bias, self.scale, splits)
         return self.o_proj(out.reshape(B, self.q_size)), k, v
 
     def _decode(self, q: torch.Tensor, ctx: AttnContext) -> torch.Tensor:

@@ -36,12 +36,12 @@ class DecoderLayer(nn.Module):
 
     def decode_dense(self, x: torch.Tensor, delta: torch.Tensor | None, cos: torch.Tensor,
                      sin: torch.Tensor, kd: torch.Tensor, vd: torch.Tensor, lens: torch.Tensor,
-                     bias: torch.Tensor, ops: TorchOps
+                     bias: torch.Tensor, ops: TorchOps, splits: int = 1
                      ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """:meth:`forward` of a dense decode step; also returns the new token's k and v
         [B, Hkv, D] (engine.model.llama.LlamaForCausalLM.decode_dense)."""
         h = self._input_norm(x, delta, ops)
-        a, k, v = self.self_attn.decode_dense(h, cos, sin, kd, vd, lens, bias, ops)
+        a, k, v = self.self_attn.decode_dense(h, cos, sin, kd, vd, lens, bias, ops, splits)
         post = self.post_attention_layernorm
         h = ops.add_rmsnorm_(x, a, post.weight, post.eps)
         return self.mlp(h, ops), k, v

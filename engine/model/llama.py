@@ -45,14 +45,15 @@ class LlamaForCausalLM(nn.Module):
 
     def decode_dense(self, input_ids: torch.Tensor, positions: torch.Tensor,
                      k_blocks: list[torch.Tensor], v_blocks: list[torch.Tensor],
-                     bias: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+                     bias: torch.Tensor, splits: int = 1) -> tuple[torch.Tensor, torch.Tensor]:
         """A decode step over dense context blocks, as a pure function of its inputs.
 
         input_ids, positions: [B], one new token per sequence (``positions`` is also the
         number of block positions before it); k_blocks, v_blocks: each layer's
         [B, Hkv, cap, D] context before the new token; bias: [B, 1, 1, cap]
         (engine.model.attention_ops.dense_decode_attention; the fused kernels read
-        ``positions`` instead).  Returns the logits [B, vocab] (float32) and the new
+        ``positions`` instead); splits: split-K partitions of each sequence's attention
+        (only where ``ops.splits_dense_decode``).  Returns the logits [B, vocab] (float32) and the new
         token's K and V of every layer, [layers, 2, B, Hkv, D], which the caller writes into
         its caches: nothing is written here (engine.core.runner stores them,
         engine.core.dense_kv explains why).  The ops are :attr:`ops` (the fused CPU
@@ -65,7 +66,8 @@ class LlamaForCausalLM(nn.Module):
         delta = None
         new_kv = []
         for layer, kd, vd in zip(self.layers, k_blocks, v_blocks):
-            delta, k, v = layer.decode_dense(x, delta, cos, sin, kd, vd, positions, bias, ops)
+            delta, k, v = layer.decode_dense(x, delta, cos, sin, kd, vd, positions, bias, ops,
+                                             splits)
             new_kv.append(torch.stack((k, v)))
         h = ops.add_rmsnorm_(x, delta, self.norm.weight, self.norm.eps)
         return self.lm_head(h).float(), torch.stack(new_kv)

@@ -94,10 +94,13 @@ def test_swiglu_matches_the_reference(dtype):
 
 @needs_kernels
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("heads,kv_heads,d", [(8, 4, 64), (4, 4, 128), (16, 2, 64)])
-def test_decode_attention_equals_the_float64_oracle(dtype, heads, kv_heads, d):
+@pytest.mark.parametrize("heads,kv_heads,d,splits", [(8, 4, 64, 1), (4, 4, 128, 1),
+                                                     (16, 2, 64, 1), (8, 1, 64, 2),
+                                                     (6, 3, 128, 3), (8, 4, 64, 7)])
+def test_decode_attention_equals_the_float64_oracle(dtype, heads, kv_heads, d, splits):
     """The block's real positions plus the own token; stale huge values past each context
-    must not leak; q as a strided view of a fused qkv row, as the model passes it."""
+    must not leak; q as a strided view of a fused qkv row, as the model passes it; split
+    into ``splits`` ranges (some empty for the short rows) merged exactly."""
     g = torch.Generator().manual_seed(heads * d)
     B, cap = 5, 48
     lens = torch.tensor([48, 0, 17, 33, 1])  # context before the new token (0: own only)
@@ -118,7 +121,7 @@ def test_decode_attention_equals_the_float64_oracle(dtype, heads, kv_heads, d):
         v[b, :n] = ctx_v[b, :, :n].transpose(0, 1).double()
         k[b, n], v[b, n] = own_k[b].double(), own_v[b].double()
     ref = reference_attention(q.double(), k, v, lens + 1, d ** -0.5)
-    ours = FUSED.dense_decode_attention(q, own_k, own_v, kd, vd, lens, None, d ** -0.5)
+    ours = FUSED.dense_decode_attention(q, own_k, own_v, kd, vd, lens, None, d ** -0.5, splits)
     assert ours.shape == (B, heads, d) and ours.dtype == dtype
     err = (ours.double() - ref).abs().max().item()
     # float32 inside: only the output's rounding to bf16 (|out| < 4 here) is bf16's.
@@ -248,6 +251,22 @@ def test_fused_decode_gives_transformers_greedy_tokens_in_float32(tmp_path, knob
             ref = hf.generate(torch.tensor([prompt]), max_new_tokens=40, do_sample=False,
                               min_new_tokens=40)[0, len(prompt):].tolist()
         assert seq.output_ids == ref
+
+
+@needs_kernels
+def test_split_k_in_the_kernel_gives_the_unsplit_tokens(tmp_path, knobs):
+    """ENGINE_DECODE_TARGET_CTAS large enough to split every step (long prompt, few
+    sequences): the kernel's split-K over the dense blocks gives the unsplit tokens in fp32."""
+    _write_llama(tmp_path)
+    prompts = [list(range(1, 200)), list(range(7, 150))]
+    outs = {}
+    for ctas in (1, 64):
+        eng = LLMEngine(knobs.replace(dtype="float32", cpu_kernels="on", decode_target_ctas=ctas),
+                        model_dir=str(tmp_path))
+        outs[ctas] = [s.output_ids for s in eng.generate(prompts, SamplingParams(24, ignore_eos=True))]
+        assert eng.runner.dense.appended > 0  # the dense blocks served the split steps too
+        assert (eng.runner.last_num_splits > 1) == (ctas == 64)
+    assert outs[1] == outs[64]
 
 
 @needs_kernels

@@ -149,6 +149,9 @@ class TorchOps:
     references, and what a GPU, another dtype or an unsupported shape runs."""
 
     name = "torch"
+    # Whether dense_decode_attention can split a sequence's positions (split-K) itself;
+    # else a split step takes the runner's gather path (engine.model.attention_ops).
+    splits_dense_decode = False
 
     @staticmethod
     def rmsnorm(x: torch.Tensor, w: torch.Tensor, eps: float) -> torch.Tensor:
@@ -178,8 +181,11 @@ class TorchOps:
     @staticmethod
     def dense_decode_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                                kd: torch.Tensor, vd: torch.Tensor, lens: torch.Tensor,
-                               bias: torch.Tensor, scale: float) -> torch.Tensor:
+                               bias: torch.Tensor, scale: float, splits: int = 1
+                               ) -> torch.Tensor:
         """engine.model.attention_ops.dense_decode_attention (``lens`` is in ``bias``)."""
+        if splits != 1:
+            raise ValueError("the eager dense decode path does not split (gather path)")
         return dense_decode_attention(q, k, v, kd, vd, bias, scale)
 
 
@@ -187,6 +193,7 @@ class FusedCpuOps(TorchOps):
     """The same ops as the built AVX-512 kernels (CPU tensors of one dtype, fp32 or bf16)."""
 
     name = "fused"
+    splits_dense_decode = True
 
     @staticmethod
     def rmsnorm(x, w, eps):
@@ -205,8 +212,8 @@ class FusedCpuOps(TorchOps):
         return torch.ops.knob_engine.silu_mul(gu)
 
     @staticmethod
-    def dense_decode_attention(q, k, v, kd, vd, lens, bias, scale):
-        return torch.ops.knob_engine.dense_decode_attention(q, k, v, kd, vd, lens, scale)
+    def dense_decode_attention(q, k, v, kd, vd, lens, bias, scale, splits=1):
+        return torch.ops.knob_engine.dense_decode_attention(q, k, v, kd, vd, lens, scale, splits)
 
 
 def unsupported(cfg: ModelConfig, device: torch.device, dtype: torch.dtype) -> str | None:

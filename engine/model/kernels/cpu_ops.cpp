@@ -19,6 +19,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <vector>
 
 namespace {
@@ -60,67 +61,91 @@ inline float hsum(__m512 x) { return _mm512_reduce_add_ps(x); }
 // q [B, H, D] (rows may be strided); k, v [B, Hkv, D] the own token's; kd, vd
 // [B, Hkv, cap, D] contiguous; lens [B] int64: positions of the block before the own
 // token.  Scores, softmax and the weighted sum are float32; out [B, H, D] in q's dtype.
-// GB query heads of one KV head (a group, all or part of its G): each K and V row is
-// loaded once for all of them.
+// GB query heads of one KV head (a group, all or part of its G) over positions [j0, j1)
+// of the sequence "block positions 0..n-1, then the own token at n": each K and V row is
+// loaded once for all of them.  Writes the normalised output to o (T) when part is null,
+// else the partial result of a split: per head the unnormalised sum (D floats), the
+// scores' max and the sum of exps (m = -inf, z = 0 for an empty range).
 template <typename T, int NV, int GB>
 inline void attend_group(const T* q, int64_t q_stride, const T* kb, const T* vb,
-                         const T* kown, const T* vown, int64_t n, __m512 sc, float* s,
-                         int64_t sl, T* o) {
+                         const T* kown, const T* vown, int64_t n, int64_t j0, int64_t j1,
+                         __m512 sc, float* s, int64_t sl, T* o, float* part) {
   constexpr int64_t D = NV * 16;
+  const int64_t len = j1 - j0;
+  if (len <= 0) {
+    for (int g = 0; g < GB; ++g) {
+      std::fill(part + g * (D + 2), part + g * (D + 2) + D, 0.f);
+      part[g * (D + 2) + D] = -std::numeric_limits<float>::infinity();
+      part[g * (D + 2) + D + 1] = 0.f;
+    }
+    return;
+  }
   __m512 qv[GB][NV];
   for (int g = 0; g < GB; ++g)
     for (int i = 0; i < NV; ++i) qv[g][i] = _mm512_mul_ps(load16(q + g * q_stride + i * 16), sc);
-  // Scores of positions 0..n-1 and of the own token (column n), float32.
-  for (int64_t j = 0; j <= n; ++j) {
+  // Scores, float32 (the own token is position n).
+  for (int64_t j = j0; j < j1; ++j) {
     const T* kr = j < n ? kb + j * D : kown;
     __m512 kv[NV];
     for (int i = 0; i < NV; ++i) kv[i] = load16(kr + i * 16);
     for (int g = 0; g < GB; ++g) {
       __m512 a = _mm512_mul_ps(qv[g][0], kv[0]);
       for (int i = 1; i < NV; ++i) a = _mm512_fmadd_ps(qv[g][i], kv[i], a);
-      s[g * sl + j] = hsum(a);
+      s[g * sl + j - j0] = hsum(a);
     }
   }
-  float inv[GB];
+  float mx[GB], z[GB];
   for (int g = 0; g < GB; ++g) {
     float* sg = s + g * sl;
     float m = sg[0];
-    for (int64_t j = 1; j <= n; ++j) m = std::max(m, sg[j]);
+    for (int64_t j = 1; j < len; ++j) m = std::max(m, sg[j]);
     const fVec mv(m);
-    fVec z(0.f);
-    for (int64_t j = 0; j <= n; j += 16) {
-      const int64_t c = std::min<int64_t>(16, n + 1 - j);
+    fVec zv(0.f);
+    for (int64_t j = 0; j < len; j += 16) {
+      const int64_t c = std::min<int64_t>(16, len - j);
       fVec e = (fVec::loadu(sg + j, c) - mv).exp_u20();
       if (c < 16) e = fVec::set(fVec(0.f), e, c);
       e.store(sg + j, c);
-      z = z + e;
+      zv = zv + e;
     }
-    inv[g] = 1.f / hsum(z);
+    mx[g] = m;
+    z[g] = hsum(zv);
   }
   __m512 acc[GB][NV];
   for (int g = 0; g < GB; ++g)
     for (int i = 0; i < NV; ++i) acc[g][i] = _mm512_setzero_ps();
-  for (int64_t j = 0; j <= n; ++j) {
+  for (int64_t j = j0; j < j1; ++j) {
     const T* vr = j < n ? vb + j * D : vown;
     __m512 vv[NV];
     for (int i = 0; i < NV; ++i) vv[i] = load16(vr + i * 16);
     for (int g = 0; g < GB; ++g) {
-      const __m512 p = _mm512_set1_ps(s[g * sl + j]);
+      const __m512 p = _mm512_set1_ps(s[g * sl + j - j0]);
       for (int i = 0; i < NV; ++i) acc[g][i] = _mm512_fmadd_ps(p, vv[i], acc[g][i]);
     }
   }
-  for (int g = 0; g < GB; ++g)
-    for (int i = 0; i < NV; ++i)
-      store16(o + g * D + i * 16, _mm512_mul_ps(acc[g][i], _mm512_set1_ps(inv[g])));
+  for (int g = 0; g < GB; ++g) {
+    if (part == nullptr) {
+      const __m512 inv = _mm512_set1_ps(1.f / z[g]);
+      for (int i = 0; i < NV; ++i) store16(o + g * D + i * 16, _mm512_mul_ps(acc[g][i], inv));
+    } else {
+      float* pg = part + g * (D + 2);
+      for (int i = 0; i < NV; ++i) _mm512_storeu_ps(pg + i * 16, acc[g][i]);
+      pg[D] = mx[g];
+      pg[D + 1] = z[g];
+    }
+  }
 }
 
+// splits > 1 (split-K, ENGINE_DECODE_TARGET_CTAS): each sequence's n + 1 positions are cut
+// into that many contiguous ranges, attended in parallel, then merged exactly
+// (o = sum_s e^(m_s - M) acc_s / sum_s e^(m_s - M) z_s).
 template <typename T, int NV, int GB>
 void decode_attention_impl(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                            const at::Tensor& kd, const at::Tensor& vd, const at::Tensor& lens,
-                           double scale, at::Tensor& out) {
+                           double scale, int64_t splits, at::Tensor& out) {
   constexpr int64_t D = NV * 16;
   const int64_t B = kd.size(0), Hkv = kd.size(1), cap = kd.size(2);
-  const int64_t G = q.size(1) / Hkv;
+  const int64_t G = q.size(1) / Hkv, S = splits;
   const T* qp = q.data_ptr<T>();
   const T* kp = k.data_ptr<T>();
   const T* vp = v.data_ptr<T>();
@@ -133,16 +158,46 @@ void decode_attention_impl(const at::Tensor& q, const at::Tensor& k, const at::T
   const int64_t vs0 = v.stride(0), vs1 = v.stride(1);
   const __m512 sc = _mm512_set1_ps(static_cast<float>(scale));
   const int64_t sl = cap + 1 + 16;  // a row of scores, with room for the vector tail
-  at::parallel_for(0, B * Hkv, 1, [&](int64_t begin, int64_t end) {
+  // Partial results of the splits: [B * Hkv, S, G, D + 2] floats.
+  std::vector<float> parts(S > 1 ? B * Hkv * S * G * (D + 2) : 0);
+  at::parallel_for(0, B * Hkv * S, 1, [&](int64_t begin, int64_t end) {
     std::vector<float> s(GB * sl);
-    for (int64_t bh = begin; bh < end; ++bh) {
+    for (int64_t it = begin; it < end; ++it) {
+      const int64_t bh = it / S, sp = it % S;
       const int64_t b = bh / Hkv, h = bh % Hkv;
       const int64_t n = std::min<int64_t>(lp[b], cap);  // block positions before own
+      const int64_t chunk = (n + 1 + S - 1) / S;
+      const int64_t j0 = std::min(n + 1, sp * chunk), j1 = std::min(n + 1, j0 + chunk);
       for (int64_t g0 = 0; g0 < G; g0 += GB)
         attend_group<T, NV, GB>(qp + b * qs0 + (h * G + g0) * qs1, qs1, kdp + bh * cap * D,
                                 vdp + bh * cap * D, kp + b * ks0 + h * ks1,
-                                vp + b * vs0 + h * vs1, n, sc, s.data(), sl,
-                                op + (b * Hkv * G + h * G + g0) * D);
+                                vp + b * vs0 + h * vs1, n, j0, j1, sc, s.data(), sl,
+                                op + (b * Hkv * G + h * G + g0) * D,
+                                S > 1 ? &parts[((bh * S + sp) * G + g0) * (D + 2)] : nullptr);
+    }
+  });
+  if (S == 1) return;
+  at::parallel_for(0, B * Hkv * G, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t it = begin; it < end; ++it) {
+      const int64_t bh = it / G, g = it % G;
+      const float* p0 = &parts[(bh * S * G + g) * (D + 2)];  // split 0 of this head
+      const int64_t step = G * (D + 2);  // to the next split
+      float big = -std::numeric_limits<float>::infinity();
+      for (int64_t sp = 0; sp < S; ++sp) big = std::max(big, p0[sp * step + D]);
+      __m512 acc[NV];
+      for (int i = 0; i < NV; ++i) acc[i] = _mm512_setzero_ps();
+      float z = 0.f;
+      for (int64_t sp = 0; sp < S; ++sp) {
+        const float* ps = p0 + sp * step;
+        if (ps[D + 1] == 0.f) continue;  // an empty split
+        const float w = std::exp(ps[D] - big);
+        z += w * ps[D + 1];
+        for (int i = 0; i < NV; ++i)
+          acc[i] = _mm512_fmadd_ps(_mm512_set1_ps(w), _mm512_loadu_ps(ps + i * 16), acc[i]);
+      }
+      const __m512 inv = _mm512_set1_ps(1.f / z);
+      T* o = op + (bh * G + g) * D;  // out [B, H, D]: head h * G + g of sequence b
+      for (int i = 0; i < NV; ++i) store16(o + i * 16, _mm512_mul_ps(acc[i], inv));
     }
   });
 }
@@ -151,22 +206,23 @@ void decode_attention_impl(const at::Tensor& q, const at::Tensor& k, const at::T
 template <typename T, int NV>
 void decode_attention_g(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                         const at::Tensor& kd, const at::Tensor& vd, const at::Tensor& lens,
-                        double scale, at::Tensor& out) {
+                        double scale, int64_t splits, at::Tensor& out) {
   const int64_t G = q.size(1) / kd.size(1);
-  if (G % 8 == 0 && NV <= 4) return decode_attention_impl<T, NV, 8>(q, k, v, kd, vd, lens, scale, out);
-  if (G % 4 == 0) return decode_attention_impl<T, NV, 4>(q, k, v, kd, vd, lens, scale, out);
-  if (G % 2 == 0) return decode_attention_impl<T, NV, 2>(q, k, v, kd, vd, lens, scale, out);
-  return decode_attention_impl<T, NV, 1>(q, k, v, kd, vd, lens, scale, out);
+  if (G % 8 == 0 && NV <= 4)
+    return decode_attention_impl<T, NV, 8>(q, k, v, kd, vd, lens, scale, splits, out);
+  if (G % 4 == 0) return decode_attention_impl<T, NV, 4>(q, k, v, kd, vd, lens, scale, splits, out);
+  if (G % 2 == 0) return decode_attention_impl<T, NV, 2>(q, k, v, kd, vd, lens, scale, splits, out);
+  return decode_attention_impl<T, NV, 1>(q, k, v, kd, vd, lens, scale, splits, out);
 }
 
 template <typename T>
 void decode_attention_d(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                         const at::Tensor& kd, const at::Tensor& vd, const at::Tensor& lens,
-                        double scale, at::Tensor& out) {
+                        double scale, int64_t splits, at::Tensor& out) {
   switch (kd.size(3)) {
-    case 64: return decode_attention_g<T, 4>(q, k, v, kd, vd, lens, scale, out);
-    case 128: return decode_attention_g<T, 8>(q, k, v, kd, vd, lens, scale, out);
-    case 256: return decode_attention_g<T, 16>(q, k, v, kd, vd, lens, scale, out);
+    case 64: return decode_attention_g<T, 4>(q, k, v, kd, vd, lens, scale, splits, out);
+    case 128: return decode_attention_g<T, 8>(q, k, v, kd, vd, lens, scale, splits, out);
+    case 256: return decode_attention_g<T, 16>(q, k, v, kd, vd, lens, scale, splits, out);
     default: TORCH_CHECK(false, "dense_decode_attention: head_dim ", kd.size(3), " unsupported");
   }
 }
@@ -178,8 +234,9 @@ void check_float(const at::Tensor& t, at::ScalarType dt, const char* what) {
 
 at::Tensor dense_decode_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                                   const at::Tensor& kd, const at::Tensor& vd,
-                                  const at::Tensor& lens, double scale) {
+                                  const at::Tensor& lens, double scale, int64_t splits) {
   const auto dt = q.scalar_type();
+  TORCH_CHECK(splits >= 1 && splits <= 1024, "dense_decode_attention: splits ", splits);
   TORCH_CHECK(dt == at::kFloat || dt == at::kBFloat16, "dense_decode_attention: dtype ", dt);
   for (const auto* t : {&k, &v, &kd, &vd}) check_float(*t, dt, "dense_decode_attention");
   TORCH_CHECK(q.dim() == 3 && k.dim() == 3 && v.dim() == 3 && kd.dim() == 4 && vd.dim() == 4,
@@ -193,9 +250,9 @@ at::Tensor dense_decode_attention(const at::Tensor& q, const at::Tensor& k, cons
   auto out = at::empty({q.size(0), q.size(1), q.size(2)}, q.options());
   const auto kc = kd.contiguous(), vc = vd.contiguous();
   if (dt == at::kBFloat16)
-    decode_attention_d<BFloat16>(q, k, v, kc, vc, lens, scale, out);
+    decode_attention_d<BFloat16>(q, k, v, kc, vc, lens, scale, splits, out);
   else
-    decode_attention_d<float>(q, k, v, kc, vc, lens, scale, out);
+    decode_attention_d<float>(q, k, v, kc, vc, lens, scale, splits, out);
   return out;
 }
 
@@ -451,7 +508,7 @@ at::Tensor linear_bf16(const at::Tensor& x, const at::Tensor& wp,
 
 TORCH_LIBRARY(knob_engine, m) {
   m.def("dense_decode_attention(Tensor q, Tensor k, Tensor v, Tensor kd, Tensor vd, "
-        "Tensor lens, float scale) -> Tensor");
+        "Tensor lens, float scale, int splits=1) -> Tensor");
   m.def("rmsnorm(Tensor x, Tensor w, float eps) -> Tensor");
   m.def("add_rmsnorm_(Tensor(a!) x, Tensor residual, Tensor w, float eps) -> Tensor");
   m.def("rope_(Tensor(a!) qkv, Tensor cos, Tensor sin, int heads, int head_dim) -> ()");
