@@ -109,20 +109,24 @@ class ModelRunner:
                                                             * self.cfg.num_kv_heads)
             index = self._to_device((offsets.view(-1, 1) + index.view(1, -1)).view(-1))
             torch.index_select(self.kv_cache.view(-1, D), 0, index, out=blocks.view(-1, D))
-        lens_t = torch.tensor(lens)
-        # Attention reads the len - 1 positions before each new token, plus the token.
-        bias = split_k_bias(lens_t - 1, step.cap, 1).view(len(seqs), 1, 1, step.cap)
-        ids, positions, bias = (self._to_device(t) for t in
-                                (self._last_tokens(seqs), lens_t - 1, bias))
+        ops = self.model.ops
+        # Attention reads the len - 1 positions before each new token, plus the token
+        # (the eager path as a mask over the block, the fused kernel from the lengths).
+        positions = torch.tensor(lens) - 1
+        bias = None
+        if ops.reads_decode_bias:
+            bias = self._to_device(split_k_bias(positions, step.cap, 1).view(
+                len(seqs), 1, 1, step.cap))
+        ids, positions = (self._to_device(t) for t in (self._last_tokens(seqs), positions))
         logits, new_kv = self.model.decode_dense(ids, positions, self.dense.k, self.dense.v,
                                                  bias, splits)
         # The new K/V of every layer: into the paged cache and the dense blocks.
         slots = torch.tensor(self._last_slots(seqs, lens))
         where = torch.arange(blocks.shape[0] * 2).view(-1, 1) * self.num_slots + slots
         Hkv = self.cfg.num_kv_heads
-        self.kv_cache.view(-1, Hkv, D).index_copy_(0, self._to_device(where.view(-1)),
-                                                   new_kv.view(-1, Hkv, D))
-        blocks.view(-1, D).index_copy_(0, self._to_device(step.rows), new_kv.view(-1, D))
+        ops.copy_rows_(self.kv_cache.view(-1, Hkv * D), self._to_device(where.view(-1)),
+                       new_kv.view(-1, Hkv * D))
+        ops.copy_rows_(blocks.view(-1, D), self._to_device(step.rows), new_kv.view(-1, D))
         return logits
 
     def _last_slots(self, seqs, lens: list[int]) -> list[int]:

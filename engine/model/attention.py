@@ -59,7 +59,8 @@ class Attention(nn.Module):
         return self.o_proj(out.reshape(N, self.q_size))
 
     def decode_dense(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor,
-                     kd: torch.Tensor, vd: torch.Tensor, lens: torch.Tensor, bias: torch.Tensor,
+                     kd: torch.Tensor, vd: torch.Tensor, lens: torch.Tensor,
+                     bias: torch.Tensor | None,
                      ops: TorchOps, splits: int = 1
                      ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """One decode token per sequence over its dense context block (no cache write).

@@ -36,7 +36,7 @@ class DecoderLayer(nn.Module):
 
     def decode_dense(self, x: torch.Tensor, delta: torch.Tensor | None, cos: torch.Tensor,
                      sin: torch.Tensor, kd: torch.Tensor, vd: torch.Tensor, lens: torch.Tensor,
-                     bias: torch.Tensor, ops: TorchOps, splits: int = 1
+                     bias: torch.Tensor | None, ops: TorchOps, splits: int = 1
                      ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """:meth:`forward` of a dense decode step; also returns the new token's k and v
         [B, Hkv, D] (engine.model.llama.LlamaForCausalLM.decode_dense)."""

@@ -45,20 +45,22 @@ class LlamaForCausalLM(nn.Module):
 
     def decode_dense(self, input_ids: torch.Tensor, positions: torch.Tensor,
                      k_blocks: list[torch.Tensor], v_blocks: list[torch.Tensor],
-                     bias: torch.Tensor, splits: int = 1) -> tuple[torch.Tensor, torch.Tensor]:
+                     bias: torch.Tensor | None, splits: int = 1
+                     ) -> tuple[torch.Tensor, torch.Tensor]:
         """A decode step over dense context blocks, as a pure function of its inputs.
 
         input_ids, positions: [B], one new token per sequence (``positions`` is also the
         number of block positions before it); k_blocks, v_blocks: each layer's
         [B, Hkv, cap, D] context before the new token; bias: [B, 1, 1, cap]
-        (engine.model.attention_ops.dense_decode_attention; the fused kernels read
-        ``positions`` instead); splits: split-K partitions of each sequence's attention
-        (only where ``ops.splits_dense_decode``).  Returns the logits [B, vocab] (float32) and the new
-        token's K and V of every layer, [layers, 2, B, Hkv, D], which the caller writes into
-        its caches: nothing is written here (engine.core.runner stores them,
-        engine.core.dense_kv explains why).  The ops are :attr:`ops` (the fused CPU
-        kernels or eager torch, engine.model.kernels); each layer's residual add is fused into
-        the norm that follows it, the last one into the final norm.
+        (engine.model.attention_ops.dense_decode_attention), or None where the ops read
+        ``positions`` instead (the fused kernel); splits: split-K partitions of each
+        sequence's attention (only where ``ops.splits_dense_decode``).  Returns the logits
+        [B, vocab] (float32) and the new token's K and V of every layer,
+        [layers, 2, B, Hkv, D], which the caller writes into its caches: nothing is written
+        here (engine.core.runner stores them, engine.core.dense_kv explains why).  The ops
+        are :attr:`ops` (the fused CPU kernels or eager torch, engine.model.kernels); each
+        layer's residual add is fused into the norm that follows it, the last one into the
+        final norm.
         """
         ops = self.ops
         x = self.embed_tokens(input_ids)  # the residual stream [B, hidden]

@@ -25,7 +25,8 @@ from tests.engine.conftest import step_logits
 transformers = pytest.importorskip("transformers")
 
 _missing = kernels._unavailable_reason()
-needs_kernels = pytest.mark.skipif(_missing is not None, reason=f"kernels not buildable: {_missing}")
+needs_kernels = pytest.mark.skipif(_missing is not None,
+                                   reason=f"kernels not buildable: {_missing}")
 DTYPES = [torch.float32, torch.bfloat16]
 FUSED, TORCH = FusedCpuOps(), TorchOps()
 
@@ -158,6 +159,21 @@ def test_small_batch_bf16_gemm_equals_float32_math_and_ignores_the_other_rows(k,
 
 
 @needs_kernels
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_row_scatter_equals_index_copy(dtype):
+    g = torch.Generator().manual_seed(5)
+    dst = torch.randn(300, 256, generator=g).to(dtype)
+    src = torch.randn(70, 256, generator=g).to(dtype)
+    index = torch.randperm(300, generator=g)[:70]
+    ours, ref = dst.clone(), dst.clone()
+    FUSED.copy_rows_(ours, index, src)
+    TORCH.copy_rows_(ref, index, src)
+    assert torch.equal(ours, ref)
+    with pytest.raises(RuntimeError, match="out of"):
+        FUSED.copy_rows_(ours, torch.tensor([0, 300] * 35), src)
+
+
+@needs_kernels
 def test_kernels_refuse_what_they_cannot_compute():
     x = torch.randn(2, 24)  # not a multiple of 16
     with pytest.raises(RuntimeError, match="multiple of 16"):
@@ -263,7 +279,8 @@ def test_split_k_in_the_kernel_gives_the_unsplit_tokens(tmp_path, knobs):
     for ctas in (1, 64):
         eng = LLMEngine(knobs.replace(dtype="float32", cpu_kernels="on", decode_target_ctas=ctas),
                         model_dir=str(tmp_path))
-        outs[ctas] = [s.output_ids for s in eng.generate(prompts, SamplingParams(24, ignore_eos=True))]
+        seqs = eng.generate(prompts, SamplingParams(24, ignore_eos=True))
+        outs[ctas] = [s.output_ids for s in seqs]
         assert eng.runner.dense.appended > 0  # the dense blocks served the split steps too
         assert (eng.runner.last_num_splits > 1) == (ctas == 64)
     assert outs[1] == outs[64]

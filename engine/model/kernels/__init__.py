@@ -152,6 +152,14 @@ class TorchOps:
     # Whether dense_decode_attention can split a sequence's positions (split-K) itself;
     # else a split step takes the runner's gather path (engine.model.attention_ops).
     splits_dense_decode = False
+    # Whether dense_decode_attention reads the additive mask (else only ``lens``).
+    reads_decode_bias = True
+
+    @staticmethod
+    def copy_rows_(dst: torch.Tensor, index: torch.Tensor, src: torch.Tensor) -> None:
+        """dst[index[i]] = src[i]: rows of 2-D tensors (index_copy_ is a plain scatter;
+        index_put_ goes through the generic advanced-indexing machinery, slower here)."""
+        dst.index_copy_(0, index, src)
 
     @staticmethod
     def rmsnorm(x: torch.Tensor, w: torch.Tensor, eps: float) -> torch.Tensor:
@@ -194,6 +202,11 @@ class FusedCpuOps(TorchOps):
 
     name = "fused"
     splits_dense_decode = True
+    reads_decode_bias = False
+
+    @staticmethod
+    def copy_rows_(dst, index, src):
+        torch.ops.knob_engine.copy_rows_(dst, index, src)
 
     @staticmethod
     def rmsnorm(x, w, eps):
