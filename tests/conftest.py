@@ -14,16 +14,6 @@ from ledger.cli import cli
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
-
-def pytest_sessionstart(session):
-    """Build the engine's fused CPU kernels once, here, before any test times an engine
-    process's start-up (the first build takes ~12 s; later starts reuse it)."""
-    try:
-        from engine.model import kernels
-    except ImportError:  # no torch: the engine tests skip
-        return
-    kernels.load("auto")
-
 SERVE_DECODE = """\
 #!/usr/bin/env bash
 # Decode server of the PD pair.  Tuned 2026-11; see the ledger for why.

@@ -107,7 +107,7 @@ class Worker:
                 "total_pages": self.engine.blocks.num_pages, "inflight": inflight,
                 "running": len(sched.running), "waiting": len(sched.waiting),
                 "dtype": self.engine.dtype_name, "device": self.engine.device_name,
-                "knobs": self.engine.knobs.as_env()}
+                "ops": self.engine.model.ops.describe(), "knobs": self.engine.knobs.as_env()}
 
     def _sequence(self, req: GenerateRequest) -> Sequence:
         ids = req.input_ids if req.input_ids is not None else \

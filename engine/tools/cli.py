@@ -163,7 +163,7 @@ def _bench(parser: argparse.ArgumentParser, args: argparse.Namespace, knobs: Any
         results = bench.bench_offline(eng, args.concurrency, prompts, args.output_len, progress)
         extra = {"mode": "offline", "model": args.model or args.preset,
                  "dtype": eng.dtype_name, "device": eng.device_name,
-                 **bench.knob_fields(knobs)}
+                 "ops": eng.model.ops.describe(), **bench.knob_fields(knobs)}
     extra.update(num_prompts=args.num_prompts, input_len=args.input_len,
                  output_len=args.output_len)
     bench.write_results(args.json, results, extra)

@@ -66,6 +66,8 @@ def test_bfloat16_bench_runs_and_really_computes_in_bfloat16(tmp_path):
             assert isinstance(rows[0][key], (int, float)), key
         assert rows[0]["knobs"]["ENGINE_DTYPE"] == dtype and rows[0]["dtype"] == dtype
         assert all(r["device"] == "cpu" for r in rows)  # ENGINE_DEVICE unset, no GPU in env
+        # the tiny preset's head_dim 16 keeps the eager ops, and the result says why
+        assert rows[0]["ops"].startswith("torch (") and "head_dim 16" in rows[0]["ops"]
         assert rows[0]["output_digest"] == rows[1]["output_digest"]  # batching-invariant
         assert rows[0]["total_output_tokens"] == 4 * 24
         # One sequence's decode speed, what the demo's perf A/B judges: 1000 / median TPOT.

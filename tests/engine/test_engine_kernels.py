@@ -2,7 +2,7 @@
 
 Run wherever the kernels can be built (an AVX-512 CPU, a C++ compiler, ninja); where the
 machine lacks one of those the tests skip, naming it.  A build failure on a machine that
-has them all is a failure, not a skip (``load("on")`` raises).
+has them all is a failure, not a skip (``load()`` must return None).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ FUSED, TORCH = FusedCpuOps(), TorchOps()
 @pytest.fixture(scope="module", autouse=True)
 def built():
     if _missing is None:
-        assert kernels.load("on")
+        assert kernels.load() is None
 
 
 def ulps_apart(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
@@ -196,7 +196,7 @@ def test_a_build_killed_mid_compile_does_not_block_later_builds(tmp_path):
     import sys
 
     env = {**os.environ, "TORCH_EXTENSIONS_DIR": str(tmp_path)}
-    code = ("from engine.model import kernels; import torch; assert kernels.load('on');"
+    code = ("from engine.model import kernels; import torch; assert kernels.load() is None;"
             "print(kernels.build_directory());"
             "x = torch.randn(2, 32); print(float(torch.ops.knob_engine.rmsnorm(x, "
             "torch.ones(32), 1e-6).pow(2).mean()))")
@@ -219,17 +219,43 @@ def _config(**changes) -> ModelConfig:
 
 def test_knob_selects_the_ops_and_on_refuses_where_they_cannot_run():
     cpu = torch.device("cpu")
-    assert kernels.select_ops("off", _config(), cpu, torch.float32).name == "torch"
+    off = kernels.select_ops("off", _config(), cpu, torch.float32)
+    assert off.describe() == "torch (ENGINE_CPU_KERNELS=off)"
     tiny = _config(hidden_size=64, head_dim=16)
-    assert kernels.select_ops("auto", tiny, cpu, torch.float32).name == "torch"
+    assert "head_dim 16" in kernels.select_ops("auto", tiny, cpu, torch.float32).describe()
     with pytest.raises(EngineError, match="head_dim 16"):
         kernels.select_ops("on", tiny, cpu, torch.float32)
     with pytest.raises(EngineError, match="on cuda"):
         kernels.select_ops("on", _config(), torch.device("cuda"), torch.float32)
     with pytest.raises(EngineError, match="ENGINE_CPU_KERNELS='fast'"):
         kernels.select_ops("fast", _config(), cpu, torch.float32)
-    expected = "fused" if _missing is None else "torch"
-    assert kernels.select_ops("auto", _config(), cpu, torch.bfloat16).name == expected
+    expected = "fused" if _missing is None else f"torch ({_missing})"
+    assert kernels.select_ops("auto", _config(), cpu, torch.bfloat16).describe() == expected
+
+
+def test_on_refuses_a_machine_that_cannot_build_and_auto_says_why(tmp_path):
+    """No compiler (CXX names none): ``on`` is an error naming it, ``auto`` runs eager
+    torch and reports the reason; nothing is built."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("import torch; from engine.config import EngineError, ModelConfig;"
+            "from engine.model import kernels;"
+            "cfg = ModelConfig(vocab_size=300, hidden_size=256, intermediate_size=352,"
+            " num_layers=2, num_heads=4, num_kv_heads=2, head_dim=64);"
+            "print(kernels.select_ops('auto', cfg, torch.device('cpu'), torch.float32)"
+            ".describe());\n"
+            "try: kernels.select_ops('on', cfg, torch.device('cpu'), torch.float32)\n"
+            "except EngineError as e: print(e)")
+    env = {**os.environ, "CXX": "no-such-compiler", "TORCH_EXTENSIONS_DIR": str(tmp_path)}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         timeout=120, cwd=str(REPO))
+    assert out.returncode == 0, out.stderr
+    auto, on = out.stdout.splitlines()
+    assert auto == "torch (no C++ compiler ('no-such-compiler' not on PATH))"
+    assert on.startswith("ENGINE_CPU_KERNELS=on: the fused CPU kernels cannot run here: no C++")
+    assert list(tmp_path.iterdir()) == []
 
 
 def _write_llama(tmp_path, seed: int = 7):

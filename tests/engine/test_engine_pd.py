@@ -36,6 +36,7 @@ def test_pd_matches_single_process_for_16_concurrent_requests(cluster, knobs, ca
     assert all(a[1]["meta"]["ttft_ms"] > 0 for a in answers)
     _, health = call(durl, "/health")
     assert health["free_pages"] == health["total_pages"] and health["inflight"] == 0
+    assert health["ops"].startswith("torch (")  # the tiny preset: eager ops, and why
 
 
 def test_router_and_workers_refuse_bad_requests_and_keep_serving(cluster, call):

@@ -4,16 +4,20 @@ At decode batch sizes a step's eager torch ops are tiny: at c32 on the 30M Llama
 bfloat16 the ~40 small ops of a layer around its four GEMMs (norm casts, RoPE halves,
 the attention's two batched matmuls, softmax and masking, SwiGLU, residual adds) cost
 more than the GEMMs' arithmetic, mostly in dispatch, allocation and memory round trips.
-``cpu_ops.cpp`` replaces them with five AVX-512 kernels, the CPU counterparts of what
+``cpu_ops.cpp`` replaces them with AVX-512 kernels, the CPU counterparts of what
 SGLang's and vLLM's CPU backends fuse:
 
-- :func:`dense_decode_attention`: scores, softmax and the weighted sum of one KV head's G
+- ``dense_decode_attention``: scores, softmax and the weighted sum of one KV head's G
   query heads in one pass over the block, float32 throughout, reading only each
-  sequence's real positions (the batched-matmul path reads the padded block);
-- :func:`rmsnorm` and :func:`add_rmsnorm_` (the residual add fused into the next norm,
-  vLLM's ``fused_add_rms_norm``);
-- :func:`rope_` (q and k heads of the fused qkv projection rotated in place);
-- :func:`silu_mul` (SwiGLU of the fused gate/up projection).
+  sequence's real positions (the batched-matmul path reads the padded block), split-K
+  inside (``ENGINE_DECODE_TARGET_CTAS``, merged exactly);
+- ``rmsnorm`` and ``add_rmsnorm_`` (the residual add fused into the next norm, vLLM's
+  ``fused_add_rms_norm``);
+- ``rope_`` (q and k heads of the fused qkv projection rotated in place);
+- ``silu_mul`` (SwiGLU of the fused gate/up projection);
+- ``copy_rows_`` (the decode step's K/V row scatter into the paged cache and the blocks);
+- ``linear_bf16`` on a ``pack_bf16_vnni`` weight: a bf16 GEMM for decode-sized batches
+  (AVX512-BF16 only; engine.model.linear uses it up to 64 rows).
 
 Every kernel has a torch reference, :class:`TorchOps` (the eager code the step ran
 before, shared with the prefill path), used where the kernels are not built and compared
@@ -24,19 +28,18 @@ batched-matmul reference rounds scores and probabilities to bfloat16), so the ke
 the closer of the two to float32 math.
 
 Measured (``python benchmarks/engine_vs_hf.py --concurrency 16,32 --pairs 5``, unseen 30M
-Llama, 2 threads, engine/HF median of interleaved pairs; before -> with the kernels):
-bfloat16 c16 1.52x -> 2.07x (2.18x in a 3-pair run), c32 1.43x -> 1.86x (2.00x);
-float32 c16 1.70x -> 1.95x (2.11x), c32 1.64x -> 1.98x (2.06x).  The attention kernel
-alone, bf16 [32 seqs, 8/4 heads, 80 positions]: 76 vs 280-350 us a layer.
+Llama, 2 threads, engine/HF median of interleaved pairs; before -> with every kernel, three
+runs): bfloat16 c16 1.52x -> 2.40-2.53x, c32 1.43x -> 1.90-2.07x; float32 c16 1.70x ->
+2.12-2.28x, c32 1.64x -> 1.75-2.16x.  The attention kernel alone, bf16 [32 seqs, 8/4 heads,
+80 positions]: 62 vs 280-350 us a layer for the eager batched matmuls.
 
 Build: ``torch.utils.cpp_extension.load`` compiles ``cpu_ops.cpp`` with ``-O3
--march=native`` once per machine (about 12 s on 2 cores; kept in torch's extension
-directory, ``TORCH_EXTENSIONS_DIR`` or ``~/.cache/torch_extensions``, and rebuilt when the
-source changes; concurrent builds wait on torch's lock).  ``auto`` builds when the CPU
-has AVX-512 and a C++ compiler and ninja are present, and otherwise runs the references
-(the reason is kept in :func:`status`); ``on`` makes any of those missing an error;
-``off`` never builds.  Every step runs the norm, RoPE and SwiGLU kernels; the attention
-kernel is the dense decode step's (prefill keeps torch's fused SDPA, split-K its own path).
+-march=native`` once per machine (12-17 s on 2 cores; kept in :func:`build_directory`,
+rebuilt when the source changes; concurrent and killed builds: :func:`_build`).  ``auto``
+builds when the CPU has AVX-512 and a C++ compiler and ninja are present, and otherwise
+runs the references (the reason in :attr:`TorchOps.reason`); ``on`` makes any of those
+missing an error; ``off`` never builds.  Every step runs the norm, RoPE and SwiGLU kernels;
+the attention kernel is the dense decode step's (prefill keeps torch's fused SDPA).
 """
 
 from __future__ import annotations
@@ -61,16 +64,7 @@ NAME = "knob_engine_cpu_ops"
 CHOICES = ("auto", "on", "off")
 
 _lock = threading.Lock()
-_state: dict[str, object] = {"loaded": False, "reason": "not requested"}
-
-
-def status() -> str:
-    """``built`` or why the kernels are not in use (for logs and bench reports)."""
-    return "built" if _state["loaded"] else f"off ({_state['reason']})"
-
-
-def available() -> bool:
-    return bool(_state["loaded"])
+_state: dict[str, str | None] = {}  # "reason": None once built, else why not
 
 
 def _unavailable_reason() -> str | None:
@@ -95,26 +89,22 @@ def _unavailable_reason() -> str | None:
     return None
 
 
-def load(mode: str) -> bool:
-    """Build (or reuse) the kernels for ``ENGINE_CPU_KERNELS`` ``auto`` or ``on``.
+def load() -> str | None:
+    """Build (or reuse) and register the kernels: None once they are in use, else why not.
 
-    True when they are in use; for ``on``, an EngineError naming why they cannot be.
+    The answer is kept for the process: a machine that cannot build them is not asked
+    again by every engine it starts.
     """
     with _lock:
-        if _state["loaded"]:
-            return True
-        reason = _unavailable_reason()
-        if reason is None:
-            try:
-                _build()
-                _state["loaded"] = True
-                return True
-            except Exception as e:  # a compiler error, a missing header, a bad cache
-                reason = f"build failed: {str(e).strip().splitlines()[-1][:300]}"
-        _state["reason"] = reason
-    if mode == "on":
-        raise EngineError(f"ENGINE_CPU_KERNELS=on: the fused CPU kernels cannot be used: {reason}")
-    return False
+        if "reason" not in _state:
+            reason = _unavailable_reason()
+            if reason is None:
+                try:
+                    _build()
+                except Exception as e:  # a compiler error, a missing header, a bad cache
+                    reason = f"build failed: {str(e).strip().splitlines()[-1][:300]}"
+            _state["reason"] = reason
+        return _state["reason"]
 
 
 def build_directory() -> Path:
@@ -146,9 +136,16 @@ def _build() -> None:
 
 class TorchOps:
     """The model's ops around its GEMMs as eager torch (any device and dtype): the
-    references, and what a GPU, another dtype or an unsupported shape runs."""
+    references, and what a GPU, another dtype or an unsupported shape runs; ``reason``
+    says why the kernels are not in use (reported by /health and bench results)."""
 
     name = "torch"
+
+    def __init__(self, reason: str = "") -> None:
+        self.reason = reason
+
+    def describe(self) -> str:
+        return f"{self.name} ({self.reason})" if self.reason else self.name
     # Whether dense_decode_attention can split a sequence's positions (split-K) itself;
     # else a split step takes the runner's gather path (engine.model.attention_ops).
     splits_dense_decode = False
@@ -245,20 +242,20 @@ def unsupported(cfg: ModelConfig, device: torch.device, dtype: torch.dtype) -> s
 
 def select_ops(mode: str, cfg: ModelConfig, device: torch.device,
                dtype: torch.dtype) -> TorchOps:
-    """The ops a model's dense decode step runs under ``ENGINE_CPU_KERNELS=mode``.
+    """The ops the model runs around its GEMMs under ``ENGINE_CPU_KERNELS=mode``.
 
     ``on`` where the kernels cannot run (see :func:`unsupported`, and a CPU without
-    AVX-512, a missing compiler or ninja) is an EngineError naming why; ``auto`` runs
-    eager torch there.
+    AVX-512, a missing compiler or ninja, a failed build) is an EngineError naming why;
+    ``auto`` runs eager torch there, the reason kept in :attr:`TorchOps.reason`.
     """
     if mode not in CHOICES:
         raise EngineError(f"ENGINE_CPU_KERNELS={mode!r}: expected one of {', '.join(CHOICES)}")
     if mode == "off":
-        return TorchOps()
-    reason = unsupported(cfg, device, dtype)
-    if reason is not None:
-        if mode == "on":
-            raise EngineError(f"ENGINE_CPU_KERNELS=on: the fused CPU kernels cannot run "
-                              f"this model: {reason}")
-        return TorchOps()
-    return FusedCpuOps() if load(mode) else TorchOps()
+        return TorchOps("ENGINE_CPU_KERNELS=off")
+    reason = unsupported(cfg, device, dtype) or load()
+    if reason is None:
+        return FusedCpuOps()
+    if mode == "on":
+        raise EngineError(f"ENGINE_CPU_KERNELS=on: the fused CPU kernels cannot run here: "
+                          f"{reason}")
+    return TorchOps(reason)
