@@ -10,6 +10,7 @@ from pathlib import Path
 
 import torch
 
+from engine.model.kernels import FusedCpuOps
 from engine.model.kernels import select_ops
 from engine.config import EngineError
 from engine.config import ModelConfig
@@ -67,9 +68,9 @@ def build_model(preset: str | None, model_dir: str | None, dtype_knob: str = "au
         for module in model.modules():
             if isinstance(module, Linear):
                 module.prepack()
-    # The dense decode step's ops: the fused CPU kernels where ENGINE_CPU_KERNELS allows.
+    # The ops around the GEMMs: the fused CPU kernels where ENGINE_CPU_KERNELS allows.
     model.ops = select_ops(cpu_kernels, cfg, target, dtype)
-    if model.ops.name == "fused" and dtype == torch.bfloat16 and linear_backend == "auto":
+    if isinstance(model.ops, FusedCpuOps) and dtype == torch.bfloat16 and linear_backend == "auto":
         # Decode-sized bf16 batches: the kernels' GEMM (oneDNN keeps the large ones).
         for module in model.modules():
             if isinstance(module, Linear):

@@ -30,8 +30,9 @@ token), so the outputs are those of the gather path; tests/engine compare the tw
 for token in fp32, and in bf16 (which rounds the own-token column apart) within bf16's
 error of the fp32 logits.
 
-When not used: split-K steps (several partitions: the long-context, low-batch case keeps
-the gather into the split layout), a batch whose blocks would exceed ``budget_bytes``,
+When not used: split-K steps on eager torch (several partitions: they gather into the
+split layout; the fused CPU kernel splits over these blocks itself), a batch whose blocks
+would exceed ``budget_bytes``,
 and the first step after any change of batch or a prefill step (it gathers afresh).
 """
 

@@ -16,7 +16,9 @@ MQA model); elsewhere each partition is more small ops and a combine (measured:
 ``benchmarks/ctas_sweep.py``).  An unsplit step does not gather at all after the first
 step of its batch: each layer keeps the batch's context in dense blocks and appends the
 new token (engine.core.dense_kv), and attention reads those blocks plus the step's own
-token (:func:`dense_decode_attention`).
+token (:func:`dense_decode_attention`).  Where the fused CPU kernels are in use
+(engine.model.kernels) that attention is their kernel, which also does split-K over the
+blocks; the functions here are then the references it is tested against.
 """
 
 from __future__ import annotations

@@ -34,6 +34,7 @@ class Linear(nn.Linear):
         super().__init__(in_features, out_features, bias=bias)
         self.packed: torch.Tensor | None = None
         self.vnni: torch.Tensor | None = None  # the kernels' bf16 layout, see pack_vnni
+        self.vnni_bias: torch.Tensor | None = None  # the bias as the kernel adds it (fp32)
 
     def pack_vnni(self) -> bool:
         """Also pack a bf16 weight for the fused kernels' small-batch GEMM (built kernels
@@ -46,6 +47,8 @@ class Linear(nn.Linear):
             return False
         with torch.no_grad():
             self.vnni = torch.ops.knob_engine.pack_bf16_vnni(self.weight.detach())
+            if self.bias is not None:
+                self.vnni_bias = self.bias.detach().float().contiguous()
         return True
 
     def prepack(self) -> None:
@@ -57,7 +60,7 @@ class Linear(nn.Linear):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if (self.vnni is not None and x.dim() == 2 and x.shape[0] <= SMALL_BATCH_ROWS
                 and x.dtype == torch.bfloat16 and x.stride(1) == 1):
-            return torch.ops.knob_engine.linear_bf16(x, self.vnni, self.bias)
+            return torch.ops.knob_engine.linear_bf16(x, self.vnni, self.vnni_bias)
         if self.packed is not None and x.dim() == 2 and x.dtype == self.packed.dtype:
             # x: [N, in] -> [N, out]
             return torch.ops.mkldnn._linear_pointwise(x, self.packed, self.bias, "none", [], "")

@@ -7,13 +7,14 @@ from torch import nn
 
 
 class RMSNorm(nn.Module):
+    """A norm's weight and eps; the model applies it through its ops (``rmsnorm``, or
+    ``add_rmsnorm_`` with the residual add fused in: engine.model.kernels), whose eager
+    form is :func:`rms_norm`."""
+
     def __init__(self, dim: int, eps: float) -> None:
         super().__init__()
         self.eps = eps
         self.weight = nn.Parameter(torch.ones(dim))
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return rms_norm(x, self.weight, self.eps)
 
 
 def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:

@@ -507,7 +507,7 @@ at::Tensor linear_bf16(const at::Tensor& x, const at::Tensor& wp,
   at::Tensor b;
   if (bias.has_value() && bias->defined()) {
     TORCH_CHECK(bias->numel() == N, "linear_bf16: bias of ", bias->numel(), " for ", N, " outputs");
-    b = bias->to(at::kFloat).contiguous();
+    b = bias->to(at::kFloat).contiguous();  // no copy for the fp32 bias Linear keeps
   }
   auto y = at::empty({M, N}, x.options());
   const BFloat16* xp = x.data_ptr<BFloat16>();
