@@ -44,11 +44,15 @@ from dataclasses import field
 import torch
 
 # Positions gathered past the longest context, so a batch appends this many tokens
-# before its block is gathered again.  Attention runs over the whole block (masked past
-# each length): the batched matmuls copy a strided view to contiguous memory first
+# before its block is gathered again.  Eager attention runs over the whole block (masked
+# past each length): the batched matmuls copy a strided view to contiguous memory first
 # (measured 357 vs 96 us at c32), so a few masked positions are cheaper than a slice.
 # One page: a gather every 16 steps, ~8 masked positions a step on average.
 HEADROOM = 16
+# The fused CPU kernel reads each sequence's length, not a mask over the block, so
+# positions past it cost memory only: four pages, a gather every 64 steps (at c32 on the
+# 30M Llama in bf16 the re-gathers every 16 steps were 1.5% of a run).
+HEADROOM_BY_LENGTH = 64
 # The blocks of every layer together; past it a step takes the gather path.
 BUDGET_BYTES = 512 << 20
 
@@ -74,6 +78,7 @@ class DenseKV:
     dtype: torch.dtype
     device: torch.device
     budget_bytes: int = BUDGET_BYTES
+    headroom: int = HEADROOM
     enabled: bool = True
     appended: int = 0  # steps that appended instead of gathering (tests, benchmarks)
     blocks: torch.Tensor | None = None  # [layers, 2, B, Hkv, cap, D] view of _storage
@@ -106,7 +111,7 @@ class DenseKV:
             self._lens = lens
             self.appended += 1
             return DenseStep(False, self._cap, self._rows(lens))
-        cap = max_len + HEADROOM
+        cap = max_len + self.headroom
         shape = (self.num_layers, 2, len(lens), self.kv_heads, cap, self.head_dim)
         numel = shape[0] * shape[1] * shape[2] * shape[3] * shape[4] * shape[5]
         if numel * self.dtype.itemsize > self.budget_bytes:

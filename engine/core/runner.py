@@ -14,6 +14,8 @@ from engine.model.attention_ops import split_layout
 from engine.config import ModelConfig
 from engine.knobs import EngineKnobs
 from engine.model.llama import LlamaForCausalLM
+from engine.core.dense_kv import HEADROOM
+from engine.core.dense_kv import HEADROOM_BY_LENGTH
 from engine.core.dense_kv import DenseKV
 from engine.core.scheduler import ScheduledBatch
 
@@ -48,8 +50,9 @@ class ModelRunner:
         # a fresh multi-MB tensor per step would cost page faults on every step.
         self._kv_workspace = torch.empty(0, dtype=self.dtype, device=self.device)
         # Unsplit decode keeps the batch's gathered context across its steps.
+        headroom = HEADROOM if model.ops.reads_decode_bias else HEADROOM_BY_LENGTH
         self.dense = DenseKV(cfg.num_layers, cfg.num_kv_heads, cfg.head_dim, self.dtype,
-                             self.device)
+                             self.device, headroom=headroom)
 
     def _slots(self, block_table: list[int], start: int, end: int) -> torch.Tensor:
         pos = torch.arange(start, end)
@@ -201,7 +204,7 @@ class ModelRunner:
 
     def sample(self, logits: torch.Tensor, temperatures: list[float]) -> list[int]:
         """Greedy for temperature 0, else seeded multinomial sampling. logits: [B, V]."""
-        greedy = logits.argmax(dim=-1)
+        greedy = self.model.ops.argmax(logits)
         if all(t == 0 for t in temperatures):
             return greedy.tolist()
         t = torch.tensor([max(x, 1e-5) for x in temperatures], device=logits.device).unsqueeze(1)

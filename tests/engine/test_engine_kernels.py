@@ -130,8 +130,12 @@ def test_decode_attention_equals_the_float64_oracle(dtype, heads, kv_heads, d, s
 
 
 @needs_kernels
-@pytest.mark.parametrize("k,n,bias", [(512, 1024, False), (1408, 512, True), (64, 48, True)])
+@pytest.mark.parametrize("k,n,bias", [(512, 1024, False), (1408, 512, True), (64, 48, True),
+                                      (96, 112, False), (32, 80, True)])
 def test_small_batch_bf16_gemm_equals_float32_math_and_ignores_the_other_rows(k, n, bias):
+    """Every tile shape (rows 8/4/2/1, column blocks 3/2/1 at the end of a thread's
+    share), and the same bits whatever the thread count (each thread prefetches the
+    weights of its next tile: a wrong prefetch address would read past the matrix)."""
     if not hasattr(torch.ops.knob_engine, "pack_bf16_vnni"):
         pytest.skip("this CPU has no AVX512-BF16: the kernels were built without the GEMM")
     g = torch.Generator().manual_seed(k + n)
@@ -145,6 +149,13 @@ def test_small_batch_bf16_gemm_equals_float32_math_and_ignores_the_other_rows(k,
     assert ((full.double() - exact).abs() <= exact.abs() * 2 ** -8 + 1e-3).all()
     for m in (1, 2, 3, 7, 8, 13, 33):  # every tile shape: the same bits for each row
         assert torch.equal(torch.ops.knob_engine.linear_bf16(x[:m], wp, b), full[:m])
+    threads = torch.get_num_threads()
+    try:
+        for t in (1, 3, 5):  # other shares of the column blocks per thread
+            torch.set_num_threads(t)
+            assert torch.equal(torch.ops.knob_engine.linear_bf16(x, wp, b), full)
+    finally:
+        torch.set_num_threads(threads)
     # the engine's Linear takes this path for small bf16 batches only
     from engine.model.linear import Linear
 
@@ -171,6 +182,22 @@ def test_row_scatter_equals_index_copy(dtype):
     assert torch.equal(ours, ref)
     with pytest.raises(RuntimeError, match="out of"):
         FUSED.copy_rows_(ours, torch.tensor([0, 300] * 35), src)
+
+
+@needs_kernels
+@pytest.mark.parametrize("n,v", [(32, 4096), (3, 17), (2, 5), (1, 151936)])
+def test_greedy_argmax_equals_torchs(n, v):
+    g = torch.Generator().manual_seed(n * v)
+    x = torch.randn(n, v, generator=g)
+    assert torch.equal(FUSED.argmax(x), TORCH.argmax(x))
+    # ties (the first maximum wins), -inf rows, NaN (torch: the first NaN is the maximum)
+    x = torch.randint(0, 3, (n, v), generator=g).float()
+    x[0] = float("-inf")
+    if n > 1:
+        x[1, v // 2:] = float("nan")
+        x[-1, v - 1] = 7.0  # in the scalar tail when v % 16 != 0
+    assert torch.equal(FUSED.argmax(x), TORCH.argmax(x))
+    assert torch.equal(FUSED.argmax(x[:, 1:]), TORCH.argmax(x[:, 1:]))  # strided rows
 
 
 @needs_kernels

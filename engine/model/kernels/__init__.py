@@ -16,6 +16,7 @@ SGLang's and vLLM's CPU backends fuse:
 - ``rope_`` (q and k heads of the fused qkv projection rotated in place);
 - ``silu_mul`` (SwiGLU of the fused gate/up projection);
 - ``copy_rows_`` (the decode step's K/V row scatter into the paged cache and the blocks);
+- ``argmax_rows`` (greedy sampling over float32 logits: torch's is element by element);
 - ``linear_bf16`` on a ``pack_bf16_vnni`` weight: a bf16 GEMM for decode-sized batches
   (AVX512-BF16 only; engine.model.linear uses it up to 64 rows).
 
@@ -159,6 +160,11 @@ class TorchOps:
         dst.index_copy_(0, index, src)
 
     @staticmethod
+    def argmax(logits: torch.Tensor) -> torch.Tensor:
+        """Greedy sampling's token of each row of logits [B, V] (the first maximum)."""
+        return logits.argmax(dim=-1)
+
+    @staticmethod
     def rmsnorm(x: torch.Tensor, w: torch.Tensor, eps: float) -> torch.Tensor:
         return rms_norm(x, w, eps)
 
@@ -204,6 +210,10 @@ class FusedCpuOps(TorchOps):
     @staticmethod
     def copy_rows_(dst, index, src):
         torch.ops.knob_engine.copy_rows_(dst, index, src)
+
+    @staticmethod
+    def argmax(logits):
+        return torch.ops.knob_engine.argmax_rows(logits)
 
     @staticmethod
     def rmsnorm(x, w, eps):
