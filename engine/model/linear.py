@@ -57,9 +57,13 @@ class Linear(nn.Linear):
             self.packed = torch.ops.mkldnn._reorder_linear_weight(
                 self.weight.detach(), PACK_BATCH_HINT)
 
+    def small_batch(self, x: torch.Tensor) -> bool:
+        """Whether x runs the fused kernels' GEMM (packed, bf16 rows, few enough of them)."""
+        return (self.vnni is not None and x.dim() == 2 and x.shape[0] <= SMALL_BATCH_ROWS
+                and x.dtype == torch.bfloat16 and x.stride(1) == 1)
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if (self.vnni is not None and x.dim() == 2 and x.shape[0] <= SMALL_BATCH_ROWS
-                and x.dtype == torch.bfloat16 and x.stride(1) == 1):
+        if self.small_batch(x):
             return torch.ops.knob_engine.linear_bf16(x, self.vnni, self.vnni_bias)
         if self.packed is not None and x.dim() == 2 and x.dtype == self.packed.dtype:
             # x: [N, in] -> [N, out]

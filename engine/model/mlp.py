@@ -18,4 +18,4 @@ class MLP(nn.Module):
 
     def forward(self, x: torch.Tensor, ops: TorchOps) -> torch.Tensor:
         # [N, hidden] -> [N, 2I] -> SwiGLU [N, I] -> [N, hidden]
-        return self.down_proj(ops.silu_mul(self.gate_up_proj(x)))
+        return self.down_proj(ops.gate_up_silu(self.gate_up_proj, x))

@@ -170,6 +170,39 @@ def test_small_batch_bf16_gemm_equals_float32_math_and_ignores_the_other_rows(k,
 
 
 @needs_kernels
+@pytest.mark.parametrize("k,i,bias", [(512, 1408, False), (96, 48, True), (64, 16, False)])
+def test_swiglu_in_the_gemm_epilogue_gives_the_bits_of_gemm_then_swiglu(k, i, bias):
+    if not hasattr(torch.ops.knob_engine, "pack_bf16_vnni"):
+        pytest.skip("this CPU has no AVX512-BF16: the kernels were built without the GEMM")
+    g = torch.Generator().manual_seed(k + i)
+    x = (torch.randn(64, k, generator=g) * 2).to(torch.bfloat16)
+    w = torch.randn(2 * i, k, generator=g).to(torch.bfloat16)
+    b = torch.randn(2 * i, generator=g).to(torch.bfloat16) if bias else None
+    wp = torch.ops.knob_engine.pack_bf16_vnni(w)
+    ref = FUSED.silu_mul(torch.ops.knob_engine.linear_bf16(x, wp, b))
+    threads = torch.get_num_threads()
+    try:
+        for t in (threads, 1, 3):
+            torch.set_num_threads(t)
+            for m in (64, 33, 8, 7, 2, 1):
+                fused = torch.ops.knob_engine.linear_bf16_silu(x[:m], wp, b)
+                assert fused.shape == (m, i) and torch.equal(fused, ref[:m])
+    finally:
+        torch.set_num_threads(threads)
+    # the MLP takes it for small bf16 batches, the unfused ops elsewhere: the same output
+    from engine.model.mlp import MLP
+
+    mlp = MLP(k, i).to(torch.bfloat16)
+    with torch.no_grad():
+        mlp.gate_up_proj.weight.copy_(w)
+    assert mlp.gate_up_proj.pack_vnni()
+    assert torch.equal(mlp(x[:5], FUSED), mlp(x[:5], TORCH))
+    with pytest.raises(RuntimeError, match="gate and up halves"):
+        odd = torch.ops.knob_engine.pack_bf16_vnni(torch.ones(48, k, dtype=torch.bfloat16))
+        torch.ops.knob_engine.linear_bf16_silu(x, odd, None)  # 3 blocks of 16 rows
+
+
+@needs_kernels
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_row_scatter_equals_index_copy(dtype):
     g = torch.Generator().manual_seed(5)

@@ -18,7 +18,8 @@ SGLang's and vLLM's CPU backends fuse:
 - ``copy_rows_`` (the decode step's K/V row scatter into the paged cache and the blocks);
 - ``argmax_rows`` (greedy sampling over float32 logits: torch's is element by element);
 - ``linear_bf16`` on a ``pack_bf16_vnni`` weight: a bf16 GEMM for decode-sized batches
-  (AVX512-BF16 only; engine.model.linear uses it up to 64 rows).
+  (AVX512-BF16 only; engine.model.linear uses it up to 64 rows), and
+  ``linear_bf16_silu``, the gate/up projection with SwiGLU in its epilogue.
 
 Every kernel has a torch reference, :class:`TorchOps` (the eager code the step ran
 before, shared with the prefill path), used where the kernels are not built and compared
@@ -57,6 +58,7 @@ import torch.nn.functional as F
 from engine.config import EngineError
 from engine.config import ModelConfig
 from engine.model.attention_ops import dense_decode_attention
+from engine.model.linear import Linear
 from engine.model.rmsnorm import rms_norm
 from engine.model.rope import rotate
 
@@ -189,6 +191,11 @@ class TorchOps:
         gate, up = gu.chunk(2, dim=-1)
         return F.silu(gate, inplace=True).mul(up)  # the gate half of a fresh GEMM output
 
+    @classmethod
+    def gate_up_silu(cls, gate_up: Linear, x: torch.Tensor) -> torch.Tensor:
+        """SwiGLU of x's fused gate/up projection: [N, hidden] -> [N, I]."""
+        return cls.silu_mul(gate_up(x))
+
     @staticmethod
     def dense_decode_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                                kd: torch.Tensor, vd: torch.Tensor, lens: torch.Tensor,
@@ -230,6 +237,12 @@ class FusedCpuOps(TorchOps):
     @staticmethod
     def silu_mul(gu):
         return torch.ops.knob_engine.silu_mul(gu)
+
+    @classmethod
+    def gate_up_silu(cls, gate_up, x):
+        if gate_up.small_batch(x):  # SwiGLU in the GEMM's epilogue, the same bits
+            return torch.ops.knob_engine.linear_bf16_silu(x, gate_up.vnni, gate_up.vnni_bias)
+        return cls.silu_mul(gate_up(x))
 
     @staticmethod
     def dense_decode_attention(q, k, v, kd, vd, lens, bias, scale, splits=1):

@@ -543,96 +543,176 @@ at::Tensor pack_bf16_vnni(const at::Tensor& w) {
   return out;
 }
 
-// Prefetch of the weight panel a thread multiplies next, spread over the row passes of
-// the current one: the first pass over a panel otherwise waits on DRAM (a cold panel of the
-// 30M Llama's gate/up runs 12% slower than a cached one).  Lines [begin, end) of `base`.
+// Prefetch of the weights a thread multiplies next, spread over the row passes of the
+// current tile.  Measured on the 30M Llama's projections at 32 rows: 2-8% less time where
+// the weights sit in the L3, none where a step streams them from DRAM (its 52 MB do not
+// fit: one step's GEMMs then take ~1.4 ms longer than their arithmetic whatever the
+// prefetch distance, hint or page size tried).  Up to two runs of 64-byte
+// lines (the next tile's blocks: one run in a plain GEMM, gate's and up's in the SwiGLU
+// one), `per_iter` lines of each per k step from line `begin` on.
 struct Prefetch {
-  const char* base;
-  int64_t begin, per_iter, end;
+  const char* base[2] = {nullptr, nullptr};
+  int64_t lines[2] = {0, 0};
+  int64_t begin = 0, per_iter = 0;
   inline void at(int64_t kp) const {
-    for (int64_t u = 0, l = begin + kp * per_iter; u < per_iter && l < end; ++u, ++l)
-      _mm_prefetch(base + l * 64, _MM_HINT_T0);
+    for (int r = 0; r < 2; ++r)
+      for (int64_t u = 0, l = begin + kp * per_iter; u < per_iter && l < lines[r]; ++u, ++l)
+        _mm_prefetch(base[r] + l * 64, _MM_HINT_T0);
   }
 };
 
-// MR rows of y times NR blocks of 16 columns, accumulated over all of K in registers.
-template <int MR, int NR>
-inline void gemm_tile(const BFloat16* x, int64_t xs, int64_t K, const uint16_t* wp, int64_t nb0,
-                      const float* bias, BFloat16* y, int64_t ys, const Prefetch& pf) {
+// MR rows of x times NR blocks of 16 columns (w[j]: a packed block, KP steps of 32 bf16),
+// accumulated over all of K in registers from bias[j] (or 0), then epi(i, acc[i]) per row.
+template <int MR, int NR, typename Epi>
+inline void gemm_tile(const BFloat16* x, int64_t xs, int64_t KP, const uint16_t* const* w,
+                      const float* const* bias, const Prefetch& pf, const Epi& epi) {
   __m512 acc[MR][NR];
   for (int j = 0; j < NR; ++j) {
-    const __m512 b0 = bias ? _mm512_loadu_ps(bias + (nb0 + j) * 16) : _mm512_setzero_ps();
+    const __m512 b0 = bias[j] ? _mm512_loadu_ps(bias[j]) : _mm512_setzero_ps();
     for (int i = 0; i < MR; ++i) acc[i][j] = b0;
   }
-  const int64_t KP = K / 2;
   for (int64_t kp = 0; kp < KP; ++kp) {
     pf.at(kp);
-    __m512bh w[NR];
-    for (int j = 0; j < NR; ++j)
-      w[j] = (__m512bh)_mm512_loadu_si512(wp + ((nb0 + j) * KP + kp) * 32);
+    __m512bh wv[NR];
+    for (int j = 0; j < NR; ++j) wv[j] = (__m512bh)_mm512_loadu_si512(w[j] + kp * 32);
     for (int i = 0; i < MR; ++i) {
       const __m512bh a = (__m512bh)_mm512_set1_epi32(
           *reinterpret_cast<const int32_t*>(x + i * xs + kp * 2));
-      for (int j = 0; j < NR; ++j) acc[i][j] = _mm512_dpbf16_ps(acc[i][j], a, w[j]);
+      for (int j = 0; j < NR; ++j) acc[i][j] = _mm512_dpbf16_ps(acc[i][j], a, wv[j]);
     }
   }
-  for (int i = 0; i < MR; ++i)
-    for (int j = 0; j < NR; ++j) store16(y + i * ys + (nb0 + j) * 16, acc[i][j]);
+  for (int i = 0; i < MR; ++i) epi(i, acc[i]);
 }
 
-// All M rows against blocks [nb0, nb0 + NR), prefetching blocks [nb0 + NR, nb_next).
-template <int NR>
-inline void gemm_rows(const BFloat16* x, int64_t xs, int64_t M, int64_t K, const uint16_t* wp,
-                      int64_t nb0, int64_t nb_next, const float* bias, BFloat16* y, int64_t ys) {
-  const int64_t KP = K / 2, passes = M / 8 + (M % 8 >= 4) + (M % 4 >= 2) + M % 2;
-  // a block of 16 columns is KP lines of 64 bytes, stored right after the previous block
-  const int64_t lines = (nb_next - nb0 - NR) * KP, iters = std::max<int64_t>(1, passes) * KP;
-  Prefetch pf{reinterpret_cast<const char*>(wp + (nb0 + NR) * KP * 32), 0,
-              (lines + iters - 1) / iters, lines};
+// All M rows of x against one tile of NR blocks, in row tiles of 8, 4, 2 and 1; the
+// prefetch of the next tile's `next_lines` lines (per run) is spread over all of them.
+// epi(row, acc) stores a row's NR accumulators.
+template <int NR, int MR = 8, typename Epi>
+inline void gemm_rows(const BFloat16* x, int64_t xs, int64_t M, int64_t KP,
+                      const uint16_t* const* w, const float* const* bias, Prefetch pf,
+                      const Epi& epi) {
+  const int64_t passes = M / MR + (M % MR >= 4) + (M % 4 >= 2) + M % 2;
+  const int64_t iters = std::max<int64_t>(1, passes) * KP;
+  pf.per_iter = (std::max(pf.lines[0], pf.lines[1]) + iters - 1) / iters;
   int64_t m = 0;
   auto tile = [&](auto rows) {
     constexpr int R = decltype(rows)::value;
-    gemm_tile<R, NR>(x + m * xs, xs, K, wp, nb0, bias, y + m * ys, ys, pf);
+    const int64_t m0 = m;
+    gemm_tile<R, NR>(x + m0 * xs, xs, KP, w, bias, pf,
+                     [&](int i, const __m512* a) { epi(m0 + i, a); });
     m += R;
     pf.begin += KP * pf.per_iter;
   };
-  while (m + 8 <= M) tile(std::integral_constant<int, 8>{});
+  while (m + MR <= M) tile(std::integral_constant<int, MR>{});
   if (m + 4 <= M) tile(std::integral_constant<int, 4>{});
   if (m + 2 <= M) tile(std::integral_constant<int, 2>{});
   if (m < M) tile(std::integral_constant<int, 1>{});
 }
 
-at::Tensor linear_bf16(const at::Tensor& x, const at::Tensor& wp,
-                       const c10::optional<at::Tensor>& bias) {
+// The checks and views both GEMMs share: x [M, K] bf16 rows, wp from pack_bf16_vnni of an
+// [N, K] weight, the bias as float32 (no copy for the fp32 bias Linear keeps).
+struct GemmArgs {
+  int64_t M, K, KP, NB, xs;
+  const BFloat16* x;
+  const uint16_t* w;
+  at::Tensor bias;
+  const float* b;
+  const uint16_t* block(int64_t nb) const { return w + nb * KP * 32; }
+  const float* bias_of(int64_t nb) const { return b ? b + nb * 16 : nullptr; }
+};
+
+GemmArgs gemm_args(const char* op, const at::Tensor& x, const at::Tensor& wp,
+                   const c10::optional<at::Tensor>& bias) {
   TORCH_CHECK(x.dim() == 2 && x.scalar_type() == at::kBFloat16 && x.device().is_cpu()
                   && x.stride(1) == 1,
-              "linear_bf16: x must be a CPU bfloat16 [M, K] matrix with contiguous rows");
+              op, ": x must be a CPU bfloat16 [M, K] matrix with contiguous rows");
   TORCH_CHECK(wp.dim() == 4 && wp.scalar_type() == at::kBFloat16 && wp.is_contiguous()
                   && wp.size(2) == 16 && wp.size(3) == 2 && wp.size(1) * 2 == x.size(1),
-              "linear_bf16: wp must come from pack_bf16_vnni of a [N, ", x.size(1), "] weight");
-  const int64_t M = x.size(0), K = x.size(1), NB = wp.size(0), N = NB * 16;
-  at::Tensor b;
+              op, ": wp must come from pack_bf16_vnni of a [N, ", x.size(1), "] weight");
+  GemmArgs g{x.size(0), x.size(1), x.size(1) / 2, wp.size(0), x.stride(0), x.data_ptr<BFloat16>(),
+             reinterpret_cast<const uint16_t*>(wp.data_ptr<BFloat16>()), {}, nullptr};
   if (bias.has_value() && bias->defined()) {
-    TORCH_CHECK(bias->numel() == N, "linear_bf16: bias of ", bias->numel(), " for ", N, " outputs");
-    b = bias->to(at::kFloat).contiguous();  // no copy for the fp32 bias Linear keeps
+    TORCH_CHECK(bias->numel() == g.NB * 16, op, ": bias of ", bias->numel(), " for ",
+                g.NB * 16, " outputs");
+    g.bias = bias->to(at::kFloat).contiguous();
+    g.b = g.bias.data_ptr<float>();
   }
-  auto y = at::empty({M, N}, x.options());
-  const BFloat16* xp = x.data_ptr<BFloat16>();
-  const uint16_t* w = reinterpret_cast<const uint16_t*>(wp.data_ptr<BFloat16>());
-  const float* bp = b.defined() ? b.data_ptr<float>() : nullptr;
+  return g;
+}
+
+at::Tensor linear_bf16(const at::Tensor& x, const at::Tensor& wp,
+                       const c10::optional<at::Tensor>& bias) {
+  const GemmArgs g = gemm_args("linear_bf16", x, wp, bias);
+  const int64_t N = g.NB * 16;
+  auto y = at::empty({g.M, N}, x.options());
   BFloat16* yp = y.data_ptr<BFloat16>();
-  const int64_t xs = x.stride(0);
   // Each thread takes an even share of the 16-column blocks (tiles split over threads left
   // one thread 6 tiles and the other 5 on N = 512) and runs them as tiles of 3 blocks
   // (8 x 3 accumulators + 3 weight vectors fit the 32 registers), all of x's rows per
   // tile, so a tile's weights come from DRAM once, prefetched during the tile before.
-  at::parallel_for(0, NB, 1, [&](int64_t begin, int64_t end) {
+  at::parallel_for(0, g.NB, 1, [&](int64_t begin, int64_t end) {
     for (int64_t nb0 = begin; nb0 < end; nb0 += 3) {
       const int64_t nr = std::min<int64_t>(3, end - nb0);
-      const int64_t nb_next = std::min<int64_t>(end, nb0 + nr + 3);
-      if (nr == 3) gemm_rows<3>(xp, xs, M, K, w, nb0, nb_next, bp, yp, N);
-      else if (nr == 2) gemm_rows<2>(xp, xs, M, K, w, nb0, nb_next, bp, yp, N);
-      else gemm_rows<1>(xp, xs, M, K, w, nb0, nb_next, bp, yp, N);
+      const uint16_t* w[3];
+      const float* b[3];
+      for (int64_t j = 0; j < nr; ++j) w[j] = g.block(nb0 + j), b[j] = g.bias_of(nb0 + j);
+      Prefetch pf;  // the next tile's blocks follow this one's in memory
+      pf.base[0] = reinterpret_cast<const char*>(g.block(nb0 + nr));
+      pf.lines[0] = (std::min<int64_t>(end, nb0 + nr + 3) - nb0 - nr) * g.KP;
+      auto run = [&](auto blocks) {
+        constexpr int NR = decltype(blocks)::value;
+        gemm_rows<NR>(g.x, g.xs, g.M, g.KP, w, b, pf, [&](int64_t r, const __m512* a) {
+          for (int j = 0; j < NR; ++j) store16(yp + r * N + (nb0 + j) * 16, a[j]);
+        });
+      };
+      if (nr == 3) run(std::integral_constant<int, 3>{});
+      else if (nr == 2) run(std::integral_constant<int, 2>{});
+      else run(std::integral_constant<int, 1>{});
+    }
+  });
+  return y;
+}
+
+// The fused gate/up projection with SwiGLU in its epilogue: x [M, K] against the packed
+// [2I, K] weight (gate rows, then up rows) -> T(T(silu(T(gate))) * T(up)) [M, I], the
+// bits of linear_bf16 then silu_mul, without the [M, 2I] round trip through memory.  A
+// tile is one 16-column block of gate and the matching one of up.
+at::Tensor linear_bf16_silu(const at::Tensor& x, const at::Tensor& wp,
+                            const c10::optional<at::Tensor>& bias) {
+  const GemmArgs g = gemm_args("linear_bf16_silu", x, wp, bias);
+  TORCH_CHECK(g.NB % 2 == 0, "linear_bf16_silu: the weight's ", g.NB * 16,
+              " rows are not gate and up halves of a multiple of 16");
+  const int64_t half = g.NB / 2, I = half * 16;
+  auto y = at::empty({g.M, I}, x.options());
+  BFloat16* yp = y.data_ptr<BFloat16>();
+  // Tiles of two blocks of gate and the two matching ones of up: 6 x 4 accumulators.
+  at::parallel_for(0, half, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t p = begin; p < end; p += 2) {
+      const int64_t np = std::min<int64_t>(2, end - p);
+      const uint16_t* w[4] = {g.block(p), g.block(p + 1), g.block(half + p), g.block(half + p + 1)};
+      const float* b[4] = {g.bias_of(p), g.bias_of(p + 1), g.bias_of(half + p),
+                           g.bias_of(half + p + 1)};
+      Prefetch pf;  // the next tile's gate blocks, and its up blocks
+      pf.base[0] = reinterpret_cast<const char*>(g.block(p + np));
+      pf.base[1] = reinterpret_cast<const char*>(g.block(half + p + np));
+      pf.lines[0] = pf.lines[1] = (std::min<int64_t>(end, p + np + 2) - p - np) * g.KP;
+      auto swiglu = [&](__m512 gate_acc, __m512 up_acc) {
+        const fVec gate(rnd<BFloat16>(gate_acc)), one(1.f);
+        const __m512 act = rnd<BFloat16>(__m512(gate / (one + gate.neg().exp_u20())));
+        return _mm512_mul_ps(act, rnd<BFloat16>(up_acc));
+      };
+      if (np == 2) {
+        gemm_rows<4, 6>(g.x, g.xs, g.M, g.KP, w, b, pf, [&](int64_t r, const __m512* a) {
+          store16(yp + r * I + p * 16, swiglu(a[0], a[2]));
+          store16(yp + r * I + p * 16 + 16, swiglu(a[1], a[3]));
+        });
+      } else {
+        const uint16_t* w2[2] = {w[0], w[2]};
+        const float* b2[2] = {b[0], b[2]};
+        gemm_rows<2>(g.x, g.xs, g.M, g.KP, w2, b2, pf, [&](int64_t r, const __m512* a) {
+          store16(yp + r * I + p * 16, swiglu(a[0], a[1]));
+        });
+      }
     }
   });
   return y;
@@ -654,6 +734,7 @@ TORCH_LIBRARY(knob_engine, m) {
 #if defined(__AVX512BF16__)
   m.def("pack_bf16_vnni(Tensor w) -> Tensor");
   m.def("linear_bf16(Tensor x, Tensor wp, Tensor? bias) -> Tensor");
+  m.def("linear_bf16_silu(Tensor x, Tensor wp, Tensor? bias) -> Tensor");
 #endif
 }
 
@@ -668,5 +749,6 @@ TORCH_LIBRARY_IMPL(knob_engine, CPU, m) {
 #if defined(__AVX512BF16__)
   m.impl("pack_bf16_vnni", &pack_bf16_vnni);
   m.impl("linear_bf16", &linear_bf16);
+  m.impl("linear_bf16_silu", &linear_bf16_silu);
 #endif
 }
