@@ -65,12 +65,16 @@ class LlamaForCausalLM(nn.Module):
         ops = self.ops
         x = self.embed_tokens(input_ids)  # the residual stream [B, hidden]
         cos, sin = self.rope.tables(positions, x.dtype)
-        delta = None
-        new_kv = []  # k, v of layer 0, then of layer 1, ...: stacked once at the end
-        for layer, kd, vd in zip(self.layers, k_blocks, v_blocks):
-            delta, k, v = layer.decode_dense(x, delta, cos, sin, kd, vd, positions, bias, ops,
-                                             splits)
-            new_kv += (k, v)
+        stack = ops.decode_stack(self.layers, x, cos, sin, k_blocks, v_blocks, positions, splits)
+        if stack is not None:  # the fused kernels' one call for the whole loop below
+            delta, kv = stack
+        else:
+            delta = None
+            new_kv = []  # k, v of layer 0, then of layer 1, ...: stacked once at the end
+            for layer, kd, vd in zip(self.layers, k_blocks, v_blocks):
+                delta, k, v = layer.decode_dense(x, delta, cos, sin, kd, vd, positions, bias,
+                                                 ops, splits)
+                new_kv += (k, v)
+            kv = torch.stack(new_kv).view(len(self.layers), 2, *new_kv[0].shape)
         h = ops.add_rmsnorm_(x, delta, self.norm.weight, self.norm.eps)
-        return (self.lm_head(h).float(),
-                torch.stack(new_kv).view(len(self.layers), 2, *new_kv[0].shape))
+        return self.lm_head(h).float(), kv

@@ -318,15 +318,18 @@ def test_on_refuses_a_machine_that_cannot_build_and_auto_says_why(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
-def _write_llama(tmp_path, seed: int = 7):
-    """A small Llama with head_dim 64 (what the kernels take), written by transformers."""
+def _write_llama(tmp_path, seed: int = 7, family: str = "llama"):
+    """A small Llama (or Qwen2: q/k/v biases) with head_dim 64 (what the kernels take),
+    written by transformers."""
     torch.manual_seed(seed)
-    cfg = transformers.LlamaConfig(
+    config, causal_lm = {"llama": (transformers.LlamaConfig, transformers.LlamaForCausalLM),
+                         "qwen2": (transformers.Qwen2Config, transformers.Qwen2ForCausalLM)}[family]
+    cfg = config(
         vocab_size=320, hidden_size=256, intermediate_size=352, num_hidden_layers=3,
         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512,
         rope_theta=10000.0, rms_norm_eps=1e-5, tie_word_embeddings=False, eos_token_id=None,
         bos_token_id=None, pad_token_id=None)
-    model = transformers.LlamaForCausalLM(cfg)
+    model = causal_lm(cfg)
     with torch.no_grad():
         for name, p in model.named_parameters():
             if "norm" in name:
@@ -370,6 +373,37 @@ def test_split_k_in_the_kernel_gives_the_unsplit_tokens(tmp_path, knobs):
         assert eng.runner.dense.appended > 0  # the dense blocks served the split steps too
         assert (eng.runner.last_num_splits > 1) == (ctas == 64)
     assert outs[1] == outs[64]
+
+
+@needs_kernels
+@pytest.mark.parametrize("family,ctas", [("llama", 1), ("qwen2", 1), ("llama", 64)])
+def test_the_one_call_decoder_stack_gives_the_bits_of_the_layer_loop(tmp_path, knobs, family,
+                                                                      ctas):
+    """bf16 with every kernel: the decode step's C++ stack against the Python loop over the
+    same kernels, logits bit for bit on every step (Qwen2's q/k/v biases; split-K)."""
+    if not hasattr(torch.ops.knob_engine, "decode_layers_bf16"):
+        pytest.skip("this CPU has no AVX512-BF16: the kernels were built without the GEMM")
+    _write_llama(tmp_path, family=family)
+    runs, calls = {}, []
+    for stacked in (True, False):
+        eng = LLMEngine(knobs.replace(dtype="bfloat16", cpu_kernels="on",
+                                      decode_target_ctas=ctas), model_dir=str(tmp_path))
+        ops = eng.model.ops
+        if stacked:
+            def counted(*args, one_call=ops.decode_stack):
+                out = one_call(*args)
+                calls.append(out is not None)
+                return out
+
+            ops.decode_stack = counted
+        else:
+            ops.decode_stack = lambda *a: None  # the per-layer loop
+        runs[stacked] = step_logits(eng, PROMPTS, 12)
+        assert (eng.runner.last_num_splits > 1) == (ctas == 64)
+    assert calls == [True] * 11  # every decode step took the one call
+    (steps, ids), (ref_steps, ref_ids) = runs[True], runs[False]
+    assert ids == ref_ids
+    assert all(torch.equal(a, b) for a, b in zip(steps, ref_steps))
 
 
 @needs_kernels

@@ -19,7 +19,10 @@ SGLang's and vLLM's CPU backends fuse:
 - ``argmax_rows`` (greedy sampling over float32 logits: torch's is element by element);
 - ``linear_bf16`` on a ``pack_bf16_vnni`` weight: a bf16 GEMM for decode-sized batches
   (AVX512-BF16 only; engine.model.linear uses it up to 64 rows), and
-  ``linear_bf16_silu``, the gate/up projection with SwiGLU in its epilogue.
+  ``linear_bf16_silu``, the gate/up projection with SwiGLU in its epilogue;
+- ``decode_layers_bf16``: where every projection runs that GEMM, a bf16 decode step's
+  whole decoder stack in one call (the same kernels in the same order, the same bits as
+  the per-layer loop; the ~64 Python and dispatcher trips of a step cost ~1 ms at c32).
 
 Every kernel has a torch reference, :class:`TorchOps` (the eager code the step ran
 before, shared with the prefill path), used where the kernels are not built and compared
@@ -197,6 +200,17 @@ class TorchOps:
         return cls.silu_mul(gate_up(x))
 
     @staticmethod
+    def decode_stack(layers, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor,
+                     k_blocks: list[torch.Tensor], v_blocks: list[torch.Tensor],
+                     lens: torch.Tensor, splits: int
+                     ) -> tuple[torch.Tensor, torch.Tensor] | None:
+        """The whole decoder stack of a dense decode step in one call, where the ops can:
+        (the last layer's output, the new K/V of every layer), as the per-layer loop of
+        engine.model.llama.LlamaForCausalLM.decode_dense computes them; None where they
+        cannot (that loop runs instead)."""
+        return None
+
+    @staticmethod
     def dense_decode_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                                kd: torch.Tensor, vd: torch.Tensor, lens: torch.Tensor,
                                bias: torch.Tensor, scale: float, splits: int = 1
@@ -247,6 +261,47 @@ class FusedCpuOps(TorchOps):
     @staticmethod
     def dense_decode_attention(q, k, v, kd, vd, lens, bias, scale, splits=1):
         return torch.ops.knob_engine.dense_decode_attention(q, k, v, kd, vd, lens, scale, splits)
+
+    @staticmethod
+    def decode_stack(layers, x, cos, sin, k_blocks, v_blocks, lens, splits):
+        """One C++ call for a bf16 batch whose every projection runs the kernels' GEMM:
+        the same kernels in the same order as the loop (the same bits), without its ~8
+        Python and dispatcher trips a layer."""
+        first = layers[0]
+        if not first.self_attn.qkv_proj.small_batch(x):
+            return None
+        weights = _stack_weights(layers)
+        if weights is None:
+            return None
+        attn = first.self_attn
+        return torch.ops.knob_engine.decode_layers_bf16(
+            x, *weights, k_blocks, v_blocks, lens, cos, sin, attn.num_heads, attn.num_kv_heads,
+            first.input_layernorm.eps, attn.scale, splits)
+
+
+def _stack_weights(layers) -> tuple | None:
+    """The weight lists of decode_layers_bf16 for a decoder stack (an nn.ModuleList),
+    kept on it from its first step (a step's ~140 module attribute reads cost 0.1 ms) and
+    remade if its weights were repacked; None where a projection is not packed for it."""
+    qkv0 = layers[0].self_attn.qkv_proj.vnni
+    cached = getattr(layers, "_decode_stack_weights", None)
+    if cached is not None and cached[0] is qkv0:
+        return cached[1]
+    attn = [layer.self_attn for layer in layers]
+    mlp = [layer.mlp for layer in layers]
+    unbiased = [m for a, f in zip(attn, mlp) for m in (a.o_proj, f.gate_up_proj, f.down_proj)]
+    weights = None
+    if (hasattr(torch.ops.knob_engine, "decode_layers_bf16")
+            and all(a.qkv_proj.vnni is not None for a in attn)
+            and all(m.vnni is not None and m.vnni_bias is None for m in unbiased)):
+        # (only qkv may have a bias, Qwen2's: the call passes no other)
+        weights = ([layer.input_layernorm.weight for layer in layers],
+                   [a.qkv_proj.vnni for a in attn], [a.qkv_proj.vnni_bias for a in attn],
+                   [a.o_proj.vnni for a in attn],
+                   [layer.post_attention_layernorm.weight for layer in layers],
+                   [f.gate_up_proj.vnni for f in mlp], [f.down_proj.vnni for f in mlp])
+    layers._decode_stack_weights = (qkv0, weights)
+    return weights
 
 
 def unsupported(cfg: ModelConfig, device: torch.device, dtype: torch.dtype) -> str | None:
