@@ -105,7 +105,8 @@ def hf_model(engine: LLMEngine, model_dir: str | None, dtype: torch.dtype):
         return hf_from_engine(engine, dtype)
     import transformers
 
-    return transformers.LlamaForCausalLM.from_pretrained(model_dir, torch_dtype=dtype).eval()
+    # the checkpoint's own architecture (Llama, Qwen2 with its q/k/v biases, Mistral)
+    return transformers.AutoModelForCausalLM.from_pretrained(model_dir, torch_dtype=dtype).eval()
 
 
 def hf_tok_s(model, prompts: list[list[int]], c: int, out_len: int, threads: int) -> float:

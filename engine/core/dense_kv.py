@@ -21,7 +21,8 @@ engine_vs_hf.py, 30M Llama, 2 threads): fp32 engine/HF 1.63x -> 1.70x at c16 and
 1.42x -> 1.64x at c32; bf16 unchanged within noise (1.4-1.6x).  torch.compile of this
 pure step was tried: 28% faster on fixed inputs, no gain inside generate, 40-75 s of
 start-up; not kept.  What did pay is the fused CPU kernels of engine.model.kernels (the
-attention over the block plus the own token among them): bf16 1.4-1.5x -> 1.9-2.1x.
+attention over the block plus the own token among them): bf16 1.4-1.5x -> 1.9-2.1x
+(2.35-2.61x at c32 with the later kernels, engine.model.kernels).
 
 Exactness: the positions attention reads below ``len - 1`` hold the same values as the
 gather would have produced (the same K/V rows), and the positions past it are masked

@@ -33,10 +33,16 @@ batched-matmul reference rounds scores and probabilities to bfloat16), so the ke
 the closer of the two to float32 math.
 
 Measured (``python benchmarks/engine_vs_hf.py --concurrency 16,32 --pairs 5``, unseen 30M
-Llama, 2 threads, engine/HF median of interleaved pairs; before -> with every kernel, three
-runs): bfloat16 c16 1.52x -> 2.40-2.53x, c32 1.43x -> 1.90-2.07x; float32 c16 1.70x ->
-2.12-2.28x, c32 1.64x -> 1.75-2.16x.  The attention kernel alone, bf16 [32 seqs, 8/4 heads,
-80 positions]: 62 vs 280-350 us a layer for the eager batched matmuls.
+Llama, 2 threads, engine/HF median of interleaved pairs, three runs each): eager ops
+bfloat16 c16 1.52x, c32 1.43x; float32 c16 1.70x, c32 1.64x.  With the norm, RoPE, SwiGLU,
+attention kernels and the bf16 GEMM: bf16 c16 2.40-2.53x, c32 1.90-2.07x; float32 c16
+2.12-2.28x, c32 1.75-2.16x.  Then the GEMM's even split of column blocks over threads,
+SwiGLU in the gate/up GEMM's epilogue, the attention's prefetch, the argmax and the one-call
+decoder stack (the engine alone, old vs new alternated: 12-15% less time at bf16 c32):
+bf16 c16 2.62-2.88x, c32 2.35-2.61x; float32 c16 2.18-2.22x, c32 1.97-1.98x.  An unseen
+Qwen2 (q/k/v biases, GQA 10/2, 6 layers, tied 8192 vocab), bf16: c16 2.57x, c32 1.99x.
+The attention kernel alone, bf16 [32 seqs, 8/4 heads, 80 positions]: 62 vs 280-350 us a
+layer for the eager batched matmuls.
 
 Build: ``torch.utils.cpp_extension.load`` compiles ``cpu_ops.cpp`` with ``-O3
 -march=native`` once per machine (12-17 s on 2 cores; kept in :func:`build_directory`,
