@@ -262,7 +262,7 @@ class FusedCpuOps(TorchOps):
     def gate_up_silu(cls, gate_up, x):
         if gate_up.small_batch(x):  # SwiGLU in the GEMM's epilogue, the same bits
             return torch.ops.knob_engine.linear_bf16_silu(x, gate_up.vnni, gate_up.vnni_bias)
-        return cls.silu_mul(gate_up(x))
+        return super().gate_up_silu(gate_up, x)
 
     @staticmethod
     def dense_decode_attention(q, k, v, kd, vd, lens, bias, scale, splits=1):

@@ -81,6 +81,17 @@ inline void prefetch_row(const T* row) {
     _mm_prefetch(reinterpret_cast<const char*>(row) + l * 64, _MM_HINT_T0);
 }
 
+// Row j of "block rows 0..n-1, then the own token's row" as NV float32 vectors, row r of
+// the next item's block prefetched while it lasts (its first nn rows).
+template <typename T, int NV>
+inline void load_row(const T* block, const T* own, int64_t n, int64_t j, const T* next,
+                     int64_t r, int64_t nn, __m512* out) {
+  constexpr int64_t D = NV * 16;
+  if (r < nn) prefetch_row<T, D>(next + r * D);
+  const T* row = j < n ? block + j * D : own;
+  for (int i = 0; i < NV; ++i) out[i] = load16(row + i * 16);
+}
+
 template <typename T, int NV, int GB>
 inline void attend_group(const T* q, int64_t q_stride, const T* kb, const T* vb,
                          const T* kown, const T* vown, int64_t n, int64_t j0, int64_t j1,
@@ -101,10 +112,8 @@ inline void attend_group(const T* q, int64_t q_stride, const T* kb, const T* vb,
     for (int i = 0; i < NV; ++i) qv[g][i] = _mm512_mul_ps(load16(q + g * q_stride + i * 16), sc);
   // Scores, float32 (the own token is position n).
   for (int64_t j = j0; j < j1; ++j) {
-    if (j - j0 < nn) prefetch_row<T, D>(nk + (j - j0) * D);
-    const T* kr = j < n ? kb + j * D : kown;
     __m512 kv[NV];
-    for (int i = 0; i < NV; ++i) kv[i] = load16(kr + i * 16);
+    load_row<T, NV>(kb, kown, n, j, nk, j - j0, nn, kv);
     for (int g = 0; g < GB; ++g) {
       __m512 a = _mm512_mul_ps(qv[g][0], kv[0]);
       for (int i = 1; i < NV; ++i) a = _mm512_fmadd_ps(qv[g][i], kv[i], a);
@@ -132,10 +141,8 @@ inline void attend_group(const T* q, int64_t q_stride, const T* kb, const T* vb,
   for (int g = 0; g < GB; ++g)
     for (int i = 0; i < NV; ++i) acc[g][i] = _mm512_setzero_ps();
   for (int64_t j = j0; j < j1; ++j) {
-    if (j - j0 < nn) prefetch_row<T, D>(nv + (j - j0) * D);
-    const T* vr = j < n ? vb + j * D : vown;
     __m512 vv[NV];
-    for (int i = 0; i < NV; ++i) vv[i] = load16(vr + i * 16);
+    load_row<T, NV>(vb, vown, n, j, nv, j - j0, nn, vv);
     for (int g = 0; g < GB; ++g) {
       const __m512 p = _mm512_set1_ps(s[g * sl + j - j0]);
       for (int i = 0; i < NV; ++i) acc[g][i] = _mm512_fmadd_ps(p, vv[i], acc[g][i]);
