@@ -359,6 +359,24 @@ def test_fused_decode_gives_transformers_greedy_tokens_in_float32(tmp_path, knob
 
 
 @needs_kernels
+def test_blocks_read_by_length_are_gathered_once_per_64_steps_not_16(tmp_path, knobs):
+    """The fused kernel reads each sequence's length, so its blocks keep 64 positions of
+    headroom (engine.core.dense_kv.HEADROOM_BY_LENGTH); eager attention runs over the whole
+    masked block and keeps 16."""
+    from engine.core.dense_kv import HEADROOM
+    from engine.core.dense_kv import HEADROOM_BY_LENGTH
+
+    _write_llama(tmp_path)
+    appended = {}
+    for mode in ("on", "off"):
+        eng = LLMEngine(knobs.replace(dtype="float32", cpu_kernels=mode), model_dir=str(tmp_path))
+        eng.generate(PROMPTS, SamplingParams(41, ignore_eos=True))  # 40 decode steps
+        assert eng.runner.dense.headroom == {"on": HEADROOM_BY_LENGTH, "off": HEADROOM}[mode]
+        appended[mode] = eng.runner.dense.appended
+    assert appended == {"on": 39, "off": 37}  # gathers: 1 vs 3 (every 17 steps)
+
+
+@needs_kernels
 def test_split_k_in_the_kernel_gives_the_unsplit_tokens(tmp_path, knobs):
     """ENGINE_DECODE_TARGET_CTAS large enough to split every step (long prompt, few
     sequences): the kernel's split-K over the dense blocks gives the unsplit tokens in fp32."""
