@@ -22,15 +22,6 @@ def restart_option(f):
              "ledger.yaml) and wait for its health check; roll back if it fails.")(f)
 
 
-def run_live(ctx, restart: bool, dry_run: bool, mutate):
-    """Run a mutation through :func:`ledger.commands.live.run_mutation`."""
-    from ledger.cli.common import State
-    from ledger.commands.live import run_mutation
-
-    s = ctx.find_object(State).session(ctx)
-    return s, run_mutation(s, lambda dry: mutate(s, dry), restart=restart, dry_run=dry_run)
-
-
 def print_live(ctx, outcome) -> None:
     """What happened to the running services; exit 1 when a health check failed."""
     for p in outcome.planned:

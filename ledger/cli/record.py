@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from ledger.cli.common import State
 from ledger.cli.common import dry_run_option
 from ledger.cli.common import emit_json
 from ledger.cli.common import json_option
@@ -11,7 +12,6 @@ from ledger.cli.common import print_files
 from ledger.cli.common import wants_json
 from ledger.cli.live import print_live
 from ledger.cli.live import restart_option
-from ledger.cli.live import run_live
 from ledger.cli.output import safe
 from ledger.cli.output import show_value
 from ledger.errors import UsageError
@@ -91,23 +91,12 @@ def record_knob(ctx, target_name, assignment, cls, title, why, at_line, all_plac
     if knob.startswith("-"):
         raise UsageError(f"{knob} is a launch flag: use `ledger record flag {target_name} "
                          f"{assignment}`")
-    r, live = _with_restart(ctx, restart, dry_run, lambda s, dry: do_record(
-        s, target=target_name, knob=knob, value=value, cls=cls, title=title, why=why,
-        adopt=adopt, before=before, before_given=before is not None or before_unset,
-        no_validate=no_validate, force=force, dry_run=dry, at=selection(at_line, all_places)))
-    _report(ctx, r, adopt, json_out, dry_run, live)
-
-
-def _with_restart(ctx, restart: bool, dry_run: bool, call):
-    """Run a record through ``--restart`` handling; (what it recorded, the live outcome)."""
-    done = {}
-
-    def mutate(s, dry):
-        done["r"] = call(s, dry)
-        return done["r"].applied
-
-    _, live = run_live(ctx, restart, dry_run, mutate)
-    return done["r"], live
+    at = selection(at_line, all_places)
+    r = do_record(ctx.find_object(State).session(ctx), target=target_name, knob=knob,
+                  value=value, cls=cls, title=title, why=why, adopt=adopt, before=before,
+                  before_given=before is not None or before_unset, no_validate=no_validate,
+                  force=force, dry_run=dry_run, at=at, restart=restart)
+    _report(ctx, r, adopt, json_out, dry_run, r.live)
 
 
 def _report(ctx, r, adopt: bool, json_out: bool, dry_run: bool, live) -> None:
@@ -168,10 +157,11 @@ def record_flag(ctx, target_name, flag_words, cls, title, why, at_line, all_plac
     from ledger.commands.record import record_knob as do_record
 
     flag, value = parse_flag_words(flag_words, unset)
-    r, live = _with_restart(ctx, restart, dry_run, lambda s, dry: do_record(
-        s, target=target_name, knob=flag, value=value, cls=cls, title=title, why=why,
-        no_validate=no_validate, force=force, dry_run=dry, at=selection(at_line, all_places)))
-    _report(ctx, r, False, json_out, dry_run, live)
+    at = selection(at_line, all_places)
+    r = do_record(ctx.find_object(State).session(ctx), target=target_name, knob=flag,
+                  value=value, cls=cls, title=title, why=why, no_validate=no_validate,
+                  force=force, dry_run=dry_run, at=at, restart=restart)
+    _report(ctx, r, False, json_out, dry_run, r.live)
 
 
 def parse_flag_words(words: tuple[str, ...], unset: bool) -> tuple[str, str | None]:
@@ -212,8 +202,9 @@ def record_patch(ctx, patch_file, rev, cls, title, why, restart, json_out, dry_r
 
     if bool(patch_file) == bool(rev):
         raise UsageError("give a patch FILE or --commit REV (one of them)")
-    r, live = _with_restart(ctx, restart, dry_run, lambda s, dry: do_record(
-        s, patch_file=patch_file, rev=rev, cls=cls, title=title, why=why, dry_run=dry))
+    r = do_record(ctx.find_object(State).session(ctx), patch_file=patch_file, rev=rev,
+                  cls=cls, title=title, why=why, dry_run=dry_run, restart=restart)
+    live = r.live
     if wants_json(ctx, json_out):
         emit_json({**_recorded_json(r.entry, r.applied, dry_run, []), **live.to_dict()})
         if live.failed:

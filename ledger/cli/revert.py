@@ -12,7 +12,6 @@ from ledger.cli.common import print_files
 from ledger.cli.common import wants_json
 from ledger.cli.live import print_live
 from ledger.cli.live import restart_option
-from ledger.cli.live import run_live
 from ledger.cli.output import safe
 from ledger.core.display import change_text
 
@@ -79,9 +78,10 @@ def revert(ctx, refs, perf_only, cls, why, force, restart, json_out, dry_run) ->
     """Revert entries: by ID, or --perf-only, or --class CLASS."""
     from ledger.commands import revert as ops
 
-    _, live = run_live(ctx, restart, dry_run, lambda s, dry: ops.revert(
-        s, refs=refs, perf_only=perf_only, cls=cls, why=why, force=force, dry_run=dry))
-    _print_applied(live.applied, "reverted", ctx, json_out, "revert", live)
+    s = ctx.find_object(State).session(ctx)
+    applied = ops.revert(s, refs=refs, perf_only=perf_only, cls=cls, why=why, force=force,
+                         dry_run=dry_run, restart=restart)
+    _print_applied(applied, "reverted", ctx, json_out, "revert", applied.live)
 
 
 @click.command()
@@ -102,14 +102,15 @@ def restore(ctx, refs, perf_only, include_suspects, force, require_evidence, why
     """Re-apply reverted entries, showing the evidence for each."""
     from ledger.commands import revert as ops
 
-    _, live = run_live(ctx, restart, dry_run, lambda s, dry: ops.restore(
-        s, refs=refs, perf_only=perf_only, include_suspects=include_suspects, force=force,
-        require_evidence=require_evidence, why=why, dry_run=dry))
+    s = ctx.find_object(State).session(ctx)
+    applied = ops.restore(s, refs=refs, perf_only=perf_only, include_suspects=include_suspects,
+                          force=force, require_evidence=require_evidence, why=why,
+                          dry_run=dry_run, restart=restart)
     if not wants_json(ctx, json_out):
-        _print_restore(live.applied)
-        print_live(ctx, live)
+        _print_restore(applied)
+        print_live(ctx, applied.live)
         return
-    _print_applied(live.applied, "restored", ctx, json_out, "restore", live)
+    _print_applied(applied, "restored", ctx, json_out, "restore", applied.live)
 
 
 def _print_restore(applied) -> None:
@@ -138,9 +139,9 @@ def suspect(ctx, ref, why, force, restart, json_out, dry_run) -> None:
     """Revert an entry and mark it suspected of causing an incident."""
     from ledger.commands import revert as ops
 
-    _, live = run_live(ctx, restart, dry_run,
-                       lambda s, dry: ops.suspect(s, ref, why, force=force, dry_run=dry))
-    _print_applied(live.applied, "suspected", ctx, json_out, "suspect", live)
+    s = ctx.find_object(State).session(ctx)
+    applied = ops.suspect(s, ref, why, force=force, dry_run=dry_run, restart=restart)
+    _print_applied(applied, "suspected", ctx, json_out, "suspect", applied.live)
 
 
 @click.command()

@@ -1,6 +1,8 @@
 """``--restart`` on mutating commands, what they tell without it, and ``status --live``.
 
-:func:`run_mutation` wraps one mutating library call (record, revert, restore, suspect):
+:func:`restartable` gives a library mutation (record, revert, restore, suspect) its
+``restart`` keyword, so the CLI makes one call and formats the result's ``live``
+outcome.  What it runs, :func:`run_mutation`, adds:
 
 * ``--dry-run --restart``: the plan, plus the restarts it would run and the health checks
   it would wait for (refusing now if a touched target has no restart or health);
@@ -17,12 +19,13 @@ patch entries touches every target with a restart hook (the engine code is their
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from dataclasses import field
 from typing import Callable
 from typing import Sequence
 
-from ledger.commands.record import knob_registry
+from ledger.commands.catalog import knob_registry
 from ledger.commands.session import Session
 from ledger.live.restart import RestartResult
 from ledger.live.restart import check_restartable
@@ -118,6 +121,29 @@ def run_mutation(s: Session, mutate: Callable[[bool], Applied], *, restart: bool
             return _mutate_and_restart(s, mutate)
         finally:
             s.locked = False
+
+
+def restartable(mutation):
+    """Give ``mutation(s, ..., dry_run=...)`` a ``restart`` keyword, run through
+    :func:`run_mutation`; its result (an ``Applied``, or a record with ``.applied``) comes
+    back with ``.live`` set to the :class:`LiveOutcome`.
+
+    With ``restart`` and no dry run the mutation runs twice: dry first (to refuse a
+    target without a restart or health check before any change), then for real."""
+
+    @functools.wraps(mutation)
+    def run(s: Session, *args, restart: bool = False, dry_run: bool = False, **kwargs):
+        results = []
+
+        def mutate(dry: bool) -> Applied:
+            results.append(mutation(s, *args, dry_run=dry, **kwargs))
+            return getattr(results[-1], "applied", results[-1])
+
+        live = run_mutation(s, mutate, restart=restart, dry_run=dry_run)
+        results[-1].live = live
+        return results[-1]
+
+    return run
 
 
 def _differing(s: Session, names: Sequence[str]) -> list[TargetLive]:

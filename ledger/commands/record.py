@@ -11,6 +11,9 @@ from envknobs.flags import is_flag_name
 from envknobs.registry import KnobError
 from envknobs.registry import check_knob_name
 from envknobs.registry import check_knob_value
+from ledger.commands.catalog import knob_registry
+from ledger.commands.live import LiveOutcome
+from ledger.commands.live import restartable
 from ledger.commands.session import Session
 from ledger.commands.session import writing
 from ledger.core import planner
@@ -39,17 +42,6 @@ from ledger.store.targets import edit_target
 from ledger.store.targets import read_target
 from ledger.store.targets import source_in
 from ledger.store.workspace import new_entry_id
-
-
-def knob_registry():
-    """The bundled catalogs plus the bundled engine's own knobs (its declarations win)."""
-    from envknobs.catalog import default_registry
-
-    try:
-        from engine.knobs import REGISTRY
-    except ImportError:  # installed without the engine
-        REGISTRY = None
-    return default_registry(REGISTRY)
 
 
 def validate_knob(
@@ -151,8 +143,10 @@ class Recorded:
     entry: Entry
     applied: Applied
     warnings: list[str]
+    live: LiveOutcome | None = None  # the running services (set by `restartable`)
 
 
+@restartable
 def record_knob(
     s: Session,
     *,
@@ -379,8 +373,10 @@ def _before_now(tf, layer, knob: str, force: bool) -> str | None:
 class RecordedPatch:
     entry: Entry
     applied: Applied
+    live: LiveOutcome | None = None  # the running services (set by `restartable`)
 
 
+@restartable
 def record_patch(
     s, *, patch_file: str | None, rev: str | None, cls: str, title: str, why: str = "",
     dry_run: bool = False,

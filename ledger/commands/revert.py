@@ -1,12 +1,14 @@
 """`ledger revert`, `restore`, `suspect` and `clear`: take entries off the table and back.
 
 Each one plans with :mod:`ledger.core.planner` (pure) and applies the plan through
-:func:`ledger.store.apply.apply_plan` (one transaction, one workspace commit)."""
+:func:`ledger.store.apply.apply_plan` (one transaction, one workspace commit).  All but
+``clear`` take ``restart`` (see :func:`ledger.commands.live.restartable`)."""
 
 from __future__ import annotations
 
 from typing import Sequence
 
+from ledger.commands.live import restartable
 from ledger.commands.session import Session
 from ledger.commands.session import writing
 from ledger.core import planner
@@ -22,6 +24,7 @@ def _resolve_all(s: Session, refs: Sequence[str]) -> list[Entry]:
     return [s.ws.resolve(r) for r in refs]
 
 
+@restartable
 def revert(
     s: Session,
     *,
@@ -41,6 +44,7 @@ def revert(
         return _apply(s, plan, why, force, dry_run)
 
 
+@restartable
 def restore(
     s: Session,
     *,
@@ -73,6 +77,7 @@ def restore(
         return applied
 
 
+@restartable
 def suspect(s: Session, ref: str, why: str, force: bool = False, dry_run: bool = False) -> Applied:
     """Revert an entry and mark it suspected, with the hypothesis written down."""
     if not why.strip():

@@ -47,6 +47,9 @@ class Applied:
     notices: list[str] = field(default_factory=list)
     # entry id -> evidence headline, for the entries a restore brought back or held back
     evidence: dict[str, str] = field(default_factory=dict)
+    # what the command did to the running services: a ledger.commands.live.LiveOutcome,
+    # set by the commands that take ``restart`` (None for the others)
+    live: object = None
 
 
 def unified(path: str, old: bytes, new: bytes) -> str:
