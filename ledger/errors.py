@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from ledger.values import value_text
+
 
 class LedgerError(Exception):
     """Base of every error the ledger reports to the operator."""
@@ -130,8 +132,6 @@ class Drift:
                 "found": self.found}
 
     def describe(self) -> str:
-        from ledger.core.display import value_text
-
         return (f"{self.path}: {self.knob} expected {value_text(self.expected, quote=True)}, "
                 f"found {value_text(self.found, quote=True)}")
 

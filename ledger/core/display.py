@@ -8,18 +8,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # annotations only: ledger.errors uses value_text, and model uses errors
+from ledger.values import UNSET  # noqa: F401  (re-exported: the CLI and docs say "unset")
+from ledger.values import value_text
+
+if TYPE_CHECKING:  # annotations only
     from ledger.core.model import Action
     from ledger.core.model import Entry
-
-UNSET = "unset"
-
-
-def value_text(value: str | None, *, quote: bool = False) -> str:
-    """A knob value for a message: ``unset`` for None, else the value (``repr`` if ``quote``)."""
-    if value is None:
-        return UNSET
-    return repr(value) if quote else value
 
 
 def status_word(e: Entry) -> str:
