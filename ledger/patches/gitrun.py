@@ -1,141 +1,29 @@
-"""A small, hardened runner for ``git`` subprocesses on the engine repo.
+"""git on the engine repo: the patch stack's operations (trees, diffs, worktrees, resets).
 
-Why subprocesses and not GitPython's porcelain: every call here needs the same four
-guarantees, and they are easiest to state once, in one place:
-
-* **No hooks, no helper programs.** Every command runs with ``core.hooksPath=/dev/null``
-  (so ``pre-commit``, ``post-commit``, ``reference-transaction``, ``post-checkout`` … of
-  the engine repo never run on the ledger's behalf), ``core.fsmonitor=false`` (an
-  fsmonitor is a configured program too), and diffs with ``--no-ext-diff
-  --no-textconv``.
-* **User values are data.** Revisions are checked and passed after ``--end-of-options``;
-  paths after ``--``; patch text and commit messages travel on stdin, never in argv.
-* **A known environment.** Inherited ``GIT_*`` variables (``GIT_DIR``, ``GIT_INDEX_FILE``,
-  ``GIT_WORK_TREE`` set by an outer git hook, say) are dropped so they cannot redirect
-  the ledger to another repository; identity is ``knob ledger`` via ``GIT_AUTHOR_*`` /
-  ``GIT_COMMITTER_*`` so a machine without git config works; ``LC_ALL=C`` keeps
-  messages parseable.
-* **Failures become** :class:`ledger.errors.GitError` with the command and git's stderr.
+It runs through the ledger's one hardened runner, :class:`ledger.gitrun.GitRunner` (no
+hooks, no fsmonitor, no gc, no inherited ``GIT_*``, ``LC_ALL=C``, the ledger's own
+identity on every commit); this module adds what the patch stack asks of the engine repo.
 """
 
 from __future__ import annotations
 
 import os
-import re
-import subprocess
 import tempfile
 from collections.abc import Iterator
-from collections.abc import Mapping
 from collections.abc import Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from ledger.errors import GitError
-
-IDENTITY = {
-    "GIT_AUTHOR_NAME": "knob ledger",
-    "GIT_AUTHOR_EMAIL": "knob-ledger@localhost",
-    "GIT_COMMITTER_NAME": "knob ledger",
-    "GIT_COMMITTER_EMAIL": "knob-ledger@localhost",
-}
-
-# Options that make git refuse to run anything the repository's config names.
-SAFE_CONFIG = (
-    "-c",
-    "core.hooksPath=/dev/null",
-    "-c",
-    "core.fsmonitor=false",
-    "-c",
-    "core.quotePath=false",
-    "-c",
-    "advice.detachedHead=false",
-)
-
-SHA_RE = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?\Z")
+from ledger.gitrun import PATCH_DIFF_OPTIONS
+from ledger.gitrun import GitRunner
+from ledger.gitrun import check_sha
 
 
-# A diff git itself can apply again, whatever the repo configures: no external diff
-# drivers or textconv filters, binary hunks, full blob ids.
-PATCH_DIFF_OPTIONS = ("--no-color", "--no-ext-diff", "--no-textconv", "--binary", "--full-index")
-
-
-def check_sha(value: str, what: str = "commit") -> str:
-    """Return ``value`` if it is a full hex object id, else raise GitError.
-
-    Used for ids that the ledger itself stored (a HEAD recorded before a transaction):
-    anything else is corruption or tampering and must not reach git's argv.
-    """
-    if not isinstance(value, str) or not SHA_RE.match(value):
-        raise GitError(f"invalid {what} id {value!r}: expected a full hexadecimal object id")
-    return value
-
-
-def clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The environment every git call runs with (see the module docstring)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    env.update(IDENTITY)
-    env.update(LC_ALL="C", LANG="C", GIT_TERMINAL_PROMPT="0")
-    if extra:
-        env.update(extra)
-    return env
-
-
-class Git:
-    """Run git in one work tree.  ``path`` must already be the top of a work tree."""
+class Git(GitRunner):
+    """Run git in the engine repo's work tree (``path`` must be its top)."""
 
     def __init__(self, path: Path) -> None:
-        self.path = path
-
-    def run(
-        self,
-        *args: str,
-        input: bytes | str | None = None,
-        env: Mapping[str, str] | None = None,
-        check: bool = True,
-    ) -> subprocess.CompletedProcess[bytes]:
-        """Run ``git <args>`` and return the completed process (stdout/stderr as bytes).
-
-        ``check=False`` hands back non-zero exits for callers that use the exit status
-        as an answer (``apply --check``, ``merge-base --is-ancestor``).
-        """
-        # surrogateescape: patch text read from a non-UTF-8 file round-trips byte for byte.
-        data = input.encode("utf-8", "surrogateescape") if isinstance(input, str) else input
-        cmd = ["git", *SAFE_CONFIG, "-C", str(self.path), *args]
-        try:
-            proc = subprocess.run(
-                cmd, input=data, capture_output=True, env=clean_env(env), check=False
-            )
-        except OSError as e:  # git missing or not executable
-            raise GitError(f"cannot run git: {e}") from e
-        if check and proc.returncode != 0:
-            raise GitError(
-                f"git {' '.join(args[:3])} failed in {self.path}: "
-                f"{proc.stderr.decode('utf-8', 'replace').strip() or f'exit {proc.returncode}'}"
-            )
-        return proc
-
-    def out(
-        self, *args: str, input: str | None = None, env: Mapping[str, str] | None = None
-    ) -> str:
-        """stdout of ``git <args>`` as text, trailing newline stripped."""
-        proc = self.run(*args, input=input, env=env)
-        return proc.stdout.decode("utf-8", "surrogateescape").rstrip("\n")
-
-    def resolve_commit(self, rev: str) -> str | None:
-        """The commit id ``rev`` names, or None.  ``rev`` is treated as data."""
-        proc = self.run(
-            "rev-parse",
-            "--verify",
-            "--quiet",
-            "--end-of-options",
-            f"{rev}^{{commit}}",
-            check=False,
-        )
-        return proc.stdout.decode().strip() if proc.returncode == 0 else None
-
-    def head(self) -> str | None:
-        """HEAD's commit id, or None on an unborn branch."""
-        return self.resolve_commit("HEAD")
+        super().__init__(path)
 
     def commit_tree(self, tree: str, parents: Sequence[str], message: str) -> str:
         """Write a commit object (no hooks exist for commit-tree) and return its id."""
@@ -301,4 +189,4 @@ def temp_index(git: Git, tree: str) -> Iterator[TempIndex]:
         yield idx
 
 
-__all__ = ["IDENTITY", "Git", "TempIndex", "check_sha", "clean_env", "temp_index"]
+__all__ = ["PATCH_DIFF_OPTIONS", "Git", "TempIndex", "check_sha", "temp_index"]

@@ -1,7 +1,7 @@
 """The workspace repository's remotes: fetch, push, and reading the other side's files.
 
-Real git, run as a list of arguments (never a shell), hardened like the rest of the
-ledger's git calls (no hooks, no automatic gc).  What the operator types — a remote's
+Real git, run as a list of arguments (never a shell), through the ledger's one hardened
+runner (:mod:`ledger.gitrun`).  What the operator types — a remote's
 name — is checked against ``git remote`` before it is passed, and always after ``--``
 where git takes one; branch names come from the repository itself and are checked with
 ``git check-ref-format``.  File contents are read as bytes (``git cat-file``), so a blob
@@ -14,10 +14,8 @@ committed ``.gitattributes``.
 
 from __future__ import annotations
 
-import os
 import re
 import shlex
-import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass
@@ -26,7 +24,9 @@ from pathlib import Path
 from ledger.errors import GitError
 from ledger.errors import Refused
 from ledger.errors import UsageError
-from ledger.store.wsgit import SAFE_OPTIONS
+from ledger.gitrun import GitResult
+from ledger.gitrun import check_rev
+from ledger.store.wsgit import runner
 
 ATTRIBUTES = ".gitattributes"
 ATTRIBUTE_LINES = ("entries.jsonl merge=ledger",)
@@ -35,15 +35,9 @@ _REMOTE_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/-]{0,99}\Z")
 
 
 def git(root: Path, *args: str, check: bool = True, input: bytes | None = None,
-        env: dict | None = None) -> subprocess.CompletedProcess:
+        env: dict | None = None) -> GitResult:
     """``git ARGS`` in ``root``; bytes out.  GitError with git's message when ``check``."""
-    proc = subprocess.run(["git", *SAFE_OPTIONS, *args], cwd=root, input=input,
-                          capture_output=True, env={**os.environ, **(env or {}),
-                                                    "GIT_TERMINAL_PROMPT": "0"})
-    if check and proc.returncode != 0:
-        detail = proc.stderr.decode("utf-8", "replace").strip()
-        raise GitError(f"git {args[0]} failed in {root}: {detail}")
-    return proc
+    return runner(root).run(*args, check=check, input=input, env=env)
 
 
 def out(root: Path, *args: str) -> str:
@@ -111,28 +105,30 @@ def rev(root: Path, ref: str) -> str | None:
 
 
 def parents(root: Path, commit: str) -> list[str]:
-    return out(root, "rev-list", "--parents", "-n", "1", commit, "--").split()[1:]
+    return out(root, "rev-list", "--parents", "-n", "1", check_rev(commit), "--").split()[1:]
 
 
 def merge_base(root: Path, a: str, b: str) -> str | None:
-    proc = git(root, "merge-base", a, b, check=False)
+    proc = git(root, "merge-base", check_rev(a), check_rev(b), check=False)
     return proc.stdout.decode().strip() or None if proc.returncode == 0 else None
 
 
 def is_ancestor(root: Path, a: str, b: str) -> bool:
-    return git(root, "merge-base", "--is-ancestor", a, b, check=False).returncode == 0
+    return git(root, "merge-base", "--is-ancestor", check_rev(a), check_rev(b),
+               check=False).returncode == 0
 
 
 def changed(root: Path, a: str, b: str) -> dict[str, str]:
     """path -> status letter (A, M, D, T) of every file that differs from ``a`` to ``b``."""
-    raw = git(root, "diff", "--name-status", "--no-renames", "-z", a, b, "--").stdout
+    raw = git(root, "diff", "--name-status", "--no-renames", "-z", check_rev(a), check_rev(b),
+              "--").stdout
     parts = raw.decode("utf-8", "surrogateescape").split("\0")
     return {parts[i + 1]: parts[i][:1] for i in range(0, len(parts) - 1, 2)}
 
 
 def blob(root: Path, commit: str, path: str) -> bytes | None:
     """The bytes of ``path`` at ``commit`` (None when the file is not there)."""
-    proc = git(root, "cat-file", "blob", f"{commit}:{path}", check=False)
+    proc = git(root, "cat-file", "blob", f"{check_rev(commit)}:{path}", check=False)
     return proc.stdout if proc.returncode == 0 else None
 
 
@@ -150,7 +146,7 @@ def merge_text(root: Path, ours: bytes, base: bytes, theirs: bytes) -> bytes | N
 
 def commits_between(root: Path, base: str | None, tip: str) -> list[tuple[str, str, str, str]]:
     """(sha, author, date, message) of the commits in ``base..tip``."""
-    span = f"{base}..{tip}" if base else tip
+    span = f"{check_rev(base)}..{check_rev(tip)}" if base else check_rev(tip)
     raw = git(root, "log", "--format=%H%x1f%an <%ae>%x1f%aI%x1f%B%x1e", span, "--").stdout
     rows = []
     for rec in raw.decode("utf-8", "replace").split("\x1e"):

@@ -1,84 +1,52 @@
-"""The workspace's own git repository, driven through GitPython.
+"""The workspace's own git repository.
 
-One successful command is one commit.  Hooks never run on the ledger's behalf
-(``core.hooksPath=/dev/null``), and when the machine has no git identity configured the
-ledger commits as "knob ledger" rather than failing half-way through a command.
-Paths are always passed after ``--``.  Automatic maintenance is off (``gc.auto=0``,
-``maintenance.auto=false``): a ``git commit`` would otherwise start a ``gc`` of its own
-after the commit, whose locks a kill could leave behind where recovery does not look.
+One successful command is one commit.  git runs through the ledger's one hardened
+runner (:mod:`ledger.gitrun`: no hooks, no fsmonitor, no automatic gc, no inherited
+``GIT_*`` that could point elsewhere, ``LC_ALL=C``); commits carry the operator's git
+identity, or "knob ledger" where the machine has none, rather than failing half-way
+through a command.  Paths are always passed after ``--``; revisions a person typed are
+checked and passed after ``--end-of-options``; messages travel on stdin.
 """
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 from typing import Iterable
 from typing import Sequence
 
 from ledger.errors import GitError
+from ledger.gitrun import GitRunner
+from ledger.gitrun import check_rev
+from ledger.gitrun import check_sha
+from ledger.gitrun import init_repo
 
-IDENTITY = {
-    "GIT_AUTHOR_NAME": "knob ledger",
-    "GIT_AUTHOR_EMAIL": "ledger@localhost",
-    "GIT_COMMITTER_NAME": "knob ledger",
-    "GIT_COMMITTER_EMAIL": "ledger@localhost",
-}
 # git's argument list limit is the OS's; add paths in chunks well below it.
 _CHUNK = 500
 
 
-def _git(root: Path):
-    import git
-
-    try:
-        repo = git.Repo(root)
-    except (git.InvalidGitRepositoryError, git.NoSuchPathError) as e:
-        raise GitError(f"{root} is not a git repository: {e}") from e
-    repo.git.set_persistent_git_options(c="core.hooksPath=/dev/null")
-    return repo
+def runner(root: Path) -> GitRunner:
+    """The hardened runner for the workspace at ``root`` (refused if it is no repository)."""
+    if not (Path(root) / ".git").exists():
+        raise GitError(f"{root} is not a git repository")
+    return GitRunner(root, operator=True)
 
 
-SAFE_OPTIONS = ("-c", "core.hooksPath=/dev/null", "-c", "gc.auto=0",
-                "-c", "maintenance.auto=false")
-
-
-def _env(repo) -> dict[str, str]:
-    """Fallback identity only for the parts git has no configuration for."""
-    env = {}
-    reader = repo.config_reader()
-    if not reader.has_option("user", "name") and "GIT_AUTHOR_NAME" not in os.environ:
-        env.update({k: v for k, v in IDENTITY.items() if k.endswith("_NAME")})
-    if not reader.has_option("user", "email") and "GIT_AUTHOR_EMAIL" not in os.environ:
-        env.update({k: v for k, v in IDENTITY.items() if k.endswith("_EMAIL")})
-    return env
-
-
-def _run(repo, *args: str, **kwargs) -> str:
-    import git
-
-    try:
-        return repo.git.execute(["git", *SAFE_OPTIONS, *args], **kwargs)
-    except git.GitCommandError as e:
-        detail = (e.stderr or e.stdout or "").strip()
-        raise GitError(f"git {args[0]} failed in {repo.working_dir}: {detail}") from e
+def _run(repo: GitRunner, *args: str, input: str | None = None, env=None) -> str:
+    """stdout of ``git ARGS`` (one trailing newline stripped, as GitPython does)."""
+    text = repo.run(*args, input=input, env=env).stdout.decode("utf-8", "surrogateescape")
+    return text[:-1] if text.endswith("\n") else text
 
 
 def init(root: Path) -> None:
-    import git
-
     try:
-        git.Repo.init(root, initial_branch="main")
-    except git.GitCommandError as e:
-        raise GitError(f"cannot create a git repository in {root}: {e.stderr}") from e
+        init_repo(root)
+    except GitError as e:
+        raise GitError(f"cannot create a git repository in {root}: {e}") from e
 
 
 def head(root: Path) -> str | None:
-    repo = _git(root)
-    try:
-        return repo.head.commit.hexsha
-    except ValueError:
-        return None  # no commits yet
+    """HEAD's commit, or None before the first commit."""
+    return runner(root).head()
 
 
 def commit(root: Path, paths: Iterable[str], message: str,
@@ -88,29 +56,22 @@ def commit(root: Path, paths: Iterable[str], message: str,
     ``merge_parent``: make a merge commit of HEAD and that commit (``ledger pull``); the
     branch moves in one ``update-ref``, so a kill leaves it either before or at the merge.
     """
-    repo = _git(root)
+    repo = runner(root)
     paths = sorted(set(paths))
     for i in range(0, len(paths), _CHUNK):
         _run(repo, "add", "--all", "--", *paths[i : i + _CHUNK])
-    env = {**os.environ, **_env(repo)}
+    env = repo.commit_env()
     if merge_parent is not None:
-        old = repo.head.commit.hexsha
+        old = check_sha(repo.head() or "", "HEAD")
         tree = _run(repo, "write-tree")
-        sha = _run(repo, "commit-tree", tree, "-p", old, "-p", merge_parent, "-F", "-",
-                   istream=_pipe(message), env=env).strip()
-        _run(repo, "update-ref", "-m", "ledger pull: merge", "HEAD", sha, old)
+        sha = _run(repo, "commit-tree", "-p", old, "-p", check_sha(merge_parent), "-F", "-",
+                   "--end-of-options", check_sha(tree, "tree"), input=message, env=env).strip()
+        _run(repo, "update-ref", "-m", "ledger pull: merge", "--end-of-options", "HEAD",
+             check_sha(sha), old)
         return sha
     _run(repo, "commit", "--quiet", "--allow-empty", "--no-verify", "-F", "-",
-         istream=_pipe(message), env=env)
-    return repo.head.commit.hexsha
-
-
-def _pipe(text: str):
-    """A file object holding ``text``, for git's stdin (messages are data, never argv)."""
-    f = tempfile.TemporaryFile()
-    f.write(text.encode("utf-8"))
-    f.seek(0)
-    return f
+         input=message, env=env)
+    return repo.head() or ""
 
 
 def restore_paths(
@@ -120,7 +81,8 @@ def restore_paths(
     ``created`` (files that did not exist in ``rev``) out of the index."""
     if rev is None or not (paths or created):
         return
-    repo = _git(root)
+    repo = runner(root)
+    rev = check_rev(rev)
     every = list(paths) + list(created)
     for i in range(0, len(every), _CHUNK):
         _run(repo, "reset", "--quiet", rev, "--", *every[i : i + _CHUNK])
@@ -130,22 +92,22 @@ def restore_paths(
 
 def dirty(root: Path) -> list[str]:
     """``git status --porcelain`` lines of the workspace (changed or untracked paths)."""
-    out = _run(_git(root), "--no-optional-locks", "status", "--porcelain=v1",
+    out = _run(runner(root), "--no-optional-locks", "status", "--porcelain=v1",
                "--untracked-files=all")
     return [line for line in out.splitlines() if line.strip()]
 
 
 def message_of(root: Path, rev: str) -> str:
-    return _run(_git(root), "log", "-1", "--format=%B", rev, "--")
+    return _run(runner(root), "log", "-1", "--format=%B", check_rev(rev), "--")
 
 
 def log(root: Path, limit: int | None = None, revs: Sequence[str] = ()) -> list[dict]:
     """Commits, newest first: sha, time, subject, body."""
-    repo = _git(root)
+    repo = runner(root)
     args = ["log", "--format=%H%x1f%aI%x1f%s%x1f%b%x1e"]
     if limit:
-        args.append(f"--max-count={limit}")
-    args += [*revs, "--"]
+        args.append(f"--max-count={int(limit)}")
+    args += [*(check_rev(r) for r in revs), "--"]
     out = _run(repo, *args)
     commits = []
     for record in out.split("\x1e"):
@@ -159,37 +121,29 @@ def log(root: Path, limit: int | None = None, revs: Sequence[str] = ()) -> list[
 
 def verify_rev(root: Path, rev: str) -> str:
     """Resolve a user-given revision of the workspace; never taken as an option."""
-    if rev.startswith("-"):
-        raise GitError(f"{rev!r} is not a revision")
-    return _run(_git(root), "rev-parse", "--verify", "--end-of-options", f"{rev}^{{commit}}")
+    return _run(runner(root), "rev-parse", "--verify", "--end-of-options",
+                f"{check_rev(rev)}^{{commit}}")
 
 
 def show_file(root: Path, rev: str, path: str) -> str | None:
-    import git
-
-    repo = _git(root)
-    try:
-        return repo.git.execute(["git", "show", f"{rev}:{path}"])
-    except git.GitCommandError:
+    """The text of ``path`` at ``rev`` (one trailing newline stripped), or None."""
+    proc = runner(root).run("show", "--no-textconv", f"{check_rev(rev)}:{path}", check=False)
+    if proc.returncode != 0:
         return None
+    text = proc.stdout.decode("utf-8", "surrogateescape")
+    return text[:-1] if text.endswith("\n") else text
 
 
 def not_ignored(root: Path, paths: Sequence[str]) -> list[str]:
     """Those of ``paths`` (relative to the workspace) that git would track: target files
     inside the workspace are committed with the ledger, except where .gitignore says no."""
-    import git
-
     if not paths:
         return []
-    repo = _git(root)
-    try:
-        out = repo.git.execute(["git", *SAFE_OPTIONS, "check-ignore", "--no-index", "--",
-                                *paths])
-    except git.GitCommandError as e:
-        if e.status != 1:  # 1: none is ignored
-            raise GitError(f"git check-ignore failed in {root}: {(e.stderr or '').strip()}") from e
-        out = ""
-    ignored = set(out.splitlines())
+    proc = runner(root).run("check-ignore", "--no-index", "--", *paths, check=False)
+    if proc.returncode not in (0, 1):  # 1: none is ignored
+        detail = proc.stderr.decode("utf-8", "replace").strip()
+        raise GitError(f"git check-ignore failed in {root}: {detail}")
+    ignored = set(proc.stdout.decode("utf-8", "surrogateescape").splitlines())
     return [p for p in paths if p not in ignored]
 
 
