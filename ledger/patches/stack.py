@@ -36,25 +36,32 @@ unsafe paths and symlinks.  :meth:`EngineRepo.check_patch` adds
 the repo's view: no path below a symlink in HEAD or in the worktree, and git's own
 reading of the patch (``apply --numstat``) must name exactly the same paths, so a patch
 that git and the ledger read differently is refused.  ``git apply`` then applies its own
-checks on top.  Git itself runs hardened (see :mod:`ledger.patches.gitrun`).
+checks on top.  Git itself runs hardened (see :mod:`ledger.gitrun`).  The stack's
+items, plans and errors are in :mod:`ledger.patches.plan`.
 """
 
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
-from ledger.core.model import check_entry_id
 from ledger.errors import GitError
-from ledger.errors import InvalidValue
 from ledger.errors import PatchError
 from ledger.patches.gitrun import PATCH_DIFF_OPTIONS
 from ledger.patches.gitrun import Git
 from ledger.patches.gitrun import check_sha
 from ledger.patches.gitrun import temp_index
+from ledger.patches.plan import StackConflict
+from ledger.patches.plan import StackDrift
+from ledger.patches.plan import StackItem
+from ledger.patches.plan import StackPlan
+from ledger.patches.plan import check_patch_entry_id
+from ledger.patches.plan import check_title
+from ledger.patches.plan import commit_message
+from ledger.patches.plan import numstat_paths
+from ledger.patches.plan import overlapping
+from ledger.patches.plan import parents
 from ledger.patches.text import CONTROL_RE
 from ledger.patches.text import PatchFile
 from ledger.patches.text import check_path
@@ -62,154 +69,6 @@ from ledger.patches.text import parse_patch
 from ledger.patches.text import parse_patch_files
 from ledger.patches.text import patch_sha256
 from ledger.patches.text import verify_sha256
-
-# -- the stack ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class StackItem:
-    """One patch entry as the stack sees it, in record order."""
-
-    entry_id: str
-    title: str
-    text: str
-    applied_now: bool
-    applied_after: bool
-    cls: str = ""
-
-    @property
-    def action(self) -> str | None:
-        """'revert', 'restore' or None when the entry's state does not change."""
-        if self.applied_now == self.applied_after:
-            return None
-        return "restore" if self.applied_after else "revert"
-
-    def describe(self) -> str:
-        return f"{self.entry_id} ({self.title!r})"
-
-
-@dataclass(frozen=True)
-class StackPlan:
-    """A computed change of the engine tree; nothing in the repo has changed yet."""
-
-    head: str  # the commit the plan starts from; apply_plan refuses if HEAD moved
-    old_tree: str
-    new_tree: str
-    changes: tuple[StackItem, ...]  # the entries whose state changes, in record order
-
-    @property
-    def is_noop(self) -> bool:
-        return self.old_tree == self.new_tree and not self.changes
-
-
-class StackDrift(PatchError):
-    """An entry recorded as applied is not in the engine tree at its place in the stack."""
-
-    def __init__(self, item: StackItem, detail: str) -> None:
-        super().__init__()
-        self.item, self.detail = item, detail
-
-    def __str__(self) -> str:
-        return (
-            f"patch entry {self.item.describe()} is recorded as applied but its changes are "
-            "not in the engine tree at its place in the stack (was the engine repo changed "
-            f"by hand? `ledger status` shows which patches are live); nothing was changed\n"
-            f"  git: {self.detail.splitlines()[0] if self.detail else ''}"
-        )
-
-
-class StackConflict(PatchError):
-    """The desired stack cannot be built: ``failed`` does not apply there.
-
-    ``in_the_way`` are the entries that block the change: the failing entry itself when
-    it is one that stays applied (a later bugfix on the lines of a reverted perf patch),
-    else the applied entries below it that touch the same files.  ``overlapping`` are
-    all entries involved that touch the same files as ``failed``.
-    """
-
-    def __init__(
-        self,
-        failed: StackItem,
-        changes: Sequence[StackItem],
-        in_the_way: Sequence[StackItem],
-        overlapping: Sequence[StackItem],
-        detail: str,
-    ) -> None:
-        super().__init__()
-        self.failed = failed
-        self.changes = list(changes)
-        self.in_the_way = list(in_the_way)
-        self.overlapping = list(overlapping)
-        self.detail = detail
-
-    def __str__(self) -> str:
-        def names(items: Sequence[StackItem]) -> str:
-            return ", ".join(i.describe() for i in items) or "none found"
-
-        what = ", ".join(f"{c.action} {c.describe()}" for c in self.changes)
-        if self.failed.action is None:
-            why = (
-                f"applied entry {self.failed.describe()} would no longer apply on top "
-                f"(it touches the same files as {names(self.overlapping)})"
-            )
-            hint = "revert it in the same command, or leave the stack as it is"
-        else:
-            kept = [i for i in self.overlapping if i.applied_after]
-            gone = [i for i in self.overlapping if not i.applied_after]
-            why = f"{self.failed.describe()} does not apply at its place in the stack"
-            if gone:
-                why += f" (it touches the same files as {names(gone)}, which stays reverted)"
-            hint = "change them in the same command, or leave the stack as it is"
-            if not kept and gone:
-                hint = f"restore {names(gone)} in the same command, or leave the stack as it is"
-        first = self.detail.splitlines()[0] if self.detail else ""
-        way = f"; entries in the way: {names(self.in_the_way)}" if self.in_the_way else ""
-        return f"cannot {what}: {why}{way}. Nothing was changed; {hint}\n  git: {first}"
-
-
-def _overlapping(item: StackItem, others: Sequence[StackItem]) -> list[StackItem]:
-    mine = set(parse_patch_files(item.text))
-    return [o for o in others if o is not item and mine & set(parse_patch_files(o.text))]
-
-
-def _parents(paths: Sequence[str]) -> list[str]:
-    """Every proper parent directory of ``paths`` ("a/b/c" -> "a", "a/b")."""
-    return sorted({p.rsplit("/", k)[0] for p in paths for k in range(1, p.count("/") + 1)})
-
-
-def _numstat_paths(raw: str) -> set[str]:
-    """Paths in ``git apply --numstat -z`` output: "A\\tD\\tpath\\0", or for a rename or
-    copy "A\\tD\\t\\0old\\0new\\0"."""
-    paths: set[str] = set()
-    for rec in raw.split("\0"):
-        name = rec.split("\t", 2)[2] if rec.count("\t") >= 2 else rec
-        if name:
-            paths.add(name)
-    return paths
-
-
-def _check_title(title: str) -> str:
-    if not title.strip() or CONTROL_RE.search(title) or len(title) > 200:
-        raise PatchError(f"invalid patch title {title!r}: one line of 1-200 printable characters")
-    return title
-
-
-def _check_entry_id(entry_id: str) -> str:
-    """The entry id rule of :func:`ledger.core.model.check_entry_id`, as a PatchError."""
-    try:
-        return check_entry_id(entry_id)
-    except InvalidValue as e:
-        raise PatchError(str(e)) from None
-
-
-def _commit_message(message: str, trailers: Sequence[tuple[str, str]]) -> str:
-    """``message`` made safe to carry, then one trailer block the ledger alone writes."""
-    body = message.replace("\r", "").strip() or "knob ledger change"
-    # A user's text must not forge the ledger's trailers: indent look-alikes.
-    body = re.sub(r"(?mi)^(ledger-[a-z-]*:)", r" \1", body)
-    body = CONTROL_RE.sub(lambda m: m.group(0) if m.group(0) in "\n\t" else "?", body)
-    return body + "\n\n" + "".join(f"{k}: {v}\n" for k, v in trailers)
-
 
 class EngineRepo:
     """The engine's git checkout that patch entries apply to."""
@@ -279,10 +138,10 @@ class EngineRepo:
             self._parsed[digest] = files  # a pure function of the text: safe to cache
         paths = sorted({p for f in files for p in f.paths})
         if (digest, at) not in self._checked_at:
-            self._refuse_below(paths, set(self.git.symlinks_in(at, _parents(paths))))
+            self._refuse_below(paths, set(self.git.symlinks_in(at, parents(paths))))
             self._checked_at.add((digest, at))
         # The worktree can change at any time: look at its symlinks every time.
-        self._refuse_below(paths, {d for d in _parents(paths) if (self.path / d).is_symlink()})
+        self._refuse_below(paths, {d for d in parents(paths) if (self.path / d).is_symlink()})
         return files
 
     def _agree_with_git(self, text: str, files: Sequence[PatchFile]) -> None:
@@ -292,7 +151,7 @@ class EngineRepo:
         if proc.returncode != 0:
             msg = proc.stderr.decode("utf-8", "replace").strip()
             raise PatchError(f"git cannot read the patch: {msg}")
-        theirs = _numstat_paths(proc.stdout.decode("utf-8", "surrogateescape"))
+        theirs = numstat_paths(proc.stdout.decode("utf-8", "surrogateescape"))
         if theirs != paths:
             raise PatchError(
                 "git reads this patch as touching different files than its headers say "
@@ -325,7 +184,7 @@ class EngineRepo:
     def plan_stack(self, items: Sequence[StackItem]) -> StackPlan:
         """Compute the tree for ``items``' ``applied_after`` states without touching the
         worktree.  Raises StackConflict / StackDrift (naming entries) when it cannot."""
-        ids = [_check_entry_id(i.entry_id) for i in items]
+        ids = [check_patch_entry_id(i.entry_id) for i in items]
         if len(set(ids)) != len(ids):
             raise PatchError(f"patch entries repeat in the stack: {ids}")
         head = self.head()
@@ -351,9 +210,9 @@ class EngineRepo:
                 err = idx.apply(item.text)
                 if err:
                     if item.action is None:  # a kept entry broke: the changes are in its way
-                        blockers = _overlapping(item, changes)
+                        blockers = overlapping(item, changes)
                         raise StackConflict(item, changes, [item], blockers, err)
-                    related = _overlapping(item, items[:k])
+                    related = overlapping(item, items[:k])
                     blockers = [i for i in related if i.applied_after]
                     raise StackConflict(item, changes, blockers, related, err)
             new_tree = idx.write_tree()
@@ -379,7 +238,7 @@ class EngineRepo:
             if c.cls:
                 trailers.append(("Ledger-Class", c.cls))
             trailers.append(("Ledger-Action", c.action or ""))
-        return self._commit(plan, _commit_message(message, trailers), "stack change")
+        return self._commit(plan, commit_message(message, trailers), "stack change")
 
     def _commit(self, plan: StackPlan, message: str, reason: str) -> str:
         head = self.head()
@@ -453,8 +312,8 @@ class EngineRepo:
         Raises PatchError (nothing written) when the patch is unsafe, malformed, does not
         apply, or changes nothing; the repo's cleanliness is checked when it is applied.
         """
-        _check_entry_id(entry_id)
-        _check_title(title)
+        check_patch_entry_id(entry_id)
+        check_title(title)
         if cls not in ("perf", "bugfix"):
             raise PatchError(f"invalid class {cls!r}: use perf or bugfix")
         item = StackItem(entry_id, title, text, applied_now=False, applied_after=True, cls=cls)
@@ -474,7 +333,7 @@ class EngineRepo:
         """
         plan = self.plan_record(text, entry_id=entry_id, title=title, cls=cls)
         trailers = [("Ledger-Entry", entry_id), ("Ledger-Class", cls), ("Ledger-Action", "record")]
-        message = _commit_message(f"{title}\n\nRecorded by knob ledger as a {cls} patch.", trailers)
+        message = commit_message(f"{title}\n\nRecorded by knob ledger as a {cls} patch.", trailers)
         return self._commit(plan, message, "record patch")
 
     def adopt_commit(self, rev: str) -> tuple[str, str]:
@@ -522,7 +381,7 @@ class EngineRepo:
         if not plan.is_noop:
             trailers = [("Ledger-Entry", c.entry_id) for c in plan.changes]
             commit = self.git.commit_tree(
-                plan.new_tree, [plan.head], _commit_message("knob ledger A/B side", trailers)
+                plan.new_tree, [plan.head], commit_message("knob ledger A/B side", trailers)
             )
         self.git.add_worktree(dest, commit)
         return commit
