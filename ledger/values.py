@@ -1,11 +1,15 @@
-"""How a knob value is written in messages: ``unset`` for an absent knob.
+"""The ledger's smallest vocabulary: how a knob value is written in messages (``unset``
+for an absent knob), the formats a target can have, the engines whose flags are known.
 
-Below every other ledger module (errors build their messages with it, and
-:mod:`ledger.core.display` shares it with the CLI and the rendered docs)."""
+Below every other ledger module and free of imports: errors build their messages with
+it, :mod:`ledger.core.display` shares it with the CLI and the rendered docs, and the
+CLI's option choices come from here without loading the model (``ledger --help``)."""
 
 from __future__ import annotations
 
 UNSET = "unset"
+FORMATS = ("bash", "dotenv", "k8s", "yaml-map")
+FLAG_ENGINES = ("sglang", "vllm")
 
 
 def value_text(value: str | None, *, quote: bool = False) -> str:

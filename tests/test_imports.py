@@ -18,6 +18,10 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("ledger", "envknobs", "backups", "engine")
 HEAVY = ("torch", "pandas", "matplotlib", "scipy")
+# ``ledger --help`` parses no file and runs no git: the library behind the commands (the
+# model, the formats, the store, YAML, GitPython) loads only when a command runs.
+NOT_FOR_HELP = ("envknobs", "backups", "ruamel", "git", "jinja2", "ledger.core.model",
+                "ledger.store", "ledger.commands", "ledger.patches")
 
 
 def _module_name(path: Path) -> str:
@@ -191,3 +195,6 @@ def test_help_path_imports_nothing_heavy(module):
     ).stdout.split()
     heavy = sorted({m.split(".")[0] for m in out} & set(HEAVY))
     assert not heavy, f"importing {module} pulls in {heavy}"
+    library = sorted(m for m in out if m in NOT_FOR_HELP or m.startswith(
+        tuple(f"{n}." for n in NOT_FOR_HELP)))
+    assert not library, f"importing {module} (ledger --help) loads {library}"

@@ -14,8 +14,8 @@ from ledger.cli.common import json_option
 from ledger.cli.common import wants_json
 from ledger.cli.output import safe
 from ledger.cli.output import table
-from ledger.core.model import FLAG_ENGINES
-from ledger.core.model import FORMATS
+from ledger.values import FLAG_ENGINES
+from ledger.values import FORMATS
 
 
 @click.command()

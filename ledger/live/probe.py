@@ -22,8 +22,6 @@ import os
 import re
 import subprocess
 import time
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
 from dataclasses import field
 from datetime import datetime
@@ -205,6 +203,9 @@ def observe(probe: LiveProbe | None, root: Path) -> Observed:
 
 
 def _observe_url(probe: LiveProbe) -> Observed:
+    import urllib.error  # here: loading urllib.request costs every command ~30 ms
+    import urllib.request
+
     try:
         with urllib.request.urlopen(probe.value, timeout=URL_TIMEOUT_S) as resp:
             info = json.loads(resp.read())

@@ -19,8 +19,6 @@ from __future__ import annotations
 import subprocess
 import tempfile
 import time
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
 from dataclasses import field
 from typing import Sequence
@@ -180,6 +178,9 @@ def wait_healthy(ws: Workspace, t: Target) -> HealthResult:
 
 
 def _check_once(health, timeout: float, cwd) -> tuple[bool, str]:
+    import urllib.error  # here: loading urllib.request costs every command ~30 ms
+    import urllib.request
+
     if health.url:
         try:
             with urllib.request.urlopen(health.url, timeout=timeout) as resp:
