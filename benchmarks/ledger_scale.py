@@ -44,7 +44,7 @@ from ledger.store.targets import read_target  # noqa: E402
 from ledger.store.txn import Transaction  # noqa: E402
 from ledger.store.workspace import ENTRIES_NAME  # noqa: E402
 from ledger.store.workspace import Workspace  # noqa: E402
-from ledger.store.workspace import entries_bytes  # noqa: E402
+from ledger.store.entries_file import entries_bytes  # noqa: E402
 from ledger.store.workspace import utc_now  # noqa: E402
 
 SCRIPT = """#!/usr/bin/env bash

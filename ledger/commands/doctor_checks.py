@@ -17,7 +17,7 @@ from ledger.errors import ConfigError
 from ledger.errors import LedgerError
 from ledger.store.recovery import backup_store
 from ledger.store.workspace import Workspace
-from ledger.store.workspace import parse_entries
+from ledger.store.entries_file import parse_entries
 from ledger.store.workspace import read_text
 
 

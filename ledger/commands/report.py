@@ -22,7 +22,7 @@ from ledger.store.apply import unified
 from ledger.store.workspace import CONFIG_NAME
 from ledger.store.workspace import ENTRIES_NAME
 from ledger.store.workspace import Workspace
-from ledger.store.workspace import parse_entries
+from ledger.store.entries_file import parse_entries
 
 
 def entry_row(ws: Workspace, e: Entry, evidence: EvidenceInfo | None = None) -> dict:

@@ -27,7 +27,7 @@ from ledger.store.workspace import ENTRIES_NAME
 from ledger.store.workspace import Config
 from ledger.store.workspace import check_target_file
 from ledger.store.workspace import dump_config
-from ledger.store.workspace import entries_bytes
+from ledger.store.entries_file import entries_bytes
 
 GITIGNORE = ("# local state of knob ledger: lock, intent record, backups\n.ledger/\n"
              "# this machine's root directories (see `ledger root list`)\nledger.local.yaml\n")

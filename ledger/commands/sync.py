@@ -78,9 +78,9 @@ from ledger.store.txn import Transaction
 from ledger.store.workspace import CONFIG_NAME
 from ledger.store.workspace import ENTRIES_NAME
 from ledger.store.workspace import Workspace
-from ledger.store.workspace import entries_bytes
+from ledger.store.entries_file import entries_bytes
 from ledger.store.workspace import parse_config_text
-from ledger.store.workspace import parse_entries
+from ledger.store.entries_file import parse_entries
 
 RENDERED = (".md", ".html")
 

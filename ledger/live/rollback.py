@@ -49,8 +49,8 @@ from ledger.store.txn import backup_store
 from ledger.store.txn import sha256_or_none
 from ledger.store.workspace import ENTRIES_NAME
 from ledger.store.workspace import Workspace
-from ledger.store.workspace import entries_bytes
-from ledger.store.workspace import parse_entries
+from ledger.store.entries_file import entries_bytes
+from ledger.store.entries_file import parse_entries
 
 RECORD = "restart.json"
 # Fault injection, as in ledger.store.txn: `LEDGER_CRASH_AT=<point>` SIGKILLs the process.

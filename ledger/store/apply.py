@@ -29,7 +29,7 @@ from ledger.store.targets import read_target
 from ledger.store.txn import Transaction
 from ledger.store.workspace import ENTRIES_NAME
 from ledger.store.workspace import Workspace
-from ledger.store.workspace import entries_bytes
+from ledger.store.entries_file import entries_bytes
 
 
 @dataclass

@@ -40,7 +40,7 @@ from ledger.store.txn import Transaction
 from ledger.store.txn import backup_store
 from ledger.store.workspace import ENTRIES_NAME
 from ledger.store.workspace import Workspace
-from ledger.store.workspace import parse_entries
+from ledger.store.entries_file import parse_entries
 
 STATE = "bisect.json"
 WORKING = "bisect-record.json"

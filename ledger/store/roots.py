@@ -175,7 +175,15 @@ class Setting:
     """One root's directory as some source gives it."""
 
     value: str
-    source: str  # "ledger.yaml:4", "ledger.local.yaml:2", "LEDGER_ROOT_DEPLOY"
+    origin: str  # "ledger.yaml", "ledger.local.yaml:2", "LEDGER_ROOT_DEPLOY"
+    # ledger.yaml's line of the root, looked up only when a message shows it (finding it
+    # means reading the file again with the round-trip loader: too slow for every command)
+    line_of: Callable[[], int | None] | None = None
+
+    @property
+    def source(self) -> str:
+        """Where the setting comes from, as a message writes it: "ledger.yaml:4"."""
+        return _at(self.origin, self.line_of()) if self.line_of is not None else self.origin
 
 
 @dataclass
@@ -203,8 +211,8 @@ class Roots:
         if name in self.local:
             return Setting(self.local[name], _at(LOCAL_NAME, self.local_lines.get(name)))
         if self.declared.get(name):
-            return Setting(str(self.declared[name]),
-                           _at("ledger.yaml", self.config_line(name)))
+            return Setting(str(self.declared[name]), "ledger.yaml",
+                           lambda: self.config_line(name))
         return None
 
     def directory(self, name: str) -> Path:

@@ -29,8 +29,8 @@ else the nearest directory at or above the current one holding ``ledger.yaml``.
 
 from __future__ import annotations
 
+import copy
 import io
-import json
 import os
 import secrets
 from dataclasses import dataclass
@@ -38,6 +38,7 @@ from dataclasses import field
 from datetime import datetime
 from datetime import timezone
 from pathlib import Path
+from typing import Any
 from typing import Iterable
 
 from ledger.core.model import Entry
@@ -51,9 +52,10 @@ from ledger.errors import LedgerError
 from ledger.errors import TargetError
 from ledger.errors import WorkspaceNotFound
 from ledger.store import roots as roots_mod
+from ledger.store.entries_file import entries_bytes  # noqa: F401  (re-exported)
+from ledger.store.entries_file import parse_entries
 from ledger.store.roots import LOCAL_NAME
 from ledger.store.roots import Roots
-from ledger.store.schema import entry_schema_problem
 
 __all__ = ["Config", "Workspace"]
 
@@ -137,11 +139,10 @@ def parse_config_text(text: str, path: str) -> Config:
     again with the round-trip loader, which knows the line of every key.  Nesting deeper
     than any parser's recursion (``[[[[…``) is refused as such, not crashed on.
     """
-    from ruamel.yaml import YAML
     from ruamel.yaml import YAMLError
 
     try:
-        data = YAML(typ="safe", pure=True).load(text)
+        data = _safe_load(text)
     except YAMLError as e:
         problem = getattr(e, "problem", None) or str(e).splitlines()[0]
         raise ConfigError(path, f"not valid YAML: {problem}", _mark_line(e)) from e
@@ -154,6 +155,23 @@ def parse_config_text(text: str, path: str) -> Config:
     except ConfigError:
         lines = _yaml_rt().load(text)
         return _config_from(data, path, lambda *keys: _line_of(lines, keys))
+
+
+# The last ledger.yaml text read and what the safe loader made of it: a command reads the
+# file when it opens the workspace and again under the writer lock (Workspace.reload),
+# mostly unchanged; the second parse is then a copy (the Config built from it is the
+# command's to change).
+_LOADED: dict[str, Any] = {}
+
+
+def _safe_load(text: str):
+    if text not in _LOADED:
+        from ruamel.yaml import YAML
+
+        data = YAML(typ="safe", pure=True).load(text)
+        _LOADED.clear()
+        _LOADED[text] = data
+    return copy.deepcopy(_LOADED[text])
 
 
 def _line_of(node, keys) -> int | None:
@@ -415,68 +433,6 @@ def load_roots(root: Path, config: Config, config_path: Path, local_path: Path) 
             return None
 
     return Roots(root, dict(config.roots), local, dict(os.environ), config_line, local_lines)
-
-
-def parse_entries(text: str, where: str) -> list[Entry]:
-    """Entries from the JSON Lines text of ``entries.jsonl``; errors name file and line."""
-    out = []
-    ids: dict[str, int] = {}
-    seqs: dict[int, int] = {}
-    # Split on "\n" only: str.splitlines() also breaks at U+0085/U+2028/U+2029, which
-    # json.dumps(ensure_ascii=False) leaves unescaped inside a value.
-    for lineno, line in enumerate(text.split("\n"), start=1):
-        if not line.strip():
-            continue
-        entry = _entry_from_line(line, where, lineno)
-        if entry.id in ids:
-            raise ConfigError(where, f"id {entry.id} is also used on line {ids[entry.id]}", lineno)
-        if entry.seq in seqs:
-            raise ConfigError(where, f"seq {entry.seq} is also used on line {seqs[entry.seq]}",
-                              lineno)
-        ids[entry.id] = seqs[entry.seq] = lineno
-        out.append(entry)
-    out.sort(key=lambda e: e.seq)
-    return out
-
-
-def _entry_from_line(line: str, where: str, lineno: int) -> Entry:
-    try:
-        data = json.loads(line)
-    except json.JSONDecodeError as e:
-        raise ConfigError(where, f"not valid JSON: {e.msg} (column {e.colno})", lineno) from e
-    except RecursionError:
-        raise ConfigError(where, "nested too deeply to be an entry", lineno) from None
-    if not isinstance(data, dict):
-        raise ConfigError(where, "each line holds one JSON object (an entry)", lineno)
-    problem = entry_schema_problem(data)
-    if problem:
-        raise ConfigError(where, problem, lineno)
-    try:
-        return Entry.from_dict(data)
-    except KeyError as e:
-        raise ConfigError(where, f"entry is missing field {e.args[0]!r}", lineno) from None
-    except (TypeError, ValueError, OverflowError) as e:
-        raise ConfigError(where, f"bad field value: {e}", lineno) from None
-    except LedgerError as e:
-        raise ConfigError(where, str(e), lineno) from None
-
-
-def entries_bytes(entries: Iterable[Entry]) -> bytes:
-    """``entries.jsonl``: one compact JSON object per entry, in record order."""
-    lines = [_entry_line(e) for e in sorted(entries, key=lambda e: e.seq)]
-    return ("\n".join(lines) + "\n").encode("utf-8") if lines else b""
-
-
-def _entry_line(e: Entry) -> str:
-    """One entry as JSON: UTF-8 as is; an anchor line holding bytes that are not UTF-8
-    (kept from the target file through surrogate escapes) is written ``\\udcXX``-escaped,
-    which reads back to the same bytes."""
-    line = json.dumps(e.to_dict(), ensure_ascii=False, separators=(", ", ": "))
-    try:
-        line.encode("utf-8")
-    except UnicodeEncodeError:
-        line = json.dumps(e.to_dict(), ensure_ascii=True, separators=(", ", ": "))
-    return line
 
 
 def check_target_file(path: Path) -> None:
