@@ -214,6 +214,11 @@ def _pd_check(root: Path) -> list[str]:
 
 
 def _story(root: Path, runs: int, service: Service) -> tuple[Step, ...]:
+    """The demo's commands in order: the changes recorded, then the incident and its end."""
+    return _changes(root, runs, service) + _incident(root)
+
+
+def _changes(root: Path, runs: int, service: Service) -> tuple[Step, ...]:
     import shlex
 
     perf_knob, perf_value = PERF_KNOB
@@ -254,6 +259,11 @@ def _story(root: Path, runs: int, service: Service) -> tuple[Step, ...]:
              ("record", "patch", str(patches / "bugfix.patch"), "--class", "bugfix",
               "--title", "refuse non-boolean ignore_eos",
               "--why", "bool('false') is True: clients asking not to ignore EOS got the opposite")),
+    )
+
+
+def _incident(root: Path) -> tuple[Step, ...]:
+    return (
         Step("the ledger so far", ("list",)),
         Step("the incident: the harness hangs; the newest perf change is the prime suspect",
              ("suspect", PERF_ID, "--why", "harness hangs after several rounds")),

@@ -290,39 +290,19 @@ def run_alternating(
         )
     if isinstance(runs, bool) or not isinstance(runs, int) or runs < 1:
         raise EvidenceError(f"runs per side must be a positive integer, got {runs!r}")
-
-    plan: list[tuple[Side, LoadPoint, int | None]] = []  # (side, load, repeat or None = warm-up)
-    if warmup:
-        plan += [(side_a, points[0], None), (side_b, points[0], None)]
-    for point in points:
-        for r in range(runs):
-            plan += [(side_a, point, r), (side_b, point, r)]
+    plan = _alternating_plan(side_a, side_b, points, runs, warmup)
 
     started, t0 = now_iso(), time.monotonic()
     rows: list[dict[str, Any]] = []
     devices: set[str] = set()
     with tempfile.TemporaryDirectory(prefix="ledger-ab-") as tmpdir:
         tmp = Path(tmpdir)
-        env_files = {}
-        for side in (side_a, side_b):
-            env_files[side.name] = tmp / f"side-{side.name}.env"
-            env_files[side.name].write_text(env_file_text(side.env), encoding="utf-8")
+        env_files = {side.name: _env_file(tmp, side) for side in (side_a, side_b)}
         for done, (side, point, repeat) in enumerate(plan, 1):
             what = "warm-up" if repeat is None else f"run {repeat + 1}/{runs}"
             label = f"{what} {side.name} @{point.label}"
             out = tmp / f"out-{done}.json"
-            argv = render_command(
-                tokens,
-                {
-                    "out": str(out),
-                    "concurrency": str(int(point.value)) if point.kind == CONCURRENCY else "",
-                    "rate": format_rate(point.value) if point.kind == RATE else "",
-                    "engine_dir": str(side.engine_dir),
-                    "env_file": str(env_files[side.name]),
-                    "python": python,
-                },
-                side.flag_words(),
-            )
+            argv = _side_argv(tokens, side, point, out, env_files[side.name], python)
             env = _side_environ(side)
             _run_once(argv, Path(side.engine_dir), env, tmp / "stderr.txt", timeout_s)
             if repeat is not None:
@@ -338,6 +318,42 @@ def run_alternating(
     meta["device"] = ", ".join(sorted(devices)) or None
     meta["warmup_per_side"] = 1 if warmup else 0
     return AbResult(rows=rows, meta=meta, started=started, finished=meta["finished"])
+
+
+def _env_file(tmp: Path, side: Side) -> Path:
+    """The side's environment as a file a bench command can source ({env_file})."""
+    path = tmp / f"side-{side.name}.env"
+    path.write_text(env_file_text(side.env), encoding="utf-8")
+    return path
+
+
+def _alternating_plan(side_a: Side, side_b: Side, points: Sequence[LoadPoint], runs: int,
+                      warmup: bool) -> list[tuple[Side, LoadPoint, int | None]]:
+    """(side, load point, repeat or None for a warm-up) in the order they run: A B A B …"""
+    plan: list[tuple[Side, LoadPoint, int | None]] = []
+    if warmup:
+        plan += [(side_a, points[0], None), (side_b, points[0], None)]
+    for point in points:
+        for r in range(runs):
+            plan += [(side_a, point, r), (side_b, point, r)]
+    return plan
+
+
+def _side_argv(tokens, side: Side, point: LoadPoint, out: Path, env_file: Path,
+               python: str) -> list[str]:
+    """One run's command line: the template filled for this side and load point."""
+    return render_command(
+        tokens,
+        {
+            "out": str(out),
+            "concurrency": str(int(point.value)) if point.kind == CONCURRENCY else "",
+            "rate": format_rate(point.value) if point.kind == RATE else "",
+            "engine_dir": str(side.engine_dir),
+            "env_file": str(env_file),
+            "python": python,
+        },
+        side.flag_words(),
+    )
 
 
 def _side_environ(side: Side) -> dict[str, str]:

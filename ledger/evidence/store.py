@@ -297,6 +297,44 @@ def record_ab(
     )
 
 
+def _latest_import(ws_root: Path, entry_id: str) -> str | None:
+    """The entry's latest run made by ``evidence add`` (the one new results join)."""
+    for d in reversed(run_dirs(ws_root, entry_id)):
+        if _load_yaml(d / SUMMARY_YAML).get("source") == "import":
+            return d.name
+    return None
+
+
+def _join_rows(rows: list[dict[str, Any]], imported: list[dict[str, Any]], parsed,
+               side: str) -> None:
+    """Append the parsed files' rows to ``rows`` (each load point's repeats counting on
+    from the run's own) and each file to ``imported``."""
+    next_repeat: dict[tuple[str, LoadPoint], int] = {}
+    for r in rows:
+        key = (r["side"], of_row(r))
+        next_repeat[key] = max(next_repeat.get(key, 0), r["repeat"] + 1)
+    for path, shape, new_rows in parsed:
+        for r in new_rows:
+            key = (side, of_row(r))
+            rows.append({"side": side, "repeat": next_repeat.get(key, 0), **r})
+            next_repeat[key] = next_repeat.get(key, 0) + 1
+        imported.append(
+            {"path": str(path.resolve()), "shape": shape, "side": side, "rows": len(new_rows)}
+        )
+
+
+def _refuse_mixed_load(rows: list[dict[str, Any]], parsed) -> None:
+    """A rate sweep and a concurrency sweep never share a run."""
+    kinds = {of_row(r).kind for r in rows} | {of_row(r).kind for _, _, new in parsed for r in new}
+    if len(kinds) > 1:
+        raise EvidenceError(
+            "these results are measured at "
+            + " and ".join(sorted(kinds))
+            + " load points (with the entry's latest import): a rate sweep and a "
+            "concurrency sweep are separate evidence; import them separately"
+        )
+
+
 def import_evidence(
     ws_root: Path,
     entry_id: str,
@@ -327,12 +365,7 @@ def import_evidence(
         raise EvidenceError("no result files to import")
     parsed = [(f, *load_result_file(f, concurrency, rate)) for f in files]
 
-    previous = None
-    if not new_run:
-        for d in reversed(run_dirs(ws_root, entry_id)):
-            if _load_yaml(d / SUMMARY_YAML).get("source") == "import":
-                previous = d.name
-                break
+    previous = None if new_run else _latest_import(ws_root, entry_id)
     rows: list[dict[str, Any]] = []
     imported: list[dict[str, Any]] = []
     started = now_iso(now)
@@ -340,26 +373,8 @@ def import_evidence(
         rows, old_meta, old_summary = load_run(ws_root, entry_id, previous)
         imported = list(old_meta.get("files") or [])
         started = str(old_summary.get("started") or started)
-    kinds = {of_row(r).kind for r in rows} | {of_row(r).kind for _, _, new in parsed for r in new}
-    if len(kinds) > 1:
-        raise EvidenceError(
-            "these results are measured at "
-            + " and ".join(sorted(kinds))
-            + " load points (with the entry's latest import): a rate sweep and a "
-            "concurrency sweep are separate evidence; import them separately"
-        )
-    next_repeat: dict[tuple[str, LoadPoint], int] = {}
-    for r in rows:
-        key = (r["side"], of_row(r))
-        next_repeat[key] = max(next_repeat.get(key, 0), r["repeat"] + 1)
-    for path, shape, new_rows in parsed:
-        for r in new_rows:
-            key = (side, of_row(r))
-            rows.append({"side": side, "repeat": next_repeat.get(key, 0), **r})
-            next_repeat[key] = next_repeat.get(key, 0) + 1
-        imported.append(
-            {"path": str(path.resolve()), "shape": shape, "side": side, "rows": len(new_rows)}
-        )
+    _refuse_mixed_load(rows, parsed)
+    _join_rows(rows, imported, parsed, side)
     meta = {"files": imported, "supersedes": previous, **host_info()}
     summary = save_evidence(
         ws_root,

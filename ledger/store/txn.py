@@ -213,20 +213,23 @@ class Transaction:
                 _crash_point("after-engine")
                 self._write_ledger_files(ledger_writes)
                 _crash_point("after-ledger-files")
-                sha = None
-                if commit:
-                    full_message = f"{message.rstrip()}\n\nLedger-Op: {self.op_id}\n"
-                    inside = wsgit.not_ignored(self.ws.root, [
-                        p for p in inside_workspace(self.ws, target_writes)
-                        if p != LOCAL_NAME])  # this machine's file, even if not ignored
-                    sha = wsgit.commit(self.ws.root, [*ledger_writes, *inside, *commit_also],
-                                       full_message, merge_parent)
+                sha = self._commit(message, [*ledger_writes, *commit_also], target_writes,
+                                   merge_parent) if commit else None
                 _crash_point("after-commit")
             except BaseException:
                 rollback(self.ws, intent, store, trusted=True)
                 raise
         remove_file(self.intent_path)
         return Outcome(backup_id, sha, self.op_id)
+
+    def _commit(self, message: str, paths: Sequence[str], target_writes: Mapping[Path, bytes],
+                merge_parent: str | None) -> str:
+        """The workspace commit: ``paths``, plus the target files inside the workspace that
+        git does not ignore (never ``ledger.local.yaml``, this machine's own file)."""
+        inside = wsgit.not_ignored(self.ws.root, [
+            p for p in inside_workspace(self.ws, target_writes) if p != LOCAL_NAME])
+        return wsgit.commit(self.ws.root, [*paths, *inside],
+                            f"{message.rstrip()}\n\nLedger-Op: {self.op_id}\n", merge_parent)
 
     def _intent(self, target_writes, ledger_writes, engine_repo, engine_head, backup_id,
                 merge_parent=None, staged=()) -> Intent:
