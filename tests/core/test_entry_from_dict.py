@@ -43,3 +43,17 @@ def test_from_dict_builds_what_the_constructor_builds(entry):
 def test_from_dict_still_validates(change, message):
     with pytest.raises(InvalidValue, match=message):
         Entry.from_dict({**KNOB.to_dict(), **change})
+
+
+def test_with_action_appends_and_changes_like_replace():
+    action = Action("2026-12-03T00:00:00Z", "restore", "claw back", "restore")
+    after = KNOB.with_action(action, state="applied", suspicion=None)
+    assert after.history == KNOB.history + (action,)
+    assert (after.state, after.suspicion, after.after) == ("applied", None, KNOB.after)
+    assert set(vars(after)) == {f.name for f in fields(Entry)}
+    with pytest.raises(InvalidValue, match="unknown state"):
+        KNOB.with_action(action, state="gone")
+    with pytest.raises(TypeError, match="colour"):
+        KNOB.with_action(action, colour="red")
+    with pytest.raises(TypeError, match="history"):
+        KNOB.with_action(action, history=())
