@@ -126,22 +126,36 @@ class Action:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "Action":
+        at, action = _text(d["at"]), _text(d["action"])
+        why, command = d.get("why"), d.get("command")
         return _built(cls, {
-            "at": str(d["at"]),
-            "action": str(d["action"]),
-            "why": str(d.get("why") or ""),
-            "command": str(d.get("command") or ""),
+            "at": at,
+            "action": action,
+            "why": why if type(why) is str else str(why or ""),
+            "command": command if type(command) is str else str(command or ""),
         })
+
+
+def _text(value: Any) -> str:
+    return value if type(value) is str else str(value)
+
+
+# Entry fields read from JSON as text: "" when absent / None when absent.
+_TEXT_OR_EMPTY = ("why", "suspect_why", "clear_why")
+_TEXT_OR_NONE = ("suspicion", "target", "knob", "before", "after", "at", "before_source",
+                 "after_source", "before_lines", "after_lines", "patch", "sha256", "commit")
 
 
 def _built(cls, values: dict[str, Any]):
     """An instance of frozen dataclass ``cls`` from every one of its fields, validated by
     its ``__post_init__`` like ``cls(**values)``.
 
-    The fast path of reading ``entries.jsonl`` (10,000 entries in a command): a frozen
-    dataclass's ``__init__`` sets each field through ``object.__setattr__``, which costs
-    more than the whole JSON parse; filling ``__dict__`` at once is three times faster.
-    ``values`` must name every field (``from_dict`` does; a test holds it to that)."""
+    The path of reading ``entries.jsonl`` (10,000 entries in a command) and of a revert
+    (thousands of ``with_action``): a frozen dataclass's ``__init__`` sets each field
+    through ``object.__setattr__``; with that skipped and ``from_dict``'s conversions
+    done only where a value is not text already, building 10,000 entries costs 40% less
+    (0.117 -> 0.07 s of CPU here).  ``values`` must name every field (``from_dict`` and
+    ``with_action`` do; a test holds them to that)."""
     obj = object.__new__(cls)
     obj.__dict__.update(values)
     obj.__post_init__()
@@ -297,40 +311,28 @@ class Entry:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "Entry":
-        def opt(key: str) -> str | None:
-            v = d.get(key)
-            return None if v is None else str(v)
-
-        return _built(cls, dict(
-            id=str(d["id"]),
-            seq=int(d["seq"]),
-            kind=str(d["kind"]),
-            cls=str(d["class"]),
-            title=str(d["title"]),
-            slug=str(d.get("slug") or slugify(str(d["title"]))),
-            recorded=str(d["recorded"]),
-            state=str(d.get("state", "applied")),
-            why=str(d.get("why") or ""),
-            suspicion=opt("suspicion"),
-            suspect_why=str(d.get("suspect_why") or ""),
-            clear_why=str(d.get("clear_why") or ""),
-            target=opt("target"),
-            knob=opt("knob"),
-            before=opt("before"),
-            after=opt("after"),
-            anchor=d.get("anchor") if isinstance(d.get("anchor"), dict) else None,
-            places=dict(d["places"]) if isinstance(d.get("places"), dict) else None,
-            at=opt("at"),
-            before_source=opt("before_source"),
-            after_source=opt("after_source"),
-            before_lines=opt("before_lines"),
-            after_lines=opt("after_lines"),
-            patch=opt("patch"),
-            sha256=opt("sha256"),
-            files=tuple(str(f) for f in d.get("files") or ()),
-            commit=opt("commit"),
-            history=tuple(Action.from_dict(a) for a in d.get("history") or ()),
-        ))
+        """An entry from its JSON object (what ``to_dict`` wrote): text fields are taken
+        as text (a non-text value is converted, as ``str`` would), missing optional ones
+        get their defaults, and the entry is validated (``__post_init__``)."""
+        get = d.get
+        values: dict[str, Any] = {
+            "id": _text(d["id"]), "seq": int(d["seq"]), "kind": _text(d["kind"]),
+            "cls": _text(d["class"]), "title": _text(d["title"]),
+            "recorded": _text(d["recorded"]), "state": _text(get("state", "applied")),
+        }
+        values["slug"] = _text(get("slug") or slugify(values["title"]))
+        for key in _TEXT_OR_EMPTY:
+            v = get(key)
+            values[key] = v if type(v) is str else str(v or "")
+        for key in _TEXT_OR_NONE:
+            v = get(key)
+            values[key] = v if v is None or type(v) is str else str(v)
+        anchor, places = get("anchor"), get("places")
+        values["anchor"] = anchor if isinstance(anchor, dict) else None
+        values["places"] = dict(places) if isinstance(places, dict) else None
+        values["files"] = tuple(map(_text, get("files") or ()))
+        values["history"] = tuple(map(Action.from_dict, get("history") or ()))
+        return _built(cls, values)
 
 
 @dataclass(frozen=True)

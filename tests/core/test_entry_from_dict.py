@@ -6,9 +6,13 @@ from __future__ import annotations
 from dataclasses import fields
 
 import pytest
+from hypothesis import given
+from hypothesis import settings
+from hypothesis import strategies as st
 
 from ledger.core.model import Action
 from ledger.core.model import Entry
+from ledger.core.model import slugify
 from ledger.errors import InvalidValue
 
 KNOB = Entry(id="e0001", seq=1, kind="knob", cls="perf", title="ctas 512", slug="ctas-512",
@@ -57,3 +61,51 @@ def test_with_action_appends_and_changes_like_replace():
         KNOB.with_action(action, colour="red")
     with pytest.raises(TypeError, match="history"):
         KNOB.with_action(action, history=())
+
+
+def _reference_from_dict(d):
+    """The constructor path from_dict took before its fast path: what it must equal."""
+    def opt(key):
+        v = d.get(key)
+        return None if v is None else str(v)
+
+    return Entry(
+        id=str(d["id"]), seq=int(d["seq"]), kind=str(d["kind"]), cls=str(d["class"]),
+        title=str(d["title"]), slug=str(d.get("slug") or slugify(str(d["title"]))),
+        recorded=str(d["recorded"]), state=str(d.get("state", "applied")),
+        why=str(d.get("why") or ""), suspicion=opt("suspicion"),
+        suspect_why=str(d.get("suspect_why") or ""), clear_why=str(d.get("clear_why") or ""),
+        target=opt("target"), knob=opt("knob"), before=opt("before"), after=opt("after"),
+        anchor=d.get("anchor") if isinstance(d.get("anchor"), dict) else None,
+        places=dict(d["places"]) if isinstance(d.get("places"), dict) else None,
+        at=opt("at"), before_source=opt("before_source"), after_source=opt("after_source"),
+        before_lines=opt("before_lines"), after_lines=opt("after_lines"), patch=opt("patch"),
+        sha256=opt("sha256"), files=tuple(str(f) for f in d.get("files") or ()),
+        commit=opt("commit"),
+        history=tuple(Action(at=str(a["at"]), action=str(a["action"]),
+                             why=str(a.get("why") or ""), command=str(a.get("command") or ""))
+                      for a in d.get("history") or ()),
+    )
+
+
+def _outcome(build, d):
+    try:
+        return build(d)
+    except Exception as e:  # the same failure, whichever path
+        return type(e)
+
+
+SCALARS = st.one_of(st.none(), st.text(max_size=4), st.integers(-2, 600), st.booleans(),
+                    st.just("x"), st.just(""), st.just("SGLANG_Q"), st.just("applied"))
+
+
+@settings(max_examples=300, deadline=None)
+@given(base=st.sampled_from([KNOB.to_dict(), PATCH.to_dict()]),
+       changes=st.dictionaries(st.sampled_from(sorted({*KNOB.to_dict(), *PATCH.to_dict(), "at",
+                                                       "places"})), SCALARS, max_size=4),
+       history_why=SCALARS)
+def test_from_dict_equals_the_constructor_path_on_any_values(base, changes, history_why):
+    d = {**base, **changes}
+    if isinstance(d.get("history"), list):
+        d["history"] = [{**a, "why": history_why} for a in d["history"]]
+    assert _outcome(Entry.from_dict, d) == _outcome(_reference_from_dict, d)
