@@ -36,6 +36,7 @@ import os
 import re
 import tempfile
 from collections.abc import Mapping
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -146,8 +147,9 @@ class GitRunner:
     def _execute(self, argv: list[str], data: bytes | None, env: dict[str, str]):
         import git
 
-        with tempfile.TemporaryFile() as stdin:
-            if data:
+        # stdin: the data from a file (GitPython takes a stream), else nothing (/dev/null)
+        with tempfile.TemporaryFile() if data is not None else nullcontext() as stdin:
+            if stdin is not None:
                 stdin.write(data)
                 stdin.seek(0)
             try:
