@@ -4,13 +4,14 @@ A *target format* knows one kind of config file a serving stack reads its enviro
 from, and edits it the way a careful operator would by hand:
 
 * ``bash``   -- serve scripts (``export K=V``, ``K=V``, ``K=V exec python ...``),
-  see :mod:`envknobs.formats.bash`;
+  see :mod:`envknobs.formats.bash` (a package: lexer, tree, flow,
+  launch, analysis, summary, select, edit, write);
 * ``dotenv`` -- python-dotenv / systemd ``EnvironmentFile`` files,
   see :mod:`envknobs.formats.dotenv`;
 * ``k8s``    -- the ``env:`` list of one container in Kubernetes manifests,
-  see :mod:`envknobs.formats.k8s`;
+  see :mod:`envknobs.formats.yaml.k8s`;
 * ``yaml-map`` -- a YAML mapping of knobs: an engine's ``--config`` file, or an env map
-  at a key path of a bigger file, see :mod:`envknobs.formats.yaml_map`.
+  at a key path of a bigger file, see :mod:`envknobs.formats.yaml.map`.
 
 Every format works on the whole file as one ``str`` (decoded as UTF-8 with
 ``errors="surrogateescape"`` by the caller, who encodes it back the same way) and returns
@@ -25,11 +26,11 @@ Errors are :class:`FormatError` (a ``ValueError``); invalid knob names or values
 A ``FormatError`` message says what and where (``line N``), never the file path: the
 caller knows the path and prefixes it.
 
-Places (:mod:`envknobs.formats.places`).  The ``bash`` format also reports where each
+Places (:mod:`envknobs.formats.common.places`).  The ``bash`` format also reports where each
 knob is set — ``summary(text)``, ``knob(text, K)``, ``select_places(text, K, at)`` — and
 takes a selection: ``set(text, K, V, at=LINE|ALL)``, ``unset(text, K, at=...)`` and
 ``edit_places(text, K, [PlaceEdit(key, value, raw, anchor)])``.  Without a selection an
-edit of a knob with several places raises :class:`~envknobs.formats.places.AmbiguousKnob`
+edit of a knob with several places raises :class:`~envknobs.formats.common.places.AmbiguousKnob`
 (a ``FormatError``) naming them all; ``AmbiguousKnob.describe(path)`` gives the message
 with ``path:line``.  Launch flags are knobs named ``--flag`` there (see
 :mod:`envknobs.flags`).
@@ -38,46 +39,12 @@ with ``path:line``.  Launch flags are knobs named ``--flag`` there (see
 from __future__ import annotations
 
 from typing import Callable
-from typing import Protocol
-from typing import runtime_checkable
 
-
-class FormatError(ValueError):
-    """A target file cannot be parsed or edited; the message says what and at which line."""
-
-
-@runtime_checkable
-class TargetFormat(Protocol):
-    """What the ledger core needs from a file format."""
-
-    name: str
-
-    def parse(self, text: str) -> dict[str, str]:
-        """Map each knob to the value the launched process sees."""
-        ...
-
-    def set(self, text: str, knob: str, value: str) -> str:
-        """Return ``text`` with ``knob`` set to ``value`` (unchanged if it already is)."""
-        ...
-
-    def unset(self, text: str, knob: str) -> str:
-        """Return ``text`` without ``knob`` (unchanged if it is absent)."""
-        ...
-
-
-@runtime_checkable
-class ExactSource(Protocol):
-    """A format that can put a value's original text back verbatim (k8s, yaml-map).
-
-    ``source(text, knob)`` is the exact text of the knob's value as written (opaque to
-    the caller; None when absent); ``set(text, knob, value, source=S)`` writes ``S``
-    verbatim where it reads back as ``value``, and renders ``value`` otherwise.  A
-    revert that hands back the source taken before the change restores the bytes.
-    """
-
-    def source(self, text: str, knob: str) -> str | None: ...
-
-    def set(self, text: str, knob: str, value: str, source: str | None = None) -> str: ...
+from envknobs.formats.common import FormatError
+from envknobs.formats.common import TargetFormat
+from envknobs.formats.common.places import ALL
+from envknobs.formats.common.places import AmbiguousKnob
+from envknobs.formats.common.places import PlaceEdit
 
 
 FORMAT_NAMES = ("bash", "dotenv", "k8s", "yaml-map")
@@ -95,7 +62,7 @@ def get_format(
 
     ``container`` selects the container for ``k8s``: its name, or a longer address
     (``NAME/CONTAINER``, ``KIND/NAME/ROLE/CONTAINER``, ``DOC:PATH``) where the name is
-    not unique; see :mod:`envknobs.formats._k8s_find`.  ``key_path`` is where the map of
+    not unique; see :mod:`envknobs.formats.yaml.containers`.  ``key_path`` is where the map of
     a ``yaml-map`` target is (None: the whole file), ``check_key`` validates its keys
     (a flag catalog lookup raising KnobError), ``strings`` says its values are env
     strings (new values are always written as strings).  Raises :class:`FormatError` for an
@@ -109,13 +76,13 @@ def get_format(
             raise FormatError("the k8s format needs a container address (--container)")
         if key_path is not None or check_key is not None:
             raise FormatError("a key path is only meaningful for yaml-map targets, not k8s")
-        from envknobs.formats.k8s import K8sFormat
+        from envknobs.formats.yaml.k8s import K8sFormat
 
         return K8sFormat(container)
     if container is not None:
         raise FormatError(f"a container is only meaningful for k8s targets, not {name}")
     if name == "yaml-map":
-        from envknobs.formats.yaml_map import YamlMapFormat
+        from envknobs.formats.yaml.map import YamlMapFormat
 
         return YamlMapFormat(key_path, check_key, strings)
     if key_path is not None or check_key is not None:
@@ -131,4 +98,4 @@ def get_format(
     raise FormatError(f"unknown target format {name!r} (use {', '.join(FORMAT_NAMES)})")
 
 
-__all__ = ["FORMAT_NAMES", "ExactSource", "FormatError", "TargetFormat", "get_format"]
+__all__ = ["ALL", "FORMAT_NAMES", "AmbiguousKnob", "FormatError", "PlaceEdit", "TargetFormat", "get_format"]

@@ -34,13 +34,14 @@ import re
 from dataclasses import dataclass
 from typing import Mapping
 
-from envknobs.formats import FormatError
-from envknobs.formats._text import check_assignment_args
-from envknobs.formats._text import insert_line
-from envknobs.formats._text import line_of
-from envknobs.formats._text import remove_lines
-from envknobs.formats._text import verified
-from envknobs.formats._text import verified_many
+from envknobs.formats.common import FormatError
+from envknobs.formats.common import TargetFormat
+from envknobs.formats.common.text import check_assignment_args
+from envknobs.formats.common.text import insert_line
+from envknobs.formats.common.text import line_of
+from envknobs.formats.common.text import remove_lines
+from envknobs.formats.common.text import verified
+from envknobs.formats.common.text import verified_many
 
 # The regular expressions of python-dotenv's parser.
 _MULTILINE_WS = re.compile(r"\s*", re.MULTILINE)
@@ -198,7 +199,7 @@ def _is_dynamic(b: _Binding) -> bool:
     return b.value is not None and bool(_POSIX_VARIABLE.search(b.value))
 
 
-class DotenvFormat:
+class DotenvFormat(TargetFormat):
     """python-dotenv / systemd EnvironmentFile; see the module docstring for the rules."""
 
     name = "dotenv"
@@ -229,7 +230,10 @@ class DotenvFormat:
         """Delete every line that sets ``knob`` (same text if there is none)."""
         return self.edit_many(text, {knob: None})
 
-    def edit_many(self, text: str, edits: Mapping[str, str | None]) -> str:
+    def edit_many(
+        self, text: str, edits: Mapping[str, str | None],
+        sources: Mapping[str, str | None] | None = None,
+    ) -> str:
         """Unset (None) or set each knob of ``edits`` that the file has, in one pass:
         the same text as editing them one at a time, read and verified once (a
         ``revert --perf-only`` or a bisect step edits hundreds of knobs of one file).

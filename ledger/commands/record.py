@@ -78,7 +78,7 @@ def validate_knob(
 
 
 def _validate_flag_key(knob: str, value: str | None, no_validate: bool, target: Target):
-    from envknobs.formats._keys import check_key_name
+    from envknobs.formats.yaml.keys import check_key_name
 
     try:
         check_key_name(knob)
@@ -231,20 +231,18 @@ def canonical_knob(tf, knob: str) -> str:
     from ledger.store.targets import target_format
 
     fmt = target_format(tf.target)
-    return fmt.canonical(tf.text, knob) if hasattr(fmt, "canonical") else knob
+    return fmt.canonical(tf.text, knob)
 
 
 def refuse_ambiguous(tf, knob: str, value: str | None, adopt: bool) -> None:
     """No silent pick: a knob with several places, or one that depends on a branch, is
     refused with each place as ``file:line`` and how to select one."""
     from envknobs.formats import FormatError
-    from envknobs.formats.places import AmbiguousKnob
+    from envknobs.formats.common.places import AmbiguousKnob
     from ledger.store.targets import ambiguous
     from ledger.store.targets import target_format
 
     fmt = target_format(tf.target)
-    if not hasattr(fmt, "select_places"):
-        return
     try:
         fmt.select_places(tf.text, knob, None, "unset" if value is None else "set")
     except AmbiguousKnob as e:
@@ -263,7 +261,7 @@ def record_at(s: Session, tf, entries, *, knob: str, value: str | None, at: int 
     line, old value, exact text and anchor, so revert/restore touch exactly those.
     None when the file does not have the knob yet: it is then a whole new knob."""
     from envknobs.formats import FormatError
-    from envknobs.formats.places import AmbiguousKnob
+    from envknobs.formats.common.places import AmbiguousKnob
     from ledger.errors import TargetError
     from ledger.store.targets import ambiguous
     from ledger.store.targets import target_format

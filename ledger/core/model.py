@@ -72,7 +72,7 @@ def check_entry_knob(name: str) -> str:
     try:
         return check_knob_name(name)
     except KnobError:
-        from envknobs.formats._keys import check_key_name
+        from envknobs.formats.yaml.keys import check_key_name
 
         return check_key_name(name)
 

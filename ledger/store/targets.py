@@ -44,7 +44,7 @@ class TargetFile:
     path: Path
     raw: bytes
     values: dict[str, str]
-    # bash targets: what the format sees (envknobs.formats.places.Summary), and the value
+    # bash targets: what the format sees (envknobs.formats.common.places.Summary), and the value
     # at every place of every knob, keyed knob@place ("CUDA_VISIBLE_DEVICES@launch 2")
     summary: Any = None
     place_values: dict[str, str | None] = field(default_factory=dict)
@@ -83,10 +83,9 @@ def anchor_in(
 
     fmt = _format(tf.target)
     try:
-        if hasattr(fmt, "knob"):
-            place = launch_place_anchor(fmt, text, knob)
-            if place is not None:
-                return place
+        place = launch_place_anchor(fmt, text, knob)
+        if place is not None:
+            return place
         return anchor_for(fmt, text, knob, fmt.parse(text), managed or {})
     except (FormatError, KnobError):
         return None
@@ -130,11 +129,8 @@ def source_in(target: Target, text: str, knob: str) -> str | None:
     format that does not keep it)."""
     from envknobs.formats import FormatError
 
-    fmt = _format(target)
-    if not hasattr(fmt, "source"):
-        return None
     try:
-        return fmt.source(text, knob)
+        return _format(target).source(text, knob)
     except (FormatError, KnobError):
         return None
 
@@ -162,9 +158,9 @@ def parse_target(target: Target, path: Path, raw: bytes) -> TargetFile:
     text = raw.decode(ENCODING, ERRORS)
     try:
         fmt = _format(target)
-        if not hasattr(fmt, "summary"):
-            return TargetFile(target, path, raw, fmt.parse(text))
         summary = fmt.summary(text)
+        if summary is None:  # a format whose knobs have one spot each
+            return TargetFile(target, path, raw, fmt.parse(text))
     except FormatError as e:
         raise TargetError(str(path), _message(e, path)) from e
     values = {k.knob: k.value for k in summary.knobs if k.value is not None and not k.needs_selection}
@@ -203,7 +199,7 @@ def edit_target(
     ``lines``: the exact lines a re-added knob had (see :func:`ledger.core.layout.add_knob`).
     """
     from envknobs.formats import FormatError
-    from envknobs.formats.places import AmbiguousKnob
+    from envknobs.formats.common.places import AmbiguousKnob
 
     fmt = _format(tf.target)
     text = tf.text
@@ -214,13 +210,7 @@ def edit_target(
     additions = [k for k, v in plain.items() if v is not None and k not in present]
     try:
         text = _edit_places(fmt, text, edits, places or {})
-        if hasattr(fmt, "edit_many"):  # one pass over the file for all of them
-            text = fmt.edit_many(text, {k: plain[k] for k in (*removals, *changes)})
-        else:
-            for knob in removals:
-                text = fmt.unset(text, knob)
-            for knob in changes:
-                text = _set(fmt, text, knob, plain[knob], (sources or {}).get(knob))
+        text = fmt.edit_many(text, {k: plain[k] for k in (*removals, *changes)}, sources)
         for knob in additions:
             text = _add(fmt, text, knob, plain[knob], anchors or {},
                         source=(sources or {}).get(knob), lines=(lines or {}).get(knob))
@@ -234,7 +224,7 @@ def edit_target(
 
 
 def _edit_places(fmt, text: str, edits: Mapping[str, str | None], places: Mapping[str, dict]) -> str:
-    from envknobs.formats.places import PlaceEdit
+    from envknobs.formats.common.places import PlaceEdit
 
     by_knob: dict[str, list] = {}
     for key, value in edits.items():
@@ -255,10 +245,10 @@ def _add(fmt, text: str, knob: str, value: str, anchors: Mapping[str, dict | Non
          source: str | None = None, lines: str | None = None) -> str:
     """An absent knob back in: at its launch-word anchor, else at its layout anchor."""
     from envknobs.formats import FormatError
-    from envknobs.formats.places import PlaceEdit
+    from envknobs.formats.common.places import PlaceEdit
 
     place = (anchors.get(knob) or {}).get("place")
-    if isinstance(place, dict) and hasattr(fmt, "edit_places"):
+    if isinstance(place, dict):
         raw = place.get("raw") if place.get("value") == value else None
         try:
             return fmt.edit_places(
@@ -267,9 +257,3 @@ def _add(fmt, text: str, knob: str, value: str, anchors: Mapping[str, dict | Non
         except FormatError:
             pass  # the text around it changed: the format places it as a new knob
     return add_knob(fmt, text, knob, value, anchors, source=source, lines=lines)
-
-
-def _set(fmt, text: str, knob: str, value: str, source: str | None) -> str:
-    if source is not None and hasattr(fmt, "source"):
-        return fmt.set(text, knob, value, source=source)
-    return fmt.set(text, knob, value)

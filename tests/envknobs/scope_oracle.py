@@ -6,8 +6,8 @@ from pathlib import Path
 
 from envknobs.catalog import lookup_flag
 from envknobs.formats import get_format
-from envknobs.formats.places import KnobSummary
-from envknobs.formats.places import Summary
+from envknobs.formats.common.places import KnobSummary
+from envknobs.formats.common.places import Summary
 from tests.envknobs.knob_oracles import LaunchRecord
 from tests.envknobs.knob_oracles import argv_flags
 from tests.envknobs.knob_oracles import bash_launch_grid

@@ -8,9 +8,9 @@ import pytest
 
 from envknobs.formats import FormatError
 from envknobs.formats import get_format
-from envknobs.formats.places import ALL
-from envknobs.formats.places import AmbiguousKnob
-from envknobs.formats.places import PlaceEdit
+from envknobs.formats.common.places import ALL
+from envknobs.formats.common.places import AmbiguousKnob
+from envknobs.formats.common.places import PlaceEdit
 from tests.envknobs.bash_fixtures import ALL as FIXTURES
 from tests.envknobs.bash_fixtures import ARGS_SGLANG
 from tests.envknobs.bash_fixtures import CASE_ROLES

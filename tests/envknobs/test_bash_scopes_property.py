@@ -18,9 +18,9 @@ from hypothesis import settings
 from hypothesis import strategies as st
 
 from envknobs.formats import FormatError
-from envknobs.formats.places import ALL
-from envknobs.formats.places import AmbiguousKnob
-from envknobs.formats.places import PlaceEdit
+from envknobs.formats.common.places import ALL
+from envknobs.formats.common.places import AmbiguousKnob
+from envknobs.formats.common.places import PlaceEdit
 from tests.envknobs.knob_oracles import bash_launch_grid
 from tests.envknobs.knob_oracles import bash_syntax_ok
 from tests.envknobs.scope_oracle import BASH
@@ -49,7 +49,7 @@ values = st.sampled_from(VALUES)
 
 
 def _q(value: str) -> str:
-    from envknobs.formats._bashwords import quote_value
+    from envknobs.formats.bash.words import quote_value
 
     return quote_value(value)
 

@@ -14,7 +14,7 @@ from ruamel.yaml import YAML
 
 from envknobs.formats import FormatError
 from envknobs.formats import get_format
-from envknobs.formats.yaml_map import key_checker
+from envknobs.formats.yaml.map import key_checker
 from envknobs.registry import KnobError
 
 from tests.envknobs.knob_oracles import values

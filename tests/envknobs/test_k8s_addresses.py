@@ -8,8 +8,8 @@ import pytest
 
 from envknobs.formats import FormatError
 from envknobs.formats import get_format
-from envknobs.formats._k8s_find import ContainerAmbiguous
-from envknobs.formats.k8s import K8sFormat
+from envknobs.formats.yaml.containers import ContainerAmbiguous
+from envknobs.formats.yaml.k8s import K8sFormat
 
 from tests.envknobs.k8s_shapes import LWS
 from tests.envknobs.k8s_shapes import LWS_PD

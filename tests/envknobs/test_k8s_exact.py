@@ -19,9 +19,9 @@ from hypothesis import strategies as st
 from ruamel.yaml import YAML
 
 from envknobs.formats import get_format
-from envknobs.formats._yaml_scalar import double_quoted
-from envknobs.formats._yaml_scalar import plain_is_string
-from envknobs.formats._yaml_scalar import single_quoted
+from envknobs.formats.yaml.scalar import double_quoted
+from envknobs.formats.yaml.scalar import plain_is_string
+from envknobs.formats.yaml.scalar import single_quoted
 
 from tests.envknobs.knob_oracles import values
 

@@ -7,23 +7,23 @@ result is re-read and verified by the caller.
 
 from __future__ import annotations
 
-from envknobs.formats import FormatError
-from envknobs.formats._bashedit import anchor_of
-from envknobs.formats._bashedit import insert_continuation_line
-from envknobs.formats._bashedit import insert_line_before
-from envknobs.formats._bashedit import insert_words
-from envknobs.formats._bashedit import removal_span
-from envknobs.formats._bashflow import Def
-from envknobs.formats._bashplaces import Analysis
-from envknobs.formats._bashplaces import Launch
-from envknobs.formats._bashplaces import Site
-from envknobs.formats._bashwords import quote_value
-from envknobs.formats._launch import _ALL_ARGS
-from envknobs.formats._launch import DockerEnv
-from envknobs.formats._launch import FlagUse
-from envknobs.formats._launch import array_expansion
-from envknobs.formats._launch import flag_spelling
-from envknobs.formats._text import line_of
+from envknobs.formats.common import FormatError
+from envknobs.formats.bash.edit import anchor_of
+from envknobs.formats.bash.edit import insert_continuation_line
+from envknobs.formats.bash.edit import insert_line_before
+from envknobs.formats.bash.edit import insert_words
+from envknobs.formats.bash.edit import removal_span
+from envknobs.formats.bash.flow import Def
+from envknobs.formats.bash.analysis import Analysis
+from envknobs.formats.bash.analysis import Launch
+from envknobs.formats.bash.analysis import Site
+from envknobs.formats.bash.words import quote_value
+from envknobs.formats.bash.launch import ALL_ARGS
+from envknobs.formats.bash.launch import DockerEnv
+from envknobs.formats.bash.launch import FlagUse
+from envknobs.formats.bash.launch import array_expansion
+from envknobs.formats.bash.launch import flag_spelling
+from envknobs.formats.common.text import line_of
 from envknobs.registry import FALSE_WORDS
 from envknobs.registry import TRUE_WORDS
 
@@ -196,7 +196,7 @@ def add_flag(a: Analysis, launch: Launch, knob: str, value: str, lookup) -> str:
     for visit in a.visits:
         if visit.launch == launch.ordinal:
             for argv in a.argv_options(visit):
-                from envknobs.formats._launch import scan_flags
+                from envknobs.formats.bash.launch import scan_flags
 
                 uses.extend(scan_flags(argv, lookup))
     valued = [u for u in uses if u.form in ("space", "equals")]
@@ -205,7 +205,7 @@ def add_flag(a: Analysis, launch: Launch, knob: str, value: str, lookup) -> str:
     array = _own_array(a, launch)
     if array is not None:
         return _add_to_array(text, array, new)
-    args = [w for w in shape.args if w.text not in _ALL_ARGS and array_expansion(w) is None]
+    args = [w for w in shape.args if w.text not in ALL_ARGS and array_expansion(w) is None]
     words = launch.simple.words
     last = args[-1] if args else (shape.args[-1] if shape.args else words[-1])
     first_line = line_of(text, words[0].start)
@@ -217,7 +217,7 @@ def add_flag(a: Analysis, launch: Launch, knob: str, value: str, lookup) -> str:
 def _line_starts_with_arg(text: str, word, args) -> bool:
     line = line_of(text, word.start)
     on_line = [w for w in args if line_of(text, w.start) == line]
-    from envknobs.formats._text import line_start
+    from envknobs.formats.common.text import line_start
 
     return bool(on_line) and text[line_start(text, on_line[0].start) : on_line[0].start].strip() == ""
 
@@ -242,12 +242,12 @@ def _add_to_array(text: str, array: Def, new: str) -> str:
     word = array.word
     close = word.end - 1  # the ')'
     elements = word.array or []
-    from envknobs.formats._text import line_start
+    from envknobs.formats.common.text import line_start
 
     if text[line_start(text, close) : close].strip() == "" and line_of(text, close) > line_of(text, word.start):
         indent = "    "
         if elements:
-            from envknobs.formats._text import indent_at
+            from envknobs.formats.common.text import indent_at
 
             indent = indent_at(text, elements[-1].start)
         return insert_line_before(text, close, new, indent)
@@ -268,7 +268,7 @@ def add_docker_env(text: str, launch: Launch, knob: str, value: str) -> str:
     pair = quote_value(f"{knob}={value}", style_of=style if style[:1] in "'\"" else None)
     opt = last.option.text.split("=", 1)[0]
     new = f"{opt}={pair}" if last.option is holder else f"{opt} {pair}"
-    from envknobs.formats._text import line_start
+    from envknobs.formats.common.text import line_start
 
     alone = text[line_start(text, last.option.start) : last.option.start].strip() == ""
     if alone and line_of(text, last.option.start) > line_of(text, launch.simple.start):

@@ -43,35 +43,36 @@ from ruamel.yaml.nodes import MappingNode
 from ruamel.yaml.nodes import Node
 from ruamel.yaml.nodes import ScalarNode
 
-from envknobs.formats import FormatError
-from envknobs.formats._keys import KEY_RE
-from envknobs.formats._keys import check_key_name
-from envknobs.formats._text import line_end
-from envknobs.formats._text import line_of
-from envknobs.formats._text import line_start
-from envknobs.formats._text import newline_of
-from envknobs.formats._text import verified
-from envknobs.formats._yaml_edit import column
-from envknobs.formats._yaml_edit import compose_all
-from envknobs.formats._yaml_edit import format_path
-from envknobs.formats._yaml_edit import insert_at_line
-from envknobs.formats._yaml_edit import last_content_end
-from envknobs.formats._yaml_edit import parse_path
-from envknobs.formats._yaml_edit import scalar_text
-from envknobs.formats._yaml_edit import splice_source
-from envknobs.formats._yaml_edit import splice_value
-from envknobs.formats._yaml_edit import value_span
-from envknobs.formats._yaml_edit import walk_path
-from envknobs.formats._yaml_scalar import DOUBLE
-from envknobs.formats._yaml_scalar import NULL_TAG
-from envknobs.formats._yaml_scalar import SINGLE
-from envknobs.formats._yaml_scalar import STR_TAG
-from envknobs.formats._yaml_scalar import check_yaml_text
-from envknobs.formats._yaml_scalar import neighbour_style
-from envknobs.formats._yaml_scalar import plain_tag
-from envknobs.formats._yaml_scalar import quoted
-from envknobs.formats._yaml_scalar import render
-from envknobs.formats._yaml_scalar import resolved_tag
+from envknobs.formats.common import FormatError
+from envknobs.formats.common import TargetFormat
+from envknobs.formats.yaml.keys import KEY_RE
+from envknobs.formats.yaml.keys import check_key_name
+from envknobs.formats.common.text import line_end
+from envknobs.formats.common.text import line_of
+from envknobs.formats.common.text import line_start
+from envknobs.formats.common.text import newline_of
+from envknobs.formats.common.text import verified
+from envknobs.formats.yaml.edit import column
+from envknobs.formats.yaml.edit import compose_all
+from envknobs.formats.yaml.edit import format_path
+from envknobs.formats.yaml.edit import insert_at_line
+from envknobs.formats.yaml.edit import last_content_end
+from envknobs.formats.yaml.edit import parse_path
+from envknobs.formats.yaml.edit import scalar_text
+from envknobs.formats.yaml.edit import splice_source
+from envknobs.formats.yaml.edit import splice_value
+from envknobs.formats.yaml.edit import value_span
+from envknobs.formats.yaml.edit import walk_path
+from envknobs.formats.yaml.scalar import DOUBLE
+from envknobs.formats.yaml.scalar import NULL_TAG
+from envknobs.formats.yaml.scalar import SINGLE
+from envknobs.formats.yaml.scalar import STR_TAG
+from envknobs.formats.yaml.scalar import check_yaml_text
+from envknobs.formats.yaml.scalar import neighbour_style
+from envknobs.formats.yaml.scalar import plain_tag
+from envknobs.formats.yaml.scalar import quoted
+from envknobs.formats.yaml.scalar import render
+from envknobs.formats.yaml.scalar import resolved_tag
 from envknobs.registry import KnobError
 from envknobs.registry import check_knob_value
 
@@ -124,7 +125,7 @@ def _typed(
     return value
 
 
-class YamlMapFormat:
+class YamlMapFormat(TargetFormat):
     """A mapping of knobs in a YAML file; see the module docstring."""
 
     name = "yaml-map"
@@ -194,6 +195,9 @@ class YamlMapFormat:
         """Key -> value text for every scalar value of the map."""
         pairs = self._pairs(self._locate(text))
         return {k: scalar_text(v) for k, (_, v) in pairs.items() if isinstance(v, ScalarNode)}
+
+    def set_exact(self, text: str, knob: str, value: str, source: str | None) -> str:
+        return self.set(text, knob, value, source=source)
 
     def source(self, text: str, knob: str) -> str | None:
         """The exact text after ``knob:`` (to the end of its value), or None."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from envknobs.formats import FormatError
+from envknobs.formats.common import FormatError
 from envknobs.registry import check_knob_name
 from envknobs.registry import check_knob_value
 

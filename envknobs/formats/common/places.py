@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from dataclasses import field
 from typing import Any
 
-from envknobs.formats import FormatError
+from envknobs.formats.common import FormatError
 
 ALL = "all"  # at=ALL: every place of the knob
 

@@ -29,8 +29,8 @@ from dataclasses import dataclass
 from dataclasses import field
 from typing import Callable
 
-from envknobs.formats._bashwords import decode_value
-from envknobs.formats._shell import Word
+from envknobs.formats.bash.words import decode_value
+from envknobs.formats.bash.lexer import Word
 
 _MODULES = {
     "sglang.launch_server": "sglang",
@@ -93,7 +93,7 @@ class Shape:
     env_anchor: Word | None = None  # the `run` word: new --env options go after it
 
 
-def _skip_wrappers(words: list[Word], k: int, prefixes: list[Word]) -> int:
+def skip_wrappers(words: list[Word], k: int, prefixes: list[Word]) -> int:
     while k < len(words):
         text = word_text(words[k])
         if text == "exec":
@@ -147,7 +147,7 @@ def launch_shape(words: list[Word]) -> Shape | None:
     while k < len(words) and words[k].assignment():
         prefixes.append(words[k])
         k += 1
-    k = _skip_wrappers(words, k, prefixes)
+    k = skip_wrappers(words, k, prefixes)
     if k >= len(words):
         return None
     program = (word_text(words[k]) or "").rsplit("/", 1)[-1]
@@ -244,7 +244,7 @@ def scan_flags(args: list[Word], lookup: Lookup) -> list[FlagUse]:
 
 
 _LITERAL_FLAG = re.compile(r"(--?[A-Za-z0-9][A-Za-z0-9_.-]*)(=|\Z)")
-_ALL_ARGS = frozenset({'"$@"', "$@", '"$*"', "$*", '"${@}"', "${@}"})
+ALL_ARGS = frozenset({'"$@"', "$@", '"$*"', "$*", '"${@}"', "${@}"})
 
 
 def flag_spelling(word: Word) -> tuple[str, bool, str | None] | None:
@@ -262,7 +262,7 @@ def flag_spelling(word: Word) -> tuple[str, bool, str | None] | None:
 
 
 def _takes_value(word: Word | None) -> bool:
-    if word is None or word.text in _ALL_ARGS or array_expansion(word) is not None:
+    if word is None or word.text in ALL_ARGS or array_expansion(word) is not None:
         return False
     return flag_spelling(word) is None
 

@@ -43,14 +43,14 @@ from ruamel.yaml.nodes import Node
 from ruamel.yaml.nodes import ScalarNode
 from ruamel.yaml.nodes import SequenceNode
 
-from envknobs.formats import FormatError
-from envknobs.formats._yaml_edit import PathStep
-from envknobs.formats._yaml_edit import format_path
-from envknobs.formats._yaml_edit import get
-from envknobs.formats._yaml_edit import get_value
-from envknobs.formats._yaml_edit import line
-from envknobs.formats._yaml_edit import parse_path
-from envknobs.formats._yaml_edit import scalar_text
+from envknobs.formats.common import FormatError
+from envknobs.formats.yaml.edit import PathStep
+from envknobs.formats.yaml.edit import format_path
+from envknobs.formats.yaml.edit import get
+from envknobs.formats.yaml.edit import get_value
+from envknobs.formats.yaml.edit import line
+from envknobs.formats.yaml.edit import parse_path
+from envknobs.formats.yaml.edit import scalar_text
 
 LIST_KEYS = ("containers", "initContainers")
 RUNNER_KEY = "runner"

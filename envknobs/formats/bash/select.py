@@ -12,26 +12,26 @@ from dataclasses import dataclass
 from dataclasses import field
 
 from envknobs.flags import is_flag_name
-from envknobs.formats import FormatError
-from envknobs.formats._bashedit import put_back
-from envknobs.formats._bashedit import removal_span
-from envknobs.formats._bashflow import Def
-from envknobs.formats._bashplaces import Analysis
-from envknobs.formats._bashplaces import KnobState
-from envknobs.formats._bashplaces import Launch
-from envknobs.formats._bashplaces import Site
-from envknobs.formats._bashplaces import flag_lookup
-from envknobs.formats._bashsummary import fingerprint
-from envknobs.formats._bashsummary import fingerprints
-from envknobs.formats._bashsummary import to_places
-from envknobs.formats._bashwrite import find_container
-from envknobs.formats._bashwrite import launch_word_cut
-from envknobs.formats._bashwrite import write_value
-from envknobs.formats._text import line_of
-from envknobs.formats._text import remove_lines
-from envknobs.formats.places import ALL
-from envknobs.formats.places import AmbiguousKnob
-from envknobs.formats.places import PlaceEdit
+from envknobs.formats.common import FormatError
+from envknobs.formats.bash.edit import put_back
+from envknobs.formats.bash.edit import removal_span
+from envknobs.formats.bash.flow import Def
+from envknobs.formats.bash.analysis import Analysis
+from envknobs.formats.bash.analysis import KnobState
+from envknobs.formats.bash.analysis import Launch
+from envknobs.formats.bash.analysis import Site
+from envknobs.formats.bash.analysis import flag_lookup
+from envknobs.formats.bash.summary import fingerprint
+from envknobs.formats.bash.summary import fingerprints
+from envknobs.formats.bash.summary import to_places
+from envknobs.formats.bash.write import find_container
+from envknobs.formats.bash.write import launch_word_cut
+from envknobs.formats.bash.write import write_value
+from envknobs.formats.common.text import line_of
+from envknobs.formats.common.text import remove_lines
+from envknobs.formats.common.places import ALL
+from envknobs.formats.common.places import AmbiguousKnob
+from envknobs.formats.common.places import PlaceEdit
 
 _LAUNCH_KINDS = ("prefix", "docker-env", "flag", "array-flag")
 
@@ -58,7 +58,7 @@ def _ambiguous(a: Analysis, state: KnobState, action: str) -> AmbiguousKnob:
 def _env_file_refusal(launches: list[Launch], knob: str, text: str) -> None:
     for launch in launches:
         if launch.shape is not None and launch.shape.env_files:
-            from envknobs.formats._launch import word_text
+            from envknobs.formats.bash.launch import word_text
 
             w = launch.shape.env_files[0]
             raise FormatError(
@@ -258,8 +258,8 @@ def _remove_everywhere(a: Analysis, knob: str) -> str:
 
 
 def _alone(text: str, start: int, end: int) -> bool:
-    from envknobs.formats._text import line_end
-    from envknobs.formats._text import line_start
+    from envknobs.formats.common.text import line_end
+    from envknobs.formats.common.text import line_start
 
     head = text[line_start(text, start) : start]
     tail = text[end : line_end(text, end)].strip(" \t\r\n")

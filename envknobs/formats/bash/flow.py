@@ -1,6 +1,6 @@
 """Which assignments reach which launch command, on every path through a serve script.
 
-A reaching-definitions analysis over the tree of :mod:`envknobs.formats._bashtree`.  The
+A reaching-definitions analysis over the tree of :mod:`envknobs.formats.bash.tree`.  The
 state at a point of the script maps each variable to the set of its possible histories
 (a tuple of the assignments that built its value: one for ``K=V``, more for ``A+=(...)``;
 the empty tuple when the script has not set it).  Compound commands combine the states
@@ -26,20 +26,20 @@ from dataclasses import dataclass
 from dataclasses import field
 from typing import Mapping
 
-from envknobs.formats import FormatError
-from envknobs.formats._bashtree import AndOr
-from envknobs.formats._bashtree import Background
-from envknobs.formats._bashtree import Case
-from envknobs.formats._bashtree import FuncDef
-from envknobs.formats._bashtree import Group
-from envknobs.formats._bashtree import If
-from envknobs.formats._bashtree import Loop
-from envknobs.formats._bashtree import Pipe
-from envknobs.formats._bashtree import Seq
-from envknobs.formats._bashtree import Simple
-from envknobs.formats._bashtree import Tree
-from envknobs.formats._bashwords import decode_value
-from envknobs.formats._shell import Word
+from envknobs.formats.common import FormatError
+from envknobs.formats.bash.tree import AndOr
+from envknobs.formats.bash.tree import Background
+from envknobs.formats.bash.tree import Case
+from envknobs.formats.bash.tree import FuncDef
+from envknobs.formats.bash.tree import Group
+from envknobs.formats.bash.tree import If
+from envknobs.formats.bash.tree import Loop
+from envknobs.formats.bash.tree import Pipe
+from envknobs.formats.bash.tree import Seq
+from envknobs.formats.bash.tree import Simple
+from envknobs.formats.bash.tree import Tree
+from envknobs.formats.bash.words import decode_value
+from envknobs.formats.bash.lexer import Word
 
 _DECLARE = frozenset({"declare", "typeset", "readonly", "local"})
 _PLAIN_DECLARE_OPTIONS = frozenset({"-x", "-g", "-r", "-gx", "-xg", "-rx", "-xr", "--"})

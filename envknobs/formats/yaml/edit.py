@@ -22,10 +22,10 @@ from ruamel.yaml.nodes import Node
 from ruamel.yaml.nodes import ScalarNode
 from ruamel.yaml.nodes import SequenceNode
 
-from envknobs.formats import FormatError
-from envknobs.formats._text import line_of
-from envknobs.formats._text import line_start
-from envknobs.formats._yaml_scalar import NULL_TAG
+from envknobs.formats.common import FormatError
+from envknobs.formats.common.text import line_of
+from envknobs.formats.common.text import line_start
+from envknobs.formats.yaml.scalar import NULL_TAG
 
 PathStep = str | int
 _KEY_RE = re.compile(r"[A-Za-z0-9_-]+\Z")

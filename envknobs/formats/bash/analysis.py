@@ -20,22 +20,22 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Callable
 
-from envknobs.formats._bashflow import Cmd
-from envknobs.formats._bashflow import Def
-from envknobs.formats._bashflow import Visit
-from envknobs.formats._bashflow import classify
-from envknobs.formats._bashflow import walk_script
-from envknobs.formats._bashtree import Simple
-from envknobs.formats._bashtree import parse_tree
-from envknobs.formats._launch import DockerEnv
-from envknobs.formats._launch import FlagUse
-from envknobs.formats._launch import Shape
-from envknobs.formats._launch import _skip_wrappers
-from envknobs.formats._launch import array_expansion
-from envknobs.formats._launch import launch_shape
-from envknobs.formats._launch import scan_flags
-from envknobs.formats._shell import Word
-from envknobs.formats._text import line_of
+from envknobs.formats.bash.flow import Cmd
+from envknobs.formats.bash.flow import Def
+from envknobs.formats.bash.flow import Visit
+from envknobs.formats.bash.flow import classify
+from envknobs.formats.bash.flow import walk_script
+from envknobs.formats.bash.tree import Simple
+from envknobs.formats.bash.tree import parse_tree
+from envknobs.formats.bash.launch import DockerEnv
+from envknobs.formats.bash.launch import FlagUse
+from envknobs.formats.bash.launch import Shape
+from envknobs.formats.bash.launch import skip_wrappers
+from envknobs.formats.bash.launch import array_expansion
+from envknobs.formats.bash.launch import launch_shape
+from envknobs.formats.bash.launch import scan_flags
+from envknobs.formats.bash.lexer import Word
+from envknobs.formats.common.text import line_of
 
 MAX_ARGV_COMBINATIONS = 64
 
@@ -153,7 +153,7 @@ class Analysis:
                 while k < len(s.words) and s.words[k].assignment():
                     prefixes.append(s.words[k])
                     k += 1
-                _skip_wrappers(s.words, k, prefixes)
+                skip_wrappers(s.words, k, prefixes)
             launches.append(Launch(ordinal, s, shape, prefixes))
         return launches
 
@@ -187,12 +187,12 @@ class Analysis:
 
     def env_site(self, env: DockerEnv, launch: int) -> Site:
         def make() -> Site:
-            from envknobs.formats._launch import word_text
+            from envknobs.formats.bash.launch import word_text
 
             text = word_text(env.word) if env.option is not env.word else None
             value = text.partition("=")[2] if text is not None else None
             if env.option is env.word:  # --env=K=V
-                from envknobs.formats._bashwords import decode_value
+                from envknobs.formats.bash.words import decode_value
 
                 raw = env.word.text[env.word.text.index("=") + 1 :]
                 decoded = decode_value(raw, word=True)
@@ -272,7 +272,7 @@ class Analysis:
             pieces.append(options or [[]])
         combos = list(itertools.islice(itertools.product(*pieces), MAX_ARGV_COMBINATIONS + 1))
         if len(combos) > MAX_ARGV_COMBINATIONS:
-            from envknobs.formats import FormatError
+            from envknobs.formats.common import FormatError
 
             raise FormatError(
                 f"line {line_of(self.text, launch.simple.start)}: the launch command's "

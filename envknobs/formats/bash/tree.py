@@ -1,6 +1,6 @@
 """A parser for the structure of bash scripts: which commands run where.
 
-From the tokens of :mod:`envknobs.formats._shell` it builds a small tree: sequences,
+From the tokens of :mod:`envknobs.formats.bash.lexer` it builds a small tree: sequences,
 ``&&``/``||`` lists, pipelines, background jobs, ``if``/``elif``/``else``, ``case``,
 ``for``/``select``/``while``/``until`` loops, ``( subshells )``, ``{ groups; }`` and
 function definitions, down to simple commands.  Every simple command knows its *scope*:
@@ -18,11 +18,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from dataclasses import field
 
-from envknobs.formats import FormatError
-from envknobs.formats._shell import Token
-from envknobs.formats._shell import Word
-from envknobs.formats._shell import lex
-from envknobs.formats._text import line_of
+from envknobs.formats.common import FormatError
+from envknobs.formats.bash.lexer import Token
+from envknobs.formats.bash.lexer import Word
+from envknobs.formats.bash.lexer import lex
+from envknobs.formats.common.text import line_of
 
 Scope = tuple[tuple[str, int], ...]
 _CLOSERS = frozenset({"then", "elif", "else", "fi", "do", "done", "esac", "}"})

@@ -21,7 +21,7 @@ from typing import Iterable
 from ruamel.yaml.nodes import ScalarNode
 from ruamel.yaml.resolver import VersionedResolver
 
-from envknobs.formats import FormatError
+from envknobs.formats.common import FormatError
 
 STR_TAG = "tag:yaml.org,2002:str"
 NULL_TAG = "tag:yaml.org,2002:null"

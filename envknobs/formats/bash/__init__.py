@@ -1,13 +1,13 @@
 """The ``bash`` target format: env knobs and launch flags in a serve script.
 
-Reading.  The script is parsed into its structure (:mod:`._bashtree`) and walked path by
-path (:mod:`._bashflow`), so every assignment is known with its scope: top level and
+Reading.  The script is parsed into its structure (:mod:`.tree`) and walked path by
+path (:mod:`.flow`), so every assignment is known with its scope: top level and
 unconditional, or inside an ``if``/``case``/loop/function/subshell/``&&`` list.  Text in
 comments, quoted strings and here-documents is never a knob.  What counts:
 
 * ``export K=V``, ``K=V``, ``declare -x K=V``, ``unset K``; ``K=V`` prefixes (and ``env
   K=V`` arguments) on the launch command, which win over the rest;
-* the launch commands (:mod:`._launch`): every ``python -m sglang.launch_server`` /
+* the launch commands (:mod:`.launch`): every ``python -m sglang.launch_server`` /
   ``vllm serve`` / ``docker run`` ... in the script, wherever it is.  Without one, the
   last ``exec CMD`` is the launch, else the last command with ``K=V`` prefixes, else the
   end of the script (a file that is sourced).  Nothing after a launch is seen by it;
@@ -17,7 +17,7 @@ comments, quoted strings and here-documents is never a knob.  What counts:
   switches, ``--no-x``, ``nargs`` lists, on the launch line or in an ``args=( ... )``
   array expanded there with ``"${args[@]}"``.
 
-Each knob has *places* (:class:`~envknobs.formats.places.Place`): every site some run of
+Each knob has *places* (:class:`~envknobs.formats.common.places.Place`): every site some run of
 some launch can see.  One place, seen on every path: the knob has a static value
 (:meth:`BashFormat.parse`).  Several, or one seen only on some paths: it is
 ``conditional`` (the value depends on a branch) or ``repeated`` (each launch line has
@@ -25,7 +25,7 @@ its own), and has no single value.  A value the shell computes (``$HOME/x``,
 ``$(nproc)``, ``${X:-8}``) is ``computed``: read, never rewritten.
 
 Writing never picks a place silently.  ``set``/``unset`` of a knob with several places,
-or a conditional one, raise :class:`~envknobs.formats.places.AmbiguousKnob` listing
+or a conditional one, raise :class:`~envknobs.formats.common.places.AmbiguousKnob` listing
 every place, unless the caller selects: ``at=LINE`` (the place on that line; a launch
 line without the knob gets a new prefix/flag there) or ``at=ALL`` (every place).  Edits:
 
@@ -61,28 +61,29 @@ from typing import Sequence
 from envknobs.flags import canonical_flag
 from envknobs.flags import check_flag_name
 from envknobs.flags import is_flag_name
-from envknobs.formats import FormatError
-from envknobs.formats._bashplaces import Analysis
-from envknobs.formats._bashplaces import flag_lookup
-from envknobs.formats._bashselect import Selection
-from envknobs.formats._bashselect import apply_edits
-from envknobs.formats._bashselect import select
-from envknobs.formats._bashselect import verify_added
-from envknobs.formats._bashsummary import insertion_point
-from envknobs.formats._bashsummary import summarize
-from envknobs.formats._bashsummary import to_places
-from envknobs.formats._bashwords import decode_value
-from envknobs.formats._bashwords import quote_value
-from envknobs.formats._bashwrite import add_docker_env
-from envknobs.formats._bashwrite import add_flag
-from envknobs.formats._bashwrite import add_prefix
-from envknobs.formats._text import insert_line
-from envknobs.formats._text import line_of
-from envknobs.formats.places import ALL
-from envknobs.formats.places import KnobSummary
-from envknobs.formats.places import Place
-from envknobs.formats.places import PlaceEdit
-from envknobs.formats.places import Summary
+from envknobs.formats.common import FormatError
+from envknobs.formats.common import TargetFormat
+from envknobs.formats.bash.analysis import Analysis
+from envknobs.formats.bash.analysis import flag_lookup
+from envknobs.formats.bash.select import Selection
+from envknobs.formats.bash.select import apply_edits
+from envknobs.formats.bash.select import select
+from envknobs.formats.bash.select import verify_added
+from envknobs.formats.bash.summary import insertion_point
+from envknobs.formats.bash.summary import summarize
+from envknobs.formats.bash.summary import to_places
+from envknobs.formats.bash.words import decode_value
+from envknobs.formats.bash.words import quote_value
+from envknobs.formats.bash.write import add_docker_env
+from envknobs.formats.bash.write import add_flag
+from envknobs.formats.bash.write import add_prefix
+from envknobs.formats.common.text import insert_line
+from envknobs.formats.common.text import line_of
+from envknobs.formats.common.places import ALL
+from envknobs.formats.common.places import KnobSummary
+from envknobs.formats.common.places import Place
+from envknobs.formats.common.places import PlaceEdit
+from envknobs.formats.common.places import Summary
 from envknobs.registry import check_knob_name
 from envknobs.registry import check_knob_value
 
@@ -106,7 +107,7 @@ def resolve_knob(a: Analysis, knob: str) -> str:
     return canonical_flag(knob) if knob.startswith("--") else knob
 
 
-class BashFormat:
+class BashFormat(TargetFormat):
     """Serve scripts; see the module docstring for the rules."""
 
     name = "bash"

@@ -1,6 +1,6 @@
 """A lexer for bash scripts: words with their exact source spans, operators, redirections.
 
-It is not a bash parser (that is :mod:`envknobs.formats._bashtree`, built on these
+It is not a bash parser (that is :mod:`envknobs.formats.bash.tree`, built on these
 tokens).  It knows the shell's lexical rules well enough for serve scripts: quotes
 (``'...'``, ``"..."``, ``$'...'``), backslash escapes and ``\\``-newline continuations,
 ``$(...)``, ``$((...))``, ``${...}``, backticks, comments, control operators (``;``, ``&&``,
@@ -20,8 +20,8 @@ import re
 from dataclasses import dataclass
 from dataclasses import field
 
-from envknobs.formats import FormatError
-from envknobs.formats._text import line_of
+from envknobs.formats.common import FormatError
+from envknobs.formats.common.text import line_of
 
 _METACHARS = frozenset(" \t\r\n;&|()<>")
 _OPERATORS = (";;&", ";;", ";&", "&&", "||", "|&", ";", "&", "|", "(", ")")

@@ -9,9 +9,9 @@ removed as a whole.
 
 from __future__ import annotations
 
-from envknobs.formats._text import indent_at
-from envknobs.formats._text import line_end
-from envknobs.formats._text import line_start
+from envknobs.formats.common.text import indent_at
+from envknobs.formats.common.text import line_end
+from envknobs.formats.common.text import line_start
 
 _CONT = ("\\\n", "\\\r\n")
 

@@ -3,7 +3,7 @@
 The file may hold several YAML documents.  Containers are found wherever a pod spec is
 (Deployment, StatefulSet, Job, LeaderWorkerSet templates, RoleBasedGroup roles, OME
 ``runner:`` blocks, any custom resource) and picked by an *address*: the container name
-when it is unique, else a longer address; see :mod:`envknobs.formats._k8s_find`.  An
+when it is unique, else a longer address; see :mod:`envknobs.formats.yaml.containers`.  An
 address that fits several containers is refused, listing an address for each that
 selects it alone; editing them all at once is rarely what an operator means.
 
@@ -45,31 +45,32 @@ from ruamel.yaml.nodes import Node
 from ruamel.yaml.nodes import ScalarNode
 from ruamel.yaml.nodes import SequenceNode
 
-from envknobs.formats import FormatError
-from envknobs.formats._k8s_find import Found
-from envknobs.formats._k8s_find import check_address
-from envknobs.formats._k8s_find import find_containers
-from envknobs.formats._k8s_find import locate
-from envknobs.formats._text import check_assignment_args
-from envknobs.formats._text import line_end
-from envknobs.formats._text import line_of
-from envknobs.formats._text import line_start
-from envknobs.formats._text import newline_of
-from envknobs.formats._text import verified
-from envknobs.formats._yaml_edit import column
-from envknobs.formats._yaml_edit import compose_all
-from envknobs.formats._yaml_edit import dash_before
-from envknobs.formats._yaml_edit import get
-from envknobs.formats._yaml_edit import insert_at_line
-from envknobs.formats._yaml_edit import last_content_end
-from envknobs.formats._yaml_edit import scalar_text
-from envknobs.formats._yaml_edit import splice_source
-from envknobs.formats._yaml_edit import splice_value
-from envknobs.formats._yaml_edit import value_span
-from envknobs.formats._yaml_scalar import check_yaml_text
-from envknobs.formats._yaml_scalar import neighbour_style
-from envknobs.formats._yaml_scalar import node_style
-from envknobs.formats._yaml_scalar import render
+from envknobs.formats.common import FormatError
+from envknobs.formats.common import TargetFormat
+from envknobs.formats.yaml.containers import Found
+from envknobs.formats.yaml.containers import check_address
+from envknobs.formats.yaml.containers import find_containers
+from envknobs.formats.yaml.containers import locate
+from envknobs.formats.common.text import check_assignment_args
+from envknobs.formats.common.text import line_end
+from envknobs.formats.common.text import line_of
+from envknobs.formats.common.text import line_start
+from envknobs.formats.common.text import newline_of
+from envknobs.formats.common.text import verified
+from envknobs.formats.yaml.edit import column
+from envknobs.formats.yaml.edit import compose_all
+from envknobs.formats.yaml.edit import dash_before
+from envknobs.formats.yaml.edit import get
+from envknobs.formats.yaml.edit import insert_at_line
+from envknobs.formats.yaml.edit import last_content_end
+from envknobs.formats.yaml.edit import scalar_text
+from envknobs.formats.yaml.edit import splice_source
+from envknobs.formats.yaml.edit import splice_value
+from envknobs.formats.yaml.edit import value_span
+from envknobs.formats.yaml.scalar import check_yaml_text
+from envknobs.formats.yaml.scalar import neighbour_style
+from envknobs.formats.yaml.scalar import node_style
+from envknobs.formats.yaml.scalar import render
 
 
 @dataclass
@@ -142,7 +143,7 @@ def _block_offset(text: str, c: _Container) -> int:
     return 2
 
 
-class K8sFormat:
+class K8sFormat(TargetFormat):
     """One container's env list in Kubernetes manifests; see the module docstring."""
 
     name = "k8s"
@@ -161,6 +162,9 @@ class K8sFormat:
     def parse(self, text: str) -> dict[str, str]:
         """Env name -> value of the container (valueFrom items are left out)."""
         return _values(self._locate(text))
+
+    def set_exact(self, text: str, knob: str, value: str, source: str | None) -> str:
+        return self.set(text, knob, value, source=source)
 
     def source(self, text: str, knob: str) -> str | None:
         """The exact source text of ``knob``'s value (after ``value:``), or None."""

@@ -2,27 +2,27 @@
 
 from __future__ import annotations
 
-from envknobs.formats import FormatError
-from envknobs.formats._bashflow import Cmd
-from envknobs.formats._bashplaces import Analysis
-from envknobs.formats._bashplaces import KnobState
-from envknobs.formats._bashtree import Simple
-from envknobs.formats._launch import _ALL_ARGS
-from envknobs.formats._launch import array_expansion
-from envknobs.formats._launch import flag_spelling
-from envknobs.formats._launch import word_text
-from envknobs.formats._text import indent_at
-from envknobs.formats._text import line_end
-from envknobs.formats._text import line_of
-from envknobs.formats._text import line_start
-from envknobs.formats.places import KnobSummary
-from envknobs.formats.places import LaunchInfo
-from envknobs.formats.places import Place
-from envknobs.formats.places import Summary
+from envknobs.formats.common import FormatError
+from envknobs.formats.bash.flow import Cmd
+from envknobs.formats.bash.analysis import Analysis
+from envknobs.formats.bash.analysis import KnobState
+from envknobs.formats.bash.tree import Simple
+from envknobs.formats.bash.launch import ALL_ARGS
+from envknobs.formats.bash.launch import array_expansion
+from envknobs.formats.bash.launch import flag_spelling
+from envknobs.formats.bash.launch import word_text
+from envknobs.formats.common.text import indent_at
+from envknobs.formats.common.text import line_end
+from envknobs.formats.common.text import line_of
+from envknobs.formats.common.text import line_start
+from envknobs.formats.common.places import KnobSummary
+from envknobs.formats.common.places import LaunchInfo
+from envknobs.formats.common.places import Place
+from envknobs.formats.common.places import Summary
 
 
 def to_places(a: Analysis, state: KnobState) -> tuple[Place, ...]:
-    from envknobs.formats._bashwrite import anchor_for_site
+    from envknobs.formats.bash.write import anchor_for_site
 
     return tuple(
         Place(
@@ -85,7 +85,7 @@ def _launch_info(a: Analysis, launch) -> LaunchInfo:
                 continue
             # A quoted "$X" is one argument; $X unquoted, "$@" may be any number of flags.
             splits = w.text[:1] not in "'\"" and word_text(w) is None
-            if w.text in _ALL_ARGS or (splits and flag_spelling(w) is None):
+            if w.text in ALL_ARGS or (splits and flag_spelling(w) is None):
                 opaque.append(w.text)
     return LaunchInfo(
         ordinal=launch.ordinal,

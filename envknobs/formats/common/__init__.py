@@ -1,0 +1,107 @@
+"""What every target format shares: its error, its interface, places and text helpers.
+
+:class:`TargetFormat` is the one interface the ledger programs against.  Three methods
+every format has (``parse``, ``set``, ``unset``); the rest are *capabilities* with a
+default that is right for a format without them, so callers never probe with
+``hasattr``:
+
+* places (``summary``, ``knob``, ``select_places``, ``edit_places``, ``canonical``): a
+  format whose knobs can be set in several spots of one file (the bash format) reports
+  them; the default is a format where a knob has one spot (``summary`` is None,
+  ``select_places`` is empty, ``canonical`` is the name itself, ``edit_places`` refuses);
+* exact sources (``source``, ``set_exact``): a format that can write a value's original
+  text back verbatim (k8s, yaml-map) returns it from ``source`` and takes it in
+  ``set_exact``; the default keeps no source and renders the value;
+* batch edits (``edit_many``): one pass over the file for many knobs; the default edits
+  them one at a time (removals first, then changes), which gives the same text.
+
+:mod:`.places` holds the place types (:class:`~.places.Place`,
+:class:`~.places.AmbiguousKnob`, ...), :mod:`.text` the line helpers all formats use.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+from typing import Mapping
+from typing import Sequence
+
+if TYPE_CHECKING:
+    from envknobs.formats.common.places import KnobSummary
+    from envknobs.formats.common.places import Place
+    from envknobs.formats.common.places import PlaceEdit
+    from envknobs.formats.common.places import Summary
+
+
+class FormatError(ValueError):
+    """A target file cannot be parsed or edited; the message says what and at which line."""
+
+
+class TargetFormat:
+    """What the ledger core needs from a file format (see the module docstring)."""
+
+    name: str = ""
+
+    # -- every format ---------------------------------------------------------------
+    def parse(self, text: str) -> dict[str, str]:
+        """Map each knob to the value the launched process sees."""
+        raise NotImplementedError
+
+    def set(self, text: str, knob: str, value: str) -> str:
+        """Return ``text`` with ``knob`` set to ``value`` (unchanged if it already is)."""
+        raise NotImplementedError
+
+    def unset(self, text: str, knob: str) -> str:
+        """Return ``text`` without ``knob`` (unchanged if it is absent)."""
+        raise NotImplementedError
+
+    # -- places ---------------------------------------------------------------------
+    def summary(self, text: str) -> Summary | None:
+        """Every knob with its places (None: a format whose knobs have one spot each)."""
+        return None
+
+    def knob(self, text: str, knob: str) -> KnobSummary | None:
+        """The places of one knob (None when the format does not report places)."""
+        return None
+
+    def canonical(self, text: str, knob: str) -> str:
+        """The name this file's knob goes by (a flag's catalog spelling, say)."""
+        return knob
+
+    def select_places(
+        self, text: str, knob: str, at: int | str | None, action: str = "set"
+    ) -> tuple[Place, ...]:
+        """The places an edit with the selection ``at`` would touch (empty: the format
+        has one spot per knob, or the file does not have it)."""
+        return ()
+
+    def edit_places(self, text: str, knob: str, edits: Sequence[PlaceEdit]) -> str:
+        """Give each selected place its own value; only formats with places take it."""
+        raise FormatError(f"{self.name} targets have no places to select: edit the knob whole")
+
+    # -- exact sources --------------------------------------------------------------
+    def source(self, text: str, knob: str) -> str | None:
+        """The exact text of ``knob``'s value as written (None: absent, or not kept)."""
+        return None
+
+    def set_exact(self, text: str, knob: str, value: str, source: str | None) -> str:
+        """``set``, writing ``source`` verbatim where the format keeps sources and it
+        reads back as ``value``; the value is rendered otherwise."""
+        return self.set(text, knob, value)
+
+    # -- batch edits ----------------------------------------------------------------
+    def edit_many(
+        self, text: str, edits: Mapping[str, str | None],
+        sources: Mapping[str, str | None] | None = None,
+    ) -> str:
+        """Unset (None) or set each knob of ``edits`` that the file has: removals first,
+        then changes, each verified; a format may do it in one pass (same text)."""
+        for knob, value in edits.items():
+            if value is None:
+                text = self.unset(text, knob)
+        for knob, value in edits.items():
+            if value is not None:
+                text = self.set_exact(text, knob, value, (sources or {}).get(knob))
+        return text
+
+
+__all__ = ["FormatError", "TargetFormat"]
