@@ -12,6 +12,13 @@ from click.testing import CliRunner
 
 from ledger.cli import cli
 
+# The ledger's cache of parsed files (ledger.store.cache) goes to a directory of the test
+# session's own, shared by its tests (and the commands they start), never ~/.cache.
+if "LEDGER_CACHE_DIR" not in os.environ:
+    import tempfile
+
+    os.environ["LEDGER_CACHE_DIR"] = tempfile.mkdtemp(prefix="knob-ledger-test-cache-")
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
 SERVE_DECODE = """\

@@ -34,6 +34,7 @@ from ledger.errors import UsageError
 from ledger.store.apply import Applied
 from ledger.store.apply import EnginePlan
 from ledger.store.apply import apply_plan
+from ledger.store.apply import drift_in
 from ledger.store.apply import layer_anchors
 from ledger.store.patch_entries import PATCH_DIR
 from ledger.store.patch_entries import engine_repo
@@ -169,24 +170,15 @@ def record_knob(
     ``knob`` may be a launch flag (``--cuda-graph-max-bs``).  ``at`` selects places in a
     bash script: a line, or ``"all"``; without it a knob with several places (or one
     that depends on a branch) is refused with every place named (see :func:`record_at`).
-    """
-    check_class(cls)
-    t = s.ws.target(target)
-    if at is not None and t.format != "bash":
-        raise UsageError(f"--at/--all select places in a bash script; {target} is {t.format}")
-    if at is not None and adopt:
-        raise UsageError("--adopt records a whole knob; it does not take --at/--all")
-    warnings = validate_knob(knob, value, no_validate, t)
-    if before is not None:
-        validate_knob(knob, before, True, t)
-    if before_given and not adopt:
-        raise UsageError("--before/--before-unset only go with --adopt")
-    if adopt and not before_given:
-        raise UsageError("--adopt needs --before VALUE or --before-unset")
+    The target is read and checked for drift once, under the lock; planned by
+    :func:`ledger.core.planner.plan_record`."""
+    warnings = _check_record_args(s, target, knob, value, cls, adopt, before, before_given,
+                                  no_validate, at)
     with writing(s, dry_run):
         t = s.ws.target(target)  # as ledger.yaml says under the lock
         entries = s.ws.entries()
         tf = read_target(s.ws, t)
+        drifts = drift_in(s.ws, entries, {target: tf})
         knob = canonical_knob(tf, knob)
         if at is not None:
             done = record_at(s, tf, entries, knob=knob, value=value, at=at, cls=cls,
@@ -200,30 +192,51 @@ def record_knob(
         if adopt:
             entry_before = _adopted_before(tf, layer, knob, value, before)
         else:
-            entry_before = _before_now(tf, layer, knob, force)
+            entry_before = _before_now(tf, layer, knob, force, drifts)
         if entry_before == value:
             raise Refused(f"{knob} in {target} is already {value_text(value, quote=True)}: "
                           "nothing to record")
-        after_text = edit_target(tf, {knob: value}).decode("utf-8", "surrogateescape")
-        # Where the knob's line sits while present, so a later revert/restore can put it back.
-        holding = tf.text if value is None else after_text
         entry = new_entry(s, kind="knob", cls=cls, title=title, why=why, adopt=adopt,
                           target=target, knob=knob, before=entry_before, after=value,
-                          anchor=anchor_in(tf, holding, knob,
-                                           layer_anchors(entries).get(target)),
-                          **_exact_texts(t, tf.text, after_text, knob, entry_before, value, adopt))
-        edits = {} if adopt else {(target, knob): (entry_before, value)}
-        plan = planner.Plan("record", (), (), edits)
+                          **_where(tf, entries, knob, entry_before, value, adopt))
         message = f"record {cls} {knob}={value_text(value, quote=True)} in {target}: " \
-                  f"{entry.title}\n\n" \
-                  f"- {entry.id} [{cls}] {entry.title}\n"
-        applied = apply_plan(
-            s.ws, plan, command=s.command, now=s.now, message=message, force=force,
-            dry_run=dry_run,
-            new_entries=[entry],
-        )
+                  f"{entry.title}\n\n- {entry.id} [{cls}] {entry.title}\n"
+        applied = apply_plan(s.ws, planner.plan_record(entry, adopt=adopt), command=s.command,
+                             now=s.now, message=message, force=force, dry_run=dry_run,
+                             files={target: tf}, drifts=drifts)
         applied.changed = [entry]
         return Recorded(entry, applied, warnings)
+
+
+def _where(tf, entries, knob: str, before: str | None, value: str | None,
+           adopt: bool) -> dict:
+    """The entry's anchor (where the knob's line sits while present, so a later revert
+    or restore puts it back there) and the exact texts of its values and lines."""
+    after_text = edit_target(tf, {knob: value}).decode("utf-8", "surrogateescape")
+    holding = tf.text if value is None else after_text
+    anchor = anchor_in(tf, holding, knob, layer_anchors(entries).get(tf.target.name))
+    return {"anchor": anchor,
+            **_exact_texts(tf.target, tf.text, after_text, knob, before, value, adopt)}
+
+
+def _check_record_args(s: Session, target: str, knob: str, value: str | None, cls: str,
+                       adopt: bool, before: str | None, before_given: bool, no_validate: bool,
+                       at: int | str | None) -> list[str]:
+    """The arguments of ``record knob`` checked before anything is read; the warnings."""
+    check_class(cls)
+    t = s.ws.target(target)
+    if at is not None and t.format != "bash":
+        raise UsageError(f"--at/--all select places in a bash script; {target} is {t.format}")
+    if at is not None and adopt:
+        raise UsageError("--adopt records a whole knob; it does not take --at/--all")
+    warnings = validate_knob(knob, value, no_validate, t)
+    if before is not None:
+        validate_knob(knob, before, True, t)
+    if before_given and not adopt:
+        raise UsageError("--before/--before-unset only go with --adopt")
+    if adopt and not before_given:
+        raise UsageError("--adopt needs --before VALUE or --before-unset")
+    return warnings
 
 
 def canonical_knob(tf, knob: str) -> str:
@@ -298,13 +311,12 @@ def record_at(s: Session, tf, entries, *, knob: str, value: str | None, at: int 
     entry = new_entry(s, kind="knob", cls=cls, title=title, why=why, adopt=False,
                       target=target, knob=knob, before=first["before"], after=value,
                       places=places, at=str(at))
-    edits = {(target, place_knob(knob, k)): (p["before"], value) for k, p in places.items()}
     lines = ", ".join(str(p["line"]) for p in places.values())
     message = (f"record {cls} {knob}={value_text(value, quote=True)} in {target} at line "
                f"{lines}: {entry.title}\n\n- {entry.id} [{cls}] {entry.title}\n")
-    applied = apply_plan(s.ws, planner.Plan("record", (), (), edits), command=s.command,
+    applied = apply_plan(s.ws, planner.plan_record(entry), command=s.command,
                          now=s.now, message=message, force=force, dry_run=dry_run,
-                         new_entries=[entry])
+                         files={target: tf})
     applied.changed = [entry]
     return Recorded(entry, applied, warnings)
 
@@ -355,14 +367,16 @@ def _adopted_before(tf, layer, knob: str, value: str | None, before: str | None)
     return before
 
 
-def _before_now(tf, layer, knob: str, force: bool) -> str | None:
+def _before_now(tf, layer, knob: str, force: bool, drifts) -> str | None:
     """The value in effect before a new change: the ledger's, which the file must agree
-    with (drift is refused unless ``force``, which takes the file's)."""
+    with (``drifts``: what checking the file found; drift is refused unless ``force``,
+    which takes the file's)."""
     live = tf.values.get(knob)
     expected = planner.layer_value(layer) if layer else live
     if live != expected:
         if not force:
-            raise DriftError([Drift(str(tf.path), knob, expected, live)])
+            mine = [d for d in drifts if d.knob == knob]
+            raise DriftError(mine or [Drift(str(tf.path), knob, expected, live)])
         return live
     return expected
 
@@ -411,10 +425,9 @@ def record_patch(
         verb = "adopt" if rev else "record"
         message = f"{verb} {cls} patch: {entry.title}\n\n- {entry.id} [{cls}] {entry.title}\n" + \
             "".join(f"  {f}\n" for f in files)
-        plan = planner.Plan(verb, (), (), {}, (entry,) if rev is None else ())
         applied = apply_plan(
-            s.ws, plan, command=s.command, now=s.now, message=message, dry_run=dry_run,
-            new_entries=[entry], engine=engine,
+            s.ws, planner.plan_record(entry, adopt=rev is not None), command=s.command,
+            now=s.now, message=message, dry_run=dry_run, engine=engine,
             extra_ledger_writes={entry.patch: text.encode("utf-8", "surrogateescape")},
         )
         applied.changed = [entry]

@@ -21,7 +21,7 @@ Whatever the anchor says, a knob goes back before the knobs anchored to it.
 Re-adding a knob lets the format write its line(s), then moves that block to its
 anchor.  The move is kept only if the file then parses to exactly the intended values;
 otherwise the format's own placement stands.  Anchors work on lines, using the format's
-own ``unset`` to learn which lines a knob occupies, so they serve every format.
+own ``removed`` (the text ``unset`` gives) to learn which lines a knob occupies, so they serve every format.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ def _lines(text: str) -> list[str]:
 def knob_span(fmt, text: str, knob: str) -> tuple[int, int] | None:
     """Line range [start, end) that ``knob`` occupies, if it is whole lines."""
     old = _lines(text)
-    new = _lines(fmt.unset(text, knob))
+    new = _lines(fmt.removed(text, knob))
     ops = [op for op in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes()
            if op[0] != "equal"]
     if len(ops) != 1 or ops[0][0] != "delete":

@@ -165,15 +165,18 @@ class Plan:
     knob_edits: dict[KnobKey, tuple[str | None, str | None]] = field(default_factory=dict)
     # patch entries whose applied-ness changes, in record order
     patch_flips: tuple[Entry, ...] = ()
+    # entries this command records (``record``, ``adopt``): after every existing one
+    added: tuple[Entry, ...] = ()
 
     @property
     def empty(self) -> bool:
-        return not self.changes
+        return not self.changes and not self.added
 
     def new_entries(self, entries: Iterable[Entry]) -> list[Entry]:
-        """All entries with this plan's changes applied, in record order."""
+        """All entries with this plan's changes applied, in record order (added last)."""
         changed = {new.id: new for _, new in self.changes}
-        return sorted((changed.get(e.id, e) for e in entries), key=lambda e: e.seq)
+        kept = sorted((changed.get(e.id, e) for e in entries), key=lambda e: e.seq)
+        return kept + list(self.added)
 
 
 def _effects(
@@ -212,6 +215,24 @@ def select(
         e for e in sorted(entries, key=lambda e: e.seq)
         if (cls is None or e.cls == cls) and (state is None or e.state == state)
     ]
+
+
+def plan_record(entry: Entry, *, adopt: bool = False) -> Plan:
+    """Record ``entry`` as the newest entry: the configuration that follows from it.
+
+    A knob entry moves each of its layers (the knob, or each place it selected) from its
+    ``before`` to its ``after``; a patch entry goes on top of the stack.  An adopted
+    change (made by hand, or a commit already in the engine repo) changes nothing: the
+    files hold it already, the ledger only learns of it.  The caller has checked that
+    ``before`` is what the ledger expects (or the file holds, with ``--force``).
+    """
+    edits: dict[KnobKey, tuple[str | None, str | None]] = {}
+    flips: tuple[Entry, ...] = ()
+    if entry.kind == "knob" and not adopt:
+        edits = {key: (layer[0].before, entry.after) for key, layer in knob_layers([entry]).items()}
+    elif entry.kind == "patch" and not adopt:
+        flips = (entry,)
+    return Plan("adopt" if adopt else "record", (), (), edits, flips, (entry,))
 
 
 def plan_revert(

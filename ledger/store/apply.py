@@ -26,6 +26,7 @@ from ledger.errors import TargetError
 from ledger.store.targets import TargetFile
 from ledger.store.targets import edit_target
 from ledger.store.targets import read_target
+from ledger.store.targets import remember_target
 from ledger.store.txn import Transaction
 from ledger.store.workspace import ENTRIES_NAME
 from ledger.store.workspace import Workspace
@@ -154,24 +155,23 @@ def apply_plan(
     message: str,
     force: bool = False,
     dry_run: bool = False,
-    new_entries: Sequence[Entry] = (),
     extra_ledger_writes: dict[str, bytes | None] | None = None,
     engine: Callable[[Sequence[Entry], planner.Plan], EnginePlan | None] | None = None,
+    files: dict[str, TargetFile] | None = None,
+    drifts: Sequence | None = None,
 ) -> Applied:
     """Carry out ``plan``: all of it or none of it.
 
-    ``new_entries`` are entries this command records (added after the plan's changes);
-    ``extra_ledger_writes`` are other workspace files it writes (a stored patch).
+    The plan's ``added`` entries are the ones this command records;
+    ``extra_ledger_writes`` are other workspace files it writes (a stored patch).  ``files``: the target files the caller read already under
+    the lock (the others the plan touches are read here), and ``drifts`` what the caller
+    found checking them, so that each file is read and checked once.
     """
     entries = ws.entries()
     result = Applied(op=plan.op, changed=[new for _, new in plan.changes],
                      skipped=list(plan.skipped), dry_run=dry_run)
-    touched = [target for target, _ in plan.knob_edits]
-    files = read_targets(ws, touched)
-    drifts = drift_in(ws, entries, files)
-    if drifts and not force:
-        raise DriftError(drifts)
-    after = plan.new_entries(entries) + list(new_entries)
+    files = _checked_targets(ws, entries, plan, files, drifts, force)
+    after = plan.new_entries(entries)
     writes = new_target_bytes(files, plan.knob_edits, entries, planner.knob_sources(after),
                               planner.knob_lines(after))
     for path, (old, new) in writes.items():
@@ -183,9 +183,9 @@ def apply_plan(
         engine_plan = engine(entries, plan)
         if engine_plan is not None:
             result.patch_diff = engine_plan.diff
-    if dry_run or (plan.empty and not new_entries):
+    if dry_run or plan.empty:
         return result
-    _refuse_undecodable(ws, [new for _, new in plan.changes] + list(new_entries))
+    _refuse_undecodable(ws, [new for _, new in plan.changes] + list(plan.added))
     ledger_writes: dict[str, bytes | None] = {ENTRIES_NAME: entries_bytes(after)}
     ledger_writes.update(extra_ledger_writes or {})
     txn = Transaction(ws, command, now)
@@ -201,9 +201,39 @@ def apply_plan(
         )
     finally:
         ws.invalidate()
+    _remember(ws, after, ledger_writes[ENTRIES_NAME], files, writes)
     result.backup_id = outcome.backup_id
     result.commit = outcome.commit
     return result
+
+
+def _remember(ws: Workspace, entries: list[Entry], data: bytes | None,
+              files: dict[str, TargetFile], writes: dict[Path, tuple[bytes, bytes]]) -> None:
+    """What this command wrote, kept for the next command to read without parsing it
+    again (:mod:`ledger.store.cache`): the entries, and each target file written (its
+    analysis is at hand, made while the edit was verified)."""
+    if data is not None:
+        ws.remember_entries(data, entries)
+    for tf in files.values():
+        if tf.path in writes:
+            remember_target(tf.target, tf.path, writes[tf.path][1])
+
+
+def _checked_targets(
+    ws: Workspace, entries: Sequence[Entry], plan: planner.Plan,
+    files: dict[str, TargetFile] | None, drifts: Sequence | None, force: bool,
+) -> dict[str, TargetFile]:
+    """The target files ``plan`` touches, each read once (the caller's where it gave them)
+    and checked for drift once (with the caller's ``drifts`` for those it read)."""
+    touched = {target for target, _ in plan.knob_edits}
+    have = {name: tf for name, tf in (files or {}).items() if name in touched}
+    read = read_targets(ws, sorted(touched - set(have)))
+    # the caller's drifts are of the files it gave: they count where the plan touches those
+    found = list(drifts) if drifts is not None and have else drift_in(ws, entries, have)
+    found += drift_in(ws, entries, read)
+    if found and not force:
+        raise DriftError(found)
+    return {**have, **read}
 
 
 def _refuse_undecodable(ws: Workspace, entries: Sequence[Entry]) -> None:

@@ -30,6 +30,7 @@ from ledger.core.model import place_knob
 from ledger.core.model import split_place
 from ledger.errors import AmbiguousPlace
 from ledger.errors import InvalidValue
+from ledger.errors import LedgerError
 from ledger.errors import TargetError
 from ledger.store.workspace import Workspace
 from ledger.store.workspace import check_target_file
@@ -148,7 +149,30 @@ def read_target(ws: Workspace, target: Target) -> TargetFile:
         raw = path.read_bytes()
     except OSError as e:
         raise TargetError(str(path), f"cannot read: {e.strerror}") from e
-    return parse_target(target, path, raw)
+    return _parsed_once(target, path, raw)
+
+
+def _parsed_once(target: Target, path: Path, raw: bytes) -> TargetFile:
+    """:func:`parse_target`, made once per content of the file and the target's format
+    settings (:mod:`ledger.store.cache`); a file that does not parse is never cached."""
+    from ledger.store import cache
+
+    key = cache.key_of("target", repr(target), raw)  # every setting of the target
+    found = cache.load("targets", key)
+    if found is not None:
+        values, summary, places = found
+        return TargetFile(target, path, raw, values, summary, places)
+    tf = parse_target(target, path, raw)
+    cache.store("targets", key, (tf.values, tf.summary, tf.place_values))
+    return tf
+
+
+def remember_target(target: Target, path: Path, raw: bytes) -> None:
+    """Keep the analysis of ``raw``, just written to ``path``, for the next command."""
+    try:
+        _parsed_once(target, path, raw)
+    except LedgerError:
+        pass  # a file that does not parse is read (and refused) by the next command itself
 
 
 def parse_target(target: Target, path: Path, raw: bytes) -> TargetFile:

@@ -115,10 +115,19 @@ def _mark_line(err: Exception) -> int | None:
 def read_text(path: Path, error: type[ConfigError] = ConfigError) -> str:
     """A workspace file's text; a missing/unreadable file or invalid UTF-8 names the
     file (and the line of the first bad byte)."""
+    return decode_text(path, read_bytes(path, error), error)
+
+
+def read_bytes(path: Path, error: type[ConfigError] = ConfigError) -> bytes:
+    """A workspace file's bytes; a missing or unreadable file names the file."""
     try:
-        raw = Path(path).read_bytes()
+        return Path(path).read_bytes()
     except OSError as e:
         raise error(str(path), f"cannot read: {e.strerror}") from e
+
+
+def decode_text(path: Path, raw: bytes, error: type[ConfigError] = ConfigError) -> str:
+    """``raw`` (the content of ``path``) as UTF-8; invalid UTF-8 names the file and line."""
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -337,9 +346,26 @@ class Workspace:
         return self._entries
 
     def _load_entries(self) -> list[Entry]:
+        """The entries of ``entries.jsonl``, parsed and validated once per content of the
+        file (:mod:`ledger.store.cache`)."""
+        from ledger.store import cache
+
         if not self.entries_path.exists():
             return []
-        return parse_entries(read_text(self.entries_path), str(self.entries_path))
+        data = read_bytes(self.entries_path)
+        key = cache.key_of("entries", data)
+        found = cache.load("entries", key)
+        if found is None:
+            found = parse_entries(decode_text(self.entries_path, data), str(self.entries_path))
+            cache.store("entries", key, found)
+        return found
+
+    def remember_entries(self, data: bytes, entries: list[Entry]) -> None:
+        """``entries`` are what ``data``, just written to ``entries.jsonl``, parses to:
+        kept for the next command (:mod:`ledger.store.cache`)."""
+        from ledger.store import cache
+
+        cache.store("entries", cache.key_of("entries", data), list(entries))
 
     def invalidate(self) -> None:
         self._entries = None

@@ -154,3 +154,35 @@ def test_every_subset_of_three_layers():
         applied = [e for e, m in zip(chain, mask) if m]
         want = applied[-1].after if applied else "a"
         assert planner.layer_value(chain, states) == want
+
+
+def test_plan_record_moves_the_knob_from_before_to_after_and_adds_the_entry():
+    old = [knob(1, "bugfix", "256", "384")]
+    new = knob(2, "perf", "384", "512")
+    plan = planner.plan_record(new)
+    assert plan.op == "record" and not plan.empty and plan.changes == ()
+    assert plan.knob_edits == {("decode", "K"): ("384", "512")} and plan.patch_flips == ()
+    assert plan.new_entries(old) == [*old, new]
+    assert planner.expected_knobs(plan.new_entries(old)) == {("decode", "K"): "512"}
+
+
+def test_plan_record_of_selected_places_moves_each_place_from_its_own_value():
+    places = {"at 1": {"line": 3, "before": "1"}, "launch 2": {"line": 9, "before": None}}
+    e = knob(1, "perf", "1", "8", places=places, at="all")
+    assert planner.plan_record(e).knob_edits == {
+        ("decode", "K@at 1"): ("1", "8"), ("decode", "K@launch 2"): (None, "8"),
+    }
+
+
+def test_plan_record_of_an_adopted_change_edits_nothing():
+    plan = planner.plan_record(knob(1, "perf", "256", "512"), adopt=True)
+    assert plan.op == "adopt" and plan.knob_edits == {} and not plan.empty
+    adopted = planner.plan_record(patch(2, "perf"), adopt=True)
+    assert adopted.patch_flips == () and [e.id for e in adopted.added] == ["p0000002"]
+
+
+def test_plan_record_of_a_patch_puts_it_on_top_of_the_stack():
+    p = patch(3, "bugfix")
+    plan = planner.plan_record(p)
+    assert plan.patch_flips == (p,) and plan.knob_edits == {}
+    assert [e.id for e in plan.new_entries([patch(1, "perf")])] == ["p0000001", "p0000003"]

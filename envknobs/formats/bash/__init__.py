@@ -56,6 +56,7 @@ untouched.
 
 from __future__ import annotations
 
+from typing import Mapping
 from typing import Sequence
 
 from envknobs.flags import canonical_flag
@@ -64,9 +65,12 @@ from envknobs.flags import is_flag_name
 from envknobs.formats.common import FormatError
 from envknobs.formats.common import TargetFormat
 from envknobs.formats.bash.analysis import Analysis
+from envknobs.formats.bash.analysis import analyse
 from envknobs.formats.bash.analysis import flag_lookup
 from envknobs.formats.bash.select import Selection
+from envknobs.formats.bash.select import apply_changes
 from envknobs.formats.bash.select import apply_edits
+from envknobs.formats.bash.select import remove_everywhere
 from envknobs.formats.bash.select import select
 from envknobs.formats.bash.select import verify_added
 from envknobs.formats.bash.summary import insertion_point
@@ -123,11 +127,11 @@ class BashFormat(TargetFormat):
 
     def summary(self, text: str) -> Summary:
         """Every knob and flag with its places, and the launch commands (``target show``)."""
-        return summarize(Analysis(text))
+        return summarize(analyse(text))
 
     def knob(self, text: str, knob: str) -> KnobSummary | None:
         """The places of one knob (None when the script never sets it)."""
-        a = Analysis(text)
+        a = analyse(text)
         return summarize(a).get(resolve_knob(a, knob))
 
     def places(self, text: str, knob: str) -> tuple[Place, ...]:
@@ -137,7 +141,7 @@ class BashFormat(TargetFormat):
     def canonical(self, text: str, knob: str) -> str:
         """The name this file's knob goes by: a flag's catalog spelling for its engine
         (``--tp`` -> ``--tp-size``, ``-tp`` -> ``--tensor-parallel-size`` for vLLM)."""
-        return resolve_knob(Analysis(text), knob)
+        return resolve_knob(analyse(text), knob)
 
     def select_places(
         self, text: str, knob: str, at: int | str | None, action: str = "set"
@@ -148,7 +152,7 @@ class BashFormat(TargetFormat):
         (key ``launch N``, value None).  Empty: the edit adds the knob as a new top-level
         line (or there is nothing to unset).  Raises as ``set``/``unset`` would.
         """
-        a = Analysis(text)
+        a = analyse(text)
         knob = resolve_knob(a, knob)
         sel = select(a, knob, at, action)
         state = a.knobs.get(knob)
@@ -170,7 +174,7 @@ class BashFormat(TargetFormat):
         FormatError when the place is computed by the shell or the edit does not verify.
         """
         _check(knob, value)
-        a = Analysis(text)
+        a = analyse(text)
         knob = resolve_knob(a, knob)
         sel = select(a, knob, at, "set")
         if sel.sites:
@@ -180,7 +184,7 @@ class BashFormat(TargetFormat):
     def unset(self, text: str, knob: str, at: int | str | None = None) -> str:
         """Remove ``knob`` from the selected places (same text if it is absent)."""
         _check(knob)
-        a = Analysis(text)
+        a = analyse(text)
         knob = resolve_knob(a, knob)
         sel = select(a, knob, at, "unset")
         if not sel.sites:
@@ -189,12 +193,46 @@ class BashFormat(TargetFormat):
             return apply_edits(a, knob, [], remove_all=True)
         return apply_edits(a, knob, [PlaceEdit(sel.key(s), None) for s in sel.sites])
 
+    def edit_many(
+        self, text: str, edits: Mapping[str, str | None],
+        sources: Mapping[str, str | None] | None = None,
+    ) -> str:
+        """Removals one at a time, then every change in one pass when each changed knob
+        has one place (:func:`~.select.apply_changes`: the same text as setting them one
+        at a time, read and verified once); else the changes one at a time."""
+        for knob, value in edits.items():
+            _check(knob, value)
+        for knob, value in edits.items():
+            if value is None:
+                text = self.unset(text, knob)
+        changes = {k: v for k, v in edits.items() if v is not None}
+        if len(changes) > 1:
+            a = analyse(text)
+            batch = {resolve_knob(a, k): v for k, v in changes.items()}
+            out = apply_changes(a, batch) if len(batch) == len(changes) else None
+            if out is not None:
+                return out
+        for knob, value in changes.items():
+            text = self.set(text, knob, value)
+        return text
+
+    def removed(self, text: str, knob: str) -> str:
+        """What ``unset`` without a selection writes, not re-read: the lines it takes
+        out are all the layout needs to know (a failed check would refuse the edit
+        itself later, when it is made)."""
+        _check(knob)
+        a = analyse(text)
+        knob = resolve_knob(a, knob)
+        if not select(a, knob, None, "unset").sites:
+            return text
+        return remove_everywhere(a, knob)
+
     def edit_places(self, text: str, knob: str, edits: Sequence[PlaceEdit]) -> str:
         """Give each place (by key) its own value, or unset it; a place that is gone comes
         back at its ``anchor`` with its ``raw`` text.  What a revert of ``--all`` uses."""
         for e in edits:
             _check(knob, e.value)
-        a = Analysis(text)
+        a = analyse(text)
         knob = resolve_knob(a, knob)
         state = a.knobs.get(knob)
         present = {state.key(s) for s in state.places} if state else set()
@@ -206,7 +244,7 @@ class BashFormat(TargetFormat):
         out = apply_edits(a, knob, rest) if rest else text
         for e in new:
             n = int(e.key.split()[1])
-            current = Analysis(out)
+            current = analyse(out)
             if not 1 <= n <= len(current.launches):
                 raise FormatError(f"{knob}: the script has no launch command {n} any more")
             out = self.set(out, knob, e.value, at=line_of(out, current.launches[n - 1].simple.start))
@@ -218,7 +256,7 @@ class BashFormat(TargetFormat):
         if is_flag_name(knob):
             out = text
             for launch in sorted(launches, key=lambda l: -l.simple.start):
-                current = Analysis(out)
+                current = analyse(out)
                 out = add_flag(
                     current, current.launches[launch.ordinal - 1], knob, value,
                     flag_lookup(launch.engine),
@@ -226,7 +264,7 @@ class BashFormat(TargetFormat):
         elif launches:
             out = text
             for launch in sorted(launches, key=lambda l: -l.simple.start):
-                current = Analysis(out).launches[launch.ordinal - 1]
+                current = analyse(out).launches[launch.ordinal - 1]
                 if current.shape is not None and current.shape.docker:
                     out = add_docker_env(out, current, knob, value)
                 else:
@@ -234,4 +272,4 @@ class BashFormat(TargetFormat):
         else:
             pos, indent = insertion_point(a, knob)
             out = insert_line(text, pos, f"{indent}export {knob}={quote_value(value)}")
-        return verify_added(a, Analysis(out), knob, value, launches)
+        return verify_added(a, analyse(out), knob, value, launches)

@@ -16,6 +16,7 @@ places in file order.  Lines move; keys do not.
 from __future__ import annotations
 
 import itertools
+from collections import OrderedDict
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Callable
@@ -119,6 +120,7 @@ class Analysis:
             self.tree, {id(l.simple): l.ordinal for l in self.launches}, self.cmds
         )
         self._sites: dict[tuple[str, int], Site] = {}
+        self.summary = None  # the Summary, made once (envknobs.formats.bash.summary)
         self._array_owner = {
             id(w): d
             for c in self.cmds.values()
@@ -329,3 +331,26 @@ class Analysis:
                 others += 1
                 keys[id(site)] = f"at {others}"
         return KnobState(knob, places, keys, per_visit)
+
+
+# One analysis per exact text: a command reads a script, checks it, edits it and verifies
+# the edit, and each step asks about the same text (or the text the step before produced).
+# Analyses are never changed after they are made (their memos only fill in), and what
+# they say depends on the text alone (the flag catalogs are fixed for a process), so
+# the text is the whole key.  The last 256 texts are kept: a bulk revert reads every
+# target before it edits any.
+_ANALYSES: OrderedDict[str, Analysis] = OrderedDict()
+_KEPT = 256
+
+
+def analyse(text: str) -> Analysis:
+    """The :class:`Analysis` of ``text``, made once per exact text (see above)."""
+    found = _ANALYSES.get(text)
+    if found is not None:
+        _ANALYSES.move_to_end(text)
+        return found
+    found = Analysis(text)
+    _ANALYSES[text] = found
+    if len(_ANALYSES) > _KEPT:
+        _ANALYSES.popitem(last=False)
+    return found

@@ -17,6 +17,7 @@ from envknobs.formats.bash.edit import put_back
 from envknobs.formats.bash.edit import removal_span
 from envknobs.formats.bash.flow import Def
 from envknobs.formats.bash.analysis import Analysis
+from envknobs.formats.bash.analysis import analyse
 from envknobs.formats.bash.analysis import KnobState
 from envknobs.formats.bash.analysis import Launch
 from envknobs.formats.bash.analysis import Site
@@ -157,10 +158,66 @@ def apply_edits(a: Analysis, knob: str, edits: list[PlaceEdit], remove_all: bool
     """Apply place edits to ``a.text`` and verify them; raises FormatError."""
     text = a.text
     state = a.knobs.get(knob)
-    lookup = flag_lookup(a.launches[0].engine if a.launches else None)
     if remove_all:
-        out = _remove_everywhere(a, knob)
-        return _verify(a, Analysis(out), knob, "absent")
+        out = remove_everywhere(a, knob)
+        return _verify(a, analyse(out), knob, "absent")
+    splices, put_backs, done = _splices(a, knob, edits)
+    out = _spliced(text, splices)
+    for e in put_backs:
+        out = _put_back(out, knob, e)
+    if out == text:
+        return text
+    expected = None if put_backs else _expected(a, state, done) if state else None
+    return _verify(a, analyse(out), knob, expected, put_backs)
+
+
+def apply_changes(a: Analysis, changes: dict[str, str]) -> str | None:
+    """Several knobs, each with one place that takes effect, given new values in one
+    pass over ``a.text`` and verified once: every edited knob reads as asked on every
+    path, every other knob as before.  None when the batch cannot be made that way
+    (a knob without a single place, splices that overlap, or a verification that does
+    not hold): the caller then edits one knob at a time, which says precisely why."""
+    splices: list[tuple[int, int, str]] = []
+    expected: dict[str, tuple] = {}
+    for knob, value in changes.items():
+        state = a.knobs.get(knob)
+        if state is None or len(state.places) != 1 or state.conditional:
+            return None
+        site = state.places[0]
+        if site.kind == "unset" or site.computed:
+            return None
+        try:
+            found, put_backs, done = _splices(a, knob, [PlaceEdit(state.key(site), value)])
+        except FormatError:
+            return None  # one at a time, the same edit says why
+        if put_backs:
+            return None
+        splices += found
+        expected[knob] = _expected(a, state, done)
+    spans = sorted(splices)
+    if any(b[0] < a_[1] for a_, b in zip(spans, spans[1:])):
+        return None
+    out = _spliced(a.text, splices)
+    if out == a.text:
+        return out
+    after = analyse(out)
+    old, new = fingerprints(a), fingerprints(after)
+    for k in set(old) | set(new):
+        want = expected.get(k)
+        if want is None:
+            if old.get(k) != new.get(k):
+                return None
+        elif _absent_as_none(new.get(k)) != _absent_as_none(want):
+            return None
+    return out
+
+
+def _splices(a: Analysis, knob: str, edits: list[PlaceEdit]):
+    """The text replacements of ``edits`` in ``a.text``, the places to put back at their
+    anchors, and the edits by place key."""
+    text = a.text
+    state = a.knobs.get(knob)
+    lookup = flag_lookup(a.launches[0].engine if a.launches else None)
     by_key = {state.key(s): s for s in state.places} if state else {}
     splices: list[tuple[int, int, str]] = []
     put_backs: list[PlaceEdit] = []
@@ -182,15 +239,14 @@ def apply_edits(a: Analysis, knob: str, edits: list[PlaceEdit], remove_all: bool
             new = write_value(text, site, e.value, _lookup_for(a, site) or lookup)
             delta = len(new) - len(text)
             splices.append((site.start, site.end, new[site.start : site.end + delta]))
+    return splices, put_backs, done
+
+
+def _spliced(text: str, splices: list[tuple[int, int, str]]) -> str:
     out = text
     for start, end, new in sorted(splices, key=lambda s: -s[0]):
         out = out[:start] + new + out[end:]
-    for e in put_backs:
-        out = _put_back(out, knob, e)
-    if out == text:
-        return text
-    expected = None if put_backs else _expected(a, state, done) if state else None
-    return _verify(a, Analysis(out), knob, expected, put_backs)
+    return out
 
 
 def _lookup_for(a: Analysis, site: Site):
@@ -200,7 +256,7 @@ def _lookup_for(a: Analysis, site: Site):
 
 def _put_back(text: str, knob: str, e: PlaceEdit) -> str:
     anchor = e.anchor or {}
-    span = find_container(Analysis(text), str(anchor.get("container", "")))
+    span = find_container(analyse(text), str(anchor.get("container", "")))
     out = put_back(text, span, anchor) if span else None
     if out is None:
         raise FormatError(
@@ -225,7 +281,7 @@ def _expected(a: Analysis, state: KnobState, done: dict[str, PlaceEdit]) -> tupl
     return tuple((launch, frozenset(change(i) for i in seen)) for launch, seen in fingerprint(state))
 
 
-def _remove_everywhere(a: Analysis, knob: str) -> str:
+def remove_everywhere(a: Analysis, knob: str) -> str:
     """``unset`` without a selection: the one place and the dead assignments behind it."""
     text = a.text
     defs = {id(d): d for v in a.visits for d in v.state.hist if d.name == knob and d.kind != "unset"}

@@ -36,6 +36,13 @@ def to_places(a: Analysis, state: KnobState) -> tuple[Place, ...]:
 
 
 def summarize(a: Analysis) -> Summary:
+    """What ``target show`` reports of an analysed script (made once per analysis)."""
+    if a.summary is None:
+        a.summary = _summarize(a)
+    return a.summary
+
+
+def _summarize(a: Analysis) -> Summary:
     knobs = tuple(
         KnobSummary(
             k, to_places(a, st), st.conditional, st.repeated, k.startswith("-"),

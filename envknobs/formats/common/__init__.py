@@ -12,6 +12,8 @@ default that is right for a format without them, so callers never probe with
 * exact sources (``source``, ``set_exact``): a format that can write a value's original
   text back verbatim (k8s, yaml-map) returns it from ``source`` and takes it in
   ``set_exact``; the default keeps no source and renders the value;
+* ``removed``: the text ``unset`` gives, for a caller that only looks at which lines go
+  (the default is ``unset`` itself; bash skips its verification re-read);
 * batch edits (``edit_many``): one pass over the file for many knobs; the default edits
   them one at a time (removals first, then changes), which gives the same text.
 
@@ -53,6 +55,11 @@ class TargetFormat:
     def unset(self, text: str, knob: str) -> str:
         """Return ``text`` without ``knob`` (unchanged if it is absent)."""
         raise NotImplementedError
+
+    def removed(self, text: str, knob: str) -> str:
+        """The text ``unset`` gives, where the caller only needs to see which lines go
+        (the ledger's layout anchors); a format may skip re-reading it to verify."""
+        return self.unset(text, knob)
 
     # -- places ---------------------------------------------------------------------
     def summary(self, text: str) -> Summary | None:

@@ -1,0 +1,125 @@
+"""One pass over a serve script: the batch edit equals editing knob by knob, and the
+analysis of a text is made once however many questions a command asks about it."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+from hypothesis import given
+from hypothesis import settings
+from hypothesis import strategies as st
+
+from envknobs.formats import FormatError
+from envknobs.formats import get_format
+from envknobs.formats.bash import analysis
+from tests.envknobs.bash_fixtures import ALL
+from tests.envknobs.test_formats_bash import DECODE_SCRIPT
+
+BASH = get_format("bash")
+SCRIPTS = {name: text for name, (text, _) in ALL.items()} | {"decode": DECODE_SCRIPT}
+
+
+def _single_place_knobs(text: str) -> list[str]:
+    return [k.knob for k in BASH.summary(text).knobs
+            if len(k.places) == 1 and not k.needs_selection and not k.places[0].computed]
+
+
+def _one_at_a_time(text: str, edits: dict[str, str | None]) -> str | Exception:
+    try:
+        for knob, value in edits.items():
+            if value is None:
+                text = BASH.unset(text, knob)
+        for knob, value in edits.items():
+            if value is not None:
+                text = BASH.set(text, knob, value)
+        return text
+    except FormatError as e:
+        return e
+
+
+def _batch(text: str, edits: dict[str, str | None]) -> str | Exception:
+    try:
+        return BASH.edit_many(text, edits)
+    except FormatError as e:
+        return e
+
+
+@pytest.mark.parametrize("name", sorted(SCRIPTS))
+def test_every_single_place_knob_changed_at_once_equals_one_at_a_time(name):
+    text = SCRIPTS[name]
+    knobs = _single_place_knobs(text)
+    assert knobs, name
+    edits = {k: f"v{i} x" if not k.startswith("-") else str(100 + i) for i, k in enumerate(knobs)}
+    one, batch = _one_at_a_time(text, edits), _batch(text, edits)
+    if isinstance(one, Exception):
+        assert isinstance(batch, Exception) and str(batch) == str(one)
+    else:
+        assert batch == one and batch != text
+
+
+@settings(max_examples=60, derandomize=True, deadline=None)
+@given(data=st.data())
+def test_random_batches_equal_one_at_a_time(data):
+    name = data.draw(st.sampled_from(sorted(SCRIPTS)))
+    text = SCRIPTS[name]
+    knobs = [k.knob for k in BASH.summary(text).knobs]
+    chosen = data.draw(st.lists(st.sampled_from(knobs), min_size=1, max_size=6, unique=True))
+    values = st.one_of(st.none(), st.sampled_from(["1", "32", "a b", "$HOME", "'q'", "0.9"]))
+    edits = {k: data.draw(values) for k in chosen}
+    one, batch = _one_at_a_time(text, edits), _batch(text, edits)
+    if isinstance(one, Exception):
+        assert isinstance(batch, Exception) and str(batch) == str(one)
+    else:
+        assert batch == one
+
+
+def test_an_unchanged_batch_is_the_same_text():
+    knobs = _single_place_knobs(DECODE_SCRIPT)
+    values = BASH.parse(DECODE_SCRIPT)
+    assert BASH.edit_many(DECODE_SCRIPT, {k: values[k] for k in knobs if k in values}) == DECODE_SCRIPT
+
+
+class _Counting:
+    """Counts the analyses made (the real ones: the class is wrapped, not replaced)."""
+
+    def __init__(self, monkeypatch):
+        self.texts: list[str] = []
+        real = analysis.Analysis.__init__
+
+        def counted(inner, text):
+            self.texts.append(text)
+            real(inner, text)
+
+        monkeypatch.setattr(analysis.Analysis, "__init__", counted)
+        analysis._ANALYSES.clear()
+
+
+def test_one_text_is_analysed_once_whatever_is_asked(monkeypatch):
+    seen = _Counting(monkeypatch)
+    for _ in range(3):
+        BASH.summary(DECODE_SCRIPT)
+        BASH.parse(DECODE_SCRIPT)
+        BASH.canonical(DECODE_SCRIPT, "--tp")
+        BASH.select_places(DECODE_SCRIPT, "CUDA_VISIBLE_DEVICES", None)
+    assert seen.texts == [DECODE_SCRIPT]
+
+
+def test_the_cache_forgets_the_oldest_texts(monkeypatch):
+    seen = _Counting(monkeypatch)
+    texts = [f"export K{i}=1\n" for i in range(analysis._KEPT + 1)]
+    for t in itertools.chain(texts, texts[-1:]):
+        BASH.parse(t)
+    assert len(seen.texts) == len(texts)  # the last one came from the cache
+    BASH.parse(texts[0])  # pushed out by the newer ones: analysed again
+    assert len(seen.texts) == len(texts) + 1
+    assert len(analysis._ANALYSES) == analysis._KEPT
+
+
+def test_a_batch_of_changes_is_read_and_verified_once(monkeypatch):
+    knobs = [k for k in _single_place_knobs(DECODE_SCRIPT) if not k.startswith("-")]
+    assert len(knobs) >= 5
+    seen = _Counting(monkeypatch)
+    out = BASH.edit_many(DECODE_SCRIPT, {k: "77" for k in knobs})
+    assert seen.texts == [DECODE_SCRIPT, out]  # the script, then the edit's verification
+    assert all(BASH.parse(out)[k] == "77" for k in knobs)
