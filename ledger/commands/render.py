@@ -16,6 +16,7 @@ from ledger.core import planner
 from ledger.core.model import Entry
 from ledger.errors import LedgerError
 from ledger.evidence.view import evidence_for
+from ledger.store import wsgit
 from ledger.store.targets import read_target
 from ledger.store.workspace import Workspace
 
@@ -69,7 +70,8 @@ def build_model(ws: Workspace):
     patch_stats = {e.id: _patch_stats(ws, e) for e in entries if e.kind == "patch"}
     return RenderModel(title=ws.root.name, entries=list(entries), targets=targets,
                        evidence=evidence, stale=stale, patch_stats=patch_stats,
-                       bisects=bisect_views(ws, {e.id for e in entries}))
+                       bisects=bisect_views(ws, {e.id for e in entries}),
+                       log=wsgit.log(ws.root))
 
 
 def bisect_views(ws: Workspace, known: set[str]) -> list[dict]:

@@ -42,6 +42,8 @@ from ledger.errors import LedgerError
 from ledger.render.charts import ab_chart_svg
 from ledger.render.charts import inline_svg
 from ledger.render.charts import metric_label
+from ledger.render.incident import incident_views
+from ledger.render.incident import timeline
 from ledger.render.model import KnobRow
 from ledger.render.model import RenderModel
 from ledger.render.model import TargetState
@@ -193,27 +195,6 @@ def entry_view(model: RenderModel, entry: Entry, chart_svg: str | None) -> dict[
     }
 
 
-def _timeline(entries: Iterable[Entry]) -> list[dict[str, Any]]:
-    """Every action of every entry, oldest first; ties keep record and history order."""
-    events = []
-    for entry in entries:
-        for index, action in enumerate(entry.history):
-            events.append(
-                (
-                    (action.at, entry.seq, index),
-                    {
-                        "at": when(action.at),
-                        "action": action.action,
-                        "why": action.why,
-                        "id": entry.id,
-                        "title": entry.title,
-                        "cls": entry.cls,
-                    },
-                )
-            )
-    return [event for _, event in sorted(events, key=lambda pair: pair[0])]
-
-
 def build_views(model: RenderModel, charts: Mapping[str, str]) -> dict[str, Any]:
     """The template context shared by every output: entries, groups, knobs, timeline."""
     views = [entry_view(model, e, charts.get(e.id)) for e in model.entries]
@@ -234,6 +215,7 @@ def build_views(model: RenderModel, charts: Mapping[str, str]) -> dict[str, Any]
 
     reverted = [v for v in newest_first if not v["applied"]]
     return {
+        **incident_views(views, model.entries, model.bisects),
         "title": model.title,
         "entries": views,
         "groups": [(cls, [v for v in newest_first if v["cls"] == cls]) for cls in CLASSES],
@@ -246,7 +228,7 @@ def build_views(model: RenderModel, charts: Mapping[str, str]) -> dict[str, Any]
             {"name": t.name, "path": t.path, "format": t.format, "knobs": knob_rows(t)}
             for t in model.targets
         ],
-        "timeline": _timeline(model.entries),
+        "timeline": timeline(model.log, model.entries),
         "bisects": list(model.bisects),
         "counts": {
             "entries": len(views),

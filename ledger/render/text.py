@@ -97,6 +97,20 @@ def when(stamp: str | None) -> str:
     return moment.strftime("%Y-%m-%d %H:%M") + zone
 
 
+def when_exact(stamp: str | None) -> str:
+    """An ISO timestamp to the second ('2026-05-02 14:14:09 UTC'), for the timeline, where
+    several commands of one minute must read in their real order; other text as is."""
+    if not stamp:
+        return ""
+    try:
+        moment = datetime.fromisoformat(str(stamp).replace("Z", "+00:00"))
+    except ValueError:
+        return str(stamp)
+    offset = moment.utcoffset()
+    zone = "" if offset is None else " UTC" if not offset else moment.strftime(" %z")
+    return moment.strftime("%Y-%m-%d %H:%M:%S") + zone
+
+
 def _num(value: Any) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
@@ -127,4 +141,4 @@ def fmt_p(value: Any) -> str:
     return "<0.001" if v < 0.001 else f"{v:.3f}"
 
 
-__all__ = ["fmt_ci", "fmt_median", "fmt_p", "fmt_pct", "md_code", "md_text", "when"]
+__all__ = ["fmt_ci", "fmt_median", "fmt_p", "fmt_pct", "md_code", "md_text", "when", "when_exact"]

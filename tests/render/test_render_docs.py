@@ -62,30 +62,34 @@ def test_changelog_puts_off_the_table_first_then_classes_newest_first(
 ) -> None:
     text = read(docs[0] / "CHANGELOG.md")
     headings = re.findall(r"^## (.+)$", text, flags=re.MULTILINE)
-    assert headings == ["Off the table now", "perf", "bugfix"]
+    assert headings == ["Off the table now", "Cleared and restored", "Held back", "perf",
+                        "bugfix"]
 
-    off = section(text, "Off the table now")
-    rows = [line for line in off.splitlines() if line.startswith(("| perf", "| bugfix"))]
-    # The three reverted entries, newest first, and nothing that is applied.
-    assert [re.search(r"\(entries/([^)]+)\.md\)", r).group(1) for r in rows] == [
-        "e6-splitk",
-        "e3-pool",
-        "e1-ctas",
-    ]
-    ctas = rows[2]
+    def ids(part: str) -> list[str]:
+        rows = [line for line in part.splitlines() if line.startswith(("| perf", "| bugfix"))]
+        return [re.search(r"\(entries/([^)]+)\.md\)", r).group(1) for r in rows], rows
+
+    off, rows = ids(section(text, "Off the table now"))
+    # Only what a restore would bring back, newest first: no suspect, no failed value.
+    assert off == ["e6-splitk", "e1-ctas"]
+    ctas = rows[1]
     assert "| cleared |" in ctas
     assert "hang appeared right after it shipped" in ctas  # why it was reverted
     assert "cleared: the hang was a client proxy" in ctas
     assert "gain +12.8% output\\_throughput" not in ctas  # intraword _ stays readable
     assert "gain +12.8% output_throughput @c64" in ctas
     assert "`ledger restore --perf-only`" in ctas
-    pool = rows[1]
-    assert "| suspected |" in pool and "no evidence" in pool
-    assert "held back (under suspicion" in pool and "--include-suspects" in pool
+    held, rows = ids(section(text, "Held back"))
+    assert held == ["e7-pages", "e3-pool"]
+    pages, pool = rows
+    assert "**failed its health check**" in pages and "the process exited" in pages
+    assert "ledger restore" not in pages  # a value that crashed the server is no claw-back
+    assert "no evidence" in pool and "under suspicion" in pool and "--include-suspects" in pool
+    assert "No suspect has been cleared and restored." in section(text, "Cleared and restored")
 
     perf = section(text, "perf")
     order = re.findall(r"^### \[.*\]\(entries/([^)]+)\.md\)$", perf, flags=re.MULTILINE)
-    assert order == ["e6-splitk", "e3-pool", "e2-queue", "e1-ctas"]
+    assert order == ["e7-pages", "e6-splitk", "e3-pool", "e2-queue", "e1-ctas"]
     assert "**State:** applied" in perf and "— **stale**" in perf
     bugfix = section(text, "bugfix")
     assert re.findall(r"entries/([^)]+)\.md", bugfix) == ["e5-pin", "e4-timeout"]
@@ -270,10 +274,12 @@ def test_an_empty_ledger_renders_calm_placeholders(tmp_path: Path) -> None:
     paths = render_docs(tmp_path, RenderModel(title="fresh", entries=[]))
     assert [p.name for p in paths] == ["CHANGELOG.md", "index.html"]
     changelog = read(tmp_path / "CHANGELOG.md")
-    assert "Nothing: every entry is applied." in changelog
+    assert "Nothing: no reverted entry is waiting to be restored." in changelog
+    assert "Nothing is held back." in changelog
     assert "No perf entries." in changelog and "No bugfix entries." in changelog
     page = read(tmp_path / "index.html")
-    assert "Nothing: every perf entry is applied." in page
+    assert "Nothing: no reverted entry is waiting to be restored." in page
+    assert "Nothing is held back." in page
     assert "No targets under management." in page and "<svg" not in page
 
 
