@@ -13,6 +13,7 @@ from ledger.cli.common import wants_json
 from ledger.cli.live import print_live
 from ledger.cli.live import restart_option
 from ledger.cli.output import safe
+from ledger.cli.output import stale_note
 from ledger.core.display import change_text
 
 
@@ -124,6 +125,7 @@ def _print_restore(applied) -> None:
         click.echo(f"held back {k.entry.id} [{k.entry.cls}] {safe(k.entry.title)}: "
                    f"{safe(k.reason)}")
         click.echo(f"    evidence: {safe(applied.evidence.get(k.entry.id, 'no evidence'))}")
+    stale_note(list(applied.evidence.values()))
     print_files(applied, applied.dry_run)
 
 

@@ -8,6 +8,7 @@ touches no file but its output, so the same ledger renders byte-identical docs.
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Sequence
@@ -112,4 +113,6 @@ def render(ws: Workspace, out: Path | None = None, formats: Sequence[str] = ("md
     from ledger.render.docs import render_docs
 
     out_dir = Path(out) if out is not None else ws.root / "docs"
-    return render_docs(out_dir.absolute(), build_model(ws), tuple(formats))
+    # normpath: `--out ../docs` is reported as the folder it is, not ws/../docs.
+    return render_docs(Path(os.path.normpath(out_dir.absolute())), build_model(ws),
+                       tuple(formats))
