@@ -207,3 +207,24 @@ class MergeConflict(LedgerError):
                  for theirs, ours, what in self.pairs]
         text = head + f"{len(lines)} conflict(s); nothing was changed\n  " + "\n  ".join(lines)
         return text + (f"\n{self.hint}" if self.hint else "")
+
+
+class Interrupted(LedgerError):
+    """Ctrl-C or SIGTERM stopped a command: what it put back, and what it kept.
+
+    Exit 130 (128 + SIGINT), as a shell reports a command stopped by Ctrl-C.  Raised by the
+    layer that knows what a stop leaves behind (a transaction, a bisect, an A/B run);
+    the CLI words a bare interrupt that no layer claimed.
+    """
+
+    exit_code = 130
+
+    def __init__(self, what: str, put_back: str, kept: str = "") -> None:
+        super().__init__()
+        self.what = what
+        self.put_back = put_back
+        self.kept = kept
+
+    def __str__(self) -> str:
+        return f"interrupted: {self.what}: {self.put_back}" + (f"; {self.kept}" if self.kept
+                                                                else "")

@@ -62,6 +62,7 @@ from backups.fsio import remove_file
 from backups.fsio import temp_path
 from backups.fsio import temp_tag
 from backups.fsio import write_many
+from ledger.errors import Interrupted
 from ledger.errors import LockHeld
 from ledger.store import wsgit
 from ledger.store.intent import INTENT
@@ -216,8 +217,12 @@ class Transaction:
                 sha = self._commit(message, [*ledger_writes, *commit_also], target_writes,
                                    merge_parent) if commit else None
                 _crash_point("after-commit")
-            except BaseException:
+            except BaseException as e:
                 rollback(self.ws, intent, store, trusted=True)
+                if isinstance(e, KeyboardInterrupt):
+                    raise Interrupted(f"`ledger {self.command}`",
+                                      "every file it had written is put back and the ledger "
+                                      "is unchanged", "nothing of it was kept") from e
                 raise
         remove_file(self.intent_path)
         return Outcome(backup_id, sha, self.op_id)
