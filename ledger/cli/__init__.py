@@ -35,6 +35,7 @@ from ledger.cli.report import list_cmd
 from ledger.cli.report import log
 from ledger.cli.report import show
 from ledger.cli.report import status
+from ledger.cli.revert import amend
 from ledger.cli.revert import clear
 from ledger.cli.revert import restore
 from ledger.cli.revert import revert
@@ -198,7 +199,7 @@ def cli(ctx: click.Context, workspace: str | None, json_out: bool, debug: bool) 
 
 
 for command in (init, target, root, record, list_cmd, show, status, diff, log, revert, restore, suspect,
-                clear, bisect, ab, evidence, render, demo, backups, doctor, pull, push,
+                clear, amend, bisect, ab, evidence, render, demo, backups, doctor, pull, push,
                 merge_driver):
     cli.add_command(command)
 

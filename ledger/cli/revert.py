@@ -158,3 +158,21 @@ def clear(ctx, ref, why, json_out, dry_run) -> None:
 
     s = ctx.find_object(State).session(ctx)
     _print_applied(ops.clear(s, ref, why, dry_run=dry_run), "cleared", ctx, json_out, "clear")
+
+
+@click.command()
+@click.argument("ref", metavar="ID")
+@click.option("--why", required=True, help="The reason as it should read.")
+@click.option("--of", "of", type=click.Choice(["record", "suspect", "clear"]),
+              help="Whose reason: the record's why, the suspect's hypothesis or the clear's "
+                   "reason [default: the latest of them].")
+@json_option
+@dry_run_option
+@click.pass_context
+def amend(ctx, ref, why, of, json_out, dry_run) -> None:
+    """Correct a reason typed wrong; the entry's history keeps the old text."""
+    from ledger.commands import revert as ops
+
+    s = ctx.find_object(State).session(ctx)
+    _print_applied(ops.amend(s, ref, why, of=of, dry_run=dry_run), "amended", ctx, json_out,
+                   "amend")

@@ -10,6 +10,7 @@ from ledger.core import planner
 from ledger.core.display import change_text
 from ledger.core.display import display_state
 from ledger.core.display import revert_action
+from ledger.core.display import revert_reason
 from ledger.core.model import Entry
 from ledger.errors import Drift
 from ledger.errors import LedgerError
@@ -215,7 +216,7 @@ def off_the_table(ws: Workspace, with_files: bool = False) -> OffTable:
             continue
         row = entry_row(ws, e)
         action = revert_action(e)
-        row["reverted_why"] = action.why if action else ""
+        row["reverted_why"] = revert_reason(e)
         row["reverted_at"] = action.at if action else ""
         out.reverted[e.cls].append(row)
     expected = planner.expected_knobs(entries)

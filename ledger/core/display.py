@@ -76,6 +76,8 @@ def health_failure(e: Entry) -> str | None:
 def revert_reason(e: Entry) -> str:
     """Why the entry is off the table: the last revert or suspect action's reason."""
     a = revert_action(e)
+    if a is not None and a.action == "suspect" and e.suspect_why:
+        return e.suspect_why  # as `ledger amend` may have corrected it
     return a.why if a else ""
 
 

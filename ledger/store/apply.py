@@ -12,6 +12,7 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass
 from dataclasses import field
+from dataclasses import replace
 from pathlib import Path
 from typing import Callable
 from typing import Mapping
@@ -20,6 +21,7 @@ from typing import Sequence
 from ledger.core import planner
 from ledger.core.model import Entry
 from ledger.core.model import place_knob
+from ledger.errors import KEEPS
 from ledger.errors import DriftError
 from ledger.errors import PatchError
 from ledger.errors import TargetError
@@ -29,6 +31,7 @@ from ledger.store.targets import read_target
 from ledger.store.txn import Transaction
 from ledger.store.workspace import ENTRIES_NAME
 from ledger.store.workspace import Workspace
+from ledger.values import value_text
 from ledger.store.entries_file import entries_bytes
 
 
@@ -168,9 +171,14 @@ def apply_plan(
                      skipped=list(plan.skipped), dry_run=dry_run)
     touched = [target for target, _ in plan.knob_edits]
     files = read_targets(ws, touched)
-    drifts = drift_in(ws, entries, files)
+    drifts = [d.planned(plan.op, plan.knob_edits[(d.target, d.knob)][1]
+                        if (d.target, d.knob) in plan.knob_edits else KEEPS)
+              for d in drift_in(ws, entries, files)]
     if drifts and not force:
         raise DriftError(drifts)
+    if drifts:
+        plan, message = forced_over(plan, drifts, message)
+        result.changed = [new for _, new in plan.changes]
     after = plan.new_entries(entries) + list(new_entries)
     writes = new_target_bytes(files, plan.knob_edits, entries, planner.knob_sources(after),
                               planner.knob_lines(after))
@@ -204,6 +212,37 @@ def apply_plan(
     result.backup_id = outcome.backup_id
     result.commit = outcome.commit
     return result
+
+
+def forced_over(plan: planner.Plan, drifts: Sequence, message: str) -> tuple[planner.Plan, str]:
+    """``--force`` past drift: say in the commit, and in the history of each changed entry
+    on that knob, what the file held (an overwritten hand edit, or a value it already had).
+
+    Drift the command leaves as found (another knob of the file) is named in the commit
+    only: no entry of this command touches it.
+    """
+    notes = {}
+    for d in drifts:
+        if d.outcome == "overwrites":
+            text = (f"--force overwrote a hand edit: {d.knob} was {value_text(d.found, quote=True)}"
+                    f" in {d.path} (the ledger expected {value_text(d.expected, quote=True)})")
+        elif d.outcome == "marks":
+            text = (f"--force: {d.path} already held {d.knob}={value_text(d.found, quote=True)} "
+                    f"(the ledger expected {value_text(d.expected, quote=True)})")
+        else:
+            text = f"--force: left as found: {d.describe()}"
+        notes[(d.target, d.knob)] = text
+    changes = []
+    for old, new in plan.changes:
+        mine = [notes[k] for k in planner.entry_keys(old) if k in notes] \
+            if old.kind == "knob" else []
+        if mine and new.history:
+            last = new.history[-1]
+            why = "; ".join(([last.why] if last.why else []) + mine)
+            new = replace(new, history=new.history[:-1] + (replace(last, why=why),))
+        changes.append((old, new))
+    body = "".join(f"{n}\n" for n in notes.values())
+    return replace(plan, changes=tuple(changes)), message.rstrip("\n") + "\n\n" + body
 
 
 def _refuse_undecodable(ws: Workspace, entries: Sequence[Entry]) -> None:
