@@ -75,12 +75,14 @@ class RecoveryError(LedgerError):
 
 
 class EntryNotFound(LedgerError):
-    def __init__(self, ref: str) -> None:
+    def __init__(self, ref: str, close: Sequence[str] = ()) -> None:
         super().__init__()
         self.ref = ref
+        self.close = list(close)
 
     def __str__(self) -> str:
-        return f"no entry matches {self.ref!r} (see `ledger list`)"
+        hint = f"did you mean {' or '.join(self.close)}? " if self.close else ""
+        return f"no entry matches {self.ref!r} ({hint}see `ledger list`)"
 
 
 class AmbiguousEntry(LedgerError):
@@ -92,7 +94,8 @@ class AmbiguousEntry(LedgerError):
     def __str__(self) -> str:
         shown = ", ".join(self.candidates[:8])
         more = " …" if len(self.candidates) > 8 else ""
-        return f"{self.ref!r} is ambiguous: it matches {shown}{more}"
+        return (f"{self.ref!r} is ambiguous: it matches {shown}{more}; give more of the id "
+                "or the whole slug")
 
 
 class InvalidValue(LedgerError):
