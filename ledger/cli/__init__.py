@@ -117,6 +117,10 @@ class LedgerGroup(click.Group):
 def _usage_error(e: click.ClickException) -> None:
     """click's own errors (a missing argument, an unknown option) in the tool's ``error:``
     style, with the usage line and the help hint; exit 2 for usage, else click's code."""
+    no_args = getattr(click.exceptions, "NoArgsIsHelpError", ())
+    if no_args and isinstance(e, no_args):  # a bare `ledger` or `ledger record`: the help
+        e.show()
+        raise click.exceptions.Exit(e.exit_code)
     ctx = getattr(e, "ctx", None)
     if isinstance(e, click.UsageError) and ctx is not None:
         click.echo(ctx.get_usage(), err=True)

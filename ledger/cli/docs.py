@@ -89,6 +89,11 @@ def _run_step(ctx, d, step) -> None:
             rc = run_nested(ctx.find_root().command, ["-C", str(d.workspace), *step.args])
     sys.stdout.flush()
     sys.stderr.flush()
+    if rc == 130 and step.expect != 130:
+        # The step said what it put back (its own `error: interrupted:` line); the demo
+        # only stops its server (below) and exits as interrupted, without a second error.
+        click.echo("# interrupted: rerun the same `ledger demo` command to start over")
+        raise click.exceptions.Exit(130)
     if rc != step.expect:
         shown = shlex.join(step.command) if step.command else "ledger " + shlex.join(step.args)
         raise LedgerError(f"demo step `{shown}` exited {rc}, expected {step.expect}")
