@@ -31,8 +31,8 @@ from ledger.core.model import Entry
 from ledger.render.text import when_exact
 
 # An entry line of a ledger commit's body: "- 82dd29e6 [perf] title" or "- ID reverted: …".
-_BODY_ENTRY = re.compile(r"^- ([0-9a-f]{8})\b")
-_SUBJECT_ENTRY = re.compile(r"\b([0-9a-f]{8})\b")
+_BODY_ENTRY = re.compile(r"^- ([\w.-]+)")
+_SUBJECT_ENTRY = re.compile(r"[\w.-]+")
 _TRAILER = re.compile(r"^[A-Z][A-Za-z-]+: \S+$")
 
 
@@ -82,15 +82,14 @@ def timeline(log: list[Mapping[str, Any]], entries: list[Entry]) -> list[dict[st
     events = []
     for c in log:
         subject = str(c.get("subject", ""))
-        ids = []
+        ids, details = [], []
         for line in str(c.get("body", "")).splitlines():
             m = _BODY_ENTRY.match(line)
-            if m and m.group(1) in titles:
-                ids.append(m.group(1))
+            if m and m.group(1).rstrip(":") in titles:
+                ids.append(m.group(1).rstrip(":"))
+            elif line.strip() and not _TRAILER.match(line) and not line.startswith("  "):
+                details.append(line.removeprefix("- "))
         ids += [i for i in _SUBJECT_ENTRY.findall(subject) if i in titles]
-        details = [line for line in str(c.get("body", "")).splitlines()
-                   if line.strip() and not _BODY_ENTRY.match(line) and not _TRAILER.match(line)
-                   and not line.startswith("  ")]
         events.append({
             "at": when_exact(c.get("time")),
             "sha": str(c.get("sha", ""))[:10],

@@ -84,8 +84,9 @@ def md_code(value: str | None, table: bool = True) -> str:
 # ---------------------------------------------------------------------------------------
 
 
-def when(stamp: str | None) -> str:
-    """An ISO timestamp shortened for people ('2026-05-02 14:14 UTC'); other text as is."""
+def when(stamp: str | None, seconds: bool = False) -> str:
+    """An ISO timestamp shortened for people ('2026-05-02 14:14 UTC'; with ``seconds``
+    '2026-05-02 14:14:09 UTC'); other text as is."""
     if not stamp:
         return ""
     try:
@@ -94,21 +95,13 @@ def when(stamp: str | None) -> str:
         return str(stamp)
     offset = moment.utcoffset()
     zone = "" if offset is None else " UTC" if not offset else moment.strftime(" %z")
-    return moment.strftime("%Y-%m-%d %H:%M") + zone
+    return moment.strftime("%Y-%m-%d %H:%M:%S" if seconds else "%Y-%m-%d %H:%M") + zone
 
 
 def when_exact(stamp: str | None) -> str:
-    """An ISO timestamp to the second ('2026-05-02 14:14:09 UTC'), for the timeline, where
-    several commands of one minute must read in their real order; other text as is."""
-    if not stamp:
-        return ""
-    try:
-        moment = datetime.fromisoformat(str(stamp).replace("Z", "+00:00"))
-    except ValueError:
-        return str(stamp)
-    offset = moment.utcoffset()
-    zone = "" if offset is None else " UTC" if not offset else moment.strftime(" %z")
-    return moment.strftime("%Y-%m-%d %H:%M:%S") + zone
+    """:func:`when` to the second, for the timeline, where several commands of one minute
+    must read in their real order."""
+    return when(stamp, seconds=True)
 
 
 def _num(value: Any) -> float | None:

@@ -301,3 +301,27 @@ def test_charts_carry_no_matplotlib_version_date_or_url(docs: tuple[Path, list[P
         text = chart.read_text(encoding="utf-8")
         assert "matplotlib.org" not in text and matplotlib.__version__ not in text
         assert "<dc:date>" not in text
+
+
+def test_the_timeline_is_the_workspace_log_in_its_order(tmp_path: Path) -> None:
+    log = [
+        {"sha": "c" * 40, "time": "2026-05-02T19:20:01+00:00",
+         "subject": "rollback of `record knob`: health check failed on decode",
+         "body": "- e7-pages [perf] One KV page\n\nLedger-Op: 1"},
+        {"sha": "b" * 40, "time": "2026-05-02T19:20:01+00:00",
+         "subject": "ab e1-ctas: gain " + "<script>x</script>", "body": ""},
+        {"sha": "a" * 40, "time": "2026-05-02T19:20:00+00:00",
+         "subject": "record perf: one KV page", "body": "- e7-pages [perf] One KV page"},
+    ]
+    model = replace(story_model(), log=log)
+    render_docs(tmp_path, model, ["html"])
+    page = read(tmp_path / "index.html")
+    timeline = page[page.index('<section id="timeline">'):]
+    assert [m for m in re.findall(r'<li class="tl-([a-z-]+)">', timeline)] == \
+        ["rollback", "ab", "record"]
+    assert re.findall(r'<code class="muted small">([0-9a-f]{10})</code>', timeline) == \
+        ["c" * 10, "b" * 10, "a" * 10]
+    assert "<time>2026-05-02 19:20:01 UTC</time>" in timeline
+    assert "&lt;script&gt;x&lt;/script&gt;" in timeline and "<script>x" not in timeline
+    assert '<a href="#entry-e7-pages">One KV page</a>' in timeline
+    assert "Ledger-Op" not in timeline
