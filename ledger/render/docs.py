@@ -31,6 +31,7 @@ from typing import Iterable
 from typing import Mapping
 
 from ledger.core.display import display_state
+from ledger.core.display import health_failure
 from ledger.core.display import revert_reason
 from ledger.core.display import status_word
 from ledger.core.model import CLASSES
@@ -171,6 +172,7 @@ def entry_view(model: RenderModel, entry: Entry, chart_svg: str | None) -> dict[
                                                      ("record", "adopt") else ""),
         "last_at": when(last.at) if last else when(entry.recorded),
         "revert_why": "" if entry.applied else revert_reason(entry),
+        "health_failure": None if entry.applied else health_failure(entry),
         "restore": None if entry.applied else _restore_plan(entry, evidence),
         "target": entry.target,
         "knob": entry.knob,
@@ -200,6 +202,7 @@ def build_views(model: RenderModel, charts: Mapping[str, str]) -> dict[str, Any]
     views = [entry_view(model, e, charts.get(e.id)) for e in model.entries]
     newest_first = sorted(views, key=lambda v: v["seq"], reverse=True)
     titles = {v["id"]: v["title"] for v in views}
+    failed = {v["id"] for v in views if v["health_failure"] is not None}
 
     def knob_rows(target: TargetState) -> list[dict[str, Any]]:
         return [
@@ -208,6 +211,8 @@ def build_views(model: RenderModel, charts: Mapping[str, str]) -> dict[str, Any]
                 "live": row.live,
                 "full": row.ledger_full,
                 "off": row.off_table,
+                # The full ledger's value is one the health gate rolled back: not a gap.
+                "failed": row.off_table and bool(row.entries) and row.entries[-1] in failed,
                 "entries": [(i, titles.get(i, i)) for i in row.entries],
             }
             for row in target.knobs

@@ -16,6 +16,7 @@ from ledger.core.model import Entry
 from ledger.errors import InvalidValue
 from ledger.errors import LedgerError
 from ledger.render.docs import render_docs
+from ledger.render.model import KnobRow
 from ledger.render.model import RenderModel
 from tests.render.story import ab_summary
 from tests.render.story import story_entries
@@ -325,3 +326,16 @@ def test_the_timeline_is_the_workspace_log_in_its_order(tmp_path: Path) -> None:
     assert "&lt;script&gt;x&lt;/script&gt;" in timeline and "<script>x" not in timeline
     assert '<a href="#entry-e7-pages">One KV page</a>' in timeline
     assert "Ledger-Op" not in timeline
+
+
+def test_a_health_gate_rollback_is_never_offered_as_a_claw_back(tmp_path: Path) -> None:
+    model = replace(story_model(), targets=[replace(story_model().targets[0], knobs=[
+        KnobRow("ENGINE_NUM_PAGES", live="2048", ledger_full="1", entries=["e7-pages"])])])
+    render_docs(tmp_path, model)
+    page = read(tmp_path / "index.html")
+    knobs = page[page.index('<section id="knobs">'):page.index("</section>",
+                                                               page.index('<section id="knobs">'))]
+    assert "failed its health check" in knobs and "off the table</span>" not in knobs
+    entry = read(tmp_path / "entries" / "e7-pages.md")
+    assert "**Failed its health check**" in entry and "the process exited" in entry
+    assert "ledger restore" not in entry and "Off the table" not in entry
