@@ -142,7 +142,7 @@ class Drift:
         self.writes: object = _UNPLANNED
         self.op = ""
 
-    def planned(self, op: str, writes: object) -> "Drift":
+    def planned(self, op: str, writes: object) -> Drift:
         """This drift, knowing the command (``op``) and the value it writes here
         (:data:`KEEPS` when it leaves this knob alone)."""
         d = Drift(self.path, self.knob, self.expected, self.found, self.target)

@@ -20,10 +20,10 @@ from ledger.store import wsgit
 from ledger.store.apply import new_target_bytes
 from ledger.store.apply import read_targets
 from ledger.store.apply import unified
+from ledger.store.entries_file import parse_entries
 from ledger.store.workspace import CONFIG_NAME
 from ledger.store.workspace import ENTRIES_NAME
 from ledger.store.workspace import Workspace
-from ledger.store.entries_file import parse_entries
 
 
 def entry_row(ws: Workspace, e: Entry, evidence: EvidenceInfo | None = None) -> dict:

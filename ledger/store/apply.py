@@ -25,6 +25,7 @@ from ledger.errors import KEEPS
 from ledger.errors import DriftError
 from ledger.errors import PatchError
 from ledger.errors import TargetError
+from ledger.store.entries_file import entries_bytes
 from ledger.store.targets import TargetFile
 from ledger.store.targets import edit_target
 from ledger.store.targets import read_target
@@ -32,7 +33,6 @@ from ledger.store.txn import Transaction
 from ledger.store.workspace import ENTRIES_NAME
 from ledger.store.workspace import Workspace
 from ledger.values import value_text
-from ledger.store.entries_file import entries_bytes
 
 
 @dataclass
