@@ -206,6 +206,9 @@ def _print_off_table(out) -> None:
                 click.echo(f"      change    {safe(r['change'])}")
                 if r["reverted_why"]:
                     click.echo(f"      reverted  {safe(r['reverted_why'])}  ({r['reverted_at']})")
+                if r.get("health_failure"):
+                    click.echo("      held      failed its health check, rolled back: not a "
+                               f"claw-back ({safe(r['health_failure'])})")
                 if r["suspicion"] == "cleared":
                     click.echo(f"      cleared   {safe(r['clear_why'])}")
                 click.echo(f"      evidence  {safe(r['evidence'])}")

@@ -9,6 +9,7 @@ from typing import Sequence
 from ledger.core import planner
 from ledger.core.display import change_text
 from ledger.core.display import display_state
+from ledger.core.display import health_failure
 from ledger.core.display import revert_action
 from ledger.core.display import revert_reason
 from ledger.core.model import Entry
@@ -217,6 +218,7 @@ def off_the_table(ws: Workspace, with_files: bool = False) -> OffTable:
         row = entry_row(ws, e)
         action = revert_action(e)
         row["reverted_why"] = revert_reason(e)
+        row["health_failure"] = health_failure(e)
         row["reverted_at"] = action.at if action else ""
         out.reverted[e.cls].append(row)
     expected = planner.expected_knobs(entries)

@@ -198,6 +198,9 @@ def test_the_demo_docs_lead_with_the_incident_story(played, tmp_path):
     assert "the process exited" in item and "ledger restore" not in item
     assert bad["id"] not in _section(first, "off-table")
     assert not re.search(rf"ledger restore[^<]*{bad['id']}", first)
+    # ...and the terminal says the same.
+    diff = _cli("-C", ws, "diff").stdout
+    assert "failed its health check, rolled back: not a claw-back" in diff
     # The timeline is `ledger log`, commit for commit, in its order, to the second.
     log = _cli("-C", ws, "log", "--json").json()
     timeline = _section(page, "timeline")
