@@ -75,12 +75,14 @@ class RecoveryError(LedgerError):
 
 
 class EntryNotFound(LedgerError):
-    def __init__(self, ref: str) -> None:
+    def __init__(self, ref: str, close: Sequence[str] = ()) -> None:
         super().__init__()
         self.ref = ref
+        self.close = list(close)
 
     def __str__(self) -> str:
-        return f"no entry matches {self.ref!r} (see `ledger list`)"
+        hint = f"did you mean {' or '.join(self.close)}? " if self.close else ""
+        return f"no entry matches {self.ref!r} ({hint}see `ledger list`)"
 
 
 class AmbiguousEntry(LedgerError):
@@ -92,7 +94,8 @@ class AmbiguousEntry(LedgerError):
     def __str__(self) -> str:
         shown = ", ".join(self.candidates[:8])
         more = " …" if len(self.candidates) > 8 else ""
-        return f"{self.ref!r} is ambiguous: it matches {shown}{more}"
+        return (f"{self.ref!r} is ambiguous: it matches {shown}{more}; give more of the id "
+                "or the whole slug")
 
 
 class InvalidValue(LedgerError):
@@ -116,24 +119,81 @@ class AmbiguousPlace(LedgerError):
         return self.message
 
 
+_UNPLANNED = object()
+
+
 class Drift:
-    """One live value that differs from what the ledger expects."""
+    """One live value that differs from what the ledger expects.
 
-    __slots__ = ("path", "knob", "expected", "found")
+    :meth:`planned` adds what the refused command would write there, so the message can
+    say what ``--force`` really does: only mark a value the file already holds, overwrite
+    a hand edit (whose value is then recorded), or go ahead leaving it as it is.
+    """
 
-    def __init__(self, path: str, knob: str, expected: str | None, found: str | None) -> None:
+    __slots__ = ("path", "knob", "expected", "found", "target", "writes", "op")
+
+    def __init__(self, path: str, knob: str, expected: str | None, found: str | None,
+                 target: str = "") -> None:
         self.path = path
         self.knob = knob
         self.expected = expected
         self.found = found
+        self.target = target
+        self.writes: object = _UNPLANNED
+        self.op = ""
+
+    def planned(self, op: str, writes: object) -> Drift:
+        """This drift, knowing the command (``op``) and the value it writes here
+        (:data:`KEEPS` when it leaves this knob alone)."""
+        d = Drift(self.path, self.knob, self.expected, self.found, self.target)
+        d.op, d.writes = op, writes
+        return d
+
+    @property
+    def outcome(self) -> str:
+        """What --force does here: ``marks``, ``overwrites``, ``keeps``, or ``""`` (unknown)."""
+        if self.writes is _UNPLANNED:
+            return ""
+        if self.writes is KEEPS:
+            return "keeps"
+        return "marks" if self.writes == self.found else "overwrites"
 
     def to_dict(self) -> dict:
-        return {"path": self.path, "knob": self.knob, "expected": self.expected,
-                "found": self.found}
+        d = {"path": self.path, "knob": self.knob, "expected": self.expected,
+             "found": self.found}
+        if self.outcome:
+            d["force"] = self.outcome
+        if self.outcome in ("marks", "overwrites"):
+            d["writes"] = self.writes
+        return d
 
     def describe(self) -> str:
-        return (f"{self.path}: {self.knob} expected {value_text(self.expected, quote=True)}, "
+        base = (f"{self.path}: {self.knob} expected {value_text(self.expected, quote=True)}, "
                 f"found {value_text(self.found, quote=True)}")
+        op = self.op or "command"
+        if self.outcome == "marks":
+            return base + f" — already holds the value the {op} writes: --force only marks it"
+        if self.outcome == "overwrites":
+            return base + (f" — --force overwrites it with {value_text(self.writes, quote=True)}"
+                           " (the value found is kept in the entry's history and the commit)")
+        if self.outcome == "keeps":
+            return base + f" — the {op} does not change this knob: --force leaves it as found"
+        return base
+
+    def adopt_hint(self) -> str:
+        """The command that keeps this hand edit as a recorded change."""
+        import shlex
+
+        target = self.target or "TARGET"
+        before = ("--before-unset" if self.expected is None
+                  else f"--before {shlex.quote(self.expected)}")
+        if self.found is None:
+            return f"ledger record knob {target} {self.knob} --unset --adopt {before}"
+        return (f"ledger record knob {target} {shlex.quote(f'{self.knob}={self.found}')} "
+                f"--adopt {before}")
+
+
+KEEPS = object()  # Drift.planned: the command leaves this knob as it is
 
 
 class DriftError(LedgerError):
@@ -145,12 +205,19 @@ class DriftError(LedgerError):
 
     def __str__(self) -> str:
         lines = [d.describe() for d in self.drifts]
-        return (
-            "live configuration differs from the ledger (edited by hand?):\n  "
-            + "\n  ".join(lines)
-            + "\nrecord the change with `ledger record knob --adopt`, put the file back, "
-            "or pass --force to overwrite"
-        )
+        outcomes = {d.outcome for d in self.drifts}
+        if outcomes == {"marks"}:
+            advice = ("pass --force to take the file as it is (nothing in it changes; the "
+                      "entry's history and the commit say it was found so)")
+        elif outcomes == {"keeps"}:
+            advice = ("pass --force to go ahead (the hand edit stays, and `ledger status` "
+                      "keeps reporting it), or record it with `ledger record knob --adopt`")
+        else:
+            edit = next(d for d in self.drifts if d.outcome in ("overwrites", ""))
+            advice = (f"keep the hand edit as a change (`{edit.adopt_hint()}`), put the file "
+                      "back, or pass --force to overwrite it (the overwritten value is recorded)")
+        return ("live configuration differs from the ledger (edited by hand?):\n  "
+                + "\n  ".join(lines) + "\n" + advice)
 
 
 class Refused(LedgerError):
@@ -207,3 +274,24 @@ class MergeConflict(LedgerError):
                  for theirs, ours, what in self.pairs]
         text = head + f"{len(lines)} conflict(s); nothing was changed\n  " + "\n  ".join(lines)
         return text + (f"\n{self.hint}" if self.hint else "")
+
+
+class Interrupted(LedgerError):
+    """Ctrl-C or SIGTERM stopped a command: what it put back, and what it kept.
+
+    Exit 130 (128 + SIGINT), as a shell reports a command stopped by Ctrl-C.  Raised by the
+    layer that knows what a stop leaves behind (a transaction, a bisect, an A/B run);
+    the CLI words a bare interrupt that no layer claimed.
+    """
+
+    exit_code = 130
+
+    def __init__(self, what: str, put_back: str, kept: str = "") -> None:
+        super().__init__()
+        self.what = what
+        self.put_back = put_back
+        self.kept = kept
+
+    def __str__(self) -> str:
+        return f"interrupted: {self.what}: {self.put_back}" + (f"; {self.kept}" if self.kept
+                                                                else "")

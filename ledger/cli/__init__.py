@@ -7,7 +7,9 @@ likewise ``setup`` (init, target), ``roots`` (root add, root list), ``revert`` (
 ``backups`` and ``sync`` (pull, push, the merge driver).  This module holds the group and
 the one place errors are caught:
 :class:`~ledger.errors.LedgerError` → ``error: …`` on stderr and the error's exit code (1
-refused/failed, 2 usage); ``--debug`` shows the traceback.  ``diff --exit-code`` exits 3
+refused/failed, 2 usage); ``--debug`` shows the traceback.  Ctrl-C or SIGTERM: ``error: interrupted: …`` saying
+what was put back and kept, exit 130; a closed pipe (``| head``): quiet, exit 141; click's
+own usage errors: ``error: …``, exit 2.  ``diff --exit-code`` exits 3
 when something is off the table.  Heavy modules (git, pandas, torch, matplotlib) are
 imported inside commands, so ``ledger --help`` stays fast.
 """
@@ -33,6 +35,7 @@ from ledger.cli.report import list_cmd
 from ledger.cli.report import log
 from ledger.cli.report import show
 from ledger.cli.report import status
+from ledger.cli.revert import amend
 from ledger.cli.revert import clear
 from ledger.cli.revert import restore
 from ledger.cli.revert import revert
@@ -65,24 +68,103 @@ class LedgerGroup(click.Group):
             sys.exit(1)
         previous = set_argv(argv)
         try:
-            return super().main(argv, *rest, **kwargs)
+            with _sigterm_as_interrupt():
+                return super().main(argv, *rest, **kwargs)
+        except BrokenPipeError:
+            _quiet_closed_pipe()
         finally:
             set_argv(previous)
+
+    def make_context(self, info_name, args, parent=None, **extra):
+        try:
+            return super().make_context(info_name, args, parent=parent, **extra)
+        except click.ClickException as e:
+            _usage_error(e)
 
     def invoke(self, ctx: click.Context):
         try:
             return super().invoke(ctx)
+        except click.exceptions.Exit:
+            raise
+        except click.ClickException as e:
+            _usage_error(e)
         except LedgerError as e:
             if isinstance(ctx.obj, State) and ctx.obj.debug:
                 raise
             click.echo(f"error: {e}", err=True)
             ctx.exit(e.exit_code)
+        except (KeyboardInterrupt, click.exceptions.Abort):
+            if isinstance(ctx.obj, State) and ctx.obj.debug:
+                raise
+            # No layer claimed it (a transaction, a bisect or an A/B says what it put
+            # back): the command stopped outside any write.
+            shown = " ".join(sys.argv[1:2] if ctx.invoked_subcommand is None else
+                             [ctx.invoked_subcommand])
+            click.echo(f"error: interrupted: `ledger {shown}` stopped outside any write: "
+                       "nothing was half-done (every change is all or nothing; `ledger log` "
+                       "shows what committed)", err=True)
+            ctx.exit(130)
+        except BrokenPipeError:
+            _quiet_closed_pipe()
         except OSError as e:
             if isinstance(ctx.obj, State) and ctx.obj.debug:
                 raise
             where = f"{e.filename}: " if getattr(e, "filename", None) else ""
             click.echo(f"error: {where}{e.strerror or e}", err=True)
             ctx.exit(1)
+
+
+def _usage_error(e: click.ClickException) -> None:
+    """click's own errors (a missing argument, an unknown option) in the tool's ``error:``
+    style, with the usage line and the help hint; exit 2 for usage, else click's code."""
+    no_args = getattr(click.exceptions, "NoArgsIsHelpError", ())
+    if no_args and isinstance(e, no_args):  # a bare `ledger` or `ledger record`: the help
+        e.show()
+        raise click.exceptions.Exit(e.exit_code)
+    ctx = getattr(e, "ctx", None)
+    if isinstance(e, click.UsageError) and ctx is not None:
+        click.echo(ctx.get_usage(), err=True)
+    click.echo(f"error: {e.format_message()}", err=True)
+    if isinstance(e, click.UsageError) and ctx is not None and ctx.command.get_help_option(ctx):
+        click.echo(f"Try '{ctx.command_path} {ctx.help_option_names[0]}' for help.", err=True)
+    raise click.exceptions.Exit(e.exit_code)
+
+
+def _quiet_closed_pipe() -> None:
+    """The reader went away (``ledger log | head``): stop quietly, as git does, with the
+    exit code of a process a SIGPIPE ended (141); nothing more is written to the pipe."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    sys.exit(141)
+
+
+class _sigterm_as_interrupt:
+    """SIGTERM (a `kill`, systemd, a CI timeout) stops a command as Ctrl-C does: the same
+    put-back paths run and the same ``error: interrupted: …`` line is printed."""
+
+    def __enter__(self):
+        import signal
+        import threading
+
+        self.previous = None
+        if threading.current_thread() is threading.main_thread():
+            self.previous = signal.signal(signal.SIGTERM, _raise_interrupt)
+        return self
+
+    def __exit__(self, *exc):
+        import signal
+
+        if self.previous is not None:
+            signal.signal(signal.SIGTERM, self.previous)
+
+
+def _raise_interrupt(signum, frame):
+    raise KeyboardInterrupt
 
 
 def _not_utf8(argv: list[str]) -> tuple[int, str] | None:
@@ -121,7 +203,7 @@ def cli(ctx: click.Context, workspace: str | None, json_out: bool, debug: bool) 
 
 
 for command in (init, target, root, record, list_cmd, show, status, diff, log, revert, restore, suspect,
-                clear, bisect, ab, evidence, render, demo, backups, doctor, pull, push,
+                clear, amend, bisect, ab, evidence, render, demo, backups, doctor, pull, push,
                 merge_driver):
     cli.add_command(command)
 

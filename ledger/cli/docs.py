@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import shlex
 import subprocess
 from pathlib import Path
@@ -34,60 +35,106 @@ def render(ctx, out, formats) -> None:
 
 @click.command()
 @click.argument("directory", type=click.Path(file_okay=False))
-@click.option("--force", is_flag=True, help="Use DIRECTORY even if it is not empty.")
+@click.option("--force", is_flag=True, help="Use DIRECTORY even if it is not empty (an earlier "
+              "demo's directory is replaced without it).")
 @click.option("--runs", type=int, default=None, help="A/B runs per side [default: 8, "
               "enough for p < 0.05 with a shared machine's slow spells in the mix].")
 @click.pass_context
 def demo(ctx, directory, force, runs) -> None:
-    """The whole story on the bundled engine, printed as a transcript you can retype."""
+    """The whole story on the bundled engine, printed as a transcript you can retype.
+
+    Every command runs from DIRECTORY/ledger with paths relative to it, and with the
+    interpreter ledger runs on first on PATH (as an activated venv has it), so each printed
+    line is exactly what ran.  Running it again on the same DIRECTORY replaces that demo.
+    """
     from ledger.commands.demo import DEMO_RUNS
     from ledger.commands.demo import prepare
 
     d = prepare(Path(directory), force=force, runs=DEMO_RUNS if runs is None else runs)
+    if d.replaced:
+        click.echo(f"# {d.root} held an earlier demo: replaced it")
     click.echo(f"# knob ledger demo in {d.root}: the bundled engine as a git repo "
-               "(engine-repo/), its serve scripts (deploy/), two patches (patches/)")
-    click.echo(f"$ ledger init {shlex.quote(str(d.workspace))} --engine-repo "
-               f"{shlex.quote(str(d.root / 'engine-repo'))}")
-    click.echo(f"$ cd {shlex.quote(str(d.workspace))}")
-    try:
-        for step in d.steps:
-            click.echo(f"\n# {step.note}")
-            if step.command:
-                click.echo("$ " + shlex.join(step.command))
-                run_command_step(step)
-                continue
-            click.echo("$ ledger " + " ".join(shlex.quote(a) for a in step.args))
-            rc = run_nested(ctx.find_root().command, ["-C", str(d.workspace), *step.args])
-            if rc != step.expect:
-                raise LedgerError(f"demo step `ledger {' '.join(step.args)}` exited {rc}, "
-                                  f"expected {step.expect}")
-    finally:
-        if d.stop:
+               "(engine-repo/), its serve scripts (deploy/), two patches (patches/).\n"
+               "# Retype with the venv active (`ledger` and `python` on PATH), from "
+               f"{d.workspace}.")
+    click.echo(f"$ cd {shlex.quote(str(d.root))}")
+    click.echo("$ ledger init ledger --engine-repo engine-repo --root deploy=deploy "
+               "--root engine=engine-repo")
+    click.echo("$ cd ledger")
+    with _demo_env(d.workspace):
+        try:
+            for step in d.steps:
+                _run_step(ctx, d, step)
+        finally:
             click.echo(f"\n# stop the demo's server\n$ {shlex.join(d.stop)}")
             subprocess.run(list(d.stop), capture_output=True, timeout=60)
-    docs = d.root / "docs"
-    click.echo(f"\n# done. The docs: {docs / 'index.html'} and {docs / 'CHANGELOG.md'}; "
-               f"what the bugfix fixes: {docs / 'bugfix-check.md'}; the workspace: "
+    click.echo(f"\n# done. The docs: {d.root / 'docs' / 'index.html'} (CHANGELOG.md beside "
+               "it); what the bugfix fixes: docs/bugfix-check.md; the workspace: "
                f"{d.workspace}")
 
 
-def run_command_step(step, timeout: float = 180.0) -> None:
-    """Run a step's own command (starting the demo's server, a fault check), check its exit
-    code against the step's, and wait for the step's URL if it has one."""
+def _run_step(ctx, d, step) -> None:
+    """Print one step, run it, and keep whatever it printed (errors too) under it."""
+    import sys
+
+    click.echo(f"\n# {step.note}")
+    if step.command:
+        click.echo("$ " + shlex.join(step.command))
+        rc = run_command_step(step)
+    else:
+        click.echo("$ ledger " + shlex.join(step.args))
+        # One stream: an `error:` or warning line stays under the step that printed it,
+        # wherever stdout and stderr are sent.
+        with contextlib.redirect_stderr(sys.stdout):
+            rc = run_nested(ctx.find_root().command, ["-C", str(d.workspace), *step.args])
+    sys.stdout.flush()
+    sys.stderr.flush()
+    if rc == 130 and step.expect != 130:
+        # The step said what it put back (its own `error: interrupted:` line); the demo
+        # only stops its server (below) and exits as interrupted, without a second error.
+        click.echo("# interrupted: rerun the same `ledger demo` command to start over")
+        raise click.exceptions.Exit(130)
+    if rc != step.expect:
+        shown = shlex.join(step.command) if step.command else "ledger " + shlex.join(step.args)
+        raise LedgerError(f"demo step `{shown}` exited {rc}, expected {step.expect}")
+    if step.expect:
+        click.echo(f"# exit {rc}, as the story expects: {step.expected_why}")
+
+
+@contextlib.contextmanager
+def _demo_env(workspace: Path):
+    """Run from the workspace with this interpreter's bin/ first on PATH; undo after."""
+    import os
+    import sys
+
+    cwd, path = os.getcwd(), os.environ.get("PATH", "")
+    os.chdir(workspace)
+    os.environ["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), path])
+    try:
+        yield
+    finally:
+        os.chdir(cwd)
+        os.environ["PATH"] = path
+
+
+def run_command_step(step, timeout: float = 180.0) -> int:
+    """Run a step's own command (starting the demo's server, a fault check) and wait for the
+    step's URL if it has one; its exit code."""
     import time
     import urllib.request
 
     done = subprocess.run(list(step.command), capture_output=True, text=True, timeout=timeout)
     click.echo(done.stdout.rstrip())
-    if done.returncode != step.expect:
-        raise LedgerError(f"demo step `{shlex.join(step.command)}` exited {done.returncode}, "
-                          f"expected {step.expect}: {done.stderr[-2000:]}")
+    if done.returncode != step.expect and done.stderr.strip():
+        click.echo(done.stderr.rstrip()[-2000:])
+    if done.returncode != step.expect or not step.wait_url:
+        return done.returncode
     deadline = time.monotonic() + timeout
     while step.wait_url:
         try:
             with urllib.request.urlopen(step.wait_url, timeout=2):
                 click.echo(f"{step.wait_url}: up")
-                return
+                return 0
         except OSError:
             if time.monotonic() > deadline:
                 raise LedgerError(f"{step.wait_url} did not answer within {timeout:g}s")

@@ -12,6 +12,8 @@ import re
 import sys
 from typing import Sequence
 
+import click
+
 from ledger.core.display import UNSET
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\x1b]")
@@ -67,6 +69,17 @@ def table(rows: Sequence[Sequence[object]], headers: Sequence[str] | None = None
         parts = [c.ljust(widths[i]) if i < len(r) - 1 else c for i, c in enumerate(r)]
         lines.append("  ".join(parts).rstrip())
     return "\n".join(lines)
+
+
+STALE_NOTE = ("[stale]: that evidence was measured on another engine commit or with other "
+              "knob values than the live ones (a patch or knob changed since); "
+              "`ledger ab ID` measures it again")
+
+
+def stale_note(texts: Sequence[object]) -> None:
+    """Explain ``[stale]`` once, under any output that shows a stale headline."""
+    if any(str(t).startswith("[stale]") for t in texts):
+        click.echo(STALE_NOTE)
 
 
 def _cut(s: str, width: int) -> str:

@@ -11,6 +11,7 @@ from ledger.cli.common import safe_diff
 from ledger.cli.common import wants_json
 from ledger.cli.output import paint
 from ledger.cli.output import safe
+from ledger.cli.output import stale_note
 from ledger.cli.output import table
 from ledger.cli.output import use_colour
 from ledger.errors import UsageError
@@ -42,6 +43,7 @@ def list_cmd(ctx, cls, state, json_out) -> None:
         [[r["id"], paint(r["class"], r["class"], colour), _state_cell(r, colour), r["title"],
           r["change"], r["evidence"]] for r in rows],
         ["ID", "CLASS", "STATE", "TITLE", "CHANGE", "EVIDENCE"], max_width=48))
+    stale_note([r["evidence"] for r in rows])
 
 
 @click.command()
@@ -66,6 +68,7 @@ def show(ctx, ref, json_out) -> None:
         if d["suspicion"] == "cleared":
             click.echo(f"  cleared   {safe(d['clear_why'])}")
     click.echo(f"  evidence  {safe(d['evidence'])}")
+    stale_note([d["evidence"]])
     for b in d.get("bisects") or ():
         click.echo(f"  bisect    {b['id']} ({b['started']}, {b['checks']} checks): "
                    f"{safe(b['summary'])}")
@@ -203,9 +206,13 @@ def _print_off_table(out) -> None:
                 click.echo(f"      change    {safe(r['change'])}")
                 if r["reverted_why"]:
                     click.echo(f"      reverted  {safe(r['reverted_why'])}  ({r['reverted_at']})")
+                if r.get("health_failure"):
+                    click.echo("      held      failed its health check, rolled back: not a "
+                               f"claw-back ({safe(r['health_failure'])})")
                 if r["suspicion"] == "cleared":
                     click.echo(f"      cleared   {safe(r['clear_why'])}")
                 click.echo(f"      evidence  {safe(r['evidence'])}")
+        stale_note([r["evidence"] for rows in out.reverted.values() for r in rows])
     _print_drift(out.drift, colour)
     for text in out.files.values():
         click.echo("")

@@ -13,6 +13,7 @@ from ledger.cli.common import wants_json
 from ledger.cli.live import print_live
 from ledger.cli.live import restart_option
 from ledger.cli.output import safe
+from ledger.cli.output import stale_note
 from ledger.core.display import change_text
 
 
@@ -124,6 +125,7 @@ def _print_restore(applied) -> None:
         click.echo(f"held back {k.entry.id} [{k.entry.cls}] {safe(k.entry.title)}: "
                    f"{safe(k.reason)}")
         click.echo(f"    evidence: {safe(applied.evidence.get(k.entry.id, 'no evidence'))}")
+    stale_note(list(applied.evidence.values()))
     print_files(applied, applied.dry_run)
 
 
@@ -156,3 +158,21 @@ def clear(ctx, ref, why, json_out, dry_run) -> None:
 
     s = ctx.find_object(State).session(ctx)
     _print_applied(ops.clear(s, ref, why, dry_run=dry_run), "cleared", ctx, json_out, "clear")
+
+
+@click.command()
+@click.argument("ref", metavar="ID")
+@click.option("--why", required=True, help="The reason as it should read.")
+@click.option("--of", "of", type=click.Choice(["record", "suspect", "clear"]),
+              help="Whose reason: the record's why, the suspect's hypothesis or the clear's "
+                   "reason [default: the latest of them].")
+@json_option
+@dry_run_option
+@click.pass_context
+def amend(ctx, ref, why, of, json_out, dry_run) -> None:
+    """Correct a reason typed wrong; the entry's history keeps the old text."""
+    from ledger.commands import revert as ops
+
+    s = ctx.find_object(State).session(ctx)
+    _print_applied(ops.amend(s, ref, why, of=of, dry_run=dry_run), "amended", ctx, json_out,
+                   "amend")

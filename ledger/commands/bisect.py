@@ -59,6 +59,7 @@ from ledger.commands.session import Session
 from ledger.core import bisect as core
 from ledger.core import planner
 from ledger.core.model import Entry
+from ledger.errors import Interrupted
 from ledger.errors import LedgerError
 from ledger.errors import Refused
 from ledger.errors import UsageError
@@ -234,6 +235,13 @@ class _Run:
                     break
         except BaseException as e:
             self._abort(e)
+            if isinstance(e, (KeyboardInterrupt, Interrupted)):
+                steps = len(self.record["steps"])
+                raise Interrupted(
+                    f"bisect {self.bid}", "the starting configuration is back (every "
+                    "selected entry as it was, its check stopped)",
+                    f"kept: its record ({steps} step{'s' if steps != 1 else ''}, interrupted) "
+                    "in `ledger bisect show`") from e
             raise
         self.record["conclusion"] = conclusion_record(conclusion, self.record, self.selection)
         self.record["status"] = "concluded"
@@ -316,7 +324,7 @@ class _Run:
 
     def _abort(self, error: BaseException) -> None:
         """Put the start back after Ctrl-C or an error; leave the marker if that fails."""
-        interrupted = isinstance(error, KeyboardInterrupt)
+        interrupted = isinstance(error, (KeyboardInterrupt, Interrupted))
         self.record["status"] = "interrupted" if interrupted else "failed"
         self.record["error"] = "interrupted (Ctrl-C)" if interrupted else str(error)
         self.record["finished"] = utc_now()

@@ -31,6 +31,16 @@ restart hook and health check (``ledger target set``), the claw-back is
 ``restore --perf-only --restart`` followed by ``status --live``, and a deliberately bad
 knob value (one KV page: the server refuses to start) is rolled back by the health gate.
 The caller stops the server at the end (:attr:`Demo.stop`), whatever happened.
+
+Retypeable: every step's paths are relative to the workspace and the CLI runs the steps
+from there, with the interpreter ledger runs on first on PATH (as an activated venv has
+it), so ``python`` and ``ledger`` in the transcript are what ran.  The server is started,
+restarted and stopped through ``run/decode-service.sh`` (written here, like a unit file:
+interpreter, port and engine path fixed in it), so the restart hook in ``ledger.yaml`` is
+``bash ../run/decode-service.sh restart``.  Re-runnable: DIR is marked (``MARKER``), and a
+demo run on a directory an earlier demo laid out replaces it, stopping its server first.
+The story ends with nothing reverted but the health gate's rolled-back value, which the
+docs show as *failed its health check* (held back, never offered as a claw-back).
 """
 
 from __future__ import annotations
@@ -94,6 +104,17 @@ BUGFIX_KNOB = ("ENGINE_INFLIGHT_TIMEOUT_S", "5")
 FAULT_CLIENT_TIMEOUT_S = 10
 
 
+# A directory holding this file was laid out by `ledger demo`: running the demo there again
+# replaces it (its server stopped first), so the README's command works twice in a row.
+MARKER = ".knob-ledger-demo"
+CHILDREN = ("engine-repo", "deploy", "patches", "ledger", "docs", "run", MARKER)
+# Every path the transcript shows is relative to the workspace (``cd DIR/ledger``), and the
+# demo runs its steps from there, so each printed command is exactly what ran.
+DEPLOY, RUN, PATCHES, ENGINE_REPO, DOCS = "../deploy", "../run", "../patches", "../engine-repo", \
+    "../docs"
+SERVICE = ("bash", f"{RUN}/decode-service.sh")
+
+
 @dataclass(frozen=True)
 class Step:
     note: str
@@ -101,6 +122,7 @@ class Step:
     expect: int = 0  # the exit code the story expects (the health-gate rollback exits 1)
     command: tuple[str, ...] = ()  # not a ledger command: run as is (argv); exit `expect`
     wait_url: str = ""  # after ``command``: wait until this URL answers
+    expected_why: str = ""  # said right after a step that exits non-zero on purpose
 
 
 @dataclass(frozen=True)
@@ -108,24 +130,14 @@ class Demo:
     root: Path
     workspace: Path
     steps: tuple[Step, ...]
-    stop: tuple[str, ...] = ()  # stops the demo's server
+    stop: tuple[str, ...] = SERVICE + ("stop",)  # stops the demo's server (from the workspace)
+    replaced: bool = False  # a previous demo's directory was replaced
 
 
-@dataclass(frozen=True)
-class Service:
-    """The demo's decode server: how to start, restart and stop it, and where it answers."""
-
-    control: tuple[str, ...]  # python -m engine service with pid file and log
-    launch: tuple[str, ...]  # env ... bash serve_decode.sh
-    url: str
-    pid_file: Path
-
-    def argv(self, action: str) -> tuple[str, ...]:
-        return (*self.control[:4], action, *self.control[4:],
-                *(("--", *self.launch) if action != "stop" else ()))
-
-
-def _service(root: Path) -> Service:
+def _service_script(root: Path) -> tuple[str, Path]:
+    """Write run/decode-service.sh (start|stop|restart the decode server, as a unit file would
+    run it: port, interpreter and engine path fixed here) and return its URL and pid file."""
+    import shlex
     import socket
     import sys
 
@@ -133,12 +145,22 @@ def _service(root: Path) -> Service:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     run = root / "run"
-    control = (sys.executable, "-m", "engine", "service", "--pid-file",
-               str(run / "decode.pid"), "--log", str(run / "decode.log"), "--grace", "10")
-    launch = ("env", f"PORT={port}", f"PYTHON={sys.executable}",
-              f"PYTHONPATH={root / 'engine-repo'}", "bash", str(root / "deploy" /
-                                                               "serve_decode.sh"))
-    return Service(control, launch, f"http://127.0.0.1:{port}", run / "decode.pid")
+    run.mkdir(parents=True, exist_ok=True)
+    q = shlex.quote
+    control = (f"{q(sys.executable)} -m engine service \"$1\" --pid-file {q(str(run / 'decode.pid'))} "
+               f"--log {q(str(run / 'decode.log'))} --grace 10")
+    launch = (f"env PORT={port} PYTHON={q(sys.executable)} "
+              f"PYTHONPATH={q(str(root / 'engine-repo'))} bash "
+              f"{q(str(root / 'deploy' / 'serve_decode.sh'))}")
+    script = run / "decode-service.sh"
+    script.write_text(
+        "#!/usr/bin/env bash\n"
+        "# The demo's decode server: start | stop | restart (written by `ledger demo`).\n"
+        "set -eu\n"
+        f'if [ "$1" = stop ]; then exec {control}; fi\n'
+        f"exec {control} -- {launch}\n")
+    script.chmod(0o755)
+    return f"http://127.0.0.1:{port}", run / "decode.pid"
 
 
 def _engine_package() -> Path:
@@ -151,21 +173,43 @@ def _ignore(directory: str, names: list[str]) -> set[str]:
     return {n for n in names if n == "__pycache__" or n.endswith((".pyc", ".pyo"))}
 
 
-def prepare(directory: Path, force: bool = False, runs: int = DEMO_RUNS) -> Demo:
-    """Lay out the demo in ``directory`` and return the story's commands."""
-    root = Path(directory).absolute()
+def _clear(root: Path, force: bool) -> bool:
+    """Make ``root`` ready for a demo; True when a previous demo there was replaced."""
+    import subprocess
+
     if root.exists() and not root.is_dir():
         raise Refused(f"{root} exists and is not a directory")
-    if root.exists() and any(root.iterdir()):
-        if not force:
-            raise Refused(f"{root} is not empty: pick an empty directory or pass --force")
-        for child in ("engine-repo", "deploy", "patches", "ledger", "docs", "run"):
-            target = root / child
-            if target.is_symlink() or target.is_file():
-                target.unlink()
-            elif target.exists():
-                shutil.rmtree(target)
+    if not root.exists() or not any(root.iterdir()):
+        return False
+    previous = (root / MARKER).is_file()
+    if not previous and not force:
+        raise Refused(f"{root} is not empty and holds no earlier demo: pick an empty "
+                      "directory or pass --force")
+    service = root / "run" / "decode-service.sh"
+    if service.is_file():  # an earlier demo's server, if one is still up
+        subprocess.run(["bash", str(service), "stop"], capture_output=True, timeout=60,
+                       check=False)
+    for child in CHILDREN:
+        target = root / child
+        if target.is_symlink() or target.is_file():
+            target.unlink()
+        elif target.exists():
+            shutil.rmtree(target)
+    return previous
+
+
+def prepare(directory: Path, force: bool = False, runs: int = DEMO_RUNS) -> Demo:
+    """Lay out the demo in ``directory`` and return the story's commands.
+
+    A directory an earlier demo laid out (it holds ``.knob-ledger-demo``) is replaced, its
+    server stopped first; any other non-empty directory needs ``force`` (then only the
+    demo's own folders in it are replaced).
+    """
+    root = Path(directory).absolute()
+    replaced = _clear(root, force)
     root.mkdir(parents=True, exist_ok=True)
+    (root / MARKER).write_text("laid out by `ledger demo`; running it here again replaces it\n",
+                            encoding="utf-8")
 
     repo = root / "engine-repo"
     shutil.copytree(_engine_package(), repo / "engine", ignore=_ignore)
@@ -188,52 +232,49 @@ def prepare(directory: Path, force: bool = False, runs: int = DEMO_RUNS) -> Demo
     # of this machine), so the workspace could be pushed and cloned as it is.
     ws = init_workspace(root / "ledger", str(repo),
                         roots={"deploy": "../deploy", "engine": "../engine-repo"})
-    service = _service(root)
-    return Demo(root, ws, _story(root, runs, service), service.argv("stop"))
+    url, _ = _service_script(root)
+    return Demo(root, ws, _story(runs, url), replaced=replaced)
 
 
-def harness_check(root: Path, via_proxy: bool) -> str:
+def harness_check(via_proxy: bool) -> str:
     """The bisect check of the demo: start the deployment, run the multi-turn harness."""
     import shlex
 
-    return shlex.join(_pd_check(root) + (["--via-proxy"] if via_proxy else []))
+    return shlex.join(_pd_check() + (["--via-proxy"] if via_proxy else []))
 
 
-def fault_check(root: Path) -> tuple[str, ...]:
+def fault_check() -> tuple[str, ...]:
     """The bugfix's check: every KV transfer dropped, the client must get a fast error."""
-    return (*_pd_check(root), "--drop-transfers", "--rounds", "1", "--timeout",
-            str(FAULT_CLIENT_TIMEOUT_S), "--report", str(root / "docs" / "bugfix-check.md"))
+    return (*_pd_check(), "--drop-transfers", "--rounds", "1", "--timeout",
+            str(FAULT_CLIENT_TIMEOUT_S), "--report", f"{DOCS}/bugfix-check.md")
 
 
-def _pd_check(root: Path) -> list[str]:
-    import sys
-
-    deploy = root / "deploy"
-    return [sys.executable, str(deploy / "pd_check.py"), "--deploy", str(deploy),
-            "--engine-path", str(root / "engine-repo")]
+def _pd_check() -> list[str]:
+    # `python`: the demo puts the interpreter ledger runs on first on PATH, as an
+    # activated venv does (see ledger.cli.docs.demo).
+    return ["python", f"{DEPLOY}/pd_check.py", "--deploy", DEPLOY, "--engine-path", ENGINE_REPO]
 
 
-def _story(root: Path, runs: int, service: Service) -> tuple[Step, ...]:
+def _story(runs: int, url: str) -> tuple[Step, ...]:
     """The demo's commands in order: the changes recorded, then the incident and its end."""
-    return _changes(root, runs, service) + _incident(root)
+    return _changes(runs, url) + _incident()
 
 
-def _changes(root: Path, runs: int, service: Service) -> tuple[Step, ...]:
+def _changes(runs: int, url: str) -> tuple[Step, ...]:
     import shlex
 
     perf_knob, perf_value = PERF_KNOB
     fix_knob, fix_value = BUGFIX_KNOB
-    deploy = root / "deploy"
-    patches = root / "patches"
     return (
         Step("put the decode serve script under management",
-             ("target", "add", "decode", str(deploy / "serve_decode.sh"), "--format", "bash")),
-        Step("how to see the running decode server, restart it, and know it is healthy",
-             ("target", "set", "decode", "--live", f"pid_file={service.pid_file}",
-              "--restart", shlex.join(service.argv("restart")),
-              "--health-url", f"{service.url}/health", "--health-timeout", "120")),
+             ("target", "add", "decode", f"{DEPLOY}/serve_decode.sh", "--format", "bash")),
+        Step("how to see the running decode server, restart it, and know it is healthy "
+             f"({RUN}/decode-service.sh starts the serve script on port {url.rsplit(':', 1)[1]})",
+             ("target", "set", "decode", "--live", f"pid_file={RUN}/decode.pid",
+              "--restart", shlex.join(SERVICE + ("restart",)),
+              "--health-url", f"{url}/health", "--health-timeout", "120")),
         Step("start the decode server from its serve script", (),
-             command=service.argv("start"), wait_url=f"{service.url}/health"),
+             command=SERVICE + ("start",), wait_url=f"{url}/health"),
         Step("a perf knob: size decode attention's split-K for 2 CPU cores, not a GPU",
              ("record", "knob", "decode", f"{perf_knob}={perf_value}", "--class", "perf",
               "--title", f"decode target CTAS {perf_value}",
@@ -244,27 +285,29 @@ def _changes(root: Path, runs: int, service: Service) -> tuple[Step, ...]:
               "--bench", PERF_BENCH, "--metric", PERF_METRIC)),
         Step("the stuck-transfer bug: the prefill worker drops every KV transfer; the client "
              f"gets no answer in {FAULT_CLIENT_TIMEOUT_S}s (decode waits 30s for the KV)",
-             (), command=fault_check(root), expect=1),
+             (), command=fault_check(), expect=1,
+             expected_why="the hang this bugfix is for: no answer before the client gave up"),
         Step("a bugfix knob: fail stuck KV transfers fast instead of wedging the queue",
              ("record", "knob", "decode", f"{fix_knob}={fix_value}", "--class", "bugfix",
               "--title", f"inflight transfer timeout {fix_value}s",
               "--why", "a transfer stuck for 30s held decode pages and stalled admission")),
         Step("the same fault with the bugfix: refused fast with an error the client can act on",
-             (), command=fault_check(root)),
+             (), command=fault_check()),
         Step("a perf patch to the engine",
-             ("record", "patch", str(patches / "perf.patch"), "--class", "perf",
+             ("record", "patch", f"{PATCHES}/perf.patch", "--class", "perf",
               "--title", "fewer, longer split-K partitions on CPU",
               "--why", "below 64 tokens a partition costs more in combine than it gains")),
         Step("a bugfix patch to the engine",
-             ("record", "patch", str(patches / "bugfix.patch"), "--class", "bugfix",
+             ("record", "patch", f"{PATCHES}/bugfix.patch", "--class", "bugfix",
               "--title", "refuse non-boolean ignore_eos",
               "--why", "bool('false') is True: clients asking not to ignore EOS got the opposite")),
     )
 
 
-def _incident(root: Path) -> tuple[Step, ...]:
+def _incident() -> tuple[Step, ...]:
     return (
-        Step("the ledger so far", ("list",)),
+        Step("the ledger so far (the A/B ran before the perf patch changed the engine, so "
+             "its evidence now reads [stale])", ("list",)),
         Step("the incident: the harness hangs; the newest perf change is the prime suspect",
              ("suspect", PERF_ID, "--why", "harness hangs after several rounds")),
         Step("...and every other perf change comes off the table too",
@@ -274,22 +317,24 @@ def _incident(root: Path) -> tuple[Step, ...]:
              "check starts the servers from the serve scripts and runs the harness through the "
              "client's proxy",
              ("bisect", "--class", "perf", "--clear-suspects", "--timeout", "300",
-              "--check", harness_check(root, via_proxy=True))),
+              "--check", harness_check(via_proxy=True))),
         Step("claw the perf back, with its evidence, and restart the server onto it",
              ("restore", "--perf-only", "--restart")),
         Step("the running decode server now runs every knob of its file",
              ("status", "--live")),
         Step("the same check against the router directly passes: the proxy was it",
              ("bisect", "--class", "perf", "--timeout", "300",
-              "--check", harness_check(root, via_proxy=False))),
+              "--check", harness_check(via_proxy=False))),
         Step("nothing is off the table any more", ("diff",)),
         Step("every entry against what is live", ("status",)),
         Step("a bad value (one KV page: the server cannot start) is rolled back by the "
              "health gate", ("record", "knob", "decode", "ENGINE_NUM_PAGES=1", "--class",
                              "perf", "--title", "one KV page", "--no-validate", "--restart"),
-             expect=1),
+             expect=1, expected_why="the health gate refused the value and put the file and "
+             "the server back; the entry stays reverted, marked suspected, and the docs show "
+             "it as failed its health check"),
         Step("...and the server answers again, on the configuration before it",
              ("status", "--live")),
-        Step("the change history as docs", ("render", "--out", str(root / "docs"))),
+        Step("the change history as docs", ("render", "--out", DOCS)),
         Step("the audit trail", ("log",)),
     )

@@ -28,6 +28,7 @@ from typing import Sequence
 from ledger.core import planner
 from ledger.core.model import Entry
 from ledger.errors import EvidenceError
+from ledger.errors import Interrupted
 from ledger.evidence.defaults import DEFAULT_CONCURRENCY
 from ledger.evidence.defaults import DEFAULT_RUNS
 from ledger.evidence.view import current_engine_commit
@@ -188,14 +189,21 @@ def run_ab(
         raise EvidenceError(f"--runs must be at least 1, got {runs}")
     with WriterLock(ws, s.command):
         e = ws.resolve(ref)
-        if e.kind == "knob":
-            side_a, side_b, context = _knob_sides(ws, e, command)
-            result = run_bench(command, side_a, side_b, concs, runs, progress=progress,
-                               rates=rates)
-        else:
-            with _patch_sides(ws, e) as (side_a, side_b, context):
+        try:
+            if e.kind == "knob":
+                side_a, side_b, context = _knob_sides(ws, e, command)
                 result = run_bench(command, side_a, side_b, concs, runs, progress=progress,
                                    rates=rates)
+            else:
+                with _patch_sides(ws, e) as (side_a, side_b, context):
+                    result = run_bench(command, side_a, side_b, concs, runs,
+                                       progress=progress, rates=rates)
+        except KeyboardInterrupt as err:
+            # The runner killed the bench's process group; the sides never touched a file.
+            raise Interrupted(f"ab {e.id}", "its bench runs are stopped; the entry, its files "
+                              "and the engine tree were never changed by the A/B",
+                              "kept: nothing (an A/B is stored whole or not at all: rerun "
+                              f"`ledger ab {e.id}`)") from err
         summary = record_ab(ws.root, e.id, result, metric=metric,
                             engine_commit=current_engine_commit(ws), context=context)
         _commit_evidence(ws, e, f"ab {e.id}: {summary.get('headline', '')}")

@@ -27,6 +27,7 @@ from typing import Sequence
 
 from ledger.commands.catalog import knob_registry
 from ledger.commands.session import Session
+from ledger.errors import Interrupted
 from ledger.live.restart import RestartResult
 from ledger.live.restart import check_restartable
 from ledger.live.restart import restart_and_check
@@ -174,7 +175,10 @@ def _mutate_and_restart(s: Session, mutate: Callable[[bool], Applied]) -> LiveOu
             rec.files[str(path)] = sha256_or_none(path) or ""
     rec.save(ws)
     crash_point("before-restart")
-    out.restart = restart_and_check(ws, rec.targets)
+    try:
+        out.restart = restart_and_check(ws, rec.targets)
+    except KeyboardInterrupt as e:
+        raise _interrupted_restart(s, applied) from e
     if out.restart.ok:
         out.record_commits.append(record_restarts(
             ws, rec, out.restart, at=s.now, command=s.command, context=f"after {applied.op}"))
@@ -192,6 +196,19 @@ def _mutate_and_restart(s: Session, mutate: Callable[[bool], Applied]) -> LiveOu
         context=f"after the rollback of {applied.op}"))
     RestartRecord.clear(ws)
     return out
+
+
+def _interrupted_restart(s: Session, applied: Applied) -> Interrupted:
+    """Ctrl-C while the services restart: the change's health was never confirmed, so it is
+    rolled back now, as the next command would after a kill (:func:`recover_restart`)."""
+    from ledger.live.rollback import recover_restart
+
+    notice = recover_restart(s.ws, command=s.command, at=s.now) or ""
+    return Interrupted(f"`ledger {s.command}`", f"its change (workspace commit "
+                       f"{(applied.commit or '')[:10]}) is rolled back before its health check "
+                       "passed: files and entries are as before it",
+                       "kept: the rollback in `ledger log`; the services may run either "
+                       "configuration: check `ledger status --live`" if notice else "")
 
 
 def status_live(s: Session, names: Sequence[str] = ()) -> list[TargetLive]:

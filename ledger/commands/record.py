@@ -192,7 +192,7 @@ def record_knob(
         if adopt:
             entry_before = _adopted_before(tf, layer, knob, value, before)
         else:
-            entry_before = _before_now(tf, layer, knob, force, drifts)
+            entry_before = _before_now(tf, layer, knob, force, drifts, value)
         if entry_before == value:
             raise Refused(f"{knob} in {target} is already {value_text(value, quote=True)}: "
                           "nothing to record")
@@ -204,8 +204,7 @@ def record_knob(
         applied = apply_plan(s.ws, planner.plan_record(entry, adopt=adopt), command=s.command,
                              now=s.now, message=message, force=force, dry_run=dry_run,
                              files={target: tf}, drifts=drifts)
-        applied.changed = [entry]
-        return Recorded(entry, applied, warnings)
+        return Recorded(applied.changed[-1], applied, warnings)
 
 
 def _where(tf, entries, knob: str, before: str | None, value: str | None,
@@ -317,8 +316,7 @@ def record_at(s: Session, tf, entries, *, knob: str, value: str | None, at: int 
     applied = apply_plan(s.ws, planner.plan_record(entry), command=s.command,
                          now=s.now, message=message, force=force, dry_run=dry_run,
                          files={target: tf})
-    applied.changed = [entry]
-    return Recorded(entry, applied, warnings)
+    return Recorded(applied.changed[-1], applied, warnings)
 
 
 def _exact_texts(
@@ -367,7 +365,7 @@ def _adopted_before(tf, layer, knob: str, value: str | None, before: str | None)
     return before
 
 
-def _before_now(tf, layer, knob: str, force: bool, drifts) -> str | None:
+def _before_now(tf, layer, knob: str, force: bool, drifts, value: str | None) -> str | None:
     """The value in effect before a new change: the ledger's, which the file must agree
     with (``drifts``: what checking the file found; drift is refused unless ``force``,
     which takes the file's)."""
@@ -375,8 +373,9 @@ def _before_now(tf, layer, knob: str, force: bool, drifts) -> str | None:
     expected = planner.layer_value(layer) if layer else live
     if live != expected:
         if not force:
-            mine = [d for d in drifts if d.knob == knob]
-            raise DriftError(mine or [Drift(str(tf.path), knob, expected, live)])
+            mine = [d for d in drifts if d.knob == knob] or \
+                [Drift(str(tf.path), knob, expected, live, tf.target.name)]
+            raise DriftError([d.planned("record", value) for d in mine])
         return live
     return expected
 
@@ -430,8 +429,7 @@ def record_patch(
             now=s.now, message=message, dry_run=dry_run, engine=engine,
             extra_ledger_writes={entry.patch: text.encode("utf-8", "surrogateescape")},
         )
-        applied.changed = [entry]
-        return RecordedPatch(entry, applied)
+        return RecordedPatch(applied.changed[-1], applied)
 
 
 def _with_patch_path(entry: Entry) -> Entry:

@@ -8,6 +8,7 @@ touches no file but its output, so the same ledger renders byte-identical docs.
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Sequence
@@ -16,6 +17,7 @@ from ledger.core import planner
 from ledger.core.model import Entry
 from ledger.errors import LedgerError
 from ledger.evidence.view import evidence_for
+from ledger.store import wsgit
 from ledger.store.targets import read_target
 from ledger.store.workspace import Workspace
 
@@ -69,7 +71,8 @@ def build_model(ws: Workspace):
     patch_stats = {e.id: _patch_stats(ws, e) for e in entries if e.kind == "patch"}
     return RenderModel(title=ws.root.name, entries=list(entries), targets=targets,
                        evidence=evidence, stale=stale, patch_stats=patch_stats,
-                       bisects=bisect_views(ws, {e.id for e in entries}))
+                       bisects=bisect_views(ws, {e.id for e in entries}),
+                       log=wsgit.log(ws.root))
 
 
 def bisect_views(ws: Workspace, known: set[str]) -> list[dict]:
@@ -110,4 +113,6 @@ def render(ws: Workspace, out: Path | None = None, formats: Sequence[str] = ("md
     from ledger.render.docs import render_docs
 
     out_dir = Path(out) if out is not None else ws.root / "docs"
-    return render_docs(out_dir.absolute(), build_model(ws), tuple(formats))
+    # normpath: `--out ../docs` is reported as the folder it is, not ws/../docs.
+    return render_docs(Path(os.path.normpath(out_dir.absolute())), build_model(ws),
+                       tuple(formats))

@@ -9,7 +9,9 @@ from typing import Sequence
 from ledger.core import planner
 from ledger.core.display import change_text
 from ledger.core.display import display_state
+from ledger.core.display import health_failure
 from ledger.core.display import revert_action
+from ledger.core.display import revert_reason
 from ledger.core.model import Entry
 from ledger.errors import Drift
 from ledger.errors import LedgerError
@@ -19,10 +21,10 @@ from ledger.store import wsgit
 from ledger.store.apply import new_target_bytes
 from ledger.store.apply import read_targets
 from ledger.store.apply import unified
+from ledger.store.entries_file import parse_entries
 from ledger.store.workspace import CONFIG_NAME
 from ledger.store.workspace import ENTRIES_NAME
 from ledger.store.workspace import Workspace
-from ledger.store.entries_file import parse_entries
 
 
 def entry_row(ws: Workspace, e: Entry, evidence: EvidenceInfo | None = None) -> dict:
@@ -215,7 +217,8 @@ def off_the_table(ws: Workspace, with_files: bool = False) -> OffTable:
             continue
         row = entry_row(ws, e)
         action = revert_action(e)
-        row["reverted_why"] = action.why if action else ""
+        row["reverted_why"] = revert_reason(e)
+        row["health_failure"] = health_failure(e)
         row["reverted_at"] = action.at if action else ""
         out.reverted[e.cls].append(row)
     expected = planner.expected_knobs(entries)

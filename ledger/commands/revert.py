@@ -98,6 +98,16 @@ def clear(s: Session, ref: str, why: str, dry_run: bool = False) -> Applied:
         return _apply(s, plan, why, False, dry_run)
 
 
+def amend(s: Session, ref: str, why: str, of: str | None = None, dry_run: bool = False) -> Applied:
+    """Replace a reason typed wrong (`ledger amend ID --why`); the history keeps the old."""
+    if not why.strip():
+        raise UsageError("amend needs --why: the reason as it should read")
+    with writing(s, dry_run):
+        plan = planner.plan_amend(s.ws.resolve(ref), why=why, of=of, at=s.now,
+                                  command=s.command)
+        return _apply(s, plan, why, False, dry_run)
+
+
 def _class_selector(refs: Sequence[str], perf_only: bool, cls: str | None) -> str | None:
     chosen = [x for x in (bool(refs), perf_only, cls is not None) if x]
     if len(chosen) != 1:

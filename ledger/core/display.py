@@ -54,9 +54,30 @@ def revert_action(e: Entry) -> Action | None:
     return None
 
 
+def health_failure(e: Entry) -> str | None:
+    """What the health check saw, when the entry is off the table because the restart's
+    health gate rolled it back (its last off-table action is a ``rollback``); else None.
+
+    Such a value crashed or wedged the service: it is shown as *failed its health check*,
+    never offered as a claw-back.  The detail is the failing restart's own report (the
+    ``restart`` action just before the rollback), or the rollback's reason without one.
+    """
+    a = revert_action(e)
+    if a is None or a.action != "rollback":
+        return None
+    at = e.history.index(a)
+    for before in reversed(e.history[:at]):
+        if before.action == "restart" and "FAILED" in before.why:
+            return before.why[before.why.find("health check FAILED"):] \
+                if "health check FAILED" in before.why else before.why
+    return a.why
+
+
 def revert_reason(e: Entry) -> str:
     """Why the entry is off the table: the last revert or suspect action's reason."""
     a = revert_action(e)
+    if a is not None and a.action == "suspect" and e.suspect_why:
+        return e.suspect_why  # as `ledger amend` may have corrected it
     return a.why if a else ""
 
 
@@ -64,6 +85,7 @@ __all__ = [
     "UNSET",
     "change_text",
     "display_state",
+    "health_failure",
     "revert_action",
     "revert_reason",
     "status_word",

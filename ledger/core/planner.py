@@ -38,6 +38,7 @@ from ledger.core.model import Entry
 from ledger.core.model import place_knob
 from ledger.errors import Drift
 from ledger.errors import Refused
+from ledger.errors import UsageError
 
 KnobKey = tuple[str, str]  # (target name, knob name, or knob@place for a selected place)
 
@@ -144,7 +145,7 @@ def find_drift(
         found = live[key]
         if found != expected:
             target, knob = key
-            drifts.append(Drift(paths.get(target, target), knob, expected, found))
+            drifts.append(Drift(paths.get(target, target), knob, expected, found, target))
     return drifts
 
 
@@ -343,6 +344,31 @@ def plan_clear(entry: Entry, *, why: str, at: str, command: str) -> Plan:
         Action(at=at, action="clear", why=why, command=command), suspicion="cleared", clear_why=why
     )
     return Plan("clear", ((entry, new),))
+
+
+# `ledger amend --of KIND`: the entry field holding the reason each kind of action gave.
+AMENDABLE = {"record": "why", "adopt": "why", "suspect": "suspect_why", "clear": "clear_why"}
+
+
+def plan_amend(entry: Entry, *, why: str, of: str | None, at: str, command: str) -> Plan:
+    """Replace a reason typed wrong: the record's why, the suspect's hypothesis or the
+    clear's reason (``of``; default: the latest of them the entry has).  History is never
+    rewritten: an ``amend`` action keeps the old text."""
+    kinds = [a.action for a in entry.history if a.action in AMENDABLE]
+    kind = of or (kinds[-1] if kinds else "record")
+    if kind not in AMENDABLE:
+        raise UsageError(f"--of {kind!r}: amend the reason of record, suspect or clear")
+    if of is not None and of not in kinds and not (of == "record" and "adopt" in kinds):
+        raise Refused(f"entry {entry.id} ({entry.title}) has no {of} to amend "
+                      f"(its history: {', '.join(a.action for a in entry.history)})")
+    field_name = AMENDABLE[kind]
+    old = getattr(entry, field_name)
+    if old == why:
+        raise Refused(f"entry {entry.id}: the {kind} reason already reads {why!r}")
+    note = f"{kind} reason amended; it was: {old!r}" if old else f"{kind} reason added"
+    new = entry.with_action(Action(at=at, action="amend", why=note, command=command),
+                            **{field_name: why})
+    return Plan("amend", ((entry, new),))
 
 
 def plan_states(entries: Sequence[Entry], wanted: Mapping[str, bool], op: str = "bisect") -> Plan:

@@ -31,6 +31,7 @@ from typing import Iterable
 from typing import Mapping
 
 from ledger.core.display import display_state
+from ledger.core.display import health_failure
 from ledger.core.display import revert_reason
 from ledger.core.display import status_word
 from ledger.core.model import CLASSES
@@ -42,6 +43,8 @@ from ledger.errors import LedgerError
 from ledger.render.charts import ab_chart_svg
 from ledger.render.charts import inline_svg
 from ledger.render.charts import metric_label
+from ledger.render.incident import incident_views
+from ledger.render.incident import timeline
 from ledger.render.model import KnobRow
 from ledger.render.model import RenderModel
 from ledger.render.model import TargetState
@@ -169,6 +172,7 @@ def entry_view(model: RenderModel, entry: Entry, chart_svg: str | None) -> dict[
                                                      ("record", "adopt") else ""),
         "last_at": when(last.at) if last else when(entry.recorded),
         "revert_why": "" if entry.applied else revert_reason(entry),
+        "health_failure": None if entry.applied else health_failure(entry),
         "restore": None if entry.applied else _restore_plan(entry, evidence),
         "target": entry.target,
         "knob": entry.knob,
@@ -193,32 +197,12 @@ def entry_view(model: RenderModel, entry: Entry, chart_svg: str | None) -> dict[
     }
 
 
-def _timeline(entries: Iterable[Entry]) -> list[dict[str, Any]]:
-    """Every action of every entry, oldest first; ties keep record and history order."""
-    events = []
-    for entry in entries:
-        for index, action in enumerate(entry.history):
-            events.append(
-                (
-                    (action.at, entry.seq, index),
-                    {
-                        "at": when(action.at),
-                        "action": action.action,
-                        "why": action.why,
-                        "id": entry.id,
-                        "title": entry.title,
-                        "cls": entry.cls,
-                    },
-                )
-            )
-    return [event for _, event in sorted(events, key=lambda pair: pair[0])]
-
-
 def build_views(model: RenderModel, charts: Mapping[str, str]) -> dict[str, Any]:
     """The template context shared by every output: entries, groups, knobs, timeline."""
     views = [entry_view(model, e, charts.get(e.id)) for e in model.entries]
     newest_first = sorted(views, key=lambda v: v["seq"], reverse=True)
     titles = {v["id"]: v["title"] for v in views}
+    failed = {v["id"] for v in views if v["health_failure"] is not None}
 
     def knob_rows(target: TargetState) -> list[dict[str, Any]]:
         return [
@@ -227,6 +211,8 @@ def build_views(model: RenderModel, charts: Mapping[str, str]) -> dict[str, Any]
                 "live": row.live,
                 "full": row.ledger_full,
                 "off": row.off_table,
+                # The full ledger's value is one the health gate rolled back: not a gap.
+                "failed": row.off_table and bool(row.entries) and row.entries[-1] in failed,
                 "entries": [(i, titles.get(i, i)) for i in row.entries],
             }
             for row in target.knobs
@@ -234,6 +220,7 @@ def build_views(model: RenderModel, charts: Mapping[str, str]) -> dict[str, Any]
 
     reverted = [v for v in newest_first if not v["applied"]]
     return {
+        **incident_views(views, model.entries, model.bisects),
         "title": model.title,
         "entries": views,
         "groups": [(cls, [v for v in newest_first if v["cls"] == cls]) for cls in CLASSES],
@@ -246,7 +233,7 @@ def build_views(model: RenderModel, charts: Mapping[str, str]) -> dict[str, Any]
             {"name": t.name, "path": t.path, "format": t.format, "knobs": knob_rows(t)}
             for t in model.targets
         ],
-        "timeline": _timeline(model.entries),
+        "timeline": timeline(model.log, model.entries),
         "bisects": list(model.bisects),
         "counts": {
             "entries": len(views),

@@ -71,6 +71,9 @@ class RenderModel:
     patch_stats: dict[str, list[tuple[str, int, int]]] = field(default_factory=dict)
     # Bisect records as display rows (see ledger.commands.render.bisect_views), oldest first.
     bisects: list[dict[str, Any]] = field(default_factory=list)
+    # The workspace's commits as `ledger log` gives them (sha, time, subject, body), newest
+    # first: the timeline.  Empty: the timeline is drawn from the entries' histories.
+    log: list[dict[str, Any]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if not isinstance(self.title, str) or not self.title.strip():
@@ -91,6 +94,9 @@ class RenderModel:
         for b in self.bisects:
             if not isinstance(b, Mapping) or not isinstance(b.get("selection"), list):
                 raise InvalidValue("a bisect view needs a selection list")
+        for c in self.log:
+            if not isinstance(c, Mapping) or not isinstance(c.get("subject"), str):
+                raise InvalidValue("a log commit needs a subject")
         for entry_id, summary in self.evidence.items():
             if not isinstance(summary, Mapping):
                 raise InvalidValue(

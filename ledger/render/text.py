@@ -84,8 +84,9 @@ def md_code(value: str | None, table: bool = True) -> str:
 # ---------------------------------------------------------------------------------------
 
 
-def when(stamp: str | None) -> str:
-    """An ISO timestamp shortened for people ('2026-05-02 14:14 UTC'); other text as is."""
+def when(stamp: str | None, seconds: bool = False) -> str:
+    """An ISO timestamp shortened for people ('2026-05-02 14:14 UTC'; with ``seconds``
+    '2026-05-02 14:14:09 UTC'); other text as is."""
     if not stamp:
         return ""
     try:
@@ -94,7 +95,13 @@ def when(stamp: str | None) -> str:
         return str(stamp)
     offset = moment.utcoffset()
     zone = "" if offset is None else " UTC" if not offset else moment.strftime(" %z")
-    return moment.strftime("%Y-%m-%d %H:%M") + zone
+    return moment.strftime("%Y-%m-%d %H:%M:%S" if seconds else "%Y-%m-%d %H:%M") + zone
+
+
+def when_exact(stamp: str | None) -> str:
+    """:func:`when` to the second, for the timeline, where several commands of one minute
+    must read in their real order."""
+    return when(stamp, seconds=True)
 
 
 def _num(value: Any) -> float | None:
@@ -127,4 +134,4 @@ def fmt_p(value: Any) -> str:
     return "<0.001" if v < 0.001 else f"{v:.3f}"
 
 
-__all__ = ["fmt_ci", "fmt_median", "fmt_p", "fmt_pct", "md_code", "md_text", "when"]
+__all__ = ["fmt_ci", "fmt_median", "fmt_p", "fmt_pct", "md_code", "md_text", "when", "when_exact"]

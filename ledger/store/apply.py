@@ -12,6 +12,7 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass
 from dataclasses import field
+from dataclasses import replace
 from pathlib import Path
 from typing import Callable
 from typing import Mapping
@@ -20,9 +21,11 @@ from typing import Sequence
 from ledger.core import planner
 from ledger.core.model import Entry
 from ledger.core.model import place_knob
+from ledger.errors import KEEPS
 from ledger.errors import DriftError
 from ledger.errors import PatchError
 from ledger.errors import TargetError
+from ledger.store.entries_file import entries_bytes
 from ledger.store.targets import TargetFile
 from ledger.store.targets import edit_target
 from ledger.store.targets import read_target
@@ -30,7 +33,7 @@ from ledger.store.targets import remember_target
 from ledger.store.txn import Transaction
 from ledger.store.workspace import ENTRIES_NAME
 from ledger.store.workspace import Workspace
-from ledger.store.entries_file import entries_bytes
+from ledger.values import value_text
 
 
 @dataclass
@@ -162,20 +165,22 @@ def apply_plan(
 ) -> Applied:
     """Carry out ``plan``: all of it or none of it.
 
-    The plan's ``added`` entries are the ones this command records;
-    ``extra_ledger_writes`` are other workspace files it writes (a stored patch).  ``files``: the target files the caller read already under
-    the lock (the others the plan touches are read here), and ``drifts`` what the caller
-    found checking them, so that each file is read and checked once.
+    The plan's ``added`` entries are what the command records (last in the result's
+    ``changed``); ``extra_ledger_writes``, other workspace files it writes (a patch).
+    ``files``/``drifts``: the targets the caller read under the lock and the drift it
+    found in them, so that each file is read and checked once.
     """
     entries = ws.entries()
-    result = Applied(op=plan.op, changed=[new for _, new in plan.changes],
+    result = Applied(op=plan.op, changed=[*(new for _, new in plan.changes), *plan.added],
                      skipped=list(plan.skipped), dry_run=dry_run)
-    files = _checked_targets(ws, entries, plan, files, drifts, force)
+    files, found = _checked_targets(ws, entries, plan, files, drifts)
+    if found:
+        plan, message = _past_drift(plan, found, force, message)
+        result.changed = [*(new for _, new in plan.changes), *plan.added]
     after = plan.new_entries(entries)
     writes = new_target_bytes(files, plan.knob_edits, entries, planner.knob_sources(after),
                               planner.knob_lines(after))
-    for path, (old, new) in writes.items():
-        result.files[str(path)] = unified(str(path), old, new)
+    result.files = {str(path): unified(str(path), old, new) for path, (old, new) in writes.items()}
     engine_plan = None
     if plan.patch_flips:
         if engine is None:
@@ -186,8 +191,7 @@ def apply_plan(
     if dry_run or plan.empty:
         return result
     _refuse_undecodable(ws, [new for _, new in plan.changes] + list(plan.added))
-    ledger_writes: dict[str, bytes | None] = {ENTRIES_NAME: entries_bytes(after)}
-    ledger_writes.update(extra_ledger_writes or {})
+    ledger_writes = {ENTRIES_NAME: entries_bytes(after), **(extra_ledger_writes or {})}
     txn = Transaction(ws, command, now)
     try:
         outcome = txn.execute(
@@ -221,19 +225,60 @@ def _remember(ws: Workspace, entries: list[Entry], data: bytes | None,
 
 def _checked_targets(
     ws: Workspace, entries: Sequence[Entry], plan: planner.Plan,
-    files: dict[str, TargetFile] | None, drifts: Sequence | None, force: bool,
-) -> dict[str, TargetFile]:
-    """The target files ``plan`` touches, each read once (the caller's where it gave them)
-    and checked for drift once (with the caller's ``drifts`` for those it read)."""
+    files: dict[str, TargetFile] | None, drifts: Sequence | None,
+) -> tuple[dict[str, TargetFile], list]:
+    """The target files ``plan`` touches, each read once (the caller's where it gave them),
+    and their drift, checked once (the caller's ``drifts`` for those it read)."""
     touched = {target for target, _ in plan.knob_edits}
     have = {name: tf for name, tf in (files or {}).items() if name in touched}
     read = read_targets(ws, sorted(touched - set(have)))
     # the caller's drifts are of the files it gave: they count where the plan touches those
     found = list(drifts) if drifts is not None and have else drift_in(ws, entries, have)
     found += drift_in(ws, entries, read)
-    if found and not force:
-        raise DriftError(found)
-    return {**have, **read}
+    return {**have, **read}, found
+
+
+def _past_drift(plan: planner.Plan, found: Sequence, force: bool,
+                message: str) -> tuple[planner.Plan, str]:
+    """Drift refused, each with what ``--force`` would do there; or, forced, noted."""
+    drifts = [d.planned(plan.op, plan.knob_edits[(d.target, d.knob)][1]
+                        if (d.target, d.knob) in plan.knob_edits else KEEPS) for d in found]
+    if not force:
+        raise DriftError(drifts)
+    return forced_over(plan, drifts, message)
+
+
+def forced_over(plan: planner.Plan, drifts: Sequence, message: str) -> tuple[planner.Plan, str]:
+    """``--force`` past drift: say in the commit, and in the history of each changed entry
+    on that knob, what the file held (an overwritten hand edit, or a value it already had).
+
+    Drift the command leaves as found (another knob of the file) is named in the commit
+    only: no entry of this command touches it.
+    """
+    notes = {}
+    for d in drifts:
+        if d.outcome == "overwrites":
+            text = (f"--force overwrote a hand edit: {d.knob} was {value_text(d.found, quote=True)}"
+                    f" in {d.path} (the ledger expected {value_text(d.expected, quote=True)})")
+        elif d.outcome == "marks":
+            text = (f"--force: {d.path} already held {d.knob}={value_text(d.found, quote=True)} "
+                    f"(the ledger expected {value_text(d.expected, quote=True)})")
+        else:
+            text = f"--force: left as found: {d.describe()}"
+        notes[(d.target, d.knob)] = text
+    def noted(old: Entry, new: Entry) -> Entry:
+        mine = [notes[k] for k in planner.entry_keys(old) if k in notes] \
+            if old.kind == "knob" else []
+        if mine and new.history:
+            last = new.history[-1]
+            why = "; ".join(([last.why] if last.why else []) + mine)
+            new = replace(new, history=new.history[:-1] + (replace(last, why=why),))
+        return new
+
+    changes = tuple((old, noted(old, new)) for old, new in plan.changes)
+    added = tuple(noted(e, e) for e in plan.added)  # a record --force past drift
+    body = "".join(f"{n}\n" for n in notes.values())
+    return replace(plan, changes=changes, added=added), message.rstrip("\n") + "\n\n" + body
 
 
 def _refuse_undecodable(ws: Workspace, entries: Sequence[Entry]) -> None:

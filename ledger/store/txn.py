@@ -62,6 +62,7 @@ from backups.fsio import remove_file
 from backups.fsio import temp_path
 from backups.fsio import temp_tag
 from backups.fsio import write_many
+from ledger.errors import Interrupted
 from ledger.errors import LockHeld
 from ledger.store import wsgit
 from ledger.store.intent import INTENT
@@ -205,22 +206,35 @@ class Transaction:
                     store.snapshot(to_back_up, command=self.command, time=self.time,
                                    backup_id=backup_id)
                 _crash_point("after-backup")
-                if target_writes:
-                    write_many(target_writes)
-                _crash_point("after-targets")
-                if engine_step is not None:
-                    engine_step()
-                _crash_point("after-engine")
-                self._write_ledger_files(ledger_writes)
-                _crash_point("after-ledger-files")
-                sha = self._commit(message, [*ledger_writes, *commit_also], target_writes,
-                                   merge_parent) if commit else None
-                _crash_point("after-commit")
-            except BaseException:
+                sha = self._write_all(message, target_writes, ledger_writes, engine_step,
+                                      merge_parent, commit, commit_also)
+            except BaseException as e:
                 rollback(self.ws, intent, store, trusted=True)
+                if isinstance(e, KeyboardInterrupt):
+                    raise Interrupted(f"`ledger {self.command}`",
+                                      "every file it had written is put back and the ledger "
+                                      "is unchanged", "nothing of it was kept") from e
                 raise
         remove_file(self.intent_path)
         return Outcome(backup_id, sha, self.op_id)
+
+    def _write_all(self, message: str, target_writes: Mapping[Path, bytes],
+                   ledger_writes: Mapping[str, bytes | None],
+                   engine_step: Callable[[], None] | None, merge_parent: str | None,
+                   commit: bool, commit_also: Sequence[str]) -> str | None:
+        """The steps after the backup, in their crash-safe order; the commit's sha."""
+        if target_writes:
+            write_many(target_writes)
+        _crash_point("after-targets")
+        if engine_step is not None:
+            engine_step()
+        _crash_point("after-engine")
+        self._write_ledger_files(ledger_writes)
+        _crash_point("after-ledger-files")
+        sha = self._commit(message, [*ledger_writes, *commit_also], target_writes,
+                           merge_parent) if commit else None
+        _crash_point("after-commit")
+        return sha
 
     def _commit(self, message: str, paths: Sequence[str], target_writes: Mapping[Path, bytes],
                 merge_parent: str | None) -> str:

@@ -294,6 +294,16 @@ def find_root(start: Path | None = None, explicit: str | None = None) -> Path:
     raise WorkspaceNotFound(str(here))
 
 
+def close_matches(typed: str, known: dict[str, str], n: int = 3) -> list[str]:
+    """The shown forms of the ``known`` names closest to ``typed`` (a typo, a case slip),
+    best first, for a "did you mean"."""
+    import difflib
+
+    lowered = {k.lower(): k for k in known}
+    found = difflib.get_close_matches(typed.lower(), list(lowered), n=n, cutoff=0.6)
+    return list(dict.fromkeys(known[lowered[f]] for f in found))
+
+
 class Workspace:
     """An opened workspace: its config, its entries, and where things live."""
 
@@ -378,17 +388,24 @@ class Workspace:
         self._roots = None
 
     def resolve(self, ref: str) -> Entry:
-        """An entry by full id, unambiguous id prefix, or slug."""
+        """An entry by full id or slug, or by a prefix of either that only one entry has.
+
+        Several entries with that prefix: refused, naming each (``AmbiguousEntry``).  None:
+        ``EntryNotFound`` with the closest ids and slugs as "did you mean".
+        """
         entries = self.entries()
         for e in entries:
             if e.id == ref or e.slug == ref:
                 return e
-        matches = [e for e in entries if ref and e.id.startswith(ref)]
+        matches = [e for e in entries if ref and (e.id.startswith(ref) or
+                                                  e.slug.startswith(ref))]
         if len(matches) == 1:
             return matches[0]
         if matches:
-            raise AmbiguousEntry(ref, [f"{e.id} ({e.slug})" for e in matches])
-        raise EntryNotFound(ref)
+            raise AmbiguousEntry(ref, [f"{e.id} ({e.slug}: {e.title})" for e in matches])
+        raise EntryNotFound(ref, close_matches(ref, {
+            **{e.slug: f"{e.slug} ({e.id})" for e in entries},
+            **{e.id: f"{e.id} ({e.slug})" for e in entries}}))
 
     # -- targets ------------------------------------------------------------------------
     def target(self, name: str) -> Target:
@@ -396,8 +413,11 @@ class Workspace:
             return self.config.targets[name]
         except KeyError:
             known = ", ".join(sorted(self.config.targets)) or "none yet"
+            close = close_matches(name, {t: t for t in self.config.targets})
+            hint = f"did you mean {' or '.join(close)}? " if close else ""
             raise InvalidValue(
-                f"no target named {name!r} (known: {known}; add one with `ledger target add`)"
+                f"no target named {name!r} ({hint}known: {known}; add one with "
+                "`ledger target add`)"
             ) from None
 
     @property

@@ -219,6 +219,31 @@ def story_entries() -> list[Entry]:
                 ),
             ),
         ),
+        Entry(
+            id="e7-pages",
+            seq=7,
+            kind="knob",
+            cls="perf",
+            slug="pages",
+            title="One KV page",
+            recorded=day + "19:20:00+00:00",
+            target="decode",
+            knob="ENGINE_NUM_PAGES",
+            before="2048",
+            after="1",
+            state="reverted",
+            suspicion="suspected",
+            suspect_why="rollback of `record knob`: health check failed on decode",
+            history=(
+                _act(day + "19:20:00+00:00", "record", "", "record knob --restart"),
+                _act(day + "19:20:01+00:00", "restart",
+                     "after `record knob`: decode: restarted (pid 1 -> 2); health check "
+                     "FAILED: the process exited", "record knob --restart"),
+                _act(day + "19:20:01+00:00", "rollback",
+                     "rollback of `record knob`: health check failed on decode",
+                     "record knob --restart"),
+            ),
+        ),
     ]
 
 

@@ -16,6 +16,7 @@ from ledger.core.model import Entry
 from ledger.errors import InvalidValue
 from ledger.errors import LedgerError
 from ledger.render.docs import render_docs
+from ledger.render.model import KnobRow
 from ledger.render.model import RenderModel
 from tests.render.story import ab_summary
 from tests.render.story import story_entries
@@ -62,30 +63,34 @@ def test_changelog_puts_off_the_table_first_then_classes_newest_first(
 ) -> None:
     text = read(docs[0] / "CHANGELOG.md")
     headings = re.findall(r"^## (.+)$", text, flags=re.MULTILINE)
-    assert headings == ["Off the table now", "perf", "bugfix"]
+    assert headings == ["Off the table now", "Cleared and restored", "Held back", "perf",
+                        "bugfix"]
 
-    off = section(text, "Off the table now")
-    rows = [line for line in off.splitlines() if line.startswith(("| perf", "| bugfix"))]
-    # The three reverted entries, newest first, and nothing that is applied.
-    assert [re.search(r"\(entries/([^)]+)\.md\)", r).group(1) for r in rows] == [
-        "e6-splitk",
-        "e3-pool",
-        "e1-ctas",
-    ]
-    ctas = rows[2]
+    def ids(part: str) -> list[str]:
+        rows = [line for line in part.splitlines() if line.startswith(("| perf", "| bugfix"))]
+        return [re.search(r"\(entries/([^)]+)\.md\)", r).group(1) for r in rows], rows
+
+    off, rows = ids(section(text, "Off the table now"))
+    # Only what a restore would bring back, newest first: no suspect, no failed value.
+    assert off == ["e6-splitk", "e1-ctas"]
+    ctas = rows[1]
     assert "| cleared |" in ctas
     assert "hang appeared right after it shipped" in ctas  # why it was reverted
     assert "cleared: the hang was a client proxy" in ctas
     assert "gain +12.8% output\\_throughput" not in ctas  # intraword _ stays readable
     assert "gain +12.8% output_throughput @c64" in ctas
     assert "`ledger restore --perf-only`" in ctas
-    pool = rows[1]
-    assert "| suspected |" in pool and "no evidence" in pool
-    assert "held back (under suspicion" in pool and "--include-suspects" in pool
+    held, rows = ids(section(text, "Held back"))
+    assert held == ["e7-pages", "e3-pool"]
+    pages, pool = rows
+    assert "**failed its health check**" in pages and "the process exited" in pages
+    assert "ledger restore" not in pages  # a value that crashed the server is no claw-back
+    assert "no evidence" in pool and "under suspicion" in pool and "--include-suspects" in pool
+    assert "No suspect has been cleared and restored." in section(text, "Cleared and restored")
 
     perf = section(text, "perf")
     order = re.findall(r"^### \[.*\]\(entries/([^)]+)\.md\)$", perf, flags=re.MULTILINE)
-    assert order == ["e6-splitk", "e3-pool", "e2-queue", "e1-ctas"]
+    assert order == ["e7-pages", "e6-splitk", "e3-pool", "e2-queue", "e1-ctas"]
     assert "**State:** applied" in perf and "— **stale**" in perf
     bugfix = section(text, "bugfix")
     assert re.findall(r"entries/([^)]+)\.md", bugfix) == ["e5-pin", "e4-timeout"]
@@ -270,10 +275,12 @@ def test_an_empty_ledger_renders_calm_placeholders(tmp_path: Path) -> None:
     paths = render_docs(tmp_path, RenderModel(title="fresh", entries=[]))
     assert [p.name for p in paths] == ["CHANGELOG.md", "index.html"]
     changelog = read(tmp_path / "CHANGELOG.md")
-    assert "Nothing: every entry is applied." in changelog
+    assert "Nothing: no reverted entry is waiting to be restored." in changelog
+    assert "Nothing is held back." in changelog
     assert "No perf entries." in changelog and "No bugfix entries." in changelog
     page = read(tmp_path / "index.html")
-    assert "Nothing: every perf entry is applied." in page
+    assert "Nothing: no reverted entry is waiting to be restored." in page
+    assert "Nothing is held back." in page
     assert "No targets under management." in page and "<svg" not in page
 
 
@@ -295,3 +302,40 @@ def test_charts_carry_no_matplotlib_version_date_or_url(docs: tuple[Path, list[P
         text = chart.read_text(encoding="utf-8")
         assert "matplotlib.org" not in text and matplotlib.__version__ not in text
         assert "<dc:date>" not in text
+
+
+def test_the_timeline_is_the_workspace_log_in_its_order(tmp_path: Path) -> None:
+    log = [
+        {"sha": "c" * 40, "time": "2026-05-02T19:20:01+00:00",
+         "subject": "rollback of `record knob`: health check failed on decode",
+         "body": "- e7-pages [perf] One KV page\n\nLedger-Op: 1"},
+        {"sha": "b" * 40, "time": "2026-05-02T19:20:01+00:00",
+         "subject": "ab e1-ctas: gain " + "<script>x</script>", "body": ""},
+        {"sha": "a" * 40, "time": "2026-05-02T19:20:00+00:00",
+         "subject": "record perf: one KV page", "body": "- e7-pages [perf] One KV page"},
+    ]
+    model = replace(story_model(), log=log)
+    render_docs(tmp_path, model, ["html"])
+    page = read(tmp_path / "index.html")
+    timeline = page[page.index('<section id="timeline">'):]
+    assert [m for m in re.findall(r'<li class="tl-([a-z-]+)">', timeline)] == \
+        ["rollback", "ab", "record"]
+    assert re.findall(r'<code class="muted small">([0-9a-f]{10})</code>', timeline) == \
+        ["c" * 10, "b" * 10, "a" * 10]
+    assert "<time>2026-05-02 19:20:01 UTC</time>" in timeline
+    assert "&lt;script&gt;x&lt;/script&gt;" in timeline and "<script>x" not in timeline
+    assert '<a href="#entry-e7-pages">One KV page</a>' in timeline
+    assert "Ledger-Op" not in timeline
+
+
+def test_a_health_gate_rollback_is_never_offered_as_a_claw_back(tmp_path: Path) -> None:
+    model = replace(story_model(), targets=[replace(story_model().targets[0], knobs=[
+        KnobRow("ENGINE_NUM_PAGES", live="2048", ledger_full="1", entries=["e7-pages"])])])
+    render_docs(tmp_path, model)
+    page = read(tmp_path / "index.html")
+    knobs = page[page.index('<section id="knobs">'):page.index("</section>",
+                                                               page.index('<section id="knobs">'))]
+    assert "failed its health check" in knobs and "off the table</span>" not in knobs
+    entry = read(tmp_path / "entries" / "e7-pages.md")
+    assert "**Failed its health check**" in entry and "the process exited" in entry
+    assert "ledger restore" not in entry and "Off the table" not in entry

@@ -22,6 +22,7 @@ from ledger.render.text import fmt_pct
 from ledger.render.text import md_code
 from ledger.render.text import md_text
 from ledger.render.text import when
+from ledger.render.text import when_exact
 
 RENDERER = MarkdownIt("commonmark").enable(["table", "strikethrough"])
 
@@ -103,6 +104,7 @@ def test_number_formats() -> None:
 def test_when_shortens_iso_stamps_and_passes_other_text() -> None:
     assert when("2026-05-02T14:14:09+00:00") == "2026-05-02 14:14 UTC"
     assert when("2026-05-02T14:14:09Z") == "2026-05-02 14:14 UTC"
+    assert when_exact("2026-05-02T14:14:09Z") == "2026-05-02 14:14:09 UTC"
     assert when("2026-05-02T16:14:09+02:00") == "2026-05-02 16:14 +0200"
     assert when("2026-05-02T14:14:09") == "2026-05-02 14:14"
     assert when("last tuesday") == "last tuesday"
