@@ -155,14 +155,37 @@ def ab_chart_svg(summary: Mapping[str, Any], *, title: str, salt: str) -> str | 
     points = ab_points(summary)
     if not points:
         return None
-    metric = str(summary.get("metric") or "metric")
-    higher_is_better = summary.get("higher_is_better") is not False
-
     from matplotlib import rc_context
     from matplotlib.figure import Figure
-    from matplotlib.ticker import MaxNLocator
 
-    rc = {
+    with rc_context(_chart_rc(salt)):
+        fig = Figure(figsize=(7.6, 3.1))
+        medians, deltas = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1.4, 1]})
+        # Load points are evenly spaced categories: sweeps are geometric (1, 16, 64, 96;
+        # rates 1, 2, 4 … inf) and a numeric axis would crowd the high end (or have no
+        # place for inf), where the differences live.
+        xs = list(range(len(points)))
+        _draw_medians(medians, xs, points, str(summary.get("metric") or "metric"))
+        _draw_deltas(deltas, xs, points, summary.get("higher_is_better") is not False)
+        for ax in (medians, deltas):
+            ax.set_xticks(xs, [p.label for p in points])
+            ax.set_xlabel(axis_title(summary), parse_math=False)
+            ax.grid(axis="y", color=COLOR_GRID, lw=0.8)
+            ax.set_axisbelow(True)
+            for side in ("top", "right"):
+                ax.spines[side].set_visible(False)
+            ax.tick_params(length=0, pad=5)
+        fig.tight_layout(w_pad=2.5)
+        buf = io.StringIO()
+        # The entry title goes into the SVG's <title> metadata (matplotlib escapes it):
+        # the page around an inlined chart already shows it.
+        fig.savefig(buf, format="svg",
+                    metadata={"Date": None, "Creator": None, "Title": _shorten(title)})
+    return buf.getvalue()
+
+
+def _chart_rc(salt: str) -> dict[str, Any]:
+    return {
         "svg.hashsalt": f"knob-ledger:{salt}",
         "svg.fonttype": "none",
         "font.family": "sans-serif",
@@ -177,80 +200,40 @@ def ab_chart_svg(summary: Mapping[str, Any], *, title: str, salt: str) -> str | 
         "text.color": COLOR_INK,
         "path.simplify": False,
     }
-    with rc_context(rc):
-        fig = Figure(figsize=(7.6, 3.1))
-        medians, deltas = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1.4, 1]})
-        # Load points are evenly spaced categories: sweeps are geometric (1, 16, 64, 96;
-        # rates 1, 2, 4 … inf) and a numeric axis would crowd the high end (or have no
-        # place for inf), where the differences live.
-        xs = list(range(len(points)))
-        labels = [p.label for p in points]
-        x_title = axis_title(summary)
 
-        medians.plot(
-            xs,
-            [p.median_a for p in points],
-            color=COLOR_A,
-            marker="o",
-            lw=2,
-            ms=5,
-            label="A · entry reverted",
-        )
-        medians.plot(
-            xs,
-            [p.median_b for p in points],
-            color=COLOR_B,
-            marker="o",
-            lw=2.2,
-            ms=5.5,
-            label="B · entry applied",
-        )
-        medians.set_ylim(bottom=0)
-        medians.margins(x=0.08, y=0.12)
-        medians.set_ylabel(metric_label(metric), parse_math=False)
-        medians.set_title("medians, A and B", loc="left", parse_math=False)
-        medians.legend(frameon=False, loc="upper left", fontsize=8.5)
 
-        with_delta = [(x, p) for x, p in zip(xs, points) if p.delta_pct is not None]
-        for x, p in with_delta:
-            low, high = p.ci_low_pct, p.ci_high_pct
-            color = _delta_color(p, higher_is_better)
-            if low is not None and high is not None:
-                deltas.plot(
-                    [x, x], [low, high], color=color, lw=6, alpha=0.28, solid_capstyle="round"
-                )
-            deltas.plot([x], [p.delta_pct], color=color, marker="o", ms=6)
-            deltas.annotate(
-                f"{p.delta_pct:+.1f}%",
-                (x, p.delta_pct),
-                xytext=(9, -3),
-                textcoords="offset points",
-                fontsize=8.5,
-                color=COLOR_INK,
-                parse_math=False,
-            )
-        deltas.axhline(0, color=COLOR_MUTED, lw=0.9)
-        deltas.margins(x=0.18, y=0.2)
-        deltas.set_xlim(-0.5, len(xs) - 0.5)
-        deltas.set_title("Δ B vs A, with 95% CI", loc="left", parse_math=False)
-        deltas.yaxis.set_major_locator(MaxNLocator(nbins=6, steps=[1, 2, 2.5, 5, 10]))
-        deltas.yaxis.set_major_formatter(lambda v, _pos: f"{v:+g}%" if v else "0")
+def _draw_medians(ax, xs: list[int], points, metric: str) -> None:
+    """The left panel: A's and B's medians per load point."""
+    ax.plot(xs, [p.median_a for p in points], color=COLOR_A, marker="o", lw=2, ms=5,
+            label="A · entry reverted")
+    ax.plot(xs, [p.median_b for p in points], color=COLOR_B, marker="o", lw=2.2, ms=5.5,
+            label="B · entry applied")
+    ax.set_ylim(bottom=0)
+    ax.margins(x=0.08, y=0.12)
+    ax.set_ylabel(metric_label(metric), parse_math=False)
+    ax.set_title("medians, A and B", loc="left", parse_math=False)
+    ax.legend(frameon=False, loc="upper left", fontsize=8.5)
 
-        for ax in (medians, deltas):
-            ax.set_xticks(xs, labels)
-            ax.set_xlabel(x_title, parse_math=False)
-            ax.grid(axis="y", color=COLOR_GRID, lw=0.8)
-            ax.set_axisbelow(True)
-            for side in ("top", "right"):
-                ax.spines[side].set_visible(False)
-            ax.tick_params(length=0, pad=5)
-        fig.tight_layout(w_pad=2.5)
-        buf = io.StringIO()
-        # The entry title goes into the SVG's <title> metadata (matplotlib escapes it):
-        # the page around an inlined chart already shows it.
-        fig.savefig(buf, format="svg",
-                    metadata={"Date": None, "Creator": None, "Title": _shorten(title)})
-    return buf.getvalue()
+
+def _draw_deltas(ax, xs: list[int], points, higher_is_better: bool) -> None:
+    """The right panel: B's delta against A per load point, with its CI."""
+    from matplotlib.ticker import MaxNLocator
+
+    for x, p in ((x, p) for x, p in zip(xs, points) if p.delta_pct is not None):
+        low, high = p.ci_low_pct, p.ci_high_pct
+        color = _delta_color(p, higher_is_better)
+        if low is not None and high is not None:
+            ax.plot([x, x], [low, high], color=color, lw=6, alpha=0.28, solid_capstyle="round")
+        ax.plot([x], [p.delta_pct], color=color, marker="o", ms=6)
+        ax.annotate(f"{p.delta_pct:+.1f}%", (x, p.delta_pct), xytext=(9, -3),
+                    textcoords="offset points", fontsize=8.5, color=COLOR_INK,
+                    parse_math=False)
+    ax.axhline(0, color=COLOR_MUTED, lw=0.9)
+    ax.margins(x=0.18, y=0.2)
+    ax.set_xlim(-0.5, len(xs) - 0.5)
+    ax.set_title("Δ B vs A, with 95% CI", loc="left", parse_math=False)
+    ax.yaxis.set_major_locator(MaxNLocator(nbins=6, steps=[1, 2, 2.5, 5, 10]))
+    ax.yaxis.set_major_formatter(lambda v, _pos: f"{v:+g}%" if v else "0")
 
 
 _SVG_ID_RE = re.compile(r'(\bid="|url\(#|href="#)([^"()]+)')
