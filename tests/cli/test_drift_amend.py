@@ -96,3 +96,20 @@ def test_amend_replaces_a_reason_and_history_keeps_the_old_text(story, ledger):
     assert r.exit_code == 1 and "has no clear to amend" in r.stderr
     r = ledger(*story.args("amend", entry, "--why", "  "))
     assert r.exit_code == 2
+
+
+def test_a_forced_record_over_a_hand_edit_notes_the_value_it_overwrote(story, ledger):
+    _perf(ledger, story)  # the ledger now expects 512
+    _edit(story, "TARGET_CTAS=512", "TARGET_CTAS=384")
+    args = ("record", "knob", "decode", "SGLANG_SM120_MMA_TARGET_CTAS=1024", "--class", "perf",
+            "--title", "ctas 1024")
+    r = ledger(*story.args(*args))
+    assert r.exit_code == 1 and "found '384' — --force overwrites it with '1024'" in r.stderr
+    r = ledger(*story.args(*args, "--force", "--json"))
+    assert r.exit_code == 0, r.stderr
+    note = "--force overwrote a hand edit: SGLANG_SM120_MMA_TARGET_CTAS was '384'"
+    new = r.json()["id"]
+    shown = ledger(*story.args("show", new, "--json")).json()
+    assert shown["before"] == "384" and note in shown["history"][-1]["why"]
+    assert note in _head(story)
+    assert "export SGLANG_SM120_MMA_TARGET_CTAS=1024" in story.script.read_text()
