@@ -45,8 +45,14 @@ from ruamel.yaml.nodes import Node
 from ruamel.yaml.nodes import ScalarNode
 from ruamel.yaml.nodes import SequenceNode
 
+from envknobs.flags import check_flag_name
+from envknobs.flags import is_flag_name
 from envknobs.formats.common import FormatError
 from envknobs.formats.common import TargetFormat
+from envknobs.formats.yaml.argv import canonical_flag_in
+from envknobs.formats.yaml.argv import container_flags
+from envknobs.formats.yaml.argv import edit_container_flag
+from envknobs.formats.yaml.argv import script_env
 from envknobs.formats.yaml.containers import Found
 from envknobs.formats.yaml.containers import check_address
 from envknobs.formats.yaml.containers import find_containers
@@ -71,6 +77,7 @@ from envknobs.formats.yaml.scalar import check_yaml_text
 from envknobs.formats.yaml.scalar import neighbour_style
 from envknobs.formats.yaml.scalar import node_style
 from envknobs.formats.yaml.scalar import render
+from envknobs.registry import check_knob_value
 
 
 @dataclass
@@ -130,6 +137,10 @@ def _values(c: _Container) -> dict[str, str]:
     return found
 
 
+def _knobs(c: _Container) -> dict[str, str]:
+    return {**_values(c), **container_flags(c.node, c.label)}
+
+
 def _block_offset(text: str, c: _Container) -> int:
     """How far a block list's '-' sits right of its key in this container's style."""
     f = c.found
@@ -160,8 +171,38 @@ class K8sFormat(TargetFormat):
         return find_containers(compose_all(text))
 
     def parse(self, text: str) -> dict[str, str]:
-        """Env name -> value of the container (valueFrom items are left out)."""
-        return _values(self._locate(text))
+        """Env name -> value of the container (valueFrom items are left out), then its
+        launch flags (``--flag`` -> value) from ``command:``/``args:``
+        (:mod:`envknobs.formats.yaml.argv`)."""
+        c = self._locate(text)
+        return _knobs(c)
+
+    def canonical(self, text: str, knob: str) -> str:
+        """A flag as the container's engine catalog spells it; an env name as given."""
+        if not is_flag_name(knob):
+            return knob
+        c = self._locate(text)
+        return canonical_flag_in(c.node, c.label, text, knob)
+
+    def _edit_flag(self, text: str, knob: str, value: str | None) -> str:
+        check_flag_name(knob)
+        if value is not None:
+            check_knob_value(value)
+            check_yaml_text(value)
+        c = self._locate(text)
+        knob = canonical_flag_in(c.node, c.label, text, knob)
+        before = self.parse(text)
+        if before.get(knob) == value:
+            return text
+        out = edit_container_flag(text, c.node, c.label, knob, value)
+        return verified(before, self.parse(out), knob, value, out)
+
+    def _refuse_shadowed(self, text: str, c: _Container, knob: str) -> None:
+        if knob in script_env(c.node, c.label):
+            raise FormatError(
+                f"{knob} is also set by the shell script in the command of container "
+                f"{c.label}, which wins over its env: list; edit the script's line instead"
+            )
 
     def set_exact(self, text: str, knob: str, value: str, source: str | None) -> str:
         return self.set(text, knob, value, source=source)
@@ -196,10 +237,13 @@ class K8sFormat(TargetFormat):
         ``source``: the exact text to write after ``value:`` (from :meth:`source`), used
         verbatim where it reads back as ``value``; otherwise the value is rendered.
         """
+        if is_flag_name(knob):
+            return self._edit_flag(text, knob, value)
         check_assignment_args(knob, value)
         check_yaml_text(value)
         c = self._locate(text)
-        before = _values(c)
+        self._refuse_shadowed(text, c, knob)
+        before = _knobs(c)
         item = next((it for it in reversed(c.items) if it.name == knob), None)
         if item is None:
             if source is not None and "\n" not in source:
@@ -298,8 +342,11 @@ class K8sFormat(TargetFormat):
     def unset(self, text: str, knob: str) -> str:
         """Remove every env item named ``knob`` (same text if there is none); FormatError
         for a valueFrom item or one shared through an anchor."""
+        if is_flag_name(knob):
+            return self._edit_flag(text, knob, None)
         check_assignment_args(knob)
         c = self._locate(text)
+        self._refuse_shadowed(text, c, knob)
         doomed = [it for it in c.items if it.name == knob]
         if not doomed:
             return text
@@ -315,7 +362,7 @@ class K8sFormat(TargetFormat):
                 # line break before it, so the file still ends without one.
                 start -= 2 if start > 1 and out[start - 2] == "\r" else 1
             out = out[:start] + out[end:]
-        return verified(_values(c), self.parse(out), knob, None, out)
+        return verified(_knobs(c), self.parse(out), knob, None, out)
 
 
 def _unset_spans(
