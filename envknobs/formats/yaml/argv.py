@@ -141,18 +141,32 @@ def flag_values(argv: Argv) -> dict[str, str]:
 
 
 # -- edits ------------------------------------------------------------------------------
-def _span(text: str, tok: Token) -> tuple[int, int]:
-    """The text of one item of a list: for block lists its whole line(s)."""
-    node, seq = tok.node, tok.seq
-    if seq.flow_style:
-        k = seq.value.index(node)
-        if k + 1 < len(seq.value):
-            return node.start_mark.index, seq.value[k + 1].start_mark.index
-        if k > 0:
-            return seq.value[k - 1].end_mark.index, node.end_mark.index
-        return node.start_mark.index, node.end_mark.index
-    return (line_start(text, dash_before(text, node.start_mark.index)),
-            line_end(text, last_content_end(text, node)))
+def _spans(text: str, toks: list[Token]) -> set[tuple[int, int]]:
+    """The text of the items ``toks``: whole lines in a block list; in a flow list each
+    run of neighbouring items with the comma that joins it to the rest."""
+    spans: set[tuple[int, int]] = set()
+    for t in toks:
+        if not t.seq.flow_style:
+            spans.add((line_start(text, dash_before(text, t.node.start_mark.index)),
+                       line_end(text, last_content_end(text, t.node))))
+    for seq in {id(t.seq): t.seq for t in toks if t.seq.flow_style}.values():
+        items = seq.value
+        doomed = sorted(k for k, n in enumerate(items) if any(t.node is n for t in toks))
+        runs: list[list[int]] = []
+        for k in doomed:
+            if runs and runs[-1][-1] == k - 1:
+                runs[-1].append(k)
+            else:
+                runs.append([k])
+        for run in runs:
+            i, j = run[0], run[-1]
+            if j + 1 < len(items):
+                spans.add((items[i].start_mark.index, items[j + 1].start_mark.index))
+            elif i > 0:
+                spans.add((items[i - 1].end_mark.index, items[j].end_mark.index))
+            else:
+                spans.add((items[i].start_mark.index, items[j].end_mark.index))
+    return spans
 
 
 def _rendered(value: str, like: ScalarNode | None, seq: SequenceNode) -> str:
@@ -186,7 +200,7 @@ def _insert_after(text: str, tok: Token, values: list[str]) -> str:
 
 
 def _remove(text: str, toks: list[Token]) -> str:
-    spans = sorted({_span(text, t) for t in toks}, reverse=True)
+    spans = sorted(_spans(text, toks), reverse=True)
     for start, end in spans:
         text = text[:start] + text[end:]
     return text
