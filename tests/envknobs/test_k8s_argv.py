@@ -122,3 +122,19 @@ def test_a_string_args_is_named_when_a_flag_is_edited():
     assert "--max-num-seqs" not in fmt.parse(text)
     with pytest.raises(FormatError, match="args of container vllm is not a list"):
         fmt.set(text, "--max-num-seqs", "32")
+
+
+@pytest.mark.parametrize(("text", "container", "expected"), [
+    (SPLIT_TOKENS, "sglang", {"--tp-size": "            - --tp",
+                              "--enable-metrics": "            - --enable-metrics   # scraped by prometheus",
+                              "SGLANG_ENABLE_TORCH_COMPILE": "            - name: SGLANG_ENABLE_TORCH_COMPILE"}),
+    (SHELL_BLOCK, "sglang-container", {"--tp-size": "          --tensor-parallel-size 16 \\",
+                                       "--enable-metrics": "          --enable-metrics"}),
+])
+def test_summary_gives_each_knob_and_flag_its_line(text, container, expected):
+    """`target show` fills LINES for k8s targets: the line each one takes effect on."""
+    summary = get_format("k8s", container=container).summary(text)
+    lines = text.splitlines()
+    for knob, line_text in expected.items():
+        (place,) = summary.get(knob).places
+        assert lines[place.line - 1] == line_text, knob

@@ -366,3 +366,18 @@ def edit_container_flag(
     if value is None:
         return unset_flag(text, argv, knob)
     return set_flag(text, argv, knob, value, flag_lookup(argv.engine)(knob))
+
+
+def flag_lines(text: str, container: MappingNode, label: str) -> dict[str, int]:
+    """The file line of the occurrence of each flag that takes effect (``target show``)."""
+    try:
+        argv = read_argv(container, label)
+        if argv.script is None:
+            return {u.knob: argv.line(text, u) for u in argv.uses}
+        summary = _bash().summary(argv.script.value)
+    except FormatError:
+        return {}
+    node = argv.script.node
+    first = line_of(text, node.start_mark.index) + (1 if node.style in ("|", ">") else 0) - 1
+    return {k.knob: first + k.places[-1].line for k in summary.knobs
+            if k.knob.startswith("-") and k.places}

@@ -52,11 +52,15 @@ from envknobs.formats.common import TargetFormat
 from envknobs.formats.yaml.argv import canonical_flag_in
 from envknobs.formats.yaml.argv import container_flags
 from envknobs.formats.yaml.argv import edit_container_flag
+from envknobs.formats.yaml.argv import flag_lines
 from envknobs.formats.yaml.argv import script_env
 from envknobs.formats.yaml.containers import Found
 from envknobs.formats.yaml.containers import check_address
 from envknobs.formats.yaml.containers import find_containers
 from envknobs.formats.yaml.containers import locate
+from envknobs.formats.common.places import KnobSummary
+from envknobs.formats.common.places import Place
+from envknobs.formats.common.places import Summary
 from envknobs.formats.common.text import check_assignment_args
 from envknobs.formats.common.text import line_end
 from envknobs.formats.common.text import line_of
@@ -176,6 +180,24 @@ class K8sFormat(TargetFormat):
         (:mod:`envknobs.formats.yaml.argv`)."""
         c = self._locate(text)
         return _knobs(c)
+
+    def summary(self, text: str) -> Summary:
+        """Each env item and launch flag of the container with the line it is on: one
+        place each (a later duplicate env item, the last occurrence of a flag: what the
+        container gets)."""
+        c = self._locate(text)
+        lines = {it.name: line_of(text, it.node.start_mark.index) for it in c.items}
+        flags = flag_lines(text, c.node, c.label)
+        knobs = []
+        for knob, value in _knobs(c).items():
+            flag = is_flag_name(knob)
+            line = flags.get(knob, 0) if flag else lines.get(knob, 0)
+            scope = f"{'argv' if flag else 'env'} of container {c.label}"
+            place = Place(knob=knob, key="at 1", line=line, kind="yaml-flag" if flag else "env",
+                          scope=scope, value=value, computed=False, launch=None,
+                          raw=text.splitlines()[line - 1] if line else "")
+            knobs.append(KnobSummary(knob, (place,), False, False, is_flag=flag))
+        return Summary(tuple(knobs))
 
     def canonical(self, text: str, knob: str) -> str:
         """A flag as the container's engine catalog spells it; an env name as given."""
