@@ -49,7 +49,7 @@ def test_the_refusals_name_the_format_and_address_to_use(tmp_path, ledger):
     C = _workspace(tmp_path, ledger)
     expected = {
         "systemd unit": "manage the file its EnvironmentFile= names (/etc/vllm/vllm.env) as --format dotenv",
-        "compose (env list)": "--key-path services.NAME.environment (the environment: of vllm is a `- K=V` list",
+        "compose (env list)": "(services: vllm): use --format yaml-map --key-path services.NAME.environment;",
         "compose (env map)": "(services: vllm_service): use --format yaml-map --key-path services.NAME.environment;",
         "k8s deployment": "use --format k8s --container NAME",
         "helm values": "use --format yaml-map (--key-path PATH",

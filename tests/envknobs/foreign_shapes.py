@@ -6,6 +6,8 @@ map form, `command:` as a block scalar and as one line, OPEA's `sh -c`), a Kuber
 Deployment of SGLang, and a Helm values file of production-stack's shape.
 """
 
+from tests.envknobs.argv_shapes import SPLIT_TOKENS
+
 VLLM_UNIT = """\
 # /etc/systemd/system/vllm.service
 [Unit]
@@ -64,28 +66,7 @@ services:
     command: /bin/sh -c "cd / && export VLLM_CPU_KVCACHE_SPACE=40 && python3 -m vllm.entrypoints.openai.api_server --host 0.0.0.0 --model $LLM_MODEL_ID --port 80"
 """
 
-SGLANG_DEPLOYMENT = """\
----
-apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: sglang
-spec:
-  replicas: 1
-  template:
-    spec:
-      containers:
-        - name: sglang
-          image: docker.io/lmsysorg/sglang:latest
-          command: ["python3", "-m", "sglang.launch_server"]
-          args:
-            - --model-path=meta-llama/Llama-3.1-8B-Instruct
-            - --tp
-            - "1"
-          env:
-            - name: SGLANG_ENABLE_TORCH_COMPILE
-              value: "0"
-"""
+SGLANG_DEPLOYMENT = "---\n" + SPLIT_TOKENS  # the argv shapes' Deployment, a document marker first
 
 HELM_VALUES = """\
 servingEngineSpec:

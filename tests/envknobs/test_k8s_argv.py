@@ -138,3 +138,30 @@ def test_summary_gives_each_knob_and_flag_its_line(text, container, expected):
     for knob, line_text in expected.items():
         (place,) = summary.get(knob).places
         assert lines[place.line - 1] == line_text, knob
+
+
+ONE_LINE_SCRIPT = """\
+apiVersion: v1
+kind: Pod
+metadata:
+  name: vllm
+spec:
+  containers:
+    - name: vllm
+      image: vllm/vllm-openai:latest
+      command: ["/bin/sh", "-c", "vllm serve Qwen/Qwen2.5-7B --max-num-seqs 64 --port 8000"]
+"""
+
+
+def test_a_one_line_sh_c_string_is_read_and_edited_through_the_shell_words():
+    fmt = get_format("k8s", container="vllm")
+    assert fmt.parse(ONE_LINE_SCRIPT)["--max-num-seqs"] == "64"
+    out = fmt.set(ONE_LINE_SCRIPT, "--max-num-seqs", "32")
+    script = yaml.safe_load(out)["spec"]["containers"][0]["command"][2]
+    assert script == "vllm serve Qwen/Qwen2.5-7B --max-num-seqs 32 --port 8000"
+    out = fmt.set(out, "--enforce-eager", "true")
+    words = subprocess.run(["bash", "-c", 'vllm() { printf "%s\\n" "$@"; }\n'
+                            + yaml.safe_load(out)["spec"]["containers"][0]["command"][2]],
+                           capture_output=True, text=True, check=True).stdout.split()
+    assert "--enforce-eager" in words and words[words.index("--max-num-seqs") + 1] == "32"
+    assert fmt.unset(fmt.set(out, "--max-num-seqs", "64"), "--enforce-eager") == ONE_LINE_SCRIPT

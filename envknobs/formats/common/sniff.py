@@ -91,12 +91,8 @@ def _yaml_advice(docs: list[object]) -> str:
     services = next((d["services"] for d in maps if isinstance(d.get("services"), dict)), None)
     if services:
         names = ", ".join(str(n) for n in list(services)[:6])
-        listed = [str(n) for n, s in services.items()
-                  if isinstance(s, dict) and isinstance(s.get("environment"), list)]
-        caveat = (f" (the environment: of {', '.join(listed)} is a `- K=V` list: "
-                  "write it as a map first)" if listed else "")
         return (f"a docker-compose file (services: {names}): use --format yaml-map "
-                f"--key-path services.NAME.environment{caveat}")
+                "--key-path services.NAME.environment")
     return "a YAML file: use --format yaml-map (--key-path PATH for a map inside it)"
 
 

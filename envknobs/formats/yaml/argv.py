@@ -182,7 +182,7 @@ def _replace(text: str, tok: Token, value: str) -> str:
     return text[: tok.node.start_mark.index] + rendered + text[tok.node.end_mark.index :]
 
 
-def _insert_after(text: str, tok: Token, values: list[str]) -> str:
+def insert_after(text: str, tok: Token, values: list[str]) -> str:
     """New items right after ``tok`` in its list, each in its neighbours' style."""
     rendered = [_rendered(v, None, tok.seq) for v in values]
     if tok.seq.flow_style:
@@ -199,7 +199,8 @@ def _insert_after(text: str, tok: Token, values: list[str]) -> str:
     return text[:pos] + lines + text[pos:]
 
 
-def _remove(text: str, toks: list[Token]) -> str:
+def remove_items(text: str, toks: list[Token]) -> str:
+    """``text`` without the list items ``toks`` (see :func:`_spans`)."""
     spans = sorted(_spans(text, toks), reverse=True)
     for start, end in spans:
         text = text[:start] + text[end:]
@@ -227,19 +228,19 @@ def set_flag(text: str, argv: Argv, knob: str, value: str, flag) -> str:
             return _replace(text, argv.tokens[use.values[0].start], value)
         if use.form == "nargs":
             values = [argv.tokens[w.start] for w in use.values]
-            out = _insert_after(text, values[-1] if values else tok, value.split())
-            return _remove(out, values) if values else out
+            out = insert_after(text, values[-1] if values else tok, value.split())
+            return remove_items(out, values) if values else out
         return _set_switch(text, argv, use, tok, value, flag)
     if not argv.tokens:
         raise FormatError("the container has no command: or args: list to add a flag to; "
                           "add `args:` by hand")
     last = argv.tokens[-1]
     if switch or value == "true" and flag is None:
-        return _insert_after(text, last, [knob]) if value == "true" else text
+        return insert_after(text, last, [knob]) if value == "true" else text
     equals = sum(u.form == "equals" for u in argv.uses) > len(argv.uses) / 2
     words = [f"{knob}={value}"] if equals else [knob, *(value.split(" ") if getattr(
         flag, "nargs", None) else [value])]
-    return _insert_after(text, last, words)
+    return insert_after(text, last, words)
 
 
 def _set_switch(text: str, argv: Argv, use: FlagUse, tok: Token, value: str, flag) -> str:
@@ -267,7 +268,7 @@ def unset_flag(text: str, argv: Argv, knob: str) -> str:
     if not toks:
         return text
     _empty_list_check(argv, toks, text)
-    return _remove(text, toks)
+    return remove_items(text, toks)
 
 
 # -- a shell script item ------------------------------------------------------------------

@@ -6,7 +6,9 @@ Two real shapes:
   map of server arguments (``mem-fraction-static: 0.7``, ``cuda-graph-max-bs: 256``), the
   whole file (no key path);
 * an env map inside a bigger file, ``decode_environment: {SGLANG_X: "1"}`` in a recipe:
-  the mapping at a key path (``decode_environment``, ``envs.decode``, ``jobs[0].env``).
+  the mapping at a key path (``decode_environment``, ``envs.decode``, ``jobs[0].env``);
+  a docker-compose ``environment:`` there may also be a list of ``- K=V`` strings
+  (an env map only, see :mod:`envknobs.formats.yaml.envlist`).
 
 Reading: the file is one YAML document (several are refused: which would the engine
 read?).  ``parse`` returns every key whose value is a scalar, as the text of that scalar
@@ -42,6 +44,7 @@ from typing import Iterable
 from ruamel.yaml.nodes import MappingNode
 from ruamel.yaml.nodes import Node
 from ruamel.yaml.nodes import ScalarNode
+from ruamel.yaml.nodes import SequenceNode
 
 from envknobs.formats.common import FormatError
 from envknobs.formats.common import TargetFormat
@@ -53,6 +56,9 @@ from envknobs.formats.common.text import line_start
 from envknobs.formats.common.text import newline_of
 from envknobs.formats.common.text import verified
 from envknobs.formats.yaml.edit import column
+from envknobs.formats.yaml.envlist import list_values
+from envknobs.formats.yaml.envlist import set_in_list
+from envknobs.formats.yaml.envlist import unset_in_list
 from envknobs.formats.yaml.edit import compose_all
 from envknobs.formats.yaml.edit import format_path
 from envknobs.formats.yaml.edit import insert_at_line
@@ -169,6 +175,8 @@ class YamlMapFormat(TargetFormat):
     def _as_map(self, node: Node | None, holder, holder_value) -> _Map:
         if node is None or (isinstance(node, ScalarNode) and scalar_text(node) == ""):
             return _Map(None, holder, holder_value)
+        if isinstance(node, SequenceNode) and self.strings:
+            return _Map(node, holder, holder_value)  # compose's `- K=V` list (envlist)
         if not isinstance(node, MappingNode):
             kind = "a list" if not isinstance(node, ScalarNode) else f"the scalar {node.value!r}"
             raise FormatError(
@@ -193,7 +201,10 @@ class YamlMapFormat(TargetFormat):
 
     def parse(self, text: str) -> dict[str, str]:
         """Key -> value text for every scalar value of the map."""
-        pairs = self._pairs(self._locate(text))
+        m = self._locate(text)
+        if isinstance(m.node, SequenceNode):
+            return list_values(m.node)
+        pairs = self._pairs(m)
         return {k: scalar_text(v) for k, (_, v) in pairs.items() if isinstance(v, ScalarNode)}
 
     def set_exact(self, text: str, knob: str, value: str, source: str | None) -> str:
@@ -201,7 +212,10 @@ class YamlMapFormat(TargetFormat):
 
     def source(self, text: str, knob: str) -> str | None:
         """The exact text after ``knob:`` (to the end of its value), or None."""
-        pair = self._pairs(self._locate(text)).get(knob)
+        m = self._locate(text)
+        if isinstance(m.node, SequenceNode):
+            return None
+        pair = self._pairs(m).get(knob)
         if pair is None or not isinstance(pair[1], ScalarNode):
             return None
         start, end = value_span(text, *pair)
@@ -219,10 +233,13 @@ class YamlMapFormat(TargetFormat):
         """Set ``knob`` to ``value`` (typed as the file has it); ``source``: see the docstring."""
         self._check_args(knob, value)
         m = self._locate(text)
-        pairs = self._pairs(m)
         before = self.parse(text)
         if before.get(knob) == value:
             return text
+        if isinstance(m.node, SequenceNode):
+            out = set_in_list(text, m.node, knob, value)
+            return verified(before, self.parse(out), knob, value, out)
+        pairs = self._pairs(m)
         attempts = []
         if knob in pairs:
             key, node = pairs[knob]
@@ -285,6 +302,9 @@ class YamlMapFormat(TargetFormat):
         """Remove ``knob`` from the map (same text if it is absent)."""
         self._check_args(knob)
         m = self._locate(text)
+        if isinstance(m.node, SequenceNode):
+            out = unset_in_list(text, m.node, knob)
+            return out if out == text else verified(self.parse(text), self.parse(out), knob, None, out)
         pairs = self._pairs(m)
         if knob not in pairs:
             return text
