@@ -70,3 +70,38 @@ def test_record_revert_restore_through_the_cli(tmp_path, ledger):
     assert f.read_text() == COMPOSE_ENV_LIST
     assert ledger(*C, "restore", "--perf-only").exit_code == 0
     assert f.read_text() == applied
+
+
+def test_helm_values_argument_list_through_record_flag(tmp_path, ledger):
+    """Issue 25 item 1: a Helm values list of server arguments (production-stack's
+    `vllmConfig.extraArgs`) as a yaml-map target with --flags: record flag, --unset of a
+    switch, revert byte-identical, restore exact; PyYAML reads the list the chart renders."""
+    from tests.envknobs.foreign_shapes import HELM_VALUES
+
+    def extra_args(text: str) -> list[str]:
+        return yaml.safe_load(text)["servingEngineSpec"]["modelSpec"][0]["vllmConfig"]["extraArgs"]
+
+    root = tmp_path / "ws"
+    assert ledger("init", str(root), "--root", f"tmp={tmp_path}").exit_code == 0
+    f = tmp_path / "values.yaml"
+    f.write_text(HELM_VALUES)
+    C = ["-C", str(root)]
+    r = ledger(*C, "target", "add", "helm", str(f), "--format", "yaml-map", "--flags", "vllm",
+               "--key-path", "servingEngineSpec.modelSpec[0].vllmConfig.extraArgs")
+    assert r.exit_code == 0, r.stderr
+    # (a switch removed from a flow list and put back goes at its end: the same argv to
+    # argparse, not the same bytes; the k8s tests hold --unset of a block-list switch)
+    steps = [("--max-num-seqs=64",), ("--enable-prefix-caching",)]
+    for i, step in enumerate(steps):
+        r = ledger(*C, "record", "flag", "helm", *step, "--class", "perf", "--title", f"s{i}")
+        assert r.exit_code == 0, r.stderr
+    applied = f.read_text()
+    assert extra_args(applied) == ["--disable-log-requests", "--max-num-seqs", "64",
+                                   "--enable-prefix-caching"]
+    assert ledger(*C, "revert", "--perf-only", "--why", "x").exit_code == 0
+    assert f.read_text() == HELM_VALUES
+    assert ledger(*C, "restore", "--perf-only").exit_code == 0
+    assert f.read_text() == applied
+    r = ledger(*C, "record", "flag", "helm", "--disable-log-requests", "--unset", "--class",
+               "perf", "--title", "log requests")
+    assert r.exit_code == 0 and "--disable-log-requests" not in extra_args(f.read_text())

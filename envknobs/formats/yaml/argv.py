@@ -382,3 +382,23 @@ def flag_lines(text: str, container: MappingNode, label: str) -> dict[str, int]:
     first = line_of(text, node.start_mark.index) + (1 if node.style in ("|", ">") else 0) - 1
     return {k.knob: first + k.places[-1].line for k in summary.knobs
             if k.knob.startswith("-") and k.places}
+
+
+def list_argv(seq: SequenceNode, engine: str | None = None) -> Argv:
+    """A bare list of argument words (Helm values ``extraArgs``, ``vllm_args``) as an argv."""
+    from envknobs.formats.bash.analysis import flag_lookup
+
+    tokens = _tokens("the list", seq, "at this key path")
+    words = [Word(i, i, quote_value(t.value)) for i, t in enumerate(tokens)]
+    return Argv(tokens, {"args": seq}, engine, scan_flags(words, flag_lookup(engine)))
+
+
+def edit_list_flag(text: str, seq: SequenceNode, knob: str, value: str | None) -> str:
+    """``text`` with flag ``knob`` set (None: removed) in a bare list of argument words."""
+    from envknobs.flags import canonical_flag
+    from envknobs.formats.bash.analysis import flag_lookup
+
+    argv = list_argv(seq)
+    flag = flag_lookup(None)(knob)
+    knob = flag.name if flag is not None else canonical_flag(knob)  # type: ignore[attr-defined]
+    return unset_flag(text, argv, knob) if value is None else set_flag(text, argv, knob, value, flag)

@@ -8,7 +8,10 @@ Two real shapes:
 * an env map inside a bigger file, ``decode_environment: {SGLANG_X: "1"}`` in a recipe:
   the mapping at a key path (``decode_environment``, ``envs.decode``, ``jobs[0].env``);
   a docker-compose ``environment:`` there may also be a list of ``- K=V`` strings
-  (an env map only, see :mod:`envknobs.formats.yaml.envlist`).
+  (an env map only, see :mod:`envknobs.formats.yaml.envlist`);
+* a list of server argument words at a key path of a Helm values file (``extraArgs:
+  ["--max-num-seqs", "32"]``, ``vllm_args``), with ``--flags``: its knobs are ``--flag``
+  names, read and edited as a container's ``args:`` (:mod:`envknobs.formats.yaml.argv`).
 
 Reading: the file is one YAML document (several are refused: which would the engine
 read?).  ``parse`` returns every key whose value is a scalar, as the text of that scalar
@@ -46,6 +49,8 @@ from ruamel.yaml.nodes import Node
 from ruamel.yaml.nodes import ScalarNode
 from ruamel.yaml.nodes import SequenceNode
 
+from envknobs.flags import check_flag_name
+from envknobs.flags import is_flag_name
 from envknobs.formats.common import FormatError
 from envknobs.formats.common import TargetFormat
 from envknobs.formats.yaml.keys import KEY_RE
@@ -56,6 +61,9 @@ from envknobs.formats.common.text import line_start
 from envknobs.formats.common.text import newline_of
 from envknobs.formats.common.text import verified
 from envknobs.formats.yaml.edit import column
+from envknobs.formats.yaml.argv import edit_list_flag
+from envknobs.formats.yaml.argv import flag_values
+from envknobs.formats.yaml.argv import list_argv
 from envknobs.formats.yaml.envlist import list_values
 from envknobs.formats.yaml.envlist import set_in_list
 from envknobs.formats.yaml.envlist import unset_in_list
@@ -175,8 +183,10 @@ class YamlMapFormat(TargetFormat):
     def _as_map(self, node: Node | None, holder, holder_value) -> _Map:
         if node is None or (isinstance(node, ScalarNode) and scalar_text(node) == ""):
             return _Map(None, holder, holder_value)
-        if isinstance(node, SequenceNode) and self.strings:
-            return _Map(node, holder, holder_value)  # compose's `- K=V` list (envlist)
+        if isinstance(node, SequenceNode):
+            # an env map: compose's `- K=V` list (envlist); else a list of argument
+            # words (Helm values `extraArgs`: argv)
+            return _Map(node, holder, holder_value)
         if not isinstance(node, MappingNode):
             kind = "a list" if not isinstance(node, ScalarNode) else f"the scalar {node.value!r}"
             raise FormatError(
@@ -203,7 +213,7 @@ class YamlMapFormat(TargetFormat):
         """Key -> value text for every scalar value of the map."""
         m = self._locate(text)
         if isinstance(m.node, SequenceNode):
-            return list_values(m.node)
+            return list_values(m.node) if self.strings else flag_values(list_argv(m.node))
         pairs = self._pairs(m)
         return {k: scalar_text(v) for k, (_, v) in pairs.items() if isinstance(v, ScalarNode)}
 
@@ -222,6 +232,12 @@ class YamlMapFormat(TargetFormat):
         return text[start:end]
 
     def _check_args(self, knob: str, value: str | None = None) -> None:
+        if is_flag_name(knob):  # a word of an argument list (Helm `extraArgs`)
+            check_flag_name(knob)
+            if value is not None:
+                check_knob_value(value)
+                check_yaml_text(value)
+            return
         check_key_name(knob)
         if value is not None:
             check_knob_value(value)
@@ -237,7 +253,8 @@ class YamlMapFormat(TargetFormat):
         if before.get(knob) == value:
             return text
         if isinstance(m.node, SequenceNode):
-            out = set_in_list(text, m.node, knob, value)
+            out = set_in_list(text, m.node, knob, value) if self.strings else \
+                edit_list_flag(text, m.node, knob, value)
             return verified(before, self.parse(out), knob, value, out)
         pairs = self._pairs(m)
         attempts = []
@@ -303,7 +320,8 @@ class YamlMapFormat(TargetFormat):
         self._check_args(knob)
         m = self._locate(text)
         if isinstance(m.node, SequenceNode):
-            out = unset_in_list(text, m.node, knob)
+            out = unset_in_list(text, m.node, knob) if self.strings else \
+                edit_list_flag(text, m.node, knob, None)
             return out if out == text else verified(self.parse(text), self.parse(out), knob, None, out)
         pairs = self._pairs(m)
         if knob not in pairs:
