@@ -32,6 +32,13 @@ Exact text: :meth:`K8sFormat.source` returns the value's source text (everything
 where it reads back as the value: this is how a revert puts back ``value: $HF_TOKEN``, a
 ``'512'`` or a folded block byte for byte instead of re-rendering it.
 
+Launch flags: knobs named ``--flag`` are the container's server arguments, read from and
+written to its ``command:``/``args:`` lists or the ``sh -c`` script in them (see
+:mod:`envknobs.formats.yaml.argv`); ``parse`` returns them after the env items, and
+``summary`` gives every env item and flag its line (``target show``).  An env knob that
+the container's script sets itself is refused: the script wins over ``env:``, so an edit
+there would take no effect.
+
 Every ``set``/``unset`` re-reads its result and refuses (FormatError) unless exactly the
 intended knob changed.
 """
