@@ -111,3 +111,59 @@ spec:
         image: vllm/vllm-openai:v0.8.5
         args: ["Qwen/Qwen2.5-7B-Instruct", "--max-num-seqs=64", "--enforce-eager"]
 """
+
+DYNAMO_GRAPH = """\
+apiVersion: nvidia.com/v1alpha1
+kind: DynamoGraphDeployment
+metadata:
+  name: vllm-disagg
+spec:
+  services:
+    Frontend:
+      componentType: frontend
+      replicas: 1
+      extraPodSpec:
+        mainContainer:
+          image: nvcr.io/nvidia/ai-dynamo/vllm-runtime:0.4.0
+    VllmDecodeWorker:
+      envFromSecret: hf-token-secret
+      componentType: worker
+      replicas: 1
+      extraPodSpec:
+        mainContainer:
+          image: nvcr.io/nvidia/ai-dynamo/vllm-runtime:0.4.0
+          workingDir: /workspace/components/backends/vllm
+          command:
+          - /bin/sh
+          - -c
+          args:
+            - "python3 -m dynamo.vllm --model Qwen/Qwen3-0.6B --max-num-seqs 64"
+"""
+
+KSERVE_PREDICTOR = """\
+apiVersion: serving.kserve.io/v1beta1
+kind: InferenceService
+metadata:
+  name: huggingface-llama3
+spec:
+  predictor:
+    model:
+      modelFormat:
+        name: huggingface
+      args:
+        - --model_name=llama3
+        - --model_id=meta-llama/meta-llama-3-8b-instruct
+        - --max-model-len=4096
+      env:
+        - name: HF_TOKEN
+          valueFrom:
+            secretKeyRef:
+              name: hf-secret
+              key: HF_TOKEN
+              optional: false
+        - name: VLLM_LOGGING_LEVEL
+          value: INFO
+      resources:
+        limits:
+          nvidia.com/gpu: "1"
+"""

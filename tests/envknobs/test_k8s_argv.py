@@ -165,3 +165,27 @@ def test_a_one_line_sh_c_string_is_read_and_edited_through_the_shell_words():
                            capture_output=True, text=True, check=True).stdout.split()
     assert "--enforce-eager" in words and words[words.index("--max-num-seqs") + 1] == "32"
     assert fmt.unset(fmt.set(out, "--max-num-seqs", "64"), "--enforce-eager") == ONE_LINE_SCRIPT
+
+
+def test_container_like_specs_without_a_containers_list():
+    """Dynamo's extraPodSpec.mainContainer (a `sh -c` script of `python3 -m dynamo.vllm`,
+    which takes vLLM's flags) and KServe's predictor.model (args and env) are containers."""
+    from tests.envknobs.argv_shapes import DYNAMO_GRAPH
+    from tests.envknobs.argv_shapes import KSERVE_PREDICTOR
+
+    worker = get_format("k8s", container="1:spec.services.VllmDecodeWorker.extraPodSpec.mainContainer")
+    assert worker.parse(DYNAMO_GRAPH) == {"--model": "Qwen/Qwen3-0.6B", "--max-num-seqs": "64"}
+    out = worker.set(DYNAMO_GRAPH, "--max-num-seqs", "32")
+    main = yaml.safe_load(out)["spec"]["services"]["VllmDecodeWorker"]["extraPodSpec"]["mainContainer"]
+    assert main["args"] == ["python3 -m dynamo.vllm --model Qwen/Qwen3-0.6B --max-num-seqs 32"]
+    assert worker.set(out, "--max-num-seqs", "64") == DYNAMO_GRAPH
+
+    model = get_format("k8s", container="1:spec.predictor.model")
+    assert model.parse(KSERVE_PREDICTOR)["VLLM_LOGGING_LEVEL"] == "INFO"
+    assert model.parse(KSERVE_PREDICTOR)["--max-model-len"] == "4096"
+    out = model.set(model.set(KSERVE_PREDICTOR, "--max-model-len", "8192"), "VLLM_LOGGING_LEVEL", "DEBUG")
+    spec = yaml.safe_load(out)["spec"]["predictor"]["model"]
+    assert "--max-model-len=8192" in spec["args"]
+    assert {e["name"]: e.get("value") for e in spec["env"]}["VLLM_LOGGING_LEVEL"] == "DEBUG"
+    back = model.set(model.set(out, "--max-model-len", "4096"), "VLLM_LOGGING_LEVEL", "INFO")
+    assert back == KSERVE_PREDICTOR
