@@ -8,10 +8,17 @@ from, and edits it the way a careful operator would by hand:
   launch, analysis, summary, select, edit, write);
 * ``dotenv`` -- python-dotenv / systemd ``EnvironmentFile`` files,
   see :mod:`envknobs.formats.dotenv`;
-* ``k8s``    -- the ``env:`` list of one container in Kubernetes manifests,
+* ``k8s``    -- the ``env:`` list of one container in Kubernetes manifests, and the
+  launch flags of its ``command:``/``args:`` (:mod:`envknobs.formats.yaml.argv`),
   see :mod:`envknobs.formats.yaml.k8s`;
 * ``yaml-map`` -- a YAML mapping of knobs: an engine's ``--config`` file, or an env map
-  at a key path of a bigger file, see :mod:`envknobs.formats.yaml.map`.
+  at a key path of a bigger file (a compose ``- K=V`` list too,
+  :mod:`envknobs.formats.yaml.envlist`), or a Helm values list of server arguments,
+  see :mod:`envknobs.formats.yaml.map`.
+
+``bash`` and ``dotenv`` refuse a file that is plainly another format (a systemd unit, a
+YAML document), naming the format to use (:mod:`envknobs.formats.common.sniff`): there a
+new ``K=V`` line would take no effect.
 
 Every format works on the whole file as one ``str`` (decoded as UTF-8 with
 ``errors="surrogateescape"`` by the caller, who encodes it back the same way) and returns

@@ -29,6 +29,7 @@ deletes every line that sets the key.
 
 from __future__ import annotations
 
+import bisect
 import functools
 import re
 from dataclasses import dataclass
@@ -36,6 +37,8 @@ from typing import Mapping
 
 from envknobs.formats.common import FormatError
 from envknobs.formats.common import TargetFormat
+from envknobs.formats.common.sniff import might_be_foreign
+from envknobs.formats.common.sniff import refuse_foreign
 from envknobs.formats.common.text import check_assignment_args
 from envknobs.formats.common.text import insert_line
 from envknobs.formats.common.text import line_of
@@ -94,7 +97,21 @@ def _bindings(text: str) -> tuple[_Binding, ...]:
     Cached on the text: an edit reads the file before it and re-reads its result to
     verify it, and a command editing many knobs of one file chains such edits, so the
     same texts are read again and again (the bindings are frozen: safe to share)."""
-    return tuple(_scan(text))
+    bindings = tuple(_scan(text))
+    if might_be_foreign(text):
+        refuse_foreign(text, "dotenv", _binding_lines(text, bindings))
+    return bindings
+
+
+def _binding_lines(text: str, bindings: tuple[_Binding, ...]) -> tuple[int, ...]:
+    """The line numbers that hold a ``K=V`` binding (a quoted value may span several)."""
+    starts = [0] + [m.end() for m in re.finditer(r"\n", text)]
+    lines: list[int] = []
+    for b in bindings:
+        if b.value is not None:
+            first = bisect.bisect_right(starts, b.start)
+            lines += range(first, bisect.bisect_right(starts, max(b.start, b.end - 1)) + 1)
+    return tuple(lines)
 
 
 def _scan(text: str) -> list[_Binding]:

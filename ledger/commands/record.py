@@ -81,8 +81,8 @@ def validate_knob(
 def _validate_flag_key(knob: str, value: str | None, no_validate: bool, target: Target):
     from envknobs.formats.yaml.keys import check_key_name
 
-    try:
-        check_key_name(knob)
+    try:  # a key of a --config map, or a --flag of a Helm values argument list
+        (check_flag_name if is_flag_name(knob) else check_key_name)(knob)
         if value is not None:
             check_knob_value(value)
     except KnobError as e:

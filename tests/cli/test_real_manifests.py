@@ -203,3 +203,30 @@ def test_config_keys_are_checked_against_the_flag_catalog(tmp_path, ledger):
     r = ledger(*C, "record", "knob", "cfg", "cuda-graph-max-bz=8", "--class", "perf",
                "--title", "t")
     assert r.exit_code == 0 and "unknown sglang server argument cuda-graph-max-bz" in r.stderr
+
+
+def test_record_flag_in_args_lists_reverts_byte_identical_and_restores_exact(tmp_path, ledger):
+    """Issue 25: `record flag` edits a container's args: list (split tokens, a new flag, a
+    switch removed with --unset), revert gives the file back byte for byte, restore
+    gives the applied file back exactly; PyYAML sees each argv."""
+    from tests.envknobs.argv_shapes import SPLIT_TOKENS
+
+    root, manifest = workspace(tmp_path, ledger, "sglang.yaml", SPLIT_TOKENS)
+    C = ["-C", str(root)]
+    assert ledger(*C, "target", "add", "dep", str(manifest), "--format", "k8s",
+                  "--container", "sglang").exit_code == 0
+    steps = [("--tp=2", []), ("--cuda-graph-max-bs=256", []), ("--enable-metrics", ["--unset"])]
+    for i, (flag, extra) in enumerate(steps):
+        r = ledger(*C, "record", "flag", "dep", flag, *extra, "--class", "perf",
+                   "--title", f"step {i}")
+        assert r.exit_code == 0, r.stderr
+    applied = manifest.read_text()
+    c = yaml.safe_load(applied)["spec"]["template"]["spec"]["containers"][0]
+    assert c["args"] == ["--model-path=meta-llama/Llama-3.1-8B-Instruct", "--tp", "2",
+                         "--mem-fraction-static", "0.85", "--cuda-graph-max-bs", "256"]
+    shown = ledger(*C, "target", "show", "dep", "--json").json()
+    assert {k["knob"]: k["value"] for k in shown["knobs"]}["--tp-size"] == "2"
+    assert ledger(*C, "revert", "--perf-only", "--why", "incident").exit_code == 0
+    assert manifest.read_text() == SPLIT_TOKENS
+    assert ledger(*C, "restore", "--perf-only").exit_code == 0
+    assert manifest.read_text() == applied

@@ -78,7 +78,9 @@ def test_every_ambiguity_suggests_addresses_that_work(shape: str) -> None:
 def test_lws_leader_and_worker_by_name_and_by_role() -> None:
     assert [c.address for c in every(LWS)] == ["sglang-leader", "sglang-worker"]
     leader = get_format("k8s", container="sglang-leader")
-    assert leader.parse(LWS) == {"HF_TOKEN": "$HF_TOKEN", "SGLANG_DISAGGREGATION_WAITING_TIMEOUT": "300"}
+    # its env, then the flags of its argv (issue 25: `- --tp` / `- "16"` in its command)
+    assert leader.parse(LWS) == {"HF_TOKEN": "$HF_TOKEN", "SGLANG_DISAGGREGATION_WAITING_TIMEOUT": "300",
+                                 "--tp-size": "16"}
     for address in ("sglang/sglang-leader", "leader/sglang-leader",
                     "LeaderWorkerSet/sglang/leader/sglang-leader",
                     "sglang/leaderTemplate/sglang-leader"):

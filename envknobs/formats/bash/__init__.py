@@ -81,6 +81,7 @@ from envknobs.formats.bash.words import quote_value
 from envknobs.formats.bash.write import add_docker_env
 from envknobs.formats.bash.write import add_flag
 from envknobs.formats.bash.write import add_prefix
+from envknobs.formats.common.sniff import refuse_foreign
 from envknobs.formats.common.text import insert_line
 from envknobs.formats.common.text import line_of
 from envknobs.formats.common.places import ALL
@@ -98,6 +99,13 @@ def _check(knob: str, value: str | None = None) -> None:
     (check_flag_name if is_flag_name(knob) else check_knob_name)(knob)
     if value is not None:
         check_knob_value(value)
+
+
+def _read(text: str) -> Analysis:
+    """The script's analysis, after refusing a file that is plainly not a script (a
+    systemd unit, a YAML document: see :mod:`envknobs.formats.common.sniff`)."""
+    refuse_foreign(text, "bash")
+    return analyse(text)
 
 
 def resolve_knob(a: Analysis, knob: str) -> str:
@@ -127,11 +135,11 @@ class BashFormat(TargetFormat):
 
     def summary(self, text: str) -> Summary:
         """Every knob and flag with its places, and the launch commands (``target show``)."""
-        return summarize(analyse(text))
+        return summarize(_read(text))
 
     def knob(self, text: str, knob: str) -> KnobSummary | None:
         """The places of one knob (None when the script never sets it)."""
-        a = analyse(text)
+        a = _read(text)
         return summarize(a).get(resolve_knob(a, knob))
 
     def places(self, text: str, knob: str) -> tuple[Place, ...]:
@@ -141,7 +149,7 @@ class BashFormat(TargetFormat):
     def canonical(self, text: str, knob: str) -> str:
         """The name this file's knob goes by: a flag's catalog spelling for its engine
         (``--tp`` -> ``--tp-size``, ``-tp`` -> ``--tensor-parallel-size`` for vLLM)."""
-        return resolve_knob(analyse(text), knob)
+        return resolve_knob(_read(text), knob)
 
     def select_places(
         self, text: str, knob: str, at: int | str | None, action: str = "set"
@@ -152,7 +160,7 @@ class BashFormat(TargetFormat):
         (key ``launch N``, value None).  Empty: the edit adds the knob as a new top-level
         line (or there is nothing to unset).  Raises as ``set``/``unset`` would.
         """
-        a = analyse(text)
+        a = _read(text)
         knob = resolve_knob(a, knob)
         sel = select(a, knob, at, action)
         state = a.knobs.get(knob)
@@ -174,7 +182,7 @@ class BashFormat(TargetFormat):
         FormatError when the place is computed by the shell or the edit does not verify.
         """
         _check(knob, value)
-        a = analyse(text)
+        a = _read(text)
         knob = resolve_knob(a, knob)
         sel = select(a, knob, at, "set")
         if sel.sites:
@@ -184,7 +192,7 @@ class BashFormat(TargetFormat):
     def unset(self, text: str, knob: str, at: int | str | None = None) -> str:
         """Remove ``knob`` from the selected places (same text if it is absent)."""
         _check(knob)
-        a = analyse(text)
+        a = _read(text)
         knob = resolve_knob(a, knob)
         sel = select(a, knob, at, "unset")
         if not sel.sites:
@@ -207,7 +215,7 @@ class BashFormat(TargetFormat):
                 text = self.unset(text, knob)
         changes = {k: v for k, v in edits.items() if v is not None}
         if len(changes) > 1:
-            a = analyse(text)
+            a = _read(text)
             batch = {resolve_knob(a, k): v for k, v in changes.items()}
             out = apply_changes(a, batch) if len(batch) == len(changes) else None
             if out is not None:
@@ -221,7 +229,7 @@ class BashFormat(TargetFormat):
         out are all the layout needs to know (a failed check would refuse the edit
         itself later, when it is made)."""
         _check(knob)
-        a = analyse(text)
+        a = _read(text)
         knob = resolve_knob(a, knob)
         if not select(a, knob, None, "unset").sites:
             return text
@@ -232,7 +240,7 @@ class BashFormat(TargetFormat):
         back at its ``anchor`` with its ``raw`` text.  What a revert of ``--all`` uses."""
         for e in edits:
             _check(knob, e.value)
-        a = analyse(text)
+        a = _read(text)
         knob = resolve_knob(a, knob)
         state = a.knobs.get(knob)
         present = {state.key(s) for s in state.places} if state else set()

@@ -6,6 +6,7 @@ are in the script (a PD launcher has two, prefill and decode):
 * ``python -m sglang.launch_server`` (any interpreter word, ``"$PYTHON"`` included),
   ``sglang_router.launch_server`` / ``launch_router``, ``sglang serve``;
 * ``vllm serve [MODEL]`` and ``python -m vllm.entrypoints.openai.api_server``;
+* ``python3 -m dynamo.vllm`` / ``dynamo.sglang`` (Dynamo workers: the engine's flags);
 * ``python -m engine serve`` (the bundled engine);
 * ``docker run`` / ``podman run``: the container's env is in its ``-e``/``--env`` options,
   and the server's flags follow the image (after a recognized server command inside,
@@ -38,6 +39,9 @@ _MODULES = {
     "sglang_router.launch_router": "sglang",
     "vllm.entrypoints.openai.api_server": "vllm",
     "vllm.entrypoints.api_server": "vllm",
+    # NVIDIA Dynamo's workers take the engine's own server arguments
+    "dynamo.vllm": "vllm",
+    "dynamo.sglang": "sglang",
 }
 _WRAPPERS = {"nohup", "setsid", "time", "numactl", "taskset", "stdbuf", "command"}
 _NEGATIVE = re.compile(r"-\.?\d")

@@ -209,8 +209,12 @@ def add_flag(a: Analysis, launch: Launch, knob: str, value: str, lookup) -> str:
     words = launch.simple.words
     last = args[-1] if args else (shape.args[-1] if shape.args else words[-1])
     first_line = line_of(text, words[0].start)
-    if line_of(text, last.start) > first_line and _line_starts_with_arg(text, last, shape.args):
-        return insert_continuation_line(text, last.start, new)
+    # The last word may be a value on its own line (`--kv-transfer-config \` then the
+    # JSON): the new line goes before its flag's line, never between the two.
+    owner = next((u for u in uses if u.values and u.values[-1].start == last.start), None)
+    anchor = owner.word if owner is not None else last
+    if line_of(text, anchor.start) > first_line and _line_starts_with_arg(text, anchor, shape.args):
+        return insert_continuation_line(text, anchor.start, new)
     return insert_words(text, last.end, new)
 
 

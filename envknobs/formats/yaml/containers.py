@@ -6,7 +6,9 @@ Where containers are
     LeaderWorkerSet ``leaderTemplate``/``workerTemplate``, RoleBasedGroup roles in any
     pattern, role templates and template patches, any custom resource that embeds a pod
     spec); an OME ``runner:`` mapping is one container (``engineConfig``, ``decoderConfig``,
-    ``routerConfig``, their ``leader``/``worker`` blocks, InferenceService components).
+    ``routerConfig``, their ``leader``/``worker`` blocks, InferenceService components), and
+    so are Dynamo's ``extraPodSpec.mainContainer`` and KServe's ``predictor.model``
+    (without a ``name``: addressed as ``DOC:PATH``, which the error lists).
 
 Who a container is
     Its *object* is the nearest enclosing mapping with a ``kind`` (its ``KIND`` and
@@ -54,12 +56,20 @@ from envknobs.formats.yaml.edit import scalar_text
 
 LIST_KEYS = ("containers", "initContainers")
 RUNNER_KEY = "runner"
+# Mappings that are one container without a `containers:` list: OME's `runner:`, Dynamo's
+# `extraPodSpec.mainContainer`, KServe's `predictor.model` (its args/env/image).
+SINGLE_KEYS = frozenset({RUNNER_KEY, "mainContainer"})
+
+
+def _single_container(word: str, path: tuple) -> bool:
+    return word in SINGLE_KEYS or (word == "model" and path[-1:] == ("predictor",))
 # Steps that every pod spec has: they tell no two places apart.
 PLUMBING = frozenset(
     {
         "spec", "template", "containers", "initContainers", "jobTemplate",
         "leaderWorkerTemplate", "roles", "items", "standalonePattern", "leaderWorkerPattern",
-        "templateRef", "patch", "runner", "podTemplate", "podSpec",
+        "templateRef", "patch", "runner", "podTemplate", "podSpec", "extraPodSpec",
+        "mainContainer",
     }
 )
 ALIASES = {
@@ -167,7 +177,7 @@ class _Walker:
             here = roles + ((step,) if step else ())
             if word in LIST_KEYS and isinstance(value, SequenceNode):
                 self._list(key, value, path + (word,), obj, here)
-            elif word == RUNNER_KEY and isinstance(value, MappingNode):
+            elif _single_container(word, path) and isinstance(value, MappingNode):
                 self._add(value, path + (word,), obj, here, None, None, False)
             elif word != "metadata":
                 self.walk(value, path + (word,), obj, here)

@@ -32,6 +32,13 @@ Exact text: :meth:`K8sFormat.source` returns the value's source text (everything
 where it reads back as the value: this is how a revert puts back ``value: $HF_TOKEN``, a
 ``'512'`` or a folded block byte for byte instead of re-rendering it.
 
+Launch flags: knobs named ``--flag`` are the container's server arguments, read from and
+written to its ``command:``/``args:`` lists or the ``sh -c`` script in them (see
+:mod:`envknobs.formats.yaml.argv`); ``parse`` returns them after the env items, and
+``summary`` gives every env item and flag its line (``target show``).  An env knob that
+the container's script sets itself is refused: the script wins over ``env:``, so an edit
+there would take no effect.
+
 Every ``set``/``unset`` re-reads its result and refuses (FormatError) unless exactly the
 intended knob changed.
 """
@@ -45,12 +52,22 @@ from ruamel.yaml.nodes import Node
 from ruamel.yaml.nodes import ScalarNode
 from ruamel.yaml.nodes import SequenceNode
 
+from envknobs.flags import check_flag_name
+from envknobs.flags import is_flag_name
 from envknobs.formats.common import FormatError
 from envknobs.formats.common import TargetFormat
+from envknobs.formats.yaml.argv import canonical_flag_in
+from envknobs.formats.yaml.argv import container_flags
+from envknobs.formats.yaml.argv import edit_container_flag
+from envknobs.formats.yaml.argv import flag_lines
+from envknobs.formats.yaml.argv import script_env
 from envknobs.formats.yaml.containers import Found
 from envknobs.formats.yaml.containers import check_address
 from envknobs.formats.yaml.containers import find_containers
 from envknobs.formats.yaml.containers import locate
+from envknobs.formats.common.places import KnobSummary
+from envknobs.formats.common.places import Place
+from envknobs.formats.common.places import Summary
 from envknobs.formats.common.text import check_assignment_args
 from envknobs.formats.common.text import line_end
 from envknobs.formats.common.text import line_of
@@ -71,6 +88,7 @@ from envknobs.formats.yaml.scalar import check_yaml_text
 from envknobs.formats.yaml.scalar import neighbour_style
 from envknobs.formats.yaml.scalar import node_style
 from envknobs.formats.yaml.scalar import render
+from envknobs.registry import check_knob_value
 
 
 @dataclass
@@ -130,6 +148,10 @@ def _values(c: _Container) -> dict[str, str]:
     return found
 
 
+def _knobs(c: _Container) -> dict[str, str]:
+    return {**_values(c), **container_flags(c.node, c.label)}
+
+
 def _block_offset(text: str, c: _Container) -> int:
     """How far a block list's '-' sits right of its key in this container's style."""
     f = c.found
@@ -160,8 +182,56 @@ class K8sFormat(TargetFormat):
         return find_containers(compose_all(text))
 
     def parse(self, text: str) -> dict[str, str]:
-        """Env name -> value of the container (valueFrom items are left out)."""
-        return _values(self._locate(text))
+        """Env name -> value of the container (valueFrom items are left out), then its
+        launch flags (``--flag`` -> value) from ``command:``/``args:``
+        (:mod:`envknobs.formats.yaml.argv`)."""
+        c = self._locate(text)
+        return _knobs(c)
+
+    def summary(self, text: str) -> Summary:
+        """Each env item and launch flag of the container with the line it is on: one
+        place each (a later duplicate env item, the last occurrence of a flag: what the
+        container gets)."""
+        c = self._locate(text)
+        lines = {it.name: line_of(text, it.node.start_mark.index) for it in c.items}
+        flags = flag_lines(text, c.node, c.label)
+        knobs = []
+        for knob, value in _knobs(c).items():
+            flag = is_flag_name(knob)
+            line = flags.get(knob, 0) if flag else lines.get(knob, 0)
+            scope = f"{'argv' if flag else 'env'} of container {c.label}"
+            place = Place(knob=knob, key="at 1", line=line, kind="yaml-flag" if flag else "env",
+                          scope=scope, value=value, computed=False, launch=None,
+                          raw=text.splitlines()[line - 1] if line else "")
+            knobs.append(KnobSummary(knob, (place,), False, False, is_flag=flag))
+        return Summary(tuple(knobs))
+
+    def canonical(self, text: str, knob: str) -> str:
+        """A flag as the container's engine catalog spells it; an env name as given."""
+        if not is_flag_name(knob):
+            return knob
+        c = self._locate(text)
+        return canonical_flag_in(c.node, c.label, text, knob)
+
+    def _edit_flag(self, text: str, knob: str, value: str | None) -> str:
+        check_flag_name(knob)
+        if value is not None:
+            check_knob_value(value)
+            check_yaml_text(value)
+        c = self._locate(text)
+        knob = canonical_flag_in(c.node, c.label, text, knob)
+        before = self.parse(text)
+        if before.get(knob) == value:
+            return text
+        out = edit_container_flag(text, c.node, c.label, knob, value)
+        return verified(before, self.parse(out), knob, value, out)
+
+    def _refuse_shadowed(self, text: str, c: _Container, knob: str) -> None:
+        if knob in script_env(c.node, c.label):
+            raise FormatError(
+                f"{knob} is also set by the shell script in the command of container "
+                f"{c.label}, which wins over its env: list; edit the script's line instead"
+            )
 
     def set_exact(self, text: str, knob: str, value: str, source: str | None) -> str:
         return self.set(text, knob, value, source=source)
@@ -196,10 +266,13 @@ class K8sFormat(TargetFormat):
         ``source``: the exact text to write after ``value:`` (from :meth:`source`), used
         verbatim where it reads back as ``value``; otherwise the value is rendered.
         """
+        if is_flag_name(knob):
+            return self._edit_flag(text, knob, value)
         check_assignment_args(knob, value)
         check_yaml_text(value)
         c = self._locate(text)
-        before = _values(c)
+        self._refuse_shadowed(text, c, knob)
+        before = _knobs(c)
         item = next((it for it in reversed(c.items) if it.name == knob), None)
         if item is None:
             if source is not None and "\n" not in source:
@@ -298,8 +371,11 @@ class K8sFormat(TargetFormat):
     def unset(self, text: str, knob: str) -> str:
         """Remove every env item named ``knob`` (same text if there is none); FormatError
         for a valueFrom item or one shared through an anchor."""
+        if is_flag_name(knob):
+            return self._edit_flag(text, knob, None)
         check_assignment_args(knob)
         c = self._locate(text)
+        self._refuse_shadowed(text, c, knob)
         doomed = [it for it in c.items if it.name == knob]
         if not doomed:
             return text
@@ -315,7 +391,7 @@ class K8sFormat(TargetFormat):
                 # line break before it, so the file still ends without one.
                 start -= 2 if start > 1 and out[start - 2] == "\r" else 1
             out = out[:start] + out[end:]
-        return verified(_values(c), self.parse(out), knob, None, out)
+        return verified(_knobs(c), self.parse(out), knob, None, out)
 
 
 def _unset_spans(

@@ -6,7 +6,12 @@ Two real shapes:
   map of server arguments (``mem-fraction-static: 0.7``, ``cuda-graph-max-bs: 256``), the
   whole file (no key path);
 * an env map inside a bigger file, ``decode_environment: {SGLANG_X: "1"}`` in a recipe:
-  the mapping at a key path (``decode_environment``, ``envs.decode``, ``jobs[0].env``).
+  the mapping at a key path (``decode_environment``, ``envs.decode``, ``jobs[0].env``);
+  a docker-compose ``environment:`` there may also be a list of ``- K=V`` strings
+  (an env map only, see :mod:`envknobs.formats.yaml.envlist`);
+* a list of server argument words at a key path of a Helm values file (``extraArgs:
+  ["--max-num-seqs", "32"]``, ``vllm_args``), with ``--flags``: its knobs are ``--flag``
+  names, read and edited as a container's ``args:`` (:mod:`envknobs.formats.yaml.argv`).
 
 Reading: the file is one YAML document (several are refused: which would the engine
 read?).  ``parse`` returns every key whose value is a scalar, as the text of that scalar
@@ -42,7 +47,10 @@ from typing import Iterable
 from ruamel.yaml.nodes import MappingNode
 from ruamel.yaml.nodes import Node
 from ruamel.yaml.nodes import ScalarNode
+from ruamel.yaml.nodes import SequenceNode
 
+from envknobs.flags import check_flag_name
+from envknobs.flags import is_flag_name
 from envknobs.formats.common import FormatError
 from envknobs.formats.common import TargetFormat
 from envknobs.formats.yaml.keys import KEY_RE
@@ -53,6 +61,12 @@ from envknobs.formats.common.text import line_start
 from envknobs.formats.common.text import newline_of
 from envknobs.formats.common.text import verified
 from envknobs.formats.yaml.edit import column
+from envknobs.formats.yaml.argv import edit_list_flag
+from envknobs.formats.yaml.argv import flag_values
+from envknobs.formats.yaml.argv import list_argv
+from envknobs.formats.yaml.envlist import list_values
+from envknobs.formats.yaml.envlist import set_in_list
+from envknobs.formats.yaml.envlist import unset_in_list
 from envknobs.formats.yaml.edit import compose_all
 from envknobs.formats.yaml.edit import format_path
 from envknobs.formats.yaml.edit import insert_at_line
@@ -169,6 +183,10 @@ class YamlMapFormat(TargetFormat):
     def _as_map(self, node: Node | None, holder, holder_value) -> _Map:
         if node is None or (isinstance(node, ScalarNode) and scalar_text(node) == ""):
             return _Map(None, holder, holder_value)
+        if isinstance(node, SequenceNode):
+            # an env map: compose's `- K=V` list (envlist); else a list of argument
+            # words (Helm values `extraArgs`: argv)
+            return _Map(node, holder, holder_value)
         if not isinstance(node, MappingNode):
             kind = "a list" if not isinstance(node, ScalarNode) else f"the scalar {node.value!r}"
             raise FormatError(
@@ -193,7 +211,10 @@ class YamlMapFormat(TargetFormat):
 
     def parse(self, text: str) -> dict[str, str]:
         """Key -> value text for every scalar value of the map."""
-        pairs = self._pairs(self._locate(text))
+        m = self._locate(text)
+        if isinstance(m.node, SequenceNode):
+            return list_values(m.node) if self.strings else flag_values(list_argv(m.node))
+        pairs = self._pairs(m)
         return {k: scalar_text(v) for k, (_, v) in pairs.items() if isinstance(v, ScalarNode)}
 
     def set_exact(self, text: str, knob: str, value: str, source: str | None) -> str:
@@ -201,13 +222,22 @@ class YamlMapFormat(TargetFormat):
 
     def source(self, text: str, knob: str) -> str | None:
         """The exact text after ``knob:`` (to the end of its value), or None."""
-        pair = self._pairs(self._locate(text)).get(knob)
+        m = self._locate(text)
+        if isinstance(m.node, SequenceNode):
+            return None
+        pair = self._pairs(m).get(knob)
         if pair is None or not isinstance(pair[1], ScalarNode):
             return None
         start, end = value_span(text, *pair)
         return text[start:end]
 
     def _check_args(self, knob: str, value: str | None = None) -> None:
+        if is_flag_name(knob):  # a word of an argument list (Helm `extraArgs`)
+            check_flag_name(knob)
+            if value is not None:
+                check_knob_value(value)
+                check_yaml_text(value)
+            return
         check_key_name(knob)
         if value is not None:
             check_knob_value(value)
@@ -219,10 +249,14 @@ class YamlMapFormat(TargetFormat):
         """Set ``knob`` to ``value`` (typed as the file has it); ``source``: see the docstring."""
         self._check_args(knob, value)
         m = self._locate(text)
-        pairs = self._pairs(m)
         before = self.parse(text)
         if before.get(knob) == value:
             return text
+        if isinstance(m.node, SequenceNode):
+            out = set_in_list(text, m.node, knob, value) if self.strings else \
+                edit_list_flag(text, m.node, knob, value)
+            return verified(before, self.parse(out), knob, value, out)
+        pairs = self._pairs(m)
         attempts = []
         if knob in pairs:
             key, node = pairs[knob]
@@ -285,6 +319,10 @@ class YamlMapFormat(TargetFormat):
         """Remove ``knob`` from the map (same text if it is absent)."""
         self._check_args(knob)
         m = self._locate(text)
+        if isinstance(m.node, SequenceNode):
+            out = unset_in_list(text, m.node, knob) if self.strings else \
+                edit_list_flag(text, m.node, knob, None)
+            return out if out == text else verified(self.parse(text), self.parse(out), knob, None, out)
         pairs = self._pairs(m)
         if knob not in pairs:
             return text
