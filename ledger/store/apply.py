@@ -132,6 +132,9 @@ def new_target_bytes(
                           blocks)
         if new != tf.raw:
             out[tf.path] = (tf.raw, new)
+            # Kept for the next command while the edit's verification is at hand (keyed
+            # by content: a command that then fails leaves only an unused cache file).
+            remember_target(tf.target, tf.path, new)
     return out
 
 
@@ -205,22 +208,10 @@ def apply_plan(
         )
     finally:
         ws.invalidate()
-    _remember(ws, after, ledger_writes[ENTRIES_NAME], files, writes)
+    ws.remember_entries(ledger_writes[ENTRIES_NAME], after)  # for the next command
     result.backup_id = outcome.backup_id
     result.commit = outcome.commit
     return result
-
-
-def _remember(ws: Workspace, entries: list[Entry], data: bytes | None,
-              files: dict[str, TargetFile], writes: dict[Path, tuple[bytes, bytes]]) -> None:
-    """What this command wrote, kept for the next command to read without parsing it
-    again (:mod:`ledger.store.cache`): the entries, and each target file written (its
-    analysis is at hand, made while the edit was verified)."""
-    if data is not None:
-        ws.remember_entries(data, entries)
-    for tf in files.values():
-        if tf.path in writes:
-            remember_target(tf.target, tf.path, writes[tf.path][1])
 
 
 def _checked_targets(

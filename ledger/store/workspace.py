@@ -370,12 +370,13 @@ class Workspace:
             cache.store("entries", key, found)
         return found
 
-    def remember_entries(self, data: bytes, entries: list[Entry]) -> None:
+    def remember_entries(self, data: bytes | None, entries: list[Entry]) -> None:
         """``entries`` are what ``data``, just written to ``entries.jsonl``, parses to:
         kept for the next command (:mod:`ledger.store.cache`)."""
         from ledger.store import cache
 
-        cache.store("entries", cache.key_of("entries", data), list(entries))
+        if data is not None:
+            cache.store("entries", cache.key_of("entries", data), list(entries))
 
     def invalidate(self) -> None:
         self._entries = None
