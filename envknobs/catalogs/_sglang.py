@@ -37,6 +37,11 @@ def typed_default(value: object, kind: str | None) -> object:
     """``value`` when it is a plain default of type ``kind``, else None (computed/unset)."""
     if value is NOT_CONSTANT or value is None or kind is None:
         return None
+    if isinstance(value, str) and kind in ("int", "float"):  # os.getenv(X, "10000")
+        try:
+            value = int(value) if kind == "int" else float(value)
+        except ValueError:
+            return None
     if kind == "bool":
         return value if isinstance(value, bool) else None
     if kind == "int":

@@ -71,7 +71,7 @@ def dump_catalog(version: str, data: dict) -> str:
             first = True
             for key in keys:
                 value = item[key]
-                if value in (None, [], False, "") and key != "default" and key != "name":
+                if (value is None or value is False or value == [] or value == "") and key not in ("default", "name"):
                     continue
                 if isinstance(value, list):
                     text = "[" + ", ".join(_scalar(v) for v in value) + "]"

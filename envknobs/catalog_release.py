@@ -1,0 +1,115 @@
+"""Version-aware knob checks against the generated per-release catalogs.
+
+A target or workspace names its engine as ``sglang==0.5.23``; :func:`release_warnings`
+then says, for one knob or flag, whether that release knows it (closest names if not),
+whether it was removed / renamed / deprecated there (naming the replacement, from the
+release's own tables, the hand-kept ``catalogs/overlay.yaml``, or because an older
+bundled release declared it and this one does not), and whether the value has the type
+and choices that release's grammar accepts.  Catalogs load lazily, on first use.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+from envknobs.catalog import _knob_from
+from envknobs.catalog import _loader
+from envknobs.flags import FlagRegistry
+from envknobs.flags import is_flag_name
+from envknobs.registry import KnobError
+from envknobs.registry import Registry
+
+RELEASES = Path(__file__).resolve().parent / "catalogs" / "releases"
+OVERLAY = Path(__file__).resolve().parent / "catalogs" / "overlay.yaml"
+_NAMES = {"sglang": "SGLang", "vllm": "vLLM"}
+
+
+def parse_engine(spec: str) -> tuple[str, str]:
+    """``sglang==0.5.23`` -> ``("sglang", "0.5.23")``; KnobError naming what is bundled."""
+    engine, sep, version = (spec or "").partition("==")
+    if not sep or engine not in _NAMES or not version:
+        raise KnobError(f"engine {spec!r}: write it as sglang==X or vllm==X")
+    return engine, version
+
+
+def bundled_releases(engine: str) -> list[str]:
+    """Versions of ``engine`` with a generated catalog, oldest first."""
+    def key(v: str) -> tuple:
+        return tuple(int(p) if p.isdigit() else 0 for p in v.replace("post", ".").split("."))
+
+    names = [p.stem.split("-", 1)[1] for p in RELEASES.glob(f"{engine}-*.yaml")]
+    return sorted(names, key=key)
+
+
+@functools.lru_cache(maxsize=8)
+def load_release(engine: str, version: str) -> tuple[Registry, FlagRegistry, dict[str, dict]]:
+    """(env knobs, flags, removed names) of one bundled release."""
+    path = RELEASES / f"{engine}-{version}.yaml"
+    if not path.is_file():
+        known = ", ".join(bundled_releases(engine)) or "none"
+        raise KnobError(f"no bundled catalog for {engine}=={version} (bundled: {known})")
+    load, _ = _loader()
+    data = load(path.read_text(encoding="utf-8"))
+    knobs, flags = Registry(), FlagRegistry()
+    for item in data["knobs"]:
+        knobs.add(_knob_from({k: v for k, v in item.items() if k != "deprecated"}))
+    for item in data["flags"]:
+        flags.add(_knob_from({k: v for k, v in item.items() if k != "deprecated"}, engine))
+    removed = {r["name"]: r for r in data["removed"]}
+    overlay = load(OVERLAY.read_text(encoding="utf-8")) or {}
+    for item in overlay.get("removed", []):
+        if item.get("engine") == engine and item["name"] not in knobs and item["name"] not in flags:
+            removed.setdefault(item["name"], item)
+    for older in bundled_releases(engine):
+        if older == version:
+            break
+        old_knobs, old_flags, _ = load_release(engine, older)
+        for knob in [*old_knobs, *old_flags]:
+            if knob.name not in knobs and knob.name not in flags:
+                removed.setdefault(knob.name, {"name": knob.name, "status": f"gone since {older}, removed"})
+    return knobs, flags, removed
+
+
+def resolve_prefix(flags: FlagRegistry, name: str) -> str | None:
+    """argparse's abbreviation rule: a unique prefix of one flag names that flag."""
+    key = name.lstrip("-").replace("_", "-")
+    hits = {flags.get(k).name for k in flags._keys if k.startswith(key)}  # noqa: SLF001
+    return hits.pop() if len(hits) == 1 else None
+
+
+def release_warnings(spec: str, name: str, value: str | None) -> list[str]:
+    """Warnings for setting ``name`` to ``value`` on a target running engine ``spec``."""
+    engine, version = parse_engine(spec)
+    knobs, flags, removed = load_release(engine, version)
+    label = f"{_NAMES[engine]} {version}"
+    gone = removed.get(name)
+    if gone is not None:
+        repl = gone.get("replacement")
+        use = f" (use {repl})" if repl else (f" ({gone['note']})" if gone.get("note") else "")
+        return [f"{name}: {gone.get('status', 'removed')} in {label}{use}"]
+    registry = flags if is_flag_name(name) else knobs
+    declared = registry.get(name)
+    if declared is None and registry is flags:
+        full = resolve_prefix(flags, name)
+        if full is not None:
+            return [f"{name}: argparse reads it as {full} in {label}"]
+    if declared is None:
+        close = registry.closest(name)
+        hint = f"closest: {', '.join(close)}" if close else "no close match"
+        return [f"{name}: unknown to {label} ({hint})"]
+    if value is None or value == "":
+        return []
+    try:
+        declared.validate(value)
+    except KnobError as e:
+        return [f"{label}: {e}"]
+    return []
+
+
+def release_default(spec: str, name: str) -> object:
+    """The default of ``name`` in release ``spec`` (None: unset, computed or unknown)."""
+    engine, version = parse_engine(spec)
+    knobs, flags, _ = load_release(engine, version)
+    declared = (flags if is_flag_name(name) else knobs).get(name)
+    return None if declared is None else declared.default
