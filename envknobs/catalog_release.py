@@ -3,7 +3,7 @@
 A target or workspace names its engine as ``sglang==0.5.23``; :func:`release_warnings`
 then says, for one knob or flag, whether that release knows it (closest names if not),
 whether it was removed / renamed / deprecated there (naming the replacement, from the
-release's own tables, the hand-kept ``catalogs/overlay.yaml``, or because an older
+release's own tables, the hand-kept ``catalogs/overlay/removed.yaml``, or because an older
 bundled release declared it and this one does not), and whether the value has the type
 and choices that release's grammar accepts.  Catalogs load lazily, on first use.
 """
@@ -21,7 +21,7 @@ from envknobs.registry import KnobError
 from envknobs.registry import Registry
 
 RELEASES = Path(__file__).resolve().parent / "catalogs" / "releases"
-OVERLAY = Path(__file__).resolve().parent / "catalogs" / "overlay.yaml"
+OVERLAY = Path(__file__).resolve().parent / "catalogs" / "overlay" / "removed.yaml"
 _NAMES = {"sglang": "SGLang", "vllm": "vLLM"}
 
 
