@@ -11,6 +11,7 @@ and choices that release's grammar accepts.  Catalogs load lazily, on first use.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from pathlib import Path
 
 from envknobs.catalog import _knob_from
@@ -103,8 +104,33 @@ def release_warnings(spec: str, name: str, value: str | None) -> list[str]:
     try:
         declared.validate(value)
     except KnobError as e:
-        return [f"{label}: {e}"]
+        raise KnobError(f"{e} (as {label} reads it)") from None
     return []
+
+
+def checked_for_engine(spec: str | None, name: str, value: str | None,
+                       generic: Callable[[], list[str]]) -> list[str]:
+    """Warnings of setting ``name`` on a target that declares engine ``spec``.
+
+    Without ``spec`` this is the ``generic`` (all-catalogs) check.  With one, a name the
+    release knows, or lists as removed/renamed/deprecated, gets the release's verdict
+    only (its types, defaults and grammar); any other name — the bundled engine's own
+    knobs, a name only the hand-written catalogs know — gets the generic check, and if
+    that does not know it either, the release's "unknown to" warning with its closest
+    names.  A spec without a bundled catalog is a warning, then the generic check.
+    """
+    if spec is None:
+        return generic()
+    try:
+        found = release_warnings(spec, name, value)
+    except KnobError as e:
+        if "no bundled catalog" not in str(e):
+            raise
+        return [str(e), *generic()]
+    if not any(" unknown to " in w for w in found):
+        return found
+    general = generic()
+    return found if any(w.startswith("unknown ") for w in general) else general
 
 
 def release_default(spec: str, name: str) -> object:

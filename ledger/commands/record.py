@@ -70,9 +70,11 @@ def validate_knob(
     if no_validate:
         return []
     from envknobs.catalog import check_assignment
+    from envknobs.catalog_release import checked_for_engine
 
     try:
-        return check_assignment(knob_registry(), knob, value)
+        return checked_for_engine(target.engine if target is not None else None, knob, value,
+                                  lambda: check_assignment(knob_registry(), knob, value))
     except KnobError as e:
         raise InvalidValue(f"{e} (pass --no-validate to record it anyway)") from None
 

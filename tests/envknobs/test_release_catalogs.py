@@ -14,6 +14,7 @@ from envknobs.catalog_release import release_warnings
 from envknobs.catalogs.generate import dump_catalog
 from envknobs.catalogs.generate import main
 from envknobs.catalogs.generate import release_catalog
+from envknobs.registry import KnobError
 
 FIXTURES = Path(__file__).parent / "catalog_src"
 
@@ -85,12 +86,12 @@ def test_renamed_deprecated_prefix_alias_and_unknown():
 
 
 def test_each_engines_bool_grammar():
-    (bad,) = release_warnings("vllm==0.34.0", "VLLM_BATCH_INVARIANT", "yes")
-    assert "not a valid int" in bad  # bool(int(...)) refuses yes
+    with pytest.raises(KnobError, match="not a valid int.*as vLLM 0.34.0 reads it"):
+        release_warnings("vllm==0.34.0", "VLLM_BATCH_INVARIANT", "yes")  # bool(int(...))
     assert release_warnings("vllm==0.34.0", "VLLM_BATCH_INVARIANT", "1") == []
     assert release_warnings("sglang==0.5.23", "SGLANG_ENABLE_TORCH_INFERENCE_MODE", "yes") == []
-    (out,) = release_warnings("vllm==0.34.0", "--gpu-memory-utilization", "1.5")
-    assert "above the maximum 1" in out
+    with pytest.raises(KnobError, match="above the maximum 1"):
+        release_warnings("vllm==0.34.0", "--gpu-memory-utilization", "1.5")
 
 
 def test_defaults_from_the_release():

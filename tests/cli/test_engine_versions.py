@@ -1,0 +1,46 @@
+"""A target that names its engine release is checked against that release's catalog."""
+
+from __future__ import annotations
+
+import subprocess
+
+
+def _declare(story, spec: str) -> None:
+    config = story.root / "ledger.yaml"
+    text = config.read_text()
+    assert "    format: bash\n" in text
+    config.write_text(text.replace("    format: bash\n", f"    format: bash\n    engine: {spec}\n", 1))
+    subprocess.run(["git", "-C", str(story.root), "commit", "-qam", "engine"], check=True)
+
+
+def test_record_of_a_removed_vllm_knob_warns_with_its_replacement(story, ledger):
+    _declare(story, "vllm==0.34.0")
+    r = ledger(*story.args("record", "knob", "decode", "VLLM_ATTENTION_BACKEND=FLASH_ATTN",
+                           "--class", "perf", "--title", "attention backend"))
+    assert r.exit_code == 0, r.stderr
+    assert "VLLM_ATTENTION_BACKEND: removed in vLLM 0.34.0 (use --attention-backend)" in r.stderr
+    assert "VLLM_ATTENTION_BACKEND=FLASH_ATTN" in story.script.read_text()  # still recordable
+
+
+def test_release_grammar_refuses_and_no_validate_records(story, ledger):
+    _declare(story, "vllm==0.34.0")
+    args = ("record", "knob", "decode", "VLLM_BATCH_INVARIANT=yes", "--class", "perf",
+            "--title", "batch invariant")
+    r = ledger(*story.args(*args))
+    assert r.exit_code == 1 and "as vLLM 0.34.0 reads it" in r.stderr
+    assert "VLLM_BATCH_INVARIANT" not in story.script.read_text()
+    assert ledger(*story.args(*args, "--no-validate")).exit_code == 0
+
+
+def test_sglang_release_knows_what_the_hand_catalog_does_not(story, ledger):
+    _declare(story, "sglang==0.5.23")
+    r = ledger(*story.args("record", "knob", "decode", "SGLANG_ENABLE_JIT_DEEPGEMM=0",
+                           "--class", "perf", "--title", "no jit deepgemm"))
+    assert r.exit_code == 0 and "unknown" not in r.stderr, r.stderr
+
+
+def test_a_bad_engine_spec_is_refused_naming_the_file(story, ledger):
+    config = story.root / "ledger.yaml"
+    config.write_text(config.read_text().replace("    format: bash\n", "    format: bash\n    engine: sglang-0.5\n", 1))
+    r = ledger(*story.args("list"))
+    assert r.exit_code == 1 and "ledger.yaml" in r.stderr and "sglang==X" in r.stderr
