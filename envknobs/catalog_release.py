@@ -133,6 +133,28 @@ def checked_for_engine(spec: str | None, name: str, value: str | None,
     return found if any(w.startswith("unknown ") for w in general) else general
 
 
+def default_of(spec: str | None, name: str, generic: Registry | None = None) -> object:
+    """What the engine uses for ``name`` when it is unset: the default in release ``spec``
+    (when it declares the name), else the ``generic`` registry's or the bundled flag
+    catalogs'; None when unset means computed at runtime or nobody knows."""
+    if spec is not None:
+        try:
+            engine, version = parse_engine(spec)
+            knobs, flags, _ = load_release(engine, version)
+        except KnobError:  # no bundled catalog for it: the generic catalogs still know much
+            knobs, flags = Registry(), FlagRegistry()
+        declared = (flags if is_flag_name(name) else knobs).get(name)
+        if declared is not None:
+            return declared.default
+    if is_flag_name(name):
+        from envknobs.catalog import lookup_flag
+
+        declared = lookup_flag(name)
+    else:
+        declared = generic.get(name) if generic is not None else None
+    return None if declared is None else declared.default
+
+
 def release_default(spec: str, name: str) -> object:
     """The default of ``name`` in release ``spec`` (None: unset, computed or unknown)."""
     engine, version = parse_engine(spec)

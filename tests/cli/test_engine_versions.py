@@ -44,3 +44,25 @@ def test_a_bad_engine_spec_is_refused_naming_the_file(story, ledger):
     config.write_text(config.read_text().replace("    format: bash\n", "    format: bash\n    engine: sglang-0.5\n", 1))
     r = ledger(*story.args("list"))
     assert r.exit_code == 1 and "ledger.yaml" in r.stderr and "sglang==X" in r.stderr
+
+
+def test_status_list_and_show_print_the_default_of_an_unset_knob(story, ledger):
+    _declare(story, "vllm==0.34.0")
+    r = ledger(*story.args("record", "knob", "decode", "VLLM_RPC_TIMEOUT=20000",
+                           "--class", "bugfix", "--title", "longer rpc timeout"))
+    assert r.exit_code == 0, r.stderr
+    assert "VLLM_RPC_TIMEOUT: unset (default 10000) -> " in ledger(*story.args("status")).stdout
+    assert "unset (default 10000)" in ledger(*story.args("list")).stdout
+    (row,) = ledger(*story.args("status", "--json")).json()["entries"]
+    assert row["default"] == 10000
+    assert row["change"] == "VLLM_RPC_TIMEOUT: unset (default 10000) -> 20000"
+    (entry,) = ledger(*story.args("list", "--json")).json()
+    assert ledger(*story.args("show", entry["id"], "--json")).json()["default"] == 10000
+
+
+def test_without_an_engine_the_bundled_catalogs_give_the_default(story, ledger):
+    r = ledger(*story.args("record", "knob", "decode", "SGLANG_ENABLE_JIT_DEEPGEMM=0",
+                           "--class", "perf", "--title", "x"))
+    assert r.exit_code == 0
+    (row,) = ledger(*story.args("status", "--json")).json()["entries"]
+    assert "default" in row  # None where no bundled catalog declares the knob
