@@ -133,6 +133,29 @@ def checked_for_engine(spec: str | None, name: str, value: str | None,
     return found if any(w.startswith("unknown ") for w in general) else general
 
 
+_PREFIXES = {"sglang": ("SGLANG_", "SGL_"), "vllm": ("VLLM_",)}
+
+
+def release_findings(spec: str, values: dict[str, str | None]) -> list[str]:
+    """What :func:`release_warnings` says of each knob and flag set in one file (doctor).
+
+    A file also sets variables no engine reads (``MODEL``, ``PATH``): a name unknown to the
+    release is reported only when it is a flag or has the engine's prefix (``VLLM_``).
+    """
+    engine, _ = parse_engine(spec)
+    out = []
+    for name in sorted(values):
+        try:
+            found = release_warnings(spec, name, values[name])
+        except KnobError as e:
+            found = [str(e)]
+        if any(" unknown to " in w for w in found) and not (
+                is_flag_name(name) or name.startswith(_PREFIXES[engine])):
+            continue
+        out.extend(found)
+    return out
+
+
 def default_of(spec: str | None, name: str, generic: Registry | None = None) -> object:
     """What the engine uses for ``name`` when it is unset: the default in release ``spec``
     (when it declares the name), else the ``generic`` registry's or the bundled flag

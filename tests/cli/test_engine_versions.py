@@ -66,3 +66,18 @@ def test_without_an_engine_the_bundled_catalogs_give_the_default(story, ledger):
     assert r.exit_code == 0
     (row,) = ledger(*story.args("status", "--json")).json()["entries"]
     assert "default" in row  # None where no bundled catalog declares the knob
+
+
+def test_doctor_lists_every_knob_the_declared_release_does_not_take(story, ledger):
+    text = story.script.read_text().replace(
+        "export SGLANG_DISAGGREGATION_QUEUE_SIZE=4\n",
+        "export VLLM_ATTENTION_BACKEND=FLASH_ATTN\nexport VLLM_USE_V1=1\nexport VLLM_BATCH_INVARIANT=yes\n")
+    story.script.write_text(text)
+    _declare(story, "vllm==0.34.0")
+    r = ledger(*story.args("doctor", "--json"))
+    problems = [f["problem"] for f in r.json()["findings"] if f["check"] == "engine"]
+    assert any("VLLM_ATTENTION_BACKEND: removed in vLLM 0.34.0 (use --attention-backend)" in p
+               for p in problems), problems
+    assert any("VLLM_USE_V1: removed" in p for p in problems)
+    assert any("VLLM_BATCH_INVARIANT='yes'" in p for p in problems)
+    assert not any("MODEL" in p for p in problems)  # a script variable no engine reads
