@@ -133,6 +133,23 @@ def checked_for_engine(spec: str | None, name: str, value: str | None,
     return found if any(w.startswith("unknown ") for w in general) else general
 
 
+def class_hint_warnings(declared, cls: str) -> list[str]:
+    """A warning when ``cls`` (perf / bugfix) is not what the catalog says changing the knob
+    usually is: a liveness knob recorded as perf would be taken off the table by
+    ``revert --perf-only`` like any tuning."""
+    if declared is None or not cls:
+        return []
+    hint = declared.class_hint
+    liveness = "liveness" in declared.tags
+    if cls == "perf" and (liveness or hint == "bugfix"):
+        what = "a liveness knob" if liveness else "usually a bugfix"
+        return [f"{declared.name} is {what} (catalog class hint: {hint or 'liveness'}); as perf, "
+                "`revert --perf-only` would take it off the table"]
+    if hint is not None and hint != cls and not liveness:
+        return [f"{declared.name} is usually {hint} (catalog class hint), recorded as {cls}"]
+    return []
+
+
 _PREFIXES = {"sglang": ("SGLANG_", "SGL_"), "vllm": ("VLLM_",)}
 
 

@@ -35,3 +35,13 @@ def knob_defaults(targets: dict, entries) -> dict[tuple[str, str], object]:
         if default is not None:
             out[(target, knob)] = default
     return out
+
+
+def class_warnings(knob: str, cls: str) -> list[str]:
+    """The catalog's class hint against the class the entry is recorded with."""
+    from envknobs.catalog import lookup_flag
+    from envknobs.catalog_release import class_hint_warnings
+    from envknobs.flags import is_flag_name
+
+    declared = lookup_flag(knob) if is_flag_name(knob) else knob_registry().get(knob)
+    return class_hint_warnings(declared, cls)

@@ -11,6 +11,7 @@ from envknobs.flags import is_flag_name
 from envknobs.registry import KnobError
 from envknobs.registry import check_knob_name
 from envknobs.registry import check_knob_value
+from ledger.commands.catalog import class_warnings
 from ledger.commands.catalog import knob_registry
 from ledger.commands.live import LiveOutcome
 from ledger.commands.live import restartable
@@ -179,6 +180,7 @@ def record_knob(
     if at is not None and adopt:
         raise UsageError("--adopt records a whole knob; it does not take --at/--all")
     warnings = validate_knob(knob, value, no_validate, t)
+    warnings += [] if no_validate else class_warnings(knob, cls)
     if before is not None:
         validate_knob(knob, before, True, t)
     if before_given and not adopt:

@@ -81,3 +81,17 @@ def test_doctor_lists_every_knob_the_declared_release_does_not_take(story, ledge
     assert any("VLLM_USE_V1: removed" in p for p in problems)
     assert any("VLLM_BATCH_INVARIANT='yes'" in p for p in problems)
     assert not any("MODEL" in p for p in problems)  # a script variable no engine reads
+
+
+def test_recording_a_liveness_knob_as_perf_warns_naming_the_hint(story, ledger):
+    r = ledger(*story.args("record", "knob", "decode", "SGLANG_DISAGGREGATION_BOOTSTRAP_TIMEOUT=600",
+                           "--class", "perf", "--title", "longer bootstrap"))
+    assert r.exit_code == 0, r.stderr
+    assert "SGLANG_DISAGGREGATION_BOOTSTRAP_TIMEOUT is a liveness knob" in r.stderr
+    assert "revert --perf-only" in r.stderr
+    r = ledger(*story.args("record", "knob", "decode", "SGLANG_DISAGGREGATION_QUEUE_SIZE=8",
+                           "--class", "bugfix", "--title", "more queues"))
+    assert "usually perf (catalog class hint), recorded as bugfix" in r.stderr
+    r = ledger(*story.args("record", "knob", "decode", "SGLANG_SM120_MMA_TARGET_CTAS=512",
+                           "--class", "perf", "--title", "ctas"))
+    assert "class hint" not in r.stderr
