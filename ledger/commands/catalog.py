@@ -45,3 +45,11 @@ def class_warnings(knob: str, cls: str) -> list[str]:
 
     declared = lookup_flag(knob) if is_flag_name(knob) else knob_registry().get(knob)
     return class_hint_warnings(declared, cls)
+
+
+def name_defaults(engine: str | None, names) -> dict[str, object]:
+    """Knob or flag name -> its default (``engine``'s release first, then the catalogs)."""
+    from envknobs.catalog_release import default_of
+
+    registry = knob_registry()
+    return {n: default_of(engine, n, registry) for n in names}

@@ -95,3 +95,12 @@ def test_recording_a_liveness_knob_as_perf_warns_naming_the_hint(story, ledger):
     r = ledger(*story.args("record", "knob", "decode", "SGLANG_SM120_MMA_TARGET_CTAS=512",
                            "--class", "perf", "--title", "ctas"))
     assert "class hint" not in r.stderr
+
+
+def test_target_show_gives_each_knob_its_release_default(story, ledger):
+    _declare(story, "sglang==0.5.23")
+    d = ledger(*story.args("target", "show", "decode", "--json")).json()
+    assert d["engine"] == "sglang==0.5.23"
+    by_name = {k["knob"]: k for k in d["knobs"]}
+    assert by_name["--disaggregation-mode"]["default"] == "null"  # SGLang's own word
+    assert by_name["--port"]["default"] == 30000
