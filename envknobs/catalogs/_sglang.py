@@ -22,7 +22,10 @@ from envknobs.catalogs._source import annotation_info
 from envknobs.catalogs._source import call_name
 from envknobs.catalogs._source import constant
 from envknobs.catalogs._source import first_doc_line
+from envknobs.catalogs._source import comment_above
 from envknobs.catalogs._source import keyword
+from envknobs.catalogs._source import module_dicts
+from envknobs.catalogs._source import read_module
 from envknobs.catalogs._source import module_aliases
 
 ENV_TYPES = {"EnvBool": "bool", "EnvInt": "int", "EnvFloat": "float", "EnvStr": "str",
@@ -59,21 +62,9 @@ def replacement_in(text: str) -> str | None:
     return m.group(1) if m else None
 
 
-def _comment_above(lines: list[str], lineno: int) -> str:
-    out: list[str] = []
-    i = lineno - 2
-    while i >= 0 and lines[i].strip().startswith("#"):
-        out.insert(0, lines[i].strip().lstrip("#").strip())
-        i -= 1
-    return first_doc_line(" ".join(out))
-
-
 def env_vars(src: EngineSource) -> tuple[list[dict], list[dict]]:
     """(knobs, removed) of ``environ.py``; removed items name ``replacement``/``note``."""
-    text = src.read(ENVIRON)
-    if text is None:
-        raise ValueError(f"{src.path}: no {ENVIRON}")
-    tree, lines = ast.parse(text), text.splitlines()
+    tree, lines = read_module(src, ENVIRON)
     knobs: list[dict] = []
     removed: list[dict] = []
     envs = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Envs")
@@ -86,7 +77,7 @@ def env_vars(src: EngineSource) -> tuple[list[dict], list[dict]]:
         name, kind = node.targets[0].id, ENV_TYPES[cls]
         value = constant(node.value.args[0]) if node.value.args else constant(keyword(node.value, "default"))
         knobs.append({"name": name, "type": kind, "default": typed_default(value, kind),
-                      "doc": _comment_above(lines, node.lineno)})
+                      "doc": comment_above(lines, node.lineno)})
         old = constant(keyword(node.value, "deprecated_name"))
         if isinstance(old, str):
             removed.append({"name": old, "status": "renamed", "replacement": name, "note": ""})
@@ -96,23 +87,16 @@ def env_vars(src: EngineSource) -> tuple[list[dict], list[dict]]:
 
 def _deprecated_table(tree: ast.Module) -> list[dict]:
     out: list[dict] = []
-    for node in tree.body:
-        target = node.target if isinstance(node, ast.AnnAssign) else (
-            node.targets[0] if isinstance(node, ast.Assign) else None)
-        if not (isinstance(target, ast.Name) and target.id == "_DEPRECATED_ENVS"):
+    for _, key, value in module_dicts(tree, "_DEPRECATED_ENVS"):
+        name = constant(key)
+        if not isinstance(name, str) or not isinstance(value, ast.Call):
             continue
-        if not isinstance(node.value, ast.Dict):
-            continue
-        for key, value in zip(node.value.keys, node.value.values):
-            name = constant(key)
-            if not isinstance(name, str) or not isinstance(value, ast.Call):
-                continue
-            repl = constant(keyword(value, "replacement"))
-            note = constant(keyword(value, "note"))
-            note = note if isinstance(note, str) else ""
-            repl = repl if isinstance(repl, str) else replacement_in(note)
-            out.append({"name": name, "status": "deprecated", "replacement": repl,
-                        "note": first_doc_line(note)})
+        repl = constant(keyword(value, "replacement"))
+        note = constant(keyword(value, "note"))
+        note = note if isinstance(note, str) else ""
+        repl = repl if isinstance(repl, str) else replacement_in(note)
+        out.append({"name": name, "status": "deprecated", "replacement": repl,
+                    "note": first_doc_line(note)})
     return out
 
 

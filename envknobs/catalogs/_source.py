@@ -165,3 +165,32 @@ def first_doc_line(text: str | None) -> str:
         return ""
     line = " ".join(text.split())
     return line[:157] + "..." if len(line) > 160 else line
+
+
+def read_module(src: EngineSource, relpath: str) -> tuple[ast.Module, list[str]]:
+    """The parsed module and its lines; ValueError naming the source when it is missing."""
+    text = src.read(relpath)
+    if text is None:
+        raise ValueError(f"{src.path}: no {relpath}")
+    return ast.parse(text, filename=relpath), text.splitlines()
+
+
+def module_dicts(tree: ast.Module, *names: str):
+    """``(name, key, value)`` for each item of the module-level dict literals ``names``."""
+    for node in tree.body:
+        target = node.target if isinstance(node, ast.AnnAssign) else (
+            node.targets[0] if isinstance(node, ast.Assign) else None)
+        name = getattr(target, "id", "")
+        if name in names and isinstance(node.value, ast.Dict):
+            for key, value in zip(node.value.keys, node.value.values):
+                yield name, key, value
+
+
+def comment_above(lines: list[str], lineno: int) -> str:
+    """The ``#`` comment block right above line ``lineno``, as one doc line."""
+    out: list[str] = []
+    i = lineno - 2
+    while i >= 0 and lines[i].strip().startswith("#"):
+        out.insert(0, lines[i].strip().lstrip("#").strip())
+        i -= 1
+    return first_doc_line(" ".join(out))

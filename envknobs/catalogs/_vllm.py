@@ -18,6 +18,7 @@ import ast
 
 from envknobs.catalogs._sglang import add_argument_flags
 from envknobs.catalogs._sglang import dataclass_fields
+from envknobs.catalogs._sglang import replacement_in
 from envknobs.catalogs._sglang import typed_default
 from envknobs.catalogs._source import NOT_CONSTANT
 from envknobs.catalogs._source import EngineSource
@@ -25,7 +26,10 @@ from envknobs.catalogs._source import annotation_info
 from envknobs.catalogs._source import call_name
 from envknobs.catalogs._source import constant
 from envknobs.catalogs._source import first_doc_line
+from envknobs.catalogs._source import comment_above
 from envknobs.catalogs._source import keyword
+from envknobs.catalogs._source import module_dicts
+from envknobs.catalogs._source import read_module
 from envknobs.catalogs._source import module_aliases
 
 ENVS = "vllm/envs.py"
@@ -56,46 +60,24 @@ def _env_type(value: ast.AST) -> tuple[str, object, list[str] | None]:
 
 
 def env_vars(src: EngineSource) -> tuple[list[dict], list[dict]]:
-    text = src.read(ENVS)
-    if text is None:
-        raise ValueError(f"{src.path}: no {ENVS}")
-    tree, lines = ast.parse(text), text.splitlines()
+    tree, lines = read_module(src, ENVS)
     knobs: list[dict] = []
     removed: list[dict] = []
-    for node in tree.body:
-        target = node.target if isinstance(node, ast.AnnAssign) else (
-            node.targets[0] if isinstance(node, ast.Assign) else None)
-        name = getattr(target, "id", "")
-        if name not in ("environment_variables", "removed_environment_variables"):
+    tables = ("environment_variables", "removed_environment_variables")
+    for table, key, value in module_dicts(tree, *tables):
+        env = constant(key)
+        if not isinstance(env, str):
             continue
-        if not isinstance(node.value, ast.Dict):
+        if table == "removed_environment_variables":
+            note = constant(value)
+            note = note if isinstance(note, str) else ""
+            removed.append({"name": env, "status": "removed", "note": first_doc_line(note),
+                            "replacement": replacement_in(note.replace("`", ""))})
             continue
-        for key, value in zip(node.value.keys, node.value.values):
-            env = constant(key)
-            if not isinstance(env, str):
-                continue
-            if name == "removed_environment_variables":
-                note = constant(value)
-                note = note if isinstance(note, str) else ""
-                removed.append({"name": env, "status": "removed", "note": first_doc_line(note),
-                                "replacement": _replacement(note)})
-                continue
-            kind, default, choices = _env_type(value)
-            knobs.append({"name": env, "type": kind, "default": typed_default(default, kind),
-                          "choices": choices, "doc": _comment_above(lines, key.lineno)})
+        kind, default, choices = _env_type(value)
+        knobs.append({"name": env, "type": kind, "default": typed_default(default, kind),
+                      "choices": choices, "doc": comment_above(lines, key.lineno)})
     return knobs, removed
-
-
-def _replacement(note: str) -> str | None:
-    from envknobs.catalogs._sglang import replacement_in
-
-    return replacement_in(note.replace("`", ""))
-
-
-def _comment_above(lines: list[str], lineno: int) -> str:
-    from envknobs.catalogs._sglang import _comment_above as above
-
-    return above(lines, lineno)
 
 
 def _config_fields(src: EngineSource) -> tuple[dict[str, dict[str, tuple[dict, object, dict]]], dict]:
