@@ -12,8 +12,18 @@ FORMATS = ("bash", "dotenv", "k8s", "yaml-map")
 FLAG_ENGINES = ("sglang", "vllm")
 
 
-def value_text(value: str | None, *, quote: bool = False) -> str:
-    """A knob value for a message: ``unset`` for None, else the value (``repr`` if ``quote``)."""
+def value_text(value: str | None, *, quote: bool = False, default: object = None) -> str:
+    """A knob value for a message: ``unset`` for None (``unset (default 256)`` when the
+    engine's default is known), else the value (``repr`` if ``quote``)."""
     if value is None:
-        return UNSET
+        return UNSET if default is None else f"{UNSET} (default {default_text(default)})"
     return repr(value) if quote else value
+
+
+def default_text(default: object) -> str:
+    """A catalog default as the operator would write it (``true``, ``1 2 4``, ``0.9``)."""
+    if isinstance(default, bool):
+        return "true" if default else "false"
+    if isinstance(default, (list, tuple)):
+        return " ".join(default_text(d) for d in default)
+    return str(default)

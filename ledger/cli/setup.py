@@ -16,6 +16,7 @@ from ledger.cli.output import safe
 from ledger.cli.output import table
 from ledger.values import FLAG_ENGINES
 from ledger.values import FORMATS
+from ledger.values import value_text
 
 
 @click.command()
@@ -138,9 +139,10 @@ def print_summary(d: dict) -> None:
     for k in d["knobs"]:
         places = k["places"]
         if k["state"] in ("conditional", "repeated"):
-            value = " | ".join(dict.fromkeys("unset" if p["value"] is None else p["value"] for p in places))
+            value = " | ".join(dict.fromkeys(value_text(p["value"], default=k.get("default"))
+                                             for p in places))
         else:
-            value = "(computed)" if k["computed"] else ("unset" if k["value"] is None else k["value"])
+            value = "(computed)" if k["computed"] else value_text(k["value"], default=k.get("default"))
         lines = ",".join(str(p["line"]) for p in places)
         rows.append([k["knob"], value, k["state"], lines, _where(k)])
     if not rows:

@@ -187,4 +187,25 @@ def check_targets(ws: Workspace, entries: Sequence[Entry]) -> list[Finding]:
         out.append(Finding("target", d.path, d.describe().split(": ", 1)[-1],
                            "record it (`ledger record knob --adopt`), put the file back, or "
                            "pass --force to the next command"))
+    return out + _engine_findings(ws, files)
+
+
+def _engine_findings(ws: Workspace, files: dict) -> list[Finding]:
+    """Each knob and flag of a target that its declared engine release does not take as is."""
+    from envknobs.catalog_release import release_findings
+    from envknobs.registry import KnobError
+
+    out = []
+    for name, tf in sorted(files.items()):
+        spec = tf.target.engine
+        if spec is None:
+            continue
+        try:
+            problems = release_findings(spec, tf.values)
+        except KnobError as e:
+            problems = [str(e)]
+        for problem in problems:
+            out.append(Finding("engine", str(tf.path), f"{name} ({spec}): {problem}",
+                               "change the knob (`ledger record knob`), or the engine declared "
+                               "for the target in ledger.yaml"))
     return out

@@ -11,6 +11,7 @@ from envknobs.flags import is_flag_name
 from envknobs.registry import KnobError
 from envknobs.registry import check_knob_name
 from envknobs.registry import check_knob_value
+from ledger.commands.catalog import class_warnings
 from ledger.commands.catalog import knob_registry
 from ledger.commands.live import LiveOutcome
 from ledger.commands.live import restartable
@@ -71,9 +72,11 @@ def validate_knob(
     if no_validate:
         return []
     from envknobs.catalog import check_assignment
+    from envknobs.catalog_release import checked_for_engine
 
     try:
-        return check_assignment(knob_registry(), knob, value)
+        return checked_for_engine(target.engine if target is not None else None, knob, value,
+                                  lambda: check_assignment(knob_registry(), knob, value))
     except KnobError as e:
         raise InvalidValue(f"{e} (pass --no-validate to record it anyway)") from None
 
@@ -229,6 +232,7 @@ def _check_record_args(s: Session, target: str, knob: str, value: str | None, cl
     if at is not None and adopt:
         raise UsageError("--adopt records a whole knob; it does not take --at/--all")
     warnings = validate_knob(knob, value, no_validate, t)
+    warnings += [] if no_validate else class_warnings(knob, cls)
     if before is not None:
         validate_knob(knob, before, True, t)
     if before_given and not adopt:

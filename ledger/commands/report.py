@@ -19,6 +19,7 @@ from ledger.evidence.view import EvidenceInfo
 from ledger.evidence.view import evidence_for
 from ledger.store import wsgit
 from ledger.store.apply import new_target_bytes
+from ledger.commands.catalog import knob_defaults
 from ledger.store.apply import read_targets
 from ledger.store.apply import unified
 from ledger.store.entries_file import parse_entries
@@ -31,7 +32,9 @@ def entry_row(ws: Workspace, e: Entry, evidence: EvidenceInfo | None = None) -> 
     ev = evidence if evidence is not None else evidence_for(ws, e)
     row = e.to_dict()
     row.pop("history")
-    row.update(display_state=display_state(e), change=change_text(e), evidence=ev.text,
+    default = knob_defaults(ws.config.targets, [e]).get((e.target, e.knob))
+    row.update(display_state=display_state(e), change=change_text(e, default), default=default,
+               evidence=ev.text,
                verdict=ev.verdict, evidence_stale=ev.stale)
     return row
 
@@ -133,10 +136,12 @@ def status(ws: Workspace) -> Status:
     checked = {k: v for k, v in live_of.items() if k not in ambiguous}
     st = Status(drift=planner.find_drift(entries, checked, paths), errors=errors)
     patch_live = _patch_liveness(ws, entries, st.errors)
+    defaults = knob_defaults(ws.config.targets, entries)
     for e in entries:
+        default = defaults.get((e.target, e.knob))
         row = {"id": e.id, "slug": e.slug, "class": e.cls, "kind": e.kind, "title": e.title,
                "state": e.state, "display_state": display_state(e), "suspicion": e.suspicion,
-               "change": change_text(e)}
+               "change": change_text(e, default), "default": default}
         if e.kind == "knob":
             row.update(_knob_row(e, expected, live_of, files))
         else:

@@ -172,8 +172,15 @@ def target_summary(s: Session, name: str, target: Target | None = None) -> dict:
         knobs = [{"knob": k, "flag": False, "state": "static", "value": v, "conditional": False,
                   "repeated": False, "computed": False, "on_launch": False, "absent_on": [],
                   "places": []} for k, v in tf.values.items()]
-        return {**base, "knobs": knobs, "launches": [], "notes": []}
-    return {**base, **tf.summary.to_dict()}
+        d = {**base, "knobs": knobs, "launches": [], "notes": []}
+    else:
+        d = {**base, **tf.summary.to_dict()}
+    from ledger.commands.catalog import name_defaults
+
+    defaults = name_defaults(t.engine, [k["knob"] for k in d["knobs"]])
+    for k in d["knobs"]:
+        k["default"] = defaults[k["knob"]]
+    return {**d, "engine": t.engine}
 
 
 def set_service(s: Session, name: str, changes: dict, dry_run: bool = False) -> Target:

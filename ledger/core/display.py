@@ -32,16 +32,19 @@ def display_state(e: Entry) -> str:
     return "applied (suspected)" if word == "suspected" and e.applied else word
 
 
-def change_text(e: Entry) -> str:
+def change_text(e: Entry, default: object = None) -> str:
     """``KNOB: before -> after`` for a knob entry (``KNOB at lines 25, 29: a | b -> c``
-    when recorded at selected places), ``patch FILES`` for a patch entry."""
+    when recorded at selected places), ``patch FILES`` for a patch entry.  ``default``
+    (the engine's default for the knob) shows as ``unset (default 256)``."""
     if e.kind == "knob" and e.places:
         lines = ", ".join(str(n) for n in e.place_lines)
-        olds = " | ".join(dict.fromkeys(value_text(p.get("before")) for p in e.places.values()))
+        olds = " | ".join(dict.fromkeys(value_text(p.get("before"), default=default)
+                                        for p in e.places.values()))
         where = "line" if len(e.places) == 1 else "lines"
-        return f"{e.knob} at {where} {lines}: {olds} -> {value_text(e.after)}"
+        return f"{e.knob} at {where} {lines}: {olds} -> {value_text(e.after, default=default)}"
     if e.kind == "knob":
-        return f"{e.knob}: {value_text(e.before)} -> {value_text(e.after)}"
+        return (f"{e.knob}: {value_text(e.before, default=default)} -> "
+                f"{value_text(e.after, default=default)}")
     return f"patch {', '.join(e.files)}"
 
 

@@ -335,6 +335,8 @@ class Entry:
         values["history"] = tuple(map(Action.from_dict, get("history") or ()))
         return _built(cls, values)
 
+_ENGINE_SPEC_RE = re.compile(r"(sglang|vllm)==[0-9][A-Za-z0-9.+-]*\Z")
+
 
 @dataclass(frozen=True)
 class Target:
@@ -348,9 +350,16 @@ class Target:
     flags: str | None = None  # yaml-map: the keys are this engine's server flags (--config)
     # the running service behind the file: live probe, restart, health (ledger.core.service)
     service: Service | None = None
+    # the engine release that reads the file, ``sglang==0.5.23``: knobs are checked
+    # against that release's generated catalog (envknobs.catalog_release)
+    engine: str | None = None
 
     def __post_init__(self) -> None:
         check_target_name(self.name)
+        if self.engine is not None and not _ENGINE_SPEC_RE.match(str(self.engine)):
+            raise InvalidValue(
+                f"target {self.name}: engine {self.engine!r}: write it as sglang==X or vllm==X"
+            )
         if self.format not in FORMATS:
             raise InvalidValue(
                 f"target {self.name}: unknown format {self.format!r} (use {', '.join(FORMATS)})"
@@ -371,7 +380,7 @@ class Target:
 
     def to_dict(self) -> dict[str, Any]:
         d = {"path": self.path, "format": self.format}
-        for key in ("container", "key_path", "flags"):
+        for key in ("container", "key_path", "flags", "engine"):
             if getattr(self, key):
                 d[key] = getattr(self, key)
         if self.service is not None:

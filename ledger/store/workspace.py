@@ -209,7 +209,7 @@ def _config_from(data, path: str, line_of) -> Config:
         line = line_of("targets", name)
         if not isinstance(spec, dict) or "path" not in spec or "format" not in spec:
             raise ConfigError(path, f"target {name!r} needs path and format", line)
-        for key in ("path", "format", "container"):
+        for key in ("path", "format", "container", "engine"):
             if spec.get(key) is not None and not isinstance(spec[key], str):
                 raise ConfigError(path, f"target {name!r}: {key} must be a string", line)
         roots_mod.check_spelling(spec["path"], declared, path, line, f"target {name}")
@@ -222,6 +222,7 @@ def _config_from(data, path: str, line_of) -> Config:
                 key_path=spec.get("key_path"),
                 flags=spec.get("flags"),
                 service=parse_service(spec, str(name)),
+                engine=spec.get("engine"),
             )
         except InvalidValue as e:
             raise ConfigError(path, str(e), line) from None

@@ -1,0 +1,223 @@
+"""SGLang's knobs as its sources declare them (read with :mod:`ast`, never imported).
+
+* env vars: the ``Envs`` class of ``sglang/srt/environ.py`` (``NAME = EnvInt(256)``); the
+  ``*WithAlias(..., deprecated_name=OLD)`` fields and the ``_DEPRECATED_ENVS`` table give
+  the renamed / deprecated names and their replacements;
+* server flags: the ``A[T, Arg(...)]`` fields of ``sglang/srt/arg_groups/fields/*.py``
+  (newer releases), the ``ServerArgs`` dataclass fields of ``sglang/srt/server_args.py``
+  (older ones), and every literal ``parser.add_argument("--x", ...)`` call there.
+
+SGLang's own grammar is kept: an ``EnvBool`` is a ``bool`` (``true/1/yes/y``...), an
+``EnvTuple``/``EnvJSON`` a ``str``.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from envknobs.catalogs._source import NOT_CONSTANT
+from envknobs.catalogs._source import EngineSource
+from envknobs.catalogs._source import annotation_info
+from envknobs.catalogs._source import call_name
+from envknobs.catalogs._source import constant
+from envknobs.catalogs._source import first_doc_line
+from envknobs.catalogs._source import comment_above
+from envknobs.catalogs._source import keyword
+from envknobs.catalogs._source import module_dicts
+from envknobs.catalogs._source import read_module
+from envknobs.catalogs._source import module_aliases
+
+ENV_TYPES = {"EnvBool": "bool", "EnvInt": "int", "EnvFloat": "float", "EnvStr": "str",
+             "EnvTuple": "str", "EnvJSON": "str"}
+ENVIRON = "sglang/srt/environ.py"
+SERVER_ARGS = "sglang/srt/server_args.py"
+FIELDS_DIR = "sglang/srt/arg_groups/fields/"
+_REPLACEMENT_RE = re.compile(r"(?:[Uu]se|instead:?|replaced by|Pass)\s+'?(--[a-z0-9][a-z0-9-]*|SGLANG_[A-Z0-9_]+)")
+
+
+def typed_default(value: object, kind: str | None) -> object:
+    """``value`` when it is a plain default of type ``kind``, else None (computed/unset)."""
+    if value is NOT_CONSTANT or value is None or kind is None:
+        return None
+    if isinstance(value, str) and kind in ("int", "float"):  # os.getenv(X, "10000")
+        try:
+            value = int(value) if kind == "int" else float(value)
+        except ValueError:
+            return None
+    if kind == "bool":
+        return value if isinstance(value, bool) else None
+    if kind == "int":
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+    if kind == "float":
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+        return float(value) if ok else None
+    if isinstance(value, (list, tuple)):
+        return None
+    return value if isinstance(value, str) and "\n" not in value and "\x00" not in value else None
+
+
+def replacement_in(text: str) -> str | None:
+    m = _REPLACEMENT_RE.search(text or "")
+    return m.group(1) if m else None
+
+
+def env_vars(src: EngineSource) -> tuple[list[dict], list[dict]]:
+    """(knobs, removed) of ``environ.py``; removed items name ``replacement``/``note``."""
+    tree, lines = read_module(src, ENVIRON)
+    knobs: list[dict] = []
+    removed: list[dict] = []
+    envs = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Envs")
+    for node in envs.body:
+        if not (isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name)):
+            continue
+        cls = call_name(node.value).replace("WithAlias", "")
+        if cls not in ENV_TYPES:
+            continue
+        name, kind = node.targets[0].id, ENV_TYPES[cls]
+        value = constant(node.value.args[0]) if node.value.args else constant(keyword(node.value, "default"))
+        knobs.append({"name": name, "type": kind, "default": typed_default(value, kind),
+                      "doc": comment_above(lines, node.lineno)})
+        old = constant(keyword(node.value, "deprecated_name"))
+        if isinstance(old, str):
+            removed.append({"name": old, "status": "renamed", "replacement": name, "note": ""})
+    removed.extend(_deprecated_table(tree))
+    return knobs, removed
+
+
+def _deprecated_table(tree: ast.Module) -> list[dict]:
+    out: list[dict] = []
+    for _, key, value in module_dicts(tree, "_DEPRECATED_ENVS"):
+        name = constant(key)
+        if not isinstance(name, str) or not isinstance(value, ast.Call):
+            continue
+        repl = constant(keyword(value, "replacement"))
+        note = constant(keyword(value, "note"))
+        note = note if isinstance(note, str) else ""
+        repl = repl if isinstance(repl, str) else replacement_in(note)
+        out.append({"name": name, "status": "deprecated", "replacement": repl,
+                    "note": first_doc_line(note)})
+    return out
+
+
+def _flag(name: str, info: dict, default: object, doc: str, aliases: list[str],
+          negatable: bool = False) -> dict:
+    kind = info["type"]
+    nargs = info["nargs"]
+    value = default
+    if nargs and isinstance(default, (list, tuple)):
+        ok = all(typed_default(v, kind) is not None for v in default) and default
+        value = [typed_default(v, kind) for v in default] if ok else None
+    else:
+        value = typed_default(default, kind)
+    flag = {"name": name, "type": kind, "default": value, "doc": first_doc_line(doc),
+            "aliases": aliases, "negatable": negatable, "nargs": nargs,
+            "choices": info["choices"]}
+    if "deprecated" in (doc or "").lower()[:40]:
+        flag["deprecated"] = replacement_in(doc) or ""
+    return flag
+
+
+def _arg_meta(meta: ast.AST) -> dict:
+    if isinstance(meta, ast.Constant) and isinstance(meta.value, str):
+        return {"help": meta.value}
+    if not (isinstance(meta, ast.Call) and call_name(meta) == "Arg"):
+        return {}
+    out = {k.arg: k.value for k in meta.keywords if k.arg}
+    help_ = constant(out.get("help"))
+    return {**out, "help": help_ if isinstance(help_, str) else ""}
+
+
+def _choices(node: ast.AST | None, aliases: dict) -> list[str] | None:
+    if isinstance(node, ast.Name) and node.id in aliases:
+        node = aliases[node.id]
+    value = constant(node)
+    if isinstance(value, (list, tuple)) and value:
+        return [str(v) for v in value]
+    return None
+
+
+def annotated_fields(src: EngineSource, aliases: dict) -> list[dict]:
+    """Flags of the ``A[T, Arg(...)] = default`` fields (newer SGLang)."""
+    flags: list[dict] = []
+    for rel in [n for n in src.names() if n.startswith(FIELDS_DIR) and n.endswith(".py")]:
+        tree = src.parse(rel)
+        for cls in [n for n in tree.body if isinstance(n, ast.ClassDef)]:
+            for node in cls.body:
+                ann = getattr(node, "annotation", None)
+                if not (isinstance(node, ast.AnnAssign) and isinstance(ann, ast.Subscript)
+                        and getattr(ann.value, "id", "") in ("A", "Annotated")
+                        and isinstance(ann.slice, ast.Tuple)):
+                    continue
+                meta = _arg_meta(ann.slice.elts[1])
+                if not meta or constant(meta.get("no_cli")) is True:
+                    continue
+                info = annotation_info(ann.slice.elts[0], aliases)
+                info["choices"] = _choices(meta.get("choices"), aliases) or info["choices"]
+                if meta.get("nargs") is not None:
+                    info["nargs"] = constant(meta["nargs"]) if constant(meta["nargs"]) in ("+", "*") else None
+                if meta.get("type_parser") is not None and info["nargs"] is None:
+                    info["type"] = info["type"] if info["type"] != "bool" else None
+                cli = constant(meta.get("cli_name"))
+                name = cli if isinstance(cli, str) else "--" + node.target.id.replace("_", "-")
+                given = constant(meta.get("aliases"))
+                alias_list = [a for a in given if isinstance(a, str)] if isinstance(given, list) else []
+                negatable = "BooleanOptional" in ast.dump(meta.get("action") or ast.Pass())
+                flags.append(_flag(name, info, constant(node.value), meta["help"],
+                                   alias_list, negatable))
+    return flags
+
+
+def add_argument_flags(tree: ast.Module, fields: dict[str, tuple[dict, object]], aliases: dict) -> list[dict]:
+    """Flags of the literal ``add_argument("--x", ...)`` calls; types/defaults from ``fields``."""
+    flags: list[dict] = []
+    for call in [n for n in ast.walk(tree) if call_name(n) == "add_argument"]:
+        names = [constant(a) for a in call.args]
+        names = [n for n in names if isinstance(n, str) and n.startswith("-")]
+        longs = [n for n in names if n.startswith("--")]
+        if not longs:
+            continue
+        dest = constant(keyword(call, "dest"))
+        dest = dest if isinstance(dest, str) else longs[0][2:].replace("-", "_")
+        info, default = fields.get(dest, ({"type": None, "choices": None, "nargs": None}, NOT_CONSTANT))
+        info = dict(info)
+        action = constant(keyword(call, "action"))
+        action_dump = ast.dump(keyword(call, "action") or ast.Pass())
+        if action in ("store_true", "store_false") or "BooleanOptional" in action_dump:
+            info["type"] = "bool"
+        kind = getattr(keyword(call, "type"), "id", None)
+        if kind in ("int", "float", "str"):
+            info["type"] = kind
+        info["choices"] = _choices(keyword(call, "choices"), aliases) or info["choices"]
+        nargs = constant(keyword(call, "nargs"))
+        info["nargs"] = nargs if nargs in ("+", "*") else info["nargs"]
+        given = constant(keyword(call, "default"))
+        default = given if keyword(call, "default") is not None else default
+        if action == "store_true" and default is NOT_CONSTANT:
+            default = False
+        help_ = constant(keyword(call, "help"))
+        flags.append(_flag(longs[0], info, default, help_ if isinstance(help_, str) else "",
+                           [n for n in names if n != longs[0]], "BooleanOptional" in action_dump))
+    return flags
+
+
+def dataclass_fields(tree: ast.Module, aliases: dict, cls_name: str) -> dict[str, tuple[dict, object]]:
+    out: dict[str, tuple[dict, object]] = {}
+    for cls in [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == cls_name]:
+        for node in cls.body:
+            if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+                out[node.target.id] = (annotation_info(node.annotation, aliases), constant(node.value))
+    return out
+
+
+def server_flags(src: EngineSource) -> list[dict]:
+    """Every server flag of this SGLang release (a flag named twice keeps its first place)."""
+    trees = [src.parse(n) for n in src.names()
+             if (n.startswith(FIELDS_DIR) or n == SERVER_ARGS or n.endswith("arg_groups/choices.py"))]
+    trees = [t for t in trees if t is not None]
+    aliases = module_aliases(*trees)
+    flags = annotated_fields(src, aliases)
+    tree = src.parse(SERVER_ARGS)
+    if tree is not None:
+        flags += add_argument_flags(tree, dataclass_fields(tree, aliases, "ServerArgs"), aliases)
+    return flags

@@ -1,0 +1,106 @@
+"""A target that names its engine release is checked against that release's catalog."""
+
+from __future__ import annotations
+
+import subprocess
+
+
+def _declare(story, spec: str) -> None:
+    config = story.root / "ledger.yaml"
+    text = config.read_text()
+    assert "    format: bash\n" in text
+    config.write_text(text.replace("    format: bash\n", f"    format: bash\n    engine: {spec}\n", 1))
+    subprocess.run(["git", "-C", str(story.root), "commit", "-qam", "engine"], check=True)
+
+
+def test_record_of_a_removed_vllm_knob_warns_with_its_replacement(story, ledger):
+    _declare(story, "vllm==0.34.0")
+    r = ledger(*story.args("record", "knob", "decode", "VLLM_ATTENTION_BACKEND=FLASH_ATTN",
+                           "--class", "perf", "--title", "attention backend"))
+    assert r.exit_code == 0, r.stderr
+    assert "VLLM_ATTENTION_BACKEND: removed in vLLM 0.34.0 (use --attention-backend)" in r.stderr
+    assert "VLLM_ATTENTION_BACKEND=FLASH_ATTN" in story.script.read_text()  # still recordable
+
+
+def test_release_grammar_refuses_and_no_validate_records(story, ledger):
+    _declare(story, "vllm==0.34.0")
+    args = ("record", "knob", "decode", "VLLM_BATCH_INVARIANT=yes", "--class", "perf",
+            "--title", "batch invariant")
+    r = ledger(*story.args(*args))
+    assert r.exit_code == 1 and "as vLLM 0.34.0 reads it" in r.stderr
+    assert "VLLM_BATCH_INVARIANT" not in story.script.read_text()
+    assert ledger(*story.args(*args, "--no-validate")).exit_code == 0
+
+
+def test_sglang_release_knows_what_the_hand_catalog_does_not(story, ledger):
+    _declare(story, "sglang==0.5.23")
+    r = ledger(*story.args("record", "knob", "decode", "SGLANG_ENABLE_JIT_DEEPGEMM=0",
+                           "--class", "perf", "--title", "no jit deepgemm"))
+    assert r.exit_code == 0 and "unknown" not in r.stderr, r.stderr
+
+
+def test_a_bad_engine_spec_is_refused_naming_the_file(story, ledger):
+    config = story.root / "ledger.yaml"
+    config.write_text(config.read_text().replace("    format: bash\n", "    format: bash\n    engine: sglang-0.5\n", 1))
+    r = ledger(*story.args("list"))
+    assert r.exit_code == 1 and "ledger.yaml" in r.stderr and "sglang==X" in r.stderr
+
+
+def test_status_list_and_show_print_the_default_of_an_unset_knob(story, ledger):
+    _declare(story, "vllm==0.34.0")
+    r = ledger(*story.args("record", "knob", "decode", "VLLM_RPC_TIMEOUT=20000",
+                           "--class", "bugfix", "--title", "longer rpc timeout"))
+    assert r.exit_code == 0, r.stderr
+    assert "VLLM_RPC_TIMEOUT: unset (default 10000) -> " in ledger(*story.args("status")).stdout
+    assert "unset (default 10000)" in ledger(*story.args("list")).stdout
+    (row,) = ledger(*story.args("status", "--json")).json()["entries"]
+    assert row["default"] == 10000
+    assert row["change"] == "VLLM_RPC_TIMEOUT: unset (default 10000) -> 20000"
+    (entry,) = ledger(*story.args("list", "--json")).json()
+    assert ledger(*story.args("show", entry["id"], "--json")).json()["default"] == 10000
+
+
+def test_without_an_engine_the_bundled_catalogs_give_the_default(story, ledger):
+    r = ledger(*story.args("record", "knob", "decode", "SGLANG_ENABLE_JIT_DEEPGEMM=0",
+                           "--class", "perf", "--title", "x"))
+    assert r.exit_code == 0
+    (row,) = ledger(*story.args("status", "--json")).json()["entries"]
+    assert "default" in row  # None where no bundled catalog declares the knob
+
+
+def test_doctor_lists_every_knob_the_declared_release_does_not_take(story, ledger):
+    text = story.script.read_text().replace(
+        "export SGLANG_DISAGGREGATION_QUEUE_SIZE=4\n",
+        "export VLLM_ATTENTION_BACKEND=FLASH_ATTN\nexport VLLM_USE_V1=1\nexport VLLM_BATCH_INVARIANT=yes\n")
+    story.script.write_text(text)
+    _declare(story, "vllm==0.34.0")
+    r = ledger(*story.args("doctor", "--json"))
+    problems = [f["problem"] for f in r.json()["findings"] if f["check"] == "engine"]
+    assert any("VLLM_ATTENTION_BACKEND: removed in vLLM 0.34.0 (use --attention-backend)" in p
+               for p in problems), problems
+    assert any("VLLM_USE_V1: removed" in p for p in problems)
+    assert any("VLLM_BATCH_INVARIANT='yes'" in p for p in problems)
+    assert not any("MODEL" in p for p in problems)  # a script variable no engine reads
+
+
+def test_recording_a_liveness_knob_as_perf_warns_naming_the_hint(story, ledger):
+    r = ledger(*story.args("record", "knob", "decode", "SGLANG_DISAGGREGATION_BOOTSTRAP_TIMEOUT=600",
+                           "--class", "perf", "--title", "longer bootstrap"))
+    assert r.exit_code == 0, r.stderr
+    assert "SGLANG_DISAGGREGATION_BOOTSTRAP_TIMEOUT is a liveness knob" in r.stderr
+    assert "revert --perf-only" in r.stderr
+    r = ledger(*story.args("record", "knob", "decode", "SGLANG_DISAGGREGATION_QUEUE_SIZE=8",
+                           "--class", "bugfix", "--title", "more queues"))
+    assert "usually perf (catalog class hint), recorded as bugfix" in r.stderr
+    r = ledger(*story.args("record", "knob", "decode", "SGLANG_SM120_MMA_TARGET_CTAS=512",
+                           "--class", "perf", "--title", "ctas"))
+    assert "class hint" not in r.stderr
+
+
+def test_target_show_gives_each_knob_its_release_default(story, ledger):
+    _declare(story, "sglang==0.5.23")
+    d = ledger(*story.args("target", "show", "decode", "--json")).json()
+    assert d["engine"] == "sglang==0.5.23"
+    by_name = {k["knob"]: k for k in d["knobs"]}
+    assert by_name["--disaggregation-mode"]["default"] == "null"  # SGLang's own word
+    assert by_name["--port"]["default"] == 30000
