@@ -167,13 +167,23 @@ def evidence() -> None:
 @click.option("--rate", metavar="R", help="Request rate (req/s, or inf) of results that say "
               "no load point.")
 @click.option("--metric", default=PRIMARY_METRIC, show_default=True)
+@click.option("--workload", "workload", multiple=True, metavar="KEY=VALUE",
+              help="Keep only the results with this value of a key of the file (e.g. "
+              "dataset_name=random), for a file that holds several workloads; repeatable.")
+@click.option("--allow-mismatch", "allow_mismatch", multiple=True, metavar="FIELD",
+              help="Compare A and B although they differ in this workload field (tool, "
+              "backend, dataset, input_len, output_len, model, …); repeatable.")
 @json_option
 @dry_run_option
 @click.pass_context
-def evidence_add(ctx, ref, files, side, concurrency, rate, metric, json_out, dry_run) -> None:
+def evidence_add(ctx, ref, files, side, concurrency, rate, metric, workload, allow_mismatch,
+                 json_out, dry_run) -> None:
     """Import bench results (engine JSON, sglang bench_serving JSONL, vLLM --save-result).
 
-    A result's load point is its max_concurrency when set, else its request_rate.
+    A result's load point is its max_concurrency when set, else its request_rate (and a
+    sweep of rates under one max_concurrency cap is a rate sweep).  Results are repeats
+    only when they measured one workload: tool, backend, dataset, input/output lengths,
+    num_prompts, model and the other load parameter; A and B must match too.
     """
     from ledger.commands.evidence import add_evidence
     from ledger.commands.evidence import check_evidence_files
@@ -181,14 +191,15 @@ def evidence_add(ctx, ref, files, side, concurrency, rate, metric, json_out, dry
     s = ctx.find_object(State).session(ctx)
     rate_value = _rate(rate)
     if dry_run:
-        found = check_evidence_files(s.ws, ref, files, concurrency, rate_value)
+        found = check_evidence_files(s.ws, ref, files, concurrency, rate_value, workload)
         if wants_json(ctx, json_out):
             return emit_json(found)
         for f in found["files"]:
             click.echo(f"would import {safe(f['path'])} as side {side}: {f['shape']} results, "
                        f"{f['rows']} row(s) at {_points_phrase(f)}")
         return None
-    summary = add_evidence(s, ref, files, side, concurrency, metric, rate=rate_value)
+    summary = add_evidence(s, ref, files, side, concurrency, metric, rate=rate_value,
+                           workload=workload, allow_mismatch=allow_mismatch)
     if wants_json(ctx, json_out):
         return emit_json(summary)
     click.echo(f"imported {len(files)} file(s) as side {side}: {safe(summary.get('headline'))}")

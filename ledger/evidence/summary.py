@@ -3,7 +3,8 @@
 Pure (no files).  The schema is the contract with the render engineer and the CLI::
 
     entry, run_id, source (ab|import), metric, higher_is_better, verdict, outputs,
-    engine_commit, context {KNOB: value}, started, finished, headline, load,
+    warnings, engine_commit, context {KNOB: value}, started, finished, headline, load,
+    workload {tool, backend, dataset, input_len, …} (absent in older files),
     by_concurrency: [{concurrency, n_a, n_b, metrics: {name: {median_a, median_b,
         delta_pct, ci_low_pct, ci_high_pct, p_value, p_adjusted, verdict,
         higher_is_better, n_a, n_b}}}]
@@ -80,8 +81,12 @@ def build_summary(
     context: Mapping[str, str | None] | None,
     started: str,
     finished: str,
+    workload: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The summary.yaml mapping (fixed key order) for an :func:`stats.analyze` result."""
+    """The summary.yaml mapping (fixed key order) for an :func:`stats.analyze` result.
+
+    ``workload``: what was measured (see :mod:`ledger.evidence.workload`), kept when given.
+    """
     if source not in SOURCES:
         raise ValueError(f"source must be one of {SOURCES}, got {source!r}")
     return {
@@ -103,6 +108,7 @@ def build_summary(
         # From the unrounded analysis, so the headline never shows a double rounding.
         "headline": format_headline(analysis),
         "load": analysis.get("load", CONCURRENCY),
+        **({"workload": dict(workload)} if workload else {}),
         "by_concurrency": [
             {
                 **of_row(block).to_row(),
