@@ -128,6 +128,9 @@ def _print_summary_table(summary: dict) -> None:
     from ledger.evidence.load import of_row
 
     metric = summary.get("metric", "output_throughput")
+    from ledger.evidence.stats import VERDICT_RULE
+    from ledger.evidence.stats import neutral_reason
+
     rows = []
     for c in summary.get("by_concurrency") or []:
         m = (c.get("metrics") or {}).get(metric)
@@ -135,17 +138,33 @@ def _print_summary_table(summary: dict) -> None:
             continue
         low, high = m.get("ci_low_pct"), m.get("ci_high_pct")
         ci = "—" if low is None or high is None else f"{low:+.1f}..{high:+.1f}%"
+        why = neutral_reason(m, summary.get("warnings") or ())
         rows.append([of_row(c).label, _num(m.get("median_a"), ".2f"),
                      _num(m.get("median_b"), ".2f"), _num(m.get("delta_pct"), "+.1f", "%"), ci,
-                     _num(m.get("p_value"), ".3f"), f"{c.get('n_a')}/{c.get('n_b')}",
-                     m.get("verdict", "")])
+                     _num(m.get("p_adjusted", m.get("p_value")), ".3f"),
+                     f"{c.get('n_a')}/{c.get('n_b')}",
+                     m.get("verdict", "") + (f" ({why})" if why else "")])
     if rows:
         click.echo(f"{metric}:")
         load = "RATE" if summary.get("load") == "rate" else "CONC"
-        click.echo(table(rows, [load, "MEDIAN A", "MEDIAN B", "DELTA", "95% CI", "P", "N",
-                                "VERDICT"]))
+        click.echo(table(rows, [load, "MEDIAN A", "MEDIAN B", "DELTA", "95% CI", "P (HOLM)",
+                                "N", "VERDICT"]))
+    workload = summary.get("workload") or {}
+    if workload:
+        click.echo("workload: " + safe(", ".join(f"{k} {_said(v)}" for k, v in workload.items()
+                                                 if v is not None)))
     click.echo(f"verdict {summary.get('verdict')}; outputs {summary.get('outputs')}")
+    click.echo(f"rule: {VERDICT_RULE}")
     _warn(summary.get("warnings") or [])
+
+
+def _said(value) -> str:
+    """A workload value; ``A x / B y`` where A and B were allowed to differ."""
+    from ledger.evidence.workload import show
+
+    if isinstance(value, dict) and set(value) == {"A", "B"}:
+        return f"A {show(value['A'])} / B {show(value['B'])}"
+    return show(value)
 
 
 def _warn(warnings: list[str]) -> None:
@@ -218,8 +237,9 @@ def evidence_show(ctx, ref, json_out) -> None:
     if wants_json(ctx, json_out):
         return emit_json(d)
     click.echo(f"{d['entry']}  {safe(d['title'])}")
-    click.echo(f"  {safe(d['headline'])}" + ("  [stale: recorded at another engine commit or "
-                                              "with other knob values]" if d["stale"] else ""))
+    why = "; ".join(d.get("stale_why") or []) or "recorded at another engine commit or with " \
+        "other knob values"
+    click.echo(f"  {safe(d['headline'])}" + (f"  [stale: {safe(why)}]" if d["stale"] else ""))
     if not d["runs"]:
         return
     latest = d["runs"][-1]

@@ -271,7 +271,7 @@ def show_evidence(ws: Workspace, ref: str) -> dict:
     e = ws.resolve(ref)
     info = evidence_for(ws, e)
     return {"entry": e.id, "title": e.title, "headline": info.headline, "stale": info.stale,
-            "runs": load_summaries(ws.root, e.id)}
+            "stale_why": list(info.stale_why), "runs": load_summaries(ws.root, e.id)}
 
 
 def _commit_evidence(ws: Workspace, e: Entry, message: str) -> None:
