@@ -70,9 +70,12 @@ SHAPES: dict[str, frozenset[str]] = {
         {"output_throughput", "median_ttft_ms", "median_itl_ms", "completed", "duration",
          "total_output_tokens_retokenized"}
     ),
+    # Flattened by ledger.evidence.tools from the tool's own layout.
+    "aiperf": frozenset({"aiperf_version", "output_throughput", "request_throughput"}),
 }
 # The keys that tell the shapes apart when the core keys are all there (in this order).
 MARKERS = {
+    "aiperf": "aiperf_version",
     "engine": "output_digest",
     "vllm": "total_token_throughput",
     "sglang": "input_throughput",
@@ -233,14 +236,27 @@ class Parsed:
     origin: dict[str, Any] = field(default_factory=dict)
 
 
+def nearest_format(obj: Mapping[str, Any], shapes: tuple[str, ...] = tuple(SHAPES)) -> str:
+    """``nearest known format: vllm (lacks total_token_throughput)``: the shape whose keys
+    the object has most of, and what it lacks of them."""
+    def share(name: str) -> float:
+        return len(SHAPES[name] & obj.keys()) / len(SHAPES[name])
+
+    best = max(shapes, key=share)
+    if share(best) == 0:
+        return f"nearest known format: none shares a key ({', '.join(shapes)} are known)"
+    lacks = ", ".join(sorted(SHAPES[best] - obj.keys()))
+    return f"nearest known format: {best} (lacks {lacks})"
+
+
 def _shape_of(here: str, obj: Mapping[str, Any], shapes: tuple[str, ...]) -> str:
     found = detect_shape(obj)
     if found is None or found not in shapes:
         expected = "; ".join(f"{s}: {', '.join(sorted(SHAPES[s]))}" for s in shapes)
         raise ImportFormatError(
             here,
-            "unknown result shape; expected the keys of one of "
-            f"[{expected}]; found: {', '.join(sorted(obj)) or 'no keys'}",
+            f"unknown result shape, {nearest_format(obj, shapes)}; expected the keys of "
+            f"one of [{expected}]; found: {', '.join(sorted(obj)) or 'no keys'}",
         )
     return found
 
@@ -328,6 +344,18 @@ def _one_workload(located, keys, shape: str, where: str) -> dict[str, Any]:
     )
 
 
+def origin_of(obj: Mapping[str, Any], shape: str) -> dict[str, Any]:
+    """What a result says of where and how it was measured: the tool's version, the date,
+    the command and the host, where the file has them (else nothing)."""
+    if isinstance(obj.get("origin"), Mapping):
+        found = dict(obj["origin"])
+    else:
+        info = obj.get("server_info") if isinstance(obj.get("server_info"), Mapping) else {}
+        found = {"tool": shape, "version": info.get("version"), "date": obj.get("date"),
+                 "host": obj.get("host") or obj.get("hostname")}
+    return {k: v for k, v in found.items() if isinstance(v, (str, int, float)) and v != ""}
+
+
 def parse_results(
     located: Sequence[tuple[str, Mapping[str, Any]]],
     where: str,
@@ -363,7 +391,7 @@ def parse_results(
         row = _metrics(obj, shape)
         row.update(load_point(obj, here, concurrency, rate, axis).to_row())
         rows.append(row)
-    return Parsed(shape, rows, workload)
+    return Parsed(shape, rows, workload, origin_of(located[0][1], shape))
 
 
 def rows_from_objects(
@@ -389,9 +417,34 @@ def read_result_file(
 ) -> Parsed:
     """Detect the shape of a bench result file and parse it (see :func:`parse_results`)."""
     path = Path(path)
-    where = str(path)
-    return parse_results(parse_located(read_text(path), where), where, concurrency, rate,
+    return parse_results(located_file(path), str(path), concurrency, rate,
                          select=select, rate_cap=rate_cap)
+
+
+def located_file(path: Path) -> list[tuple[str, dict[str, Any]]]:
+    """``(place, flat result)`` for each result in ``path``: JSON or JSON lines, an AIPerf
+    CSV, or an AIPerf artifact directory (its summary, with the digest of its outputs)."""
+    from ledger.evidence import tools
+
+    path = Path(path)
+    if path.is_dir():
+        summary = path / tools.AIPERF_SUMMARY
+        if not summary.is_file():
+            raise ImportFormatError(str(path), f"a directory, and no {tools.AIPERF_SUMMARY} "
+                                    "in it (an AIPerf artifact directory): give a result file")
+        located = located_file(summary)
+        digest = tools.outputs_digest(path / tools.AIPERF_OUTPUTS)
+        if digest:
+            for _, obj in located:
+                obj["output_digest"] = digest
+        return located
+    where = str(path)
+    text = read_text(path)
+    doc = tools.aiperf_csv_document(text)
+    if doc is not None:
+        return [(where, tools.aiperf_result(doc))]
+    return [(here, tools.aiperf_result(obj) if tools.is_aiperf(obj) else obj)
+            for here, obj in parse_located(text, where)]
 
 
 def read_result_files(
@@ -404,7 +457,7 @@ def read_result_files(
 ) -> list[Parsed]:
     """Parse result files imported together: one sweep axis for all of them (files of one
     rate each, under one ``--max-concurrency`` cap, are a rate sweep together)."""
-    located = [(str(p), parse_located(read_text(Path(p)), str(p))) for p in paths]
+    located = [(str(p), located_file(Path(p))) for p in paths]
     chosen = [obj for _, objs in located for obj in objs if not select or matches(obj[1], select)]
     axis = choose_axis(chosen, concurrency, rate, rate_cap) if chosen else None
     return [parse_results(objs, where, concurrency, rate, select=select, axis=axis)

@@ -48,6 +48,11 @@ SOURCES: dict[str, tuple[str, dict[str, str]]] = {
     "sglang": ("sglang bench_serving", _SGLANG),
     "sglang-old": ("sglang bench_serving", _SGLANG),
     "vllm": ("vllm bench serve", _VLLM),
+    "aiperf": ("aiperf", {**{n: f"workload.{n}" for n in ("backend", "dataset", "input_len",
+                                                          "output_len", "num_prompts",
+                                                          "model")},
+                          "max_concurrency": "max_concurrency",
+                          "request_rate": "request_rate"}),
 }
 # Datasets whose lengths come from random_input_len / random_output_len / random_range_ratio.
 RANDOM_DATASETS = ("random", "random-ids", "image", "random-image", "generated-shared-prefix")
@@ -179,16 +184,15 @@ def compare_sides(
     """The fields in which side A's and B's workload keys differ, as ``{field: {A, B}}``,
     leaving out the fields in ``allow``.  What is not known is no proof of a difference:
     no key on a side (evidence stored before keys were kept) differs in nothing, and a
-    field one side does not say (vLLM's files name no dataset) is not compared.  The
-    fields a tool always says (``tool``, the load parameter) are compared all the same."""
+    field one side does not say (vLLM's files name no dataset) is not compared; ``tool``
+    is always said."""
     if not a or not b:
         return {}
     allowed = set(allow)
     names = [n for n in FIELDS if (n in a or n in b) and n not in allowed]
-    always = {"tool", *LOAD_FIELDS.values()}
     return {n: {"A": a.get(n), "B": b.get(n)} for n in names
             if _hashable(a.get(n)) != _hashable(b.get(n))
-            and (n in always or (a.get(n) is not None and b.get(n) is not None))}
+            and (n == "tool" or (a.get(n) is not None and b.get(n) is not None))}
 
 
 def check_allow(allow: Iterable[str]) -> list[str]:
