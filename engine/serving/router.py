@@ -2,9 +2,12 @@
 ``bootstrap_room`` id (the flow is described in engine.serving.worker) and answers with the
 decode side's result.
 
-Both client APIs go through it: SGLang's ``/generate`` and OpenAI's ``/v1/completions``,
-each whole or streamed.  The prefill worker always gets the engine's flat ``/generate``
-body (it only computes the prompt's KV and first token); the decode worker gets the
+Both client APIs go through it: SGLang's ``/generate`` and OpenAI's ``/v1/completions``
+and ``/v1/chat/completions``, each whole or streamed.  The prefill worker always gets the
+engine's flat ``/generate`` body (it only computes the prompt's KV and first token; a chat
+request's ``messages`` go in it as they are, and each worker renders them through its own
+chat template: the two serve the same checkpoint, and a prompt whose length differs between
+them is refused when the KV lands); the decode worker gets the
 client's own body and path, so the answer, whole or as events, is in the client's shape,
 and the router forwards it (for a whole ``/generate`` it adds ``meta.ttft_ms`` and
 ``meta.e2e_ms`` as timed here).  ``/server_info`` answers with the router's own start-up
@@ -29,6 +32,7 @@ from engine.serving.http import get
 from engine.serving.http import post
 from engine.serving.http import stream_post
 from engine.serving.openai_api import error_body
+from engine.serving.openai_api import parse_chat
 from engine.serving.openai_api import parse_completion
 from engine.serving.requests import GenerateRequest
 from engine.serving.requests import parse_generate
@@ -36,6 +40,7 @@ from engine.serving.requests import parse_generate
 ROUTES: dict[str, Callable[[dict[str, Any]], GenerateRequest]] = {
     "/generate": parse_generate,
     "/v1/completions": lambda body: parse_completion(body).gen,
+    "/v1/chat/completions": lambda body: parse_chat(body).gen,
 }
 
 
