@@ -138,7 +138,10 @@ def server_flags(src: EngineSource) -> list[dict]:
             engine_fields[node.target.id] = (info if info["type"] else mine, default)
             bounds[node.target.id] = field_bounds
     flags = add_argument_flags(tree, _by_subscript(tree, engine_fields), aliases)
+    spread = _spread_kwargs_flags(tree)
     for flag in flags:
+        if flag["name"] in spread and flag["type"] == "bool" and flag["nargs"] is None:
+            flag["negatable"] = True  # get_kwargs: a bool field is a BooleanOptionalAction
         b = bounds.get(flag["name"][2:].replace("-", "_"), {})
         if flag["type"] in ("int", "float"):
             flag["min"] = b.get("ge", b.get("gt"))
@@ -242,6 +245,17 @@ def _read_overrides(fn: ast.FunctionDef, out: dict[str, dict[str, object]]) -> N
                 over["one_value"] = True
             elif isinstance(node, ast.Assign) and key == "default":
                 over["default"] = constant(node.value)
+
+
+def _spread_kwargs_flags(tree: ast.Module) -> set[str]:
+    """The flags whose ``add_argument`` call spreads ``**kwargs["field"]`` (vLLM's ``get_kwargs``)."""
+    out: set[str] = set()
+    for call in [n for n in ast.walk(tree) if call_name(n) == "add_argument"]:
+        longs = [c for c in map(constant, call.args) if isinstance(c, str) and c.startswith("--")]
+        spreads = [kw.value for kw in call.keywords if kw.arg is None]  # also **{**kw["x"], ...}
+        if longs and any(isinstance(n, ast.Subscript) for v in spreads for n in ast.walk(v)):
+            out.add(longs[0])
+    return out
 
 
 def _by_subscript(tree: ast.Module, fields: dict) -> dict:

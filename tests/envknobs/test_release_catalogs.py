@@ -59,6 +59,8 @@ def test_generator_reads_vllms_frontend_flags():
     assert flags["--api-key"]["doc"].startswith("If provided, the server will require")
     assert flags["--api-server-count"]["aliases"] == ["-asc"]
     assert flags["--headless"]["default"] is False
+    assert flags["--enable-prefix-caching"]["negatable"] is True  # **cache_kwargs: --no-x too
+    assert flags["--enforce-eager"]["negatable"] is False  # a literal store_true
     assert "--not-a-serve-flag" not in flags  # another function's parser
 
 
@@ -69,6 +71,9 @@ def test_committed_vllm_release_knows_its_frontend_flags():
         assert release_warnings("vllm==0.34.0", flag, "x" if flag != "--api-server-count" else "2") == []
     with pytest.raises(KnobError, match="not a valid int"):
         release_warnings("vllm==0.34.0", "--port", "http")
+    _, flags, _ = load_release("vllm", "0.34.0")
+    assert flags.get("--enable-prefix-caching").negatable  # `**{**cache_kwargs[...], ...}`
+    assert flags.get("--enable-log-deltas").negatable and not flags.get("--headless").negatable
     text = (Path(__file__).parents[2] / "envknobs" / "catalogs" / "releases" / "vllm-0.34.0.yaml").read_text()
     assert text.count('\n  - name: "--') >= 320  # 260 engine flags + 67 frontend ones
 
