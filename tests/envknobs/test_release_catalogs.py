@@ -74,6 +74,8 @@ def test_committed_vllm_release_knows_its_frontend_flags():
     _, flags, _ = load_release("vllm", "0.34.0")
     assert flags.get("--enable-prefix-caching").negatable  # `**{**cache_kwargs[...], ...}`
     assert flags.get("--enable-log-deltas").negatable and not flags.get("--headless").negatable
+    assert release_warnings("vllm==0.34.0", "--no-enable-prefix-caching", None) == []
+    assert "unknown to vLLM 0.34.0" in release_warnings("vllm==0.34.0", "--no-headless", None)[0]
     text = (Path(__file__).parents[2] / "envknobs" / "catalogs" / "releases" / "vllm-0.34.0.yaml").read_text()
     assert text.count('\n  - name: "--') >= 320  # 260 engine flags + 67 frontend ones
 
