@@ -129,7 +129,8 @@ def test_chat_streams_deltas_with_role_first_and_usage_last(served):
         stream=True, stream_options={"include_usage": True},
         extra_body={"ignore_eos": True}))
     content = [ch for ch in chunks if ch.choices]
-    assert len(content) >= 2 and all(ch.object == "chat.completion.chunk" for ch in chunks)
+    # A loaded machine may coalesce several steps' tokens into one chunk: at least one.
+    assert content and all(ch.object == "chat.completion.chunk" for ch in chunks)
     assert content[0].choices[0].delta.role == "assistant"
     assert all(ch.choices[0].delta.role is None for ch in content[1:])
     assert content[-1].choices[0].finish_reason == "length"
