@@ -135,10 +135,16 @@ def test_a_whole_line_assignment_goes_with_its_line():
     (SGLANG_UNIT, "HF_HOME", "/x", "line 12: HF_HOME holds a specifier"),
     ("[Service]\nEnvironment=A=1\nUnsetEnvironment=A\nExecStart=/usr/bin/vllm serve m\n",
      "A", "2", "line 3: UnsetEnvironment= removes A"),
+    ("[Service]\nEnvironment=VLLM_X=2\nExecStart=/usr/bin/env VLLM_X=1 vllm serve m\n",
+     "VLLM_X", "3", "line 3: ExecStart= sets VLLM_X=1 on its command"),
+    ("[Service]\nEnvironmentFile=/etc/v.env\nExecStart=/usr/bin/vllm serve m --port 1 $OPTS\n",
+     "--port", "2", "line 3: ExecStart= passes $OPTS after --port"),
+    ("[Service]\nExecStart=/usr/bin/vllm serve m --port 1 ${OPTS}\n",
+     "--port", None, "line 2: ExecStart= passes ${OPTS} after --port"),
 ])
 def test_edits_that_would_take_no_effect_are_refused_naming_the_line(text, knob, value, says):
     with pytest.raises(FormatError) as e:
-        FMT.set(text, knob, value)
+        FMT.set(text, knob, value) if value is not None else FMT.unset(text, knob)
     assert says in str(e.value)
 
 
@@ -174,3 +180,12 @@ def test_a_file_without_a_service_section_is_refused():
 def test_the_script_unit_names_its_unrecognised_launch():
     notes = FMT.summary(SCRIPT_UNIT).notes
     assert any("line 7" in n and "does not recognise" in n for n in notes)
+
+
+@needs_systemd
+def test_a_flag_added_after_a_computed_word_goes_last_and_wins(tmp_path):
+    text = "[Service]\nEnvironment=OPTS=--port=1\nExecStart=/usr/bin/vllm serve m $OPTS\n"
+    out = FMT.set(text, "--port", "2")
+    assert out == text.replace("$OPTS\n", "$OPTS --port 2\n")
+    # systemd-analyze shows the unexpanded $OPTS (expanded at start): --port 2 is last
+    assert systemd_reads(out, tmp_path).commands[0][-3:] == ["$OPTS", "--port", "2"]

@@ -18,11 +18,14 @@ Writing, each edit re-read and verified, bytes outside the change untouched:
   words are quoted so) after the last ``Environment=`` line, else before
   ``ExecStart=``, else right after ``[Service]``;
 * refused, naming the line: a knob that ``UnsetEnvironment=`` removes, one set by an
-  ``EnvironmentFile=`` (it wins: :mod:`.envfiles`), a value with a specifier, and
-  every env edit of a unit whose command is ``docker run``/``podman run`` (its
-  ``Environment=`` reaches the docker client, not the container);
+  ``EnvironmentFile=`` (it wins: :mod:`.envfiles`) or by the command itself
+  (``/usr/bin/env K=V vllm ...``), a value with a specifier, and every env edit of a
+  unit whose command is ``docker run``/``podman run`` (its ``Environment=`` reaches
+  the docker client, not the container);
 * flags are edited in ``ExecStart=`` (:mod:`.execstart`); a unit with several commands
-  (``Type=oneshot``), or one the reader does not recognise, is refused for flags.
+  (``Type=oneshot``), or one the reader does not recognise, is refused for flags, and so
+  is a change of a flag followed by a word systemd computes (``$OPTS``, ``${OPTS}``:
+  it may set the flag again); a new flag goes last, where it wins.
 
 Places: each knob has one place; an assignment among others on its line and a flag
 carry an ``anchor`` (the bash format's: the removed text and its context), so that a
@@ -163,6 +166,7 @@ class SystemdFormat(TargetFormat):
         from envknobs.formats.bash.analysis import flag_lookup
 
         launch = ex.the_launch(_read(text), text)
+        ex.refuse_opaque_after(launch, knob)
         if value is None:
             return ex.unset_flag(text, launch, knob)
         if source is not None:
@@ -192,6 +196,7 @@ class SystemdFormat(TargetFormat):
                 f"line {launch.command.directive.line}: ExecStart= runs docker/podman "
                 f"run: Environment= reaches the docker client, not the container; set "
                 f"{knob} with -e on that line by hand")
+        _refuse_prefix(launch, knob)
         a = svc.env.get(knob)
         if a is not None and a.value is None:
             raise FormatError(f"line {line_of(text, a.word.start)}: {knob} holds a specifier "
@@ -245,6 +250,20 @@ class SystemdFormat(TargetFormat):
             back = _put_back(self, text, knob, e)
             text = back if back is not None else self._edit(text, knob, e.value)
         return text
+
+
+def _refuse_prefix(launch: ex.Launch | None, knob: str) -> None:
+    """FormatError where the command itself sets ``knob`` (``/usr/bin/env K=V vllm ...``):
+    that wins over Environment=."""
+    if launch is None or launch.shape is None:
+        return
+    for w in launch.shape.prefixes:
+        word = launch.command.words[w.start]
+        if word.text.partition("=")[0] == knob:
+            raise FormatError(
+                f"line {launch.command.directive.line}: ExecStart= sets {word.text} on its "
+                f"command (env), which wins over Environment=: a change there would take no "
+                "effect; edit that word by hand")
 
 
 def _put_back(fmt: SystemdFormat, text: str, knob: str, e: PlaceEdit) -> str | None:

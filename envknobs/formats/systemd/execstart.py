@@ -99,6 +99,30 @@ def unrecognised(launch: Launch) -> str:
             "sglang.launch_server, python3 -m dynamo.vllm, ...): its flags are not read")
 
 
+def opaque_words(launch: Launch) -> list[int]:
+    """Indices (in ``command.words``) of the server's argument words systemd computes
+    (``$OPTS``, ``${OPTS}``, a specifier) that are no flag's value: each may hold flags."""
+    values = {w.start for u in launch.uses for w in u.values}
+    assert launch.shape is not None
+    return [w.start for w in launch.shape.args if w.start not in values and
+            exec_literal(launch.command.words[w.start].text) is None]
+
+
+def refuse_opaque_after(launch: Launch, knob: str) -> None:
+    """FormatError where a computed word after ``knob``'s last occurrence may set it
+    again: an edit there could take no effect (a new flag goes last: it wins)."""
+    uses = [u for u in launch.uses if u.knob == knob]
+    if not uses:
+        return
+    last = uses[-1].end
+    after = [launch.command.words[i] for i in opaque_words(launch) if i > last]
+    if after:
+        raise FormatError(
+            f"line {launch.command.directive.line}: ExecStart= passes "
+            f"{', '.join(w.text for w in after)} after {knob}, which systemd expands into "
+            f"arguments the ledger cannot see (they may set {knob} again): edit it by hand")
+
+
 def flag_values(launch: Launch) -> dict[str, str]:
     """Flag -> value; the last occurrence wins; computed values left out."""
     out: dict[str, str] = {}
