@@ -197,21 +197,10 @@ def unset_flag(text: str, launch: Launch, knob: str) -> str:
 
 
 def new_flag_words(knob: str, value: str, flag, equals: bool) -> str:
-    """The words a new flag is written as (a switch alone, ``nargs`` values split)."""
-    from envknobs.formats.bash.write import _bool_of
+    """The words a new flag is written as: the bash format's, rendered by systemd's rules."""
+    from envknobs.formats.bash.write import flag_text
 
-    wanted = _bool_of(value)
-    if flag is not None and flag.type == "bool" or flag is None and wanted is True:
-        if wanted is None:
-            raise FormatError(f"{knob} is a switch: true or false, not {value!r}")
-        if wanted:
-            return knob
-        if flag is None or not flag.negatable:
-            raise FormatError(f"{knob} is a switch without a --no- form: leave it out instead")
-        return "--no-" + knob[2:]
-    if flag is not None and flag.nargs:
-        return " ".join([knob, *(render_exec_word(p) for p in value.split())])
-    return render_exec_word(f"{knob}={value}") if equals else f"{knob} {render_exec_word(value)}"
+    return flag_text(knob, value, lambda _: flag, equals, quote=render_exec_word)
 
 
 def add_flag(text: str, launch: Launch, knob: str, value: str, flag) -> str:
