@@ -7,7 +7,7 @@ Helm) never sees, while the ledger says ``ok``.  The line-based formats therefor
 the content first and raise :class:`WrongFormat` where it is plainly something else:
 
 * a **systemd unit**: its first content line is a section header (``[Unit]``,
-  ``[Service]``, ...).  Only the first content line counts, so a setup script writing a
+  ``[Service]``, ...); ``--format systemd`` reads it.  Only the first content line counts, so a setup script writing a
   unit through a here-document is still a script;
 * a **YAML document**: the text loads (PyYAML, every document) as a mapping with
   structure -- nested collections, or two keys or more -- or a sequence of collections,
@@ -140,7 +140,8 @@ def foreign_content(text: str, fmt: str, bindings: tuple[int, ...] = ()) -> str 
                  if files else "an EnvironmentFile= it reads")
         return (f"line {line}: {header}: this is a systemd unit, not a {fmt} file: systemd "
                 f"reads its Environment= lines by its own rules, so a line added here as "
-                f"{fmt} takes no effect; manage {named} as --format dotenv")
+                f"{fmt} takes no effect; use --format systemd (its Environment= lines and "
+                f"ExecStart= flags), or manage {named} as --format dotenv")
     if bindings and all(n in bindings for n, _ in _content_lines(text)):
         return None
     docs = _yaml_docs(text)
