@@ -259,3 +259,67 @@ def test_a_bash_c_block_in_a_list_is_edited_by_the_bash_reader():
     added = f.set(SH_C_LIST, "--enable-prefix-caching", "true")
     assert "--enable-prefix-caching" in argv(added)
     assert f.unset(added, "--enable-prefix-caching") == SH_C_LIST
+
+
+def test_a_switch_unset_from_a_flow_list_goes_back_in_its_place(tmp_path, ledger):
+    text = FLOW.replace('"--tensor-parallel-size"', '"--enforce-eager", "--tensor-parallel-size"')
+    root = tmp_path / "ws"
+    assert ledger("init", str(root), "--root", f"tmp={tmp_path}").exit_code == 0
+    f = tmp_path / "compose.yaml"
+    f.write_text(text)
+    C = ["-C", str(root)]
+    r = ledger(*C, "target", "add", "v", str(f), "--format", "yaml-map",
+               "--key-path", "services.vllm.command")
+    assert r.exit_code == 0, r.stderr
+    r = ledger(*C, "record", "flag", "v", "--enforce-eager", "--unset", "--class", "perf",
+               "--title", "graphs")
+    assert r.exit_code == 0, r.stderr
+    unset = f.read_text()
+    assert "--enforce-eager" not in argv(unset) and "--tensor-parallel-size" in argv(unset)
+    assert ledger(*C, "revert", "--perf-only", "--why", "x").exit_code == 0
+    assert f.read_text() == text
+    assert ledger(*C, "restore", "--perf-only").exit_code == 0
+    assert f.read_text() == unset
+
+
+def test_a_switch_unset_from_a_helm_flow_list_goes_back_in_its_place(tmp_path, ledger):
+    """production-stack's `vllmConfig.extraArgs` flow list: the first item removed and
+    reverted comes back first (byte-identical), not at the list's end."""
+    from tests.envknobs.foreign_shapes import HELM_VALUES
+
+    root = tmp_path / "ws"
+    assert ledger("init", str(root), "--root", f"tmp={tmp_path}").exit_code == 0
+    f = tmp_path / "values.yaml"
+    f.write_text(HELM_VALUES)
+    C = ["-C", str(root)]
+    r = ledger(*C, "target", "add", "helm", str(f), "--format", "yaml-map", "--flags", "vllm",
+               "--key-path", "servingEngineSpec.modelSpec[0].vllmConfig.extraArgs")
+    assert r.exit_code == 0, r.stderr
+    r = ledger(*C, "record", "flag", "helm", "--disable-log-requests", "--unset", "--class",
+               "perf", "--title", "log requests")
+    assert r.exit_code == 0, r.stderr
+    assert "--disable-log-requests" not in f.read_text()
+    assert ledger(*C, "revert", "--perf-only", "--why", "x").exit_code == 0
+    assert f.read_text() == HELM_VALUES
+
+
+def test_a_flag_unset_from_a_string_command_goes_back_in_its_place(tmp_path, ledger):
+    text = SGLANG.replace("--model-path meta-llama/Llama-3.1-8B-Instruct\n",
+                          "--model-path meta-llama/Llama-3.1-8B-Instruct --enable-metrics\n")
+    root = tmp_path / "ws"
+    assert ledger("init", str(root), "--root", f"tmp={tmp_path}").exit_code == 0
+    f = tmp_path / "compose.yaml"
+    f.write_text(text)
+    C = ["-C", str(root)]
+    r = ledger(*C, "target", "add", "sg", str(f), "--format", "yaml-map",
+               "--key-path", "services.sglang.command")
+    assert r.exit_code == 0, r.stderr
+    for knob in ("--enable-metrics", "--host"):
+        r = ledger(*C, "record", "flag", "sg", knob, "--unset", "--class", "perf",
+                   "--title", knob)
+        assert r.exit_code == 0, r.stderr
+    unset = f.read_text()
+    assert "--enable-metrics" not in argv(unset) and "--host" not in argv(unset)
+    assert "--port" in argv(unset)
+    assert ledger(*C, "revert", "--perf-only", "--why", "x").exit_code == 0
+    assert f.read_text() == text
