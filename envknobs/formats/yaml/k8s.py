@@ -216,8 +216,8 @@ class K8sFormat(FlagPlaces, TargetFormat):
         c = self._locate(text)
         knob = canonical_flag_in(c.node, c.label, text, knob)
         before = self.parse(text)
-        if before.get(knob) == value:
-            return text
+        if value is not None and before.get(knob) == value:
+            return text  # (an unset always edits: a computed flag is absent from parse)
         out = edit_container_flag(text, c.node, c.label, knob, value)
         return verified(before, self.parse(out), knob, value, out)
 
