@@ -80,15 +80,19 @@ def bisect(ctx, refs, check, cls, all_applied, runs, timeout_s, shell, restart, 
                         progress=(lambda m: None) if quiet else
                         (lambda m: click.echo(safe(m), err=True)))
     if quiet:
-        return emit_json({"id": result.id, "dry_run": result.dry_run,
-                          "selection": [e.id for e in result.selection],
-                          "check": result.check.to_dict(), "record": result.record,
-                          "commit": result.commit, "cleared": result.cleared,
-                          "kept": result.kept, "max_checks": result.max_checks,
-                          "final_restart": result.final_restart})
+        return emit_json(_result_json(result))
     if result.dry_run:
         return _print_dry_run(result)
     _print_result(result)
+
+
+def _result_json(result) -> dict:
+    return {"id": result.id, "dry_run": result.dry_run,
+            "selection": [e.id for e in result.selection],
+            "check": result.check.to_dict(), "record": result.record,
+            "commit": result.commit, "cleared": result.cleared,
+            "kept": result.kept, "max_checks": result.max_checks,
+            "final_restart": result.final_restart}
 
 
 def _print_dry_run(result) -> None:

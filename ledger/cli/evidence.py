@@ -130,7 +130,7 @@ def _print_summary_table(summary: dict) -> None:
 
     metric = summary.get("metric", "output_throughput")
     from ledger.evidence.stats import VERDICT_RULE
-    from ledger.evidence.stats import neutral_reason
+    from ledger.evidence.headline import neutral_reason
 
     rows = []
     for c in summary.get("by_concurrency") or []:

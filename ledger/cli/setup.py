@@ -173,30 +173,15 @@ def target_list(ctx, json_out: bool) -> None:
                      ["TARGET", "FORMAT", "PATH"], max_width=100))
 
 
-@target.command("set")
-@click.argument("name")
-@click.option("--live", "live", metavar="KIND=VALUE", help="How to find the running process: "
-              "pid_file=PATH, systemd=UNIT, process=REGEX or url=http://HOST:PORT/server_info.")
-@click.option("--no-live", is_flag=True, help="Remove the live probe.")
-@click.option("--restart", "restart_cmd", metavar="CMD", help="Restart command, split like a "
-              "shell would into an argv list and run without a shell.")
-@click.option("--restart-shell", metavar="CMD", help="Restart command run by /bin/sh -c "
-              "(stored with shell: true).")
-@click.option("--no-restart", is_flag=True, help="Remove the restart command.")
-@click.option("--health-url", metavar="URL", help="Health check: GET URL answers --health-expect.")
-@click.option("--health-command", metavar="CMD", help="Health check: CMD (argv, no shell) "
-              "exits 0.")
-@click.option("--health-expect", type=int, default=200, show_default=True)
-@click.option("--health-timeout", type=float, help="Seconds to wait for health (default 60).")
-@click.option("--no-health", is_flag=True, help="Remove the health check.")
-@dry_run_option
-@click.pass_context
-def target_set(ctx, name, live, no_live, restart_cmd, restart_shell, no_restart, health_url,
-               health_command, health_expect, health_timeout, no_health, dry_run) -> None:
-    """Set how the service behind target NAME is probed, restarted and health-checked."""
+def _service_changes(live, no_live, restart_cmd, restart_shell, no_restart, health_url,
+                     health_command, health_expect, health_timeout, no_health) -> dict:
+    """The service settings `target set` was given, as set_service takes them.
+
+    A setting with its own ``--no-...``, or two ways of giving one setting, is a
+    UsageError: the command must not guess which one was meant.
+    """
     import shlex
 
-    from ledger.commands.setup import set_service
     from ledger.errors import UsageError
 
     changes: dict = {}
@@ -229,6 +214,35 @@ def target_set(ctx, name, live, no_live, restart_cmd, restart_shell, no_restart,
         changes["health"] = None
     if not changes:
         raise UsageError("nothing to set: give --live, --restart or --health-... (see --help)")
+    return changes
+
+
+@target.command("set")
+@click.argument("name")
+@click.option("--live", "live", metavar="KIND=VALUE", help="How to find the running process: "
+              "pid_file=PATH, systemd=UNIT, process=REGEX or url=http://HOST:PORT/server_info.")
+@click.option("--no-live", is_flag=True, help="Remove the live probe.")
+@click.option("--restart", "restart_cmd", metavar="CMD", help="Restart command, split like a "
+              "shell would into an argv list and run without a shell.")
+@click.option("--restart-shell", metavar="CMD", help="Restart command run by /bin/sh -c "
+              "(stored with shell: true).")
+@click.option("--no-restart", is_flag=True, help="Remove the restart command.")
+@click.option("--health-url", metavar="URL", help="Health check: GET URL answers --health-expect.")
+@click.option("--health-command", metavar="CMD", help="Health check: CMD (argv, no shell) "
+              "exits 0.")
+@click.option("--health-expect", type=int, default=200, show_default=True)
+@click.option("--health-timeout", type=float, help="Seconds to wait for health (default 60).")
+@click.option("--no-health", is_flag=True, help="Remove the health check.")
+@dry_run_option
+@click.pass_context
+def target_set(ctx, name, live, no_live, restart_cmd, restart_shell, no_restart, health_url,
+               health_command, health_expect, health_timeout, no_health, dry_run) -> None:
+    """Set how the service behind target NAME is probed, restarted and health-checked."""
+    from ledger.commands.setup import set_service
+
+    changes = _service_changes(live, no_live, restart_cmd, restart_shell, no_restart,
+                               health_url, health_command, health_expect, health_timeout,
+                               no_health)
     s = ctx.find_object(State).session(ctx)
     t = set_service(s, name, changes, dry_run)
     verb = "would set" if dry_run else "set"

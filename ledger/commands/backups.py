@@ -9,7 +9,7 @@ from ledger.store.txn import Transaction
 from ledger.store.txn import WriterLock
 from ledger.store.txn import backup_store
 from ledger.store.workspace import Workspace
-from ledger.store.workspace import refuse_symlink
+from ledger.store.managed import refuse_symlink
 
 
 def list_backups(ws: Workspace) -> list[Backup]:

@@ -73,7 +73,7 @@ from ledger.store.apply import drift_in
 from ledger.store.apply import read_targets
 from ledger.store.txn import WriterLock
 from ledger.store.workspace import utc_now
-from ledger.store.workspace import refuse_symlinked_targets
+from ledger.store.managed import refuse_symlinked_targets
 
 Progress = Callable[[str], None]
 

@@ -42,7 +42,7 @@ from ledger.store import wsgit
 from ledger.store.apply import Applied
 from ledger.store.txn import WriterLock
 from ledger.store.txn import sha256_or_none
-from ledger.store.workspace import refuse_symlinked_targets
+from ledger.store.managed import refuse_symlinked_targets
 
 
 @dataclass

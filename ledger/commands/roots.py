@@ -40,7 +40,7 @@ from ledger.store.workspace import Config
 from ledger.store.workspace import Workspace
 from ledger.store.workspace import dump_config
 from ledger.store.workspace import read_text
-from ledger.store.workspace import refuse_symlinked_targets
+from ledger.store.managed import refuse_symlinked_targets
 
 GITIGNORE_NAME = ".gitignore"
 

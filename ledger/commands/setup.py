@@ -25,7 +25,7 @@ from ledger.store.targets import read_target
 from ledger.store.workspace import CONFIG_NAME
 from ledger.store.workspace import ENTRIES_NAME
 from ledger.store.workspace import Config
-from ledger.store.workspace import check_target_file
+from ledger.store.managed import check_target_file
 from ledger.store.workspace import dump_config
 from ledger.store.entries_file import entries_bytes
 

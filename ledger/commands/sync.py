@@ -80,7 +80,7 @@ from ledger.store.workspace import ENTRIES_NAME
 from ledger.store.workspace import Workspace
 from ledger.store.entries_file import entries_bytes
 from ledger.store.workspace import parse_config_text
-from ledger.store.workspace import refuse_symlinked_targets
+from ledger.store.managed import refuse_symlinked_targets
 from ledger.store.entries_file import parse_entries
 
 RENDERED = (".md", ".html")

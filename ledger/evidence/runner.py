@@ -295,17 +295,7 @@ def run_alternating(
     count); ``eta_s`` extrapolates the mean run time so far.  Raises EvidenceError when
     the template is invalid, a run fails or its result is of no known shape.
     """
-    tokens = check_template(command)
-    if side_a.name != "A" or side_b.name != "B":
-        raise EvidenceError("run_alternating takes side A then side B")
-    points = _load_points(concurrencies, rates)
-    if points[0].kind == RATE and not any("{rate}" in t for t in tokens):
-        raise EvidenceError(
-            "a request-rate sweep needs a bench command that uses {rate} "
-            "(e.g. --request-rate {rate}); this one would run the same load every time"
-        )
-    if isinstance(runs, bool) or not isinstance(runs, int) or runs < 1:
-        raise EvidenceError(f"runs per side must be a positive integer, got {runs!r}")
+    tokens, points = _checked_inputs(command, side_a, side_b, concurrencies, rates, runs)
     plan = _alternating_plan(side_a, side_b, points, runs, warmup)
 
     started, t0 = now_iso(), time.monotonic()
@@ -337,6 +327,29 @@ def run_alternating(
     meta["warmup_per_side"] = 1 if warmup else 0
     meta["workload"] = workloads
     return AbResult(rows=rows, meta=meta, started=started, finished=meta["finished"])
+
+
+def _checked_inputs(
+    command: str,
+    side_a: Side,
+    side_b: Side,
+    concurrencies: Sequence[int],
+    rates: Sequence[float] | None,
+    runs: int,
+) -> tuple[list[str], list[LoadPoint]]:
+    """The template's tokens and the load points, or EvidenceError before any run starts."""
+    tokens = check_template(command)
+    if side_a.name != "A" or side_b.name != "B":
+        raise EvidenceError("run_alternating takes side A then side B")
+    points = _load_points(concurrencies, rates)
+    if points[0].kind == RATE and not any("{rate}" in t for t in tokens):
+        raise EvidenceError(
+            "a request-rate sweep needs a bench command that uses {rate} "
+            "(e.g. --request-rate {rate}); this one would run the same load every time"
+        )
+    if isinstance(runs, bool) or not isinstance(runs, int) or runs < 1:
+        raise EvidenceError(f"runs per side must be a positive integer, got {runs!r}")
+    return tokens, points
 
 
 def _env_file(tmp: Path, side: Side) -> Path:

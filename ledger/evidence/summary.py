@@ -28,7 +28,7 @@ from typing import Mapping
 
 from ledger.evidence.load import CONCURRENCY
 from ledger.evidence.load import of_row
-from ledger.evidence.stats import format_headline
+from ledger.evidence.headline import format_headline
 
 SOURCES = ("ab", "import")
 CELL_KEYS = (

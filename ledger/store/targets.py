@@ -33,7 +33,7 @@ from ledger.errors import InvalidValue
 from ledger.errors import LedgerError
 from ledger.errors import TargetError
 from ledger.store.workspace import Workspace
-from ledger.store.workspace import check_target_file
+from ledger.store.managed import check_target_file
 
 ENCODING = "utf-8"
 ERRORS = "surrogateescape"

@@ -15,7 +15,7 @@ from ledger.evidence.load import of_row
 from ledger.evidence.runs_csv import parse_runs_csv
 from ledger.evidence.runs_csv import runs_csv_text
 from ledger.evidence.stats import analyze
-from ledger.evidence.stats import format_headline
+from ledger.evidence.headline import format_headline
 from ledger.evidence.store import import_evidence
 from ledger.evidence.store import latest_summary
 from ledger.evidence.store import load_run

@@ -14,8 +14,8 @@ from ledger.evidence.stats import VERDICT_RULE
 from ledger.evidence.stats import _holm
 from ledger.evidence.stats import analyze
 from ledger.evidence.stats import entry_verdict
-from ledger.evidence.stats import format_headline
-from ledger.evidence.stats import neutral_reason
+from ledger.evidence.headline import format_headline
+from ledger.evidence.headline import neutral_reason
 from ledger.evidence.summary import build_summary
 from ledger.evidence.stats import metric_direction
 from tests.evidence import fake_bench
