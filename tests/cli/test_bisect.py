@@ -322,7 +322,7 @@ def test_a_bisect_killed_mid_search_is_rolled_back(bench, tmp_path, how):
     proc = subprocess.run(_ledger_argv(bench, "bisect", "--class", "perf", "--check",
                                        f"{sys.executable} {killer} {how} {bench.env_file}"),
                           capture_output=True, text=True, timeout=120)
-    assert proc.returncode != 0
+    assert proc.returncode != 0, (proc.stdout, proc.stderr)
     if how == "SIGKILL":
         # Killed after step 2's toggle: the configuration is a probe's, with its record.
         assert bench.snapshot() != start
