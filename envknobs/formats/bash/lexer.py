@@ -25,6 +25,9 @@ from envknobs.formats.common.text import MAX_NESTING
 from envknobs.formats.common.text import line_of
 
 _METACHARS = frozenset(" \t\r\n;&|()<>")
+# A run of characters that end no word and start no quote or expansion: read_word skips
+# it in one step (most of a script's text is such runs).
+_PLAIN_RUN = re.compile(r"[^ \t\r\n;&|()<>\\'\"`$]+")
 _OPERATORS = (";;&", ";;", ";&", "&&", "||", "|&", ";", "&", "|", "(", ")")
 _REDIRECTION_RE = re.compile(r"&>>?|<<<|<<-?|<>|<&|>&|>>|>\||<|>")
 ASSIGNMENT_RE = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(\+?)=")
@@ -161,7 +164,11 @@ class _Lexer:
     def read_word(self, i: int, extra_stops: str = "") -> int:
         """Offset just past the word starting at ``i``."""
         text = self.text
+        plain = _PLAIN_RUN.match
         while i < self.n and text[i] not in _METACHARS and text[i] not in extra_stops:
+            if not extra_stops and (run := plain(text, i, self.n)) is not None:
+                i = run.end()
+                continue
             c = text[i]
             if c == "\\":
                 i += 2

@@ -261,14 +261,24 @@ class _Parser:
     def parse_simple(self) -> Simple:
         words: list[Word] = []
         redirs: list[Token] = []
-        while self.peek() is not None and self.peek().kind in ("word", "redir"):  # type: ignore[union-attr]
-            tok = self.take()
-            (words.append(tok.word) if tok.kind == "word" else redirs.append(tok))  # type: ignore[func-returns-value]
+        tokens, i, n = self.tokens, self.i, len(self.tokens)
+        while i < n:  # the hot loop of every parse: plain indexing, no helper calls
+            tok = tokens[i]
+            if tok.kind == "word":
+                words.append(tok.word)  # type: ignore[arg-type]
+            elif tok.kind == "redir":
+                redirs.append(tok)
+            else:
+                break
+            i += 1
+        self.i = i
         if not words and not redirs:
             raise self.fail("expected a command")
-        spans = [w.start for w in words] + [r.start for r in redirs]
-        ends = [w.end for w in words] + [r.end for r in redirs]
-        simple = Simple(words, redirs, tuple(self.scope), min(spans), max(ends))
+        # Tokens come in text order: each list's first starts and its last ends it.
+        parts = [p for p in (words, redirs) if p]
+        start = min(p[0].start for p in parts)
+        end = max(p[-1].end for p in parts)
+        simple = Simple(words, redirs, tuple(self.scope), start, end)
         self.simples.append(simple)
         return simple
 
