@@ -72,11 +72,11 @@ def restore(
     with writing(s, dry_run):
         entries = s.ws.entries()
         chosen = _resolve_all(s, refs) if refs else planner.select(entries, cls=cls, state="reverted")
-        from ledger.evidence.view import evidence_for
+        from ledger.evidence.view import evidence_of
 
         # The operator sees what they claw back (DESIGN §2): each entry's headline comes
         # with the result, from the same evidence the verdicts gate on.
-        evidence = {e.id: evidence_for(s.ws, e) for e in chosen}
+        evidence = evidence_of(s.ws, chosen)
         plan = planner.plan_restore(
             entries, chosen, why=why, at=s.now, command=s.command, explicit=bool(refs),
             include_suspects=include_suspects, force=force, require_evidence=require_evidence,

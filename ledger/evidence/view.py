@@ -7,7 +7,9 @@ entry has no evidence at all (no pandas, no YAML parsing).
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
+from typing import Iterable
 
 from ledger.core.model import Entry
 from ledger.errors import LedgerError
@@ -38,6 +40,22 @@ NONE = EvidenceInfo(NO_EVIDENCE, None, False, None)
 
 def has_evidence(ws: Workspace, entry: Entry) -> bool:
     return (ws.evidence_dir / entry.id).is_dir()
+
+
+def evidence_ids(ws: Workspace) -> frozenset[str]:
+    """The ids of every entry with an evidence directory: one listing of ``evidence/``,
+    for a command that looks at thousands of entries (one ``stat`` each costs more)."""
+    try:
+        with os.scandir(ws.evidence_dir) as found:
+            return frozenset(d.name for d in found if d.is_dir())
+    except OSError:  # no evidence/ yet (or unreadable: each entry is then asked alone)
+        return frozenset()
+
+
+def evidence_of(ws: Workspace, entries: Iterable[Entry]) -> dict[str, EvidenceInfo]:
+    """:func:`evidence_for` of each entry, by id, listing ``evidence/`` once."""
+    present = evidence_ids(ws)
+    return {e.id: evidence_for(ws, e) if e.id in present else NONE for e in entries}
 
 
 def evidence_for(ws: Workspace, entry: Entry, context: dict | None = None) -> EvidenceInfo:

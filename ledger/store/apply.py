@@ -194,7 +194,8 @@ def apply_plan(
     if dry_run or plan.empty:
         return result
     _refuse_undecodable(ws, [new for _, new in plan.changes] + list(plan.added))
-    ledger_writes = {ENTRIES_NAME: entries_bytes(after), **(extra_ledger_writes or {})}
+    ledger_writes = {ENTRIES_NAME: entries_bytes(after, ws.written_lines()),
+                     **(extra_ledger_writes or {})}
     txn = Transaction(ws, command, now)
     try:
         outcome = txn.execute(

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 from typing import Iterable
+from typing import Mapping
+from typing import Sequence
 
 from ledger.core.model import Entry
 from ledger.errors import ConfigError
@@ -60,10 +62,36 @@ def _entry_from_line(line: str, where: str, lineno: int) -> Entry:
         raise ConfigError(where, str(e), lineno) from None
 
 
-def entries_bytes(entries: Iterable[Entry]) -> bytes:
-    """``entries.jsonl``: one compact JSON object per entry, in record order."""
-    lines = [_entry_line(e) for e in sorted(entries, key=lambda e: e.seq)]
+KnownLines = Mapping[int, tuple[Entry, str]]  # id(entry) -> (that entry, its line)
+
+
+def entries_bytes(entries: Iterable[Entry], known: KnownLines | None = None) -> bytes:
+    """``entries.jsonl``: one compact JSON object per entry, in record order.
+
+    ``known``: lines already written for these very entry objects (see
+    :func:`written_lines`); an entry found there *as the same object* (entries are
+    frozen) gets that line instead of being encoded again -- the same bytes, since the
+    encoding is deterministic.  A command that changes a few of 10,000 entries then
+    encodes only those.
+    """
+    ordered = sorted(entries, key=lambda e: e.seq)
+    if known:
+        lines = [hit[1] if (hit := known.get(id(e))) is not None and hit[0] is e
+                 else _entry_line(e) for e in ordered]
+    else:
+        lines = [_entry_line(e) for e in ordered]
     return ("\n".join(lines) + "\n").encode("utf-8") if lines else b""
+
+
+def written_lines(entries: Sequence[Entry], text: str) -> dict[int, tuple[Entry, str]] | None:
+    """Each entry's line in ``text``, where ``text`` is what :func:`entries_bytes` wrote for
+    exactly ``entries`` (None when the line count says otherwise)."""
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    if len(lines) != len(entries):
+        return None
+    return {id(e): (e, line) for e, line in zip(entries, lines)}
 
 
 def _entry_line(e: Entry) -> str:

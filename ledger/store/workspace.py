@@ -52,7 +52,9 @@ from ledger.errors import LedgerError
 from ledger.errors import WorkspaceNotFound
 from ledger.store import roots as roots_mod
 from ledger.store.entries_file import entries_bytes  # noqa: F401  (re-exported)
+from ledger.store.entries_file import KnownLines
 from ledger.store.entries_file import parse_entries
+from ledger.store.entries_file import written_lines
 from ledger.store.roots import LOCAL_NAME
 from ledger.store.roots import Roots
 
@@ -311,6 +313,7 @@ class Workspace:
         self.root = Path(root).absolute()
         self.config = load_config(self.config_path)
         self._entries: list[Entry] | None = None
+        self._written: tuple[list[Entry], bytes] | None = None  # see written_lines
         self._roots: Roots | None = None
 
     @classmethod
@@ -325,6 +328,7 @@ class Workspace:
         ws.root = Path(root).absolute()
         ws.config = config
         ws._entries = None
+        ws._written = None
         ws._roots = None
         return ws
 
@@ -360,32 +364,48 @@ class Workspace:
         file (:mod:`ledger.store.cache`)."""
         from ledger.store import cache
 
+        self._written = None
         if not self.entries_path.exists():
             return []
         data = read_bytes(self.entries_path)
         key = cache.key_of("entries", data)
         found = cache.load("entries", key)
-        if found is None:
-            found = parse_entries(decode_text(self.entries_path, data), str(self.entries_path))
-            cache.store("entries", key, found)
-        return found
+        if not (isinstance(found, tuple) and len(found) == 2):  # a miss (or not ours)
+            entries = parse_entries(decode_text(self.entries_path, data), str(self.entries_path))
+            cache.store("entries", key, (entries, False))
+            return entries
+        entries, ours = found
+        if ours:  # the file is what entries_bytes wrote for these entries: keep its lines
+            self._written = (entries, data)
+        return entries
+
+    def written_lines(self) -> KnownLines | None:
+        """The loaded entries' own lines, where ``entries.jsonl`` is as the ledger wrote it
+        (:func:`~ledger.store.entries_file.entries_bytes` reuses them)."""
+        if self._written is None:
+            return None
+        entries, data = self._written
+        return written_lines(entries, data.decode("utf-8", "surrogateescape"))
 
     def remember_entries(self, data: bytes | None, entries: list[Entry]) -> None:
-        """``entries`` are what ``data``, just written to ``entries.jsonl``, parses to:
-        kept for the next command (:mod:`ledger.store.cache`)."""
+        """``entries`` are what ``data``, just written to ``entries.jsonl`` by
+        :func:`~ledger.store.entries_file.entries_bytes`, parses to: kept for the next
+        command (:mod:`ledger.store.cache`), marked as written by the ledger."""
         from ledger.store import cache
 
         if data is not None:
-            cache.store("entries", cache.key_of("entries", data), list(entries))
+            cache.store("entries", cache.key_of("entries", data), (list(entries), True))
 
     def invalidate(self) -> None:
         self._entries = None
+        self._written = None
 
     def reload(self) -> None:
         """Read ledger.yaml and the entries again (after taking the writer lock: what a
         command modifies must be what is on disk now, not what it saw when it opened)."""
         self.config = load_config(self.config_path)
         self._entries = None
+        self._written = None
         self._roots = None
 
     def resolve(self, ref: str) -> Entry:
