@@ -44,19 +44,28 @@ def bundled_releases(engine: str) -> list[str]:
 
 
 @functools.lru_cache(maxsize=8)
-def load_release(engine: str, version: str) -> tuple[Registry, FlagRegistry, dict[str, dict]]:
-    """(env knobs, flags, removed names) of one bundled release."""
+def _release_data(engine: str, version: str) -> dict:
     path = RELEASES / f"{engine}-{version}.yaml"
     if not path.is_file():
         known = ", ".join(bundled_releases(engine)) or "none"
         raise KnobError(f"no bundled catalog for {engine}=={version} (bundled: {known})")
     load, _ = _loader()
-    data = load(path.read_text(encoding="utf-8"))
+    return load(path.read_text(encoding="utf-8"))
+
+
+_NOT_KNOB_KEYS = ("deprecated", "true_words")
+
+
+@functools.lru_cache(maxsize=8)
+def load_release(engine: str, version: str) -> tuple[Registry, FlagRegistry, dict[str, dict]]:
+    """(env knobs, flags, removed names) of one bundled release."""
+    data = _release_data(engine, version)
+    load, _ = _loader()
     knobs, flags = Registry(), FlagRegistry()
     for item in data["knobs"]:
-        knobs.add(_knob_from({k: v for k, v in item.items() if k != "deprecated"}))
+        knobs.add(_knob_from({k: v for k, v in item.items() if k not in _NOT_KNOB_KEYS}))
     for item in data["flags"]:
-        flags.add(_knob_from({k: v for k, v in item.items() if k != "deprecated"}, engine))
+        flags.add(_knob_from({k: v for k, v in item.items() if k not in _NOT_KNOB_KEYS}, engine))
     removed = {r["name"]: r for r in data["removed"]}
     overlay = load(OVERLAY.read_text(encoding="utf-8")) or {}
     for item in overlay.get("removed", []):
@@ -107,9 +116,34 @@ def release_warnings(spec: str, name: str, value: str | None) -> list[str]:
         return []
     try:
         declared.validate(value)
+        if registry is knobs and declared.type == "bool":
+            check_bool_word(engine, version, name, value)
     except KnobError as e:
         raise KnobError(f"{e} (as {label} reads it)") from None
     return []
+
+
+def check_bool_word(engine: str, version: str, name: str, value: str) -> None:
+    """A bool env var's value by the release's own parser, else KnobError.
+
+    SGLang's ``EnvBool`` lower-cases the value and takes only its listed words (``on``
+    raises there); a vLLM ``os.getenv(X).lower() in ("1", "true")`` takes every word but
+    reads any other than those as false — ``yes`` would quietly mean false, so only
+    its true words and ``0``/``false`` pass (pass ``--no-validate`` for anything else).
+    """
+    data = _release_data(engine, version)
+    word = value.lower()
+    item = next((k for k in data["knobs"] if k["name"] == name), {})
+    if item.get("true_words"):
+        falses = ("0", "false")
+        if word not in item["true_words"] and word not in falses:
+            raise KnobError(f"{name}={value!r}: read as false (only "
+                            f"{'/'.join(item['true_words'])} mean true, 0 or false for false)")
+        return
+    words = data.get("bool_words")
+    if words and word not in words["true"] and word not in words["false"]:
+        raise KnobError(f"{name}={value!r}: not a boolean the engine takes "
+                        f"({'/'.join(words['true'])} or {'/'.join(words['false'])})")
 
 
 def checked_for_engine(spec: str | None, name: str, value: str | None,

@@ -85,6 +85,27 @@ def env_vars(src: EngineSource) -> tuple[list[dict], list[dict]]:
     return knobs, removed
 
 
+def bool_words(src: EngineSource) -> dict[str, list[str]] | None:
+    """The words ``EnvBool.parse`` takes, ``{"true": [...], "false": [...]}``: each
+    ``if value in [...]: return True|False`` of it (SGLang lower-cases the value first and
+    raises on any other word, so ``on`` is refused).  None when the release's ``EnvBool``
+    has no such literal lists (the generic boolean words are then used)."""
+    tree, _ = read_module(src, ENVIRON)
+    cls = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "EnvBool"), None)
+    parse = next((n for n in (cls.body if cls else []) if isinstance(n, ast.FunctionDef)
+                  and n.name == "parse"), None)
+    out: dict[str, list[str]] = {}
+    for node in ast.walk(parse) if parse else ():
+        if not (isinstance(node, ast.If) and isinstance(node.test, ast.Compare)
+                and isinstance(node.test.ops[0], ast.In) and node.body
+                and isinstance(node.body[0], ast.Return)):
+            continue
+        words, result = constant(node.test.comparators[0]), constant(node.body[0].value)
+        if isinstance(result, bool) and isinstance(words, (list, tuple)):
+            out["true" if result else "false"] = [str(w) for w in words]
+    return out if set(out) == {"true", "false"} else None
+
+
 def _deprecated_table(tree: ast.Module) -> list[dict]:
     out: list[dict] = []
     for _, key, value in module_dicts(tree, "_DEPRECATED_ENVS"):
@@ -102,8 +123,9 @@ def _deprecated_table(tree: ast.Module) -> list[dict]:
 
 def flag_entry(name: str, info: dict, default: object, doc: str, aliases: list[str],
           negatable: bool = False) -> dict:
-    kind = info["type"]
     nargs = info["nargs"]
+    # an annotation of imported aliases (``RunnerOption``) says no type: a str default still shows
+    kind = info["type"] or ("str" if isinstance(default, str) and not nargs else None)
     value = default
     if nargs and isinstance(default, (list, tuple)):
         ok = all(typed_default(v, kind) is not None for v in default) and default
