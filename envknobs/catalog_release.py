@@ -88,6 +88,34 @@ def resolve_prefix(flags: FlagRegistry, name: str) -> str | None:
     return hits.pop() if len(hits) == 1 else None
 
 
+def release_flag_name(spec: str | None, name: str) -> str | None:
+    """The flag release ``spec``'s argparse reads ``name`` as: its own name for an alias
+    (``--tp`` -> ``--tp-size``) or a unique prefix (``--speculative-algo`` ->
+    ``--speculative-algorithm``); None without a spec, for an env var, or a name the
+    release does not know."""
+    if spec is None or not is_flag_name(name):
+        return None
+    try:
+        engine, version = parse_engine(spec)
+        _, flags, _ = load_release(engine, version)
+    except KnobError:
+        return None
+    declared = flags.get(name)
+    if declared is None and not name.startswith("--no-"):
+        full = resolve_prefix(flags, name)
+        declared = flags.get(full) if full else None
+    return None if declared is None else declared.name
+
+
+def same_flag_spellings(spec: str | None, name: str, present) -> list[str]:
+    """Of the names a file sets (``present``), those release ``spec`` reads as the same
+    flag as ``name`` (its own spelling too); empty when that cannot be told."""
+    want = release_flag_name(spec, name)
+    if want is None:
+        return []
+    return [p for p in present if is_flag_name(p) and release_flag_name(spec, p) == want]
+
+
 def release_warnings(spec: str, name: str, value: str | None) -> list[str]:
     """Warnings for setting ``name`` to ``value`` on a target running engine ``spec``."""
     engine, version = parse_engine(spec)

@@ -53,3 +53,33 @@ def name_defaults(engine: str | None, names) -> dict[str, object]:
 
     registry = knob_registry()
     return {n: default_of(engine, n, registry) for n in names}
+
+
+def file_spelling(tf, knob: str) -> tuple[str, list[str]]:
+    """The spelling to record flag ``knob`` under in target file ``tf``: where the target
+    declares its engine release and the file already sets that flag by another name that
+    argparse reads as the same flag (an alias, or a prefix: ``--speculative-algo`` is
+    ``--speculative-algorithm``), the file's spelling — so the record edits that flag
+    rather than adding a second one; and a note saying so.  A file that sets the flag under
+    several such names is refused with each place (argparse would take the last one, and
+    editing another would take no effect).  Without a declared release, as given (the
+    bundled hand catalogs' aliases are already resolved by the format)."""
+    from envknobs.catalog_release import same_flag_spellings
+    from ledger.errors import AmbiguousPlace
+    from ledger.store.targets import target_format
+
+    fmt = target_format(tf.target)
+    summary = fmt.summary(tf.text)
+    present = [k.knob for k in summary.knobs] if summary is not None else list(tf.values)
+    same = same_flag_spellings(tf.target.engine, knob, present)
+    if len(same) > 1:
+        places = [{"path": str(tf.path), "line": p.line, "text": p.raw.strip()}
+                  for name in same for p in fmt.places(tf.text, name)]
+        where = ", ".join(f"{tf.path}:{p['line']} ({p['text']})" for p in places) or str(tf.path)
+        raise AmbiguousPlace(f"{knob}: {tf.target.name} sets one flag of {tf.target.engine} as "
+                             f"{' and '.join(same)} ({where}); argparse takes the last: remove "
+                             "one by hand, then record the other", places)
+    if len(same) == 1 and same[0] != knob:
+        return same[0], [f"{knob}: recorded as {same[0]}, the spelling {tf.path} gives that "
+                         f"flag (the same to {tf.target.engine})"]
+    return knob, []

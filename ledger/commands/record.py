@@ -12,6 +12,7 @@ from envknobs.registry import KnobError
 from envknobs.registry import check_knob_name
 from envknobs.registry import check_knob_value
 from ledger.commands.catalog import class_warnings
+from ledger.commands.catalog import file_spelling
 from ledger.commands.catalog import knob_registry
 from ledger.commands.live import LiveOutcome
 from ledger.commands.live import restartable
@@ -197,6 +198,8 @@ def record_knob(
         tf = read_target(s.ws, t)
         drifts = drift_in(s.ws, entries, {target: tf})
         knob = canonical_knob(tf, knob)
+        knob, notes = file_spelling(tf, knob)
+        warnings += notes
         if at is not None:
             done = record_at(s, tf, entries, knob=knob, value=value, at=at, cls=cls,
                              title=title, why=why, force=force, dry_run=dry_run,
