@@ -163,3 +163,22 @@ def test_sglangs_envbool_refuses_on_and_vllms_true_words_refuse_yes(story, ledge
     assert "SGLANG_ENABLE_TORCH_INFERENCE_MODE" not in story.script.read_text()
     assert ledger(*story.args("record", "knob", "decode", "SGLANG_ENABLE_TORCH_INFERENCE_MODE=yes",
                               "--class", "perf", "--title", "x")).exit_code == 0
+
+
+def test_diff_and_rendered_docs_show_the_default_of_an_unset_side(story, ledger, tmp_path):
+    _declare(story, "vllm==0.34.0")
+    r = ledger(*story.args("record", "knob", "decode", "VLLM_RPC_TIMEOUT=20000",
+                           "--class", "bugfix", "--title", "longer rpc timeout"))
+    assert r.exit_code == 0, r.stderr
+    (entry,) = ledger(*story.args("list", "--json")).json()
+    assert ledger(*story.args("revert", entry["id"], "--why", "w")).exit_code == 0
+    assert "VLLM_RPC_TIMEOUT: unset (default 10000) -> 20000" in ledger(*story.args("diff")).stdout
+    (row,) = ledger(*story.args("diff", "--json")).json()["off_the_table"]["bugfix"]
+    assert row["default"] == 10000
+    assert ledger(*story.args("render", "--out", tmp_path / "docs")).exit_code == 0
+    changelog = (tmp_path / "docs" / "CHANGELOG.md").read_text()
+    assert "*unset* (default `10000`) → `20000`" in changelog
+    page = (tmp_path / "docs" / "entries" / f"{entry['id']}.md").read_text()
+    assert "| *unset* (default `10000`) | `20000` |" in page
+    html = (tmp_path / "docs" / "index.html").read_text()
+    assert '<span class="unset">unset</span> <span class="muted">(default <code>10000</code>)</span>' in html
