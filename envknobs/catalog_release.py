@@ -11,6 +11,7 @@ and choices that release's grammar accepts.  Catalogs load lazily, on first use.
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -86,6 +87,31 @@ def resolve_prefix(flags: FlagRegistry, name: str) -> str | None:
     key = name.lstrip("-").replace("_", "-")
     hits = {flags.get(k).name for k in flags._keys if k.startswith(key)}  # noqa: SLF001
     return hits.pop() if len(hits) == 1 else None
+
+
+_VERSION = r"(\d+\.\d+\.\d+(?:\.?post\d+)?)"
+_DETECT = (
+    # an image tag: lmsysorg/sglang:v0.5.23-cu129, vllm/vllm-openai:v0.34.0
+    re.compile(r"(?<![\w.-])(sglang|vllm-openai|vllm):v?" + _VERSION),
+    # a pin: pip install "sglang[all]==0.5.23", vllm==0.34.0
+    re.compile(r"(?<![\w.-])(sglang|vllm)(?:\[[\w,.-]*\])?==" + _VERSION),
+    # `pip show` output kept in the file: Name: vllm / Version: 0.34.0
+    re.compile(r"Name:\s*(sglang|vllm)[ \t]*\r?\n[^\n]*?Version:\s*" + _VERSION),
+)
+
+
+def detect_engines(text: str) -> list[tuple[str, int]]:
+    """Every engine release a file names itself — an image tag (``lmsysorg/sglang:v0.5.23``,
+    ``vllm/vllm-openai:v0.34.0``), a pip pin (``sglang[all]==0.5.23``) or ``pip show``
+    output (``Name: vllm`` then ``Version: 0.34.0``) — as ``(spec, line)``, in file order.
+    Nothing else is guessed from: a ``my-sglang:1.0`` image or ``sglang-router`` is no
+    engine release."""
+    found = []
+    for pattern in _DETECT:
+        for m in pattern.finditer(text or ""):
+            engine = "sglang" if m.group(1) == "sglang" else "vllm"
+            found.append((m.start(), f"{engine}=={m.group(2)}"))
+    return [(spec, text.count("\n", 0, start) + 1) for start, spec in sorted(found)]
 
 
 def release_flag_name(spec: str | None, name: str) -> str | None:

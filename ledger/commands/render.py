@@ -51,7 +51,7 @@ def build_model(ws: Workspace):
     entries = ws.entries()
     layers = planner.knob_layers(entries)
     full = planner.full_knobs(entries)
-    defaults = knob_defaults(ws.config.targets, entries)  # loads catalogs only if some side is unset
+    defaults = knob_defaults(ws, entries)  # loads catalogs only if some side is unset
     targets = []
     for name, t in ws.config.targets.items():
         try:

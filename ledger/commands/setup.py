@@ -175,12 +175,14 @@ def target_summary(s: Session, name: str, target: Target | None = None) -> dict:
         d = {**base, "knobs": knobs, "launches": [], "notes": []}
     else:
         d = {**base, **tf.summary.to_dict()}
+    from ledger.commands.catalog import engine_of
     from ledger.commands.catalog import name_defaults
 
-    defaults = name_defaults(t.engine, [k["knob"] for k in d["knobs"]])
+    spec = engine_of(s.ws, t, tf.text)
+    defaults = name_defaults(spec, [k["knob"] for k in d["knobs"]])
     for k in d["knobs"]:
         k["default"] = defaults[k["knob"]]
-    return {**d, "engine": t.engine}
+    return {**d, "engine": spec}
 
 
 def set_service(s: Session, name: str, changes: dict, dry_run: bool = False) -> Target:
