@@ -54,7 +54,7 @@ def _release_data(engine: str, version: str) -> dict:
     return load(path.read_text(encoding="utf-8"))
 
 
-_NOT_KNOB_KEYS = ("deprecated", "true_words")
+_NOT_KNOB_KEYS = ("deprecated", "deprecated_note", "true_words")
 
 
 @functools.lru_cache(maxsize=8)
@@ -158,23 +158,40 @@ def release_warnings(spec: str, name: str, value: str | None) -> list[str]:
         base = flags.get("--" + name[5:])  # BooleanOptionalAction's `--no-x`: x set false
         if base is not None and base.negatable:
             return []
+    out = []
     if declared is None and registry is flags:
         full = resolve_prefix(flags, name)
         if full is not None:
-            return [f"{name}: argparse reads it as {full} in {label}"]
+            out.append(f"{name}: argparse reads it as {full} in {label}")
+            declared = flags.get(full)
     if declared is None:
         close = registry.closest(name)
         hint = f"closest: {', '.join(close)}" if close else "no close match"
         return [f"{name}: unknown to {label} ({hint})"]
+    marked = _deprecations(engine, version).get(declared.name)
+    if marked is not None:  # the replacement, else the release's own words when they say why
+        repl, note = marked
+        note = note or (declared.doc if "deprecat" in (declared.doc or "").lower() else "")
+        why = f" (use {repl})" if repl else (f" ({note})" if note else "")
+        out.append(f"{name}: deprecated in {label}{why}")
     if value is None or value == "":
-        return []
+        return out
     try:
         declared.validate(value)
         if registry is knobs and declared.type == "bool":
             check_bool_word(engine, version, name, value)
     except KnobError as e:
         raise KnobError(f"{e} (as {label} reads it)") from None
-    return []
+    return out
+
+
+@functools.lru_cache(maxsize=8)
+def _deprecations(engine: str, version: str) -> dict[str, tuple[str, str]]:
+    """Knobs and flags the release still takes but marks deprecated -> (their replacement,
+    empty when it names none; the release's note)."""
+    data = _release_data(engine, version)
+    return {item["name"]: (item["deprecated"] or "", item.get("deprecated_note") or "")
+            for item in [*data["knobs"], *data["flags"]] if item.get("deprecated") is not None}
 
 
 def check_bool_word(engine: str, version: str, name: str, value: str) -> None:

@@ -33,7 +33,8 @@ ENV_TYPES = {"EnvBool": "bool", "EnvInt": "int", "EnvFloat": "float", "EnvStr": 
 ENVIRON = "sglang/srt/environ.py"
 SERVER_ARGS = "sglang/srt/server_args.py"
 FIELDS_DIR = "sglang/srt/arg_groups/fields/"
-_REPLACEMENT_RE = re.compile(r"(?:[Uu]se|instead:?|replaced by|Pass)\s+'?(--[a-z0-9][a-z0-9-]*|SGLANG_[A-Z0-9_]+)")
+_REPLACEMENT_RE = re.compile(
+    r"(?:[Uu]se|instead:?|replaced by|Pass)\s+'?(--[a-z0-9](?:[a-z0-9._-]*[a-z0-9])?|SGLANG_[A-Z0-9_]+)")
 
 
 def typed_default(value: object, kind: str | None) -> object:
@@ -205,8 +206,9 @@ def add_argument_flags(tree: ast.Module, fields: dict[str, tuple[dict, object]],
         info = dict(info)
         action = constant(keyword(call, "action"))
         action_dump = ast.dump(keyword(call, "action") or ast.Pass())
-        if action in ("store_true", "store_false") or "BooleanOptional" in action_dump:
-            info["type"] = "bool"
+        if action in ("store_true", "store_false") or any(
+                a in action_dump for a in ("BooleanOptional", "StoreTrue", "StoreFalse")):
+            info["type"] = "bool"  # also SGLang's DeprecatedStoreTrueAction: still a switch
         kind = getattr(keyword(call, "type"), "id", None)
         if kind in ("int", "float", "str"):
             info["type"] = kind
@@ -220,6 +222,9 @@ def add_argument_flags(tree: ast.Module, fields: dict[str, tuple[dict, object]],
         help_ = constant(keyword(call, "help"))
         flags.append(flag_entry(longs[0], info, default, help_ if isinstance(help_, str) else "",
                            [n for n in names if n != longs[0]], "BooleanOptional" in action_dump))
+        new_flag = constant(keyword(call, "new_flag"))  # SGLang's Deprecated*Action names it
+        if isinstance(new_flag, str):
+            flags[-1]["deprecated"] = new_flag
     return flags
 
 

@@ -22,6 +22,7 @@ refuse ``yes`` rather than let it mean false).
 from __future__ import annotations
 
 import ast
+import re
 
 from envknobs.catalogs._sglang import flag_entry
 from envknobs.catalogs._sglang import add_argument_flags
@@ -46,6 +47,7 @@ CONFIG_DIR = "vllm/config/"
 CLI_ARGS = ("vllm/entrypoints/common/cli_args.py", "vllm/entrypoints/launchers/cli_args.py",
             "vllm/entrypoints/openai/cli_args.py")
 _GETENV = ("getenv", "get")
+_FLAG_RE = re.compile(r"--[a-z0-9][a-z0-9-]*")
 
 
 def _env_type(value: ast.AST, name: str = "") -> tuple[str, object, list[str] | None]:
@@ -159,6 +161,10 @@ def server_flags(src: EngineSource) -> list[dict]:
             engine_fields[node.target.id] = (info if info["type"] else mine, default)
             bounds[node.target.id] = field_bounds
     flags = add_argument_flags(tree, _by_subscript(tree, engine_fields), aliases)
+    marked = deprecation_messages(tree)
+    for flag in flags:
+        if flag["name"] in marked:
+            flag["deprecated"], flag["deprecated_note"] = marked[flag["name"]]
     spread = _spread_kwargs_flags(tree)
     for flag in flags:
         if flag["name"] in spread and flag["type"] == "bool" and flag["nargs"] is None:
@@ -168,6 +174,26 @@ def server_flags(src: EngineSource) -> list[dict]:
             flag["min"] = b.get("ge", b.get("gt"))
             flag["max"] = b.get("le", b.get("lt"))
     return flags + frontend_flags(src, aliases)
+
+
+def deprecation_messages(tree: ast.Module) -> dict[str, tuple[str, str]]:
+    """Flag -> (its replacement, "" when none is named; the message), from the module's
+    ``_X_DEPRECATION_MESSAGE = "--x is deprecated ... Use --y instead."`` constants: the
+    flag is the first ``--x`` before "deprecated" (``ir_op_priority (--ir-op-priority) is
+    deprecated`` too)."""
+    out: dict[str, tuple[str, str]] = {}
+    for node in tree.body:
+        if not (isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name)
+                and "DEPRECATION" in node.targets[0].id):
+            continue
+        text = constant(node.value)
+        if not isinstance(text, str) or "deprecated" not in text:
+            continue
+        head, _, rest = text.partition("deprecated")
+        flag = next(iter(_FLAG_RE.findall(head)), None)
+        if flag is not None:
+            out[flag] = replacement_in(rest) or "", first_doc_line(text)
+    return out
 
 
 def frontend_flags(src: EngineSource, aliases: dict) -> list[dict]:

@@ -23,7 +23,7 @@ from envknobs.catalogs._source import EngineSource
 RELEASES = Path(__file__).resolve().parent / "releases"
 READERS = {"sglang": _sglang, "vllm": _vllm}
 _KNOB_KEYS = ("name", "type", "default", "min", "max", "choices", "true_words", "aliases",
-              "negatable", "nargs", "deprecated", "doc")
+              "negatable", "nargs", "deprecated", "deprecated_note", "doc")
 
 
 def release_catalog(engine: str, source: str | Path) -> tuple[str, dict]:
@@ -76,7 +76,7 @@ def dump_catalog(version: str, data: dict) -> str:
             first = True
             for key in keys:
                 value = item[key]
-                if (value is None or value is False or value == [] or value == "") and key not in ("default", "name"):
+                if (value is None or value is False or value == [] or value == "") and key not in ("default", "name", "deprecated"):
                     continue
                 if isinstance(value, list):
                     text = "[" + ", ".join(_scalar(v) for v in value) + "]"

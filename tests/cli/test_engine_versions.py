@@ -182,3 +182,14 @@ def test_diff_and_rendered_docs_show_the_default_of_an_unset_side(story, ledger,
     assert "| *unset* (default `10000`) | `20000` |" in page
     html = (tmp_path / "docs" / "index.html").read_text()
     assert '<span class="unset">unset</span> <span class="muted">(default <code>10000</code>)</span>' in html
+
+
+def test_a_deprecated_flag_warns_naming_its_replacement_and_doctor_lists_it(story, ledger):
+    _declare(story, "sglang==0.5.23")
+    r = ledger(*story.args("record", "flag", "decode", "--enable-dp-attention",
+                           "--class", "perf", "--title", "dp attention"))
+    assert r.exit_code == 0, r.stderr
+    assert "--enable-dp-attention: deprecated in SGLang 0.5.23 (use --attn-dp-size <dp-size>)" in r.stderr
+    problems = [f["problem"] for f in ledger(*story.args("doctor", "--json")).json()["findings"]
+                if f["check"] == "engine"]
+    assert any("--enable-dp-attention: deprecated in SGLang 0.5.23" in p for p in problems), problems

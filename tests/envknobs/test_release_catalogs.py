@@ -44,6 +44,30 @@ def test_generator_reads_types_defaults_choices_aliases_and_deprecations():
     assert vflags["--block-size"]["choices"] == ["1", "8", "16", "32"]  # Literal alias
 
 
+def test_generator_reads_deprecations_the_way_each_engine_writes_them():
+    """SGLang's ``Deprecated*Action(new_flag=...)`` (a store-true one is still a switch);
+    vLLM's ``_X_DEPRECATION_MESSAGE`` constants (the flag first, a replacement if named)."""
+    _, sg = release_catalog("sglang", FIXTURES / "sglang")
+    flags = {f["name"]: f for f in sg["flags"]}
+    assert flags["--disable-cuda-graph"]["type"] == "bool"
+    assert flags["--disable-cuda-graph"]["deprecated"] == "--cuda-graph-backend-{decode,prefill}=disabled"
+    _, vl = release_catalog("vllm", FIXTURES / "vllm")
+    vflags = {f["name"]: f for f in vl["flags"]}
+    assert vflags["--log-config-file"]["deprecated"] == "--logging-config.pylogging_config_file"
+    assert vflags["--disable-cascade-attn"]["deprecated"] == ""
+    assert vflags["--disable-cascade-attn"]["deprecated_note"].startswith("--disable-cascade-attn is "
+                                                                         "deprecated and has no effect")
+    assert "deprecated" not in vflags["--enforce-eager"]
+    assert release_warnings("vllm==0.34.0", "--log-config-file", "x.json") == [
+        "--log-config-file: deprecated in vLLM 0.34.0 (use --logging-config.pylogging_config_file)"]
+    (cascade,) = release_warnings("vllm==0.34.0", "--disable-cascade-attn", None)
+    assert cascade.startswith("--disable-cascade-attn: deprecated in vLLM 0.34.0 (--disable-cascade-attn "
+                              "is deprecated and has no effect")
+    assert release_warnings("sglang==0.5.23", "--enable-dp-attention", "true") == [
+        "--enable-dp-attention: deprecated in SGLang 0.5.23 (use --attn-dp-size <dp-size>)"]
+    assert release_warnings("sglang==0.5.23", "--disable-radix-cache", "true") == []
+
+
 def test_generator_reads_each_engines_bool_words_and_defaults():
     """SGLang's ``EnvBool.parse`` word lists; vLLM's ``.lower() in ("true", "1")`` tuples
     (also inside an ``or``), with the default that tuple makes of ``os.getenv(X, "False")``."""
