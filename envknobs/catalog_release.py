@@ -82,11 +82,16 @@ def load_release(engine: str, version: str) -> tuple[Registry, FlagRegistry, dic
     return knobs, flags, removed
 
 
+def prefix_matches(flags: FlagRegistry, name: str) -> list[str]:
+    """The flags ``name`` is a prefix of (argparse's abbreviation rule), sorted."""
+    key = name.lstrip("-").replace("_", "-")
+    return sorted({flags.get(k).name for k in flags._keys if k.startswith(key)})  # noqa: SLF001
+
+
 def resolve_prefix(flags: FlagRegistry, name: str) -> str | None:
     """argparse's abbreviation rule: a unique prefix of one flag names that flag."""
-    key = name.lstrip("-").replace("_", "-")
-    hits = {flags.get(k).name for k in flags._keys if k.startswith(key)}  # noqa: SLF001
-    return hits.pop() if len(hits) == 1 else None
+    hits = prefix_matches(flags, name)
+    return hits[0] if len(hits) == 1 else None
 
 
 _VERSION = r"(\d+\.\d+\.\d+(?:\.?post\d+)?)"
@@ -164,6 +169,9 @@ def release_warnings(spec: str, name: str, value: str | None) -> list[str]:
         if full is not None:
             out.append(f"{name}: argparse reads it as {full} in {label}")
             declared = flags.get(full)
+    if declared is None and registry is flags and len(prefix_matches(flags, name)) > 1:
+        return [f"{name}: ambiguous to {label}'s argparse, which refuses to start on it "
+                f"(it could be {', '.join(prefix_matches(flags, name))})"]
     if declared is None:
         close = registry.closest(name)
         hint = f"closest: {', '.join(close)}" if close else "no close match"

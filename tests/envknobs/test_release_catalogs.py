@@ -157,8 +157,14 @@ def test_renamed_deprecated_prefix_alias_and_unknown():
         "--speculative-algo: argparse reads it as --speculative-algorithm in SGLang 0.5.23"
     ]
     assert release_warnings("vllm==0.34.0", "--device-memory-utilization", "0.5") == []
-    (unknown,) = release_warnings("sglang==0.5.23", "--cuda-graph-max-bs", "8")
-    assert "unknown to SGLang 0.5.23" in unknown and "--cuda-graph-max-bs-decode" in unknown
+    assert release_warnings("sglang==0.5.23", "--cuda-graph-max-bs", "8") == [
+        "--cuda-graph-max-bs: split in SGLang 0.5.23 "
+        "(use --cuda-graph-max-bs-decode / --cuda-graph-max-bs-prefill)"]  # the overlay says so
+    (ambiguous,) = release_warnings("sglang==0.5.23", "--cuda-graph-max", "8")
+    assert "ambiguous to SGLang 0.5.23's argparse" in ambiguous
+    assert "--cuda-graph-max-bs-decode, --cuda-graph-max-bs-prefill" in ambiguous
+    (unknown,) = release_warnings("vllm==0.34.0", "--cuda-graph-max-bs", "8")
+    assert "unknown to vLLM 0.34.0" in unknown
     assert release_warnings("sglang==0.5.23", "SGLANG_ENABLE_JIT_DEEPGEMM", "1") == []
 
 
