@@ -106,6 +106,10 @@ def file_spelling(tf, knob: str, spec: str | None) -> tuple[str, list[str]]:
     several such names is refused with each place (argparse would take the last one, and
     editing another would take no effect).  Without a declared release, as given (the
     bundled hand catalogs' aliases are already resolved by the format)."""
+    from envknobs.flags import is_flag_name
+
+    if spec is None or not is_flag_name(knob):
+        return knob, []
     from envknobs.catalog_release import same_flag_spellings
     from ledger.errors import AmbiguousPlace
     from ledger.store.targets import target_format
