@@ -11,6 +11,7 @@ and choices that release's grammar accepts.  Catalogs load lazily, on first use.
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -44,19 +45,28 @@ def bundled_releases(engine: str) -> list[str]:
 
 
 @functools.lru_cache(maxsize=8)
-def load_release(engine: str, version: str) -> tuple[Registry, FlagRegistry, dict[str, dict]]:
-    """(env knobs, flags, removed names) of one bundled release."""
+def _release_data(engine: str, version: str) -> dict:
     path = RELEASES / f"{engine}-{version}.yaml"
     if not path.is_file():
         known = ", ".join(bundled_releases(engine)) or "none"
         raise KnobError(f"no bundled catalog for {engine}=={version} (bundled: {known})")
     load, _ = _loader()
-    data = load(path.read_text(encoding="utf-8"))
+    return load(path.read_text(encoding="utf-8"))
+
+
+_NOT_KNOB_KEYS = ("deprecated", "deprecated_note", "true_words")
+
+
+@functools.lru_cache(maxsize=8)
+def load_release(engine: str, version: str) -> tuple[Registry, FlagRegistry, dict[str, dict]]:
+    """(env knobs, flags, removed names) of one bundled release."""
+    data = _release_data(engine, version)
+    load, _ = _loader()
     knobs, flags = Registry(), FlagRegistry()
     for item in data["knobs"]:
-        knobs.add(_knob_from({k: v for k, v in item.items() if k != "deprecated"}))
+        knobs.add(_knob_from({k: v for k, v in item.items() if k not in _NOT_KNOB_KEYS}))
     for item in data["flags"]:
-        flags.add(_knob_from({k: v for k, v in item.items() if k != "deprecated"}, engine))
+        flags.add(_knob_from({k: v for k, v in item.items() if k not in _NOT_KNOB_KEYS}, engine))
     removed = {r["name"]: r for r in data["removed"]}
     overlay = load(OVERLAY.read_text(encoding="utf-8")) or {}
     for item in overlay.get("removed", []):
@@ -72,11 +82,69 @@ def load_release(engine: str, version: str) -> tuple[Registry, FlagRegistry, dic
     return knobs, flags, removed
 
 
+def prefix_matches(flags: FlagRegistry, name: str) -> list[str]:
+    """The flags ``name`` is a prefix of (argparse's abbreviation rule), sorted."""
+    key = name.lstrip("-").replace("_", "-")
+    return sorted({flags.get(k).name for k in flags._keys if k.startswith(key)})  # noqa: SLF001
+
+
 def resolve_prefix(flags: FlagRegistry, name: str) -> str | None:
     """argparse's abbreviation rule: a unique prefix of one flag names that flag."""
-    key = name.lstrip("-").replace("_", "-")
-    hits = {flags.get(k).name for k in flags._keys if k.startswith(key)}  # noqa: SLF001
-    return hits.pop() if len(hits) == 1 else None
+    hits = prefix_matches(flags, name)
+    return hits[0] if len(hits) == 1 else None
+
+
+_VERSION = r"(\d+\.\d+\.\d+(?:\.?post\d+)?)"
+_DETECT = (
+    # an image tag: lmsysorg/sglang:v0.5.23-cu129, vllm/vllm-openai:v0.34.0
+    re.compile(r"(?<![\w.-])(sglang|vllm-openai|vllm):v?" + _VERSION),
+    # a pin: pip install "sglang[all]==0.5.23", vllm==0.34.0
+    re.compile(r"(?<![\w.-])(sglang|vllm)(?:\[[\w,.-]*\])?==" + _VERSION),
+    # `pip show` output kept in the file: Name: vllm / Version: 0.34.0
+    re.compile(r"Name:\s*(sglang|vllm)[ \t]*\r?\n[^\n]*?Version:\s*" + _VERSION),
+)
+
+
+def detect_engines(text: str) -> list[tuple[str, int]]:
+    """Every engine release a file names itself — an image tag (``lmsysorg/sglang:v0.5.23``,
+    ``vllm/vllm-openai:v0.34.0``), a pip pin (``sglang[all]==0.5.23``) or ``pip show``
+    output (``Name: vllm`` then ``Version: 0.34.0``) — as ``(spec, line)``, in file order.
+    Nothing else is guessed from: a ``my-sglang:1.0`` image or ``sglang-router`` is no
+    engine release."""
+    found = []
+    for pattern in _DETECT:
+        for m in pattern.finditer(text or ""):
+            engine = "sglang" if m.group(1) == "sglang" else "vllm"
+            found.append((m.start(), f"{engine}=={m.group(2)}"))
+    return [(spec, text.count("\n", 0, start) + 1) for start, spec in sorted(found)]
+
+
+def release_flag_name(spec: str | None, name: str) -> str | None:
+    """The flag release ``spec``'s argparse reads ``name`` as: its own name for an alias
+    (``--tp`` -> ``--tp-size``) or a unique prefix (``--speculative-algo`` ->
+    ``--speculative-algorithm``); None without a spec, for an env var, or a name the
+    release does not know."""
+    if spec is None or not is_flag_name(name):
+        return None
+    try:
+        engine, version = parse_engine(spec)
+        _, flags, _ = load_release(engine, version)
+    except KnobError:
+        return None
+    declared = flags.get(name)
+    if declared is None and not name.startswith("--no-"):
+        full = resolve_prefix(flags, name)
+        declared = flags.get(full) if full else None
+    return None if declared is None else declared.name
+
+
+def same_flag_spellings(spec: str | None, name: str, present) -> list[str]:
+    """Of the names a file sets (``present``), those release ``spec`` reads as the same
+    flag as ``name`` (its own spelling too); empty when that cannot be told."""
+    want = release_flag_name(spec, name)
+    if want is None:
+        return []
+    return [p for p in present if is_flag_name(p) and release_flag_name(spec, p) == want]
 
 
 def release_warnings(spec: str, name: str, value: str | None) -> list[str]:
@@ -95,21 +163,66 @@ def release_warnings(spec: str, name: str, value: str | None) -> list[str]:
         base = flags.get("--" + name[5:])  # BooleanOptionalAction's `--no-x`: x set false
         if base is not None and base.negatable:
             return []
+    out = []
     if declared is None and registry is flags:
         full = resolve_prefix(flags, name)
         if full is not None:
-            return [f"{name}: argparse reads it as {full} in {label}"]
+            out.append(f"{name}: argparse reads it as {full} in {label}")
+            declared = flags.get(full)
+    if declared is None and registry is flags and len(prefix_matches(flags, name)) > 1:
+        return [f"{name}: ambiguous to {label}'s argparse, which refuses to start on it "
+                f"(it could be {', '.join(prefix_matches(flags, name))})"]
     if declared is None:
         close = registry.closest(name)
         hint = f"closest: {', '.join(close)}" if close else "no close match"
         return [f"{name}: unknown to {label} ({hint})"]
+    marked = _deprecations(engine, version).get(declared.name)
+    if marked is not None:  # the replacement, else the release's own words when they say why
+        repl, note = marked
+        note = note or (declared.doc if "deprecat" in (declared.doc or "").lower() else "")
+        why = f" (use {repl})" if repl else (f" ({note})" if note else "")
+        out.append(f"{name}: deprecated in {label}{why}")
     if value is None or value == "":
-        return []
+        return out
     try:
         declared.validate(value)
+        if registry is knobs and declared.type == "bool":
+            check_bool_word(engine, version, name, value)
     except KnobError as e:
         raise KnobError(f"{e} (as {label} reads it)") from None
-    return []
+    return out
+
+
+@functools.lru_cache(maxsize=8)
+def _deprecations(engine: str, version: str) -> dict[str, tuple[str, str]]:
+    """Knobs and flags the release still takes but marks deprecated -> (their replacement,
+    empty when it names none; the release's note)."""
+    data = _release_data(engine, version)
+    return {item["name"]: (item["deprecated"] or "", item.get("deprecated_note") or "")
+            for item in [*data["knobs"], *data["flags"]] if item.get("deprecated") is not None}
+
+
+def check_bool_word(engine: str, version: str, name: str, value: str) -> None:
+    """A bool env var's value by the release's own parser, else KnobError.
+
+    SGLang's ``EnvBool`` lower-cases the value and takes only its listed words (``on``
+    raises there); a vLLM ``os.getenv(X).lower() in ("1", "true")`` takes every word but
+    reads any other than those as false — ``yes`` would quietly mean false, so only
+    its true words and ``0``/``false`` pass (pass ``--no-validate`` for anything else).
+    """
+    data = _release_data(engine, version)
+    word = value.lower()
+    item = next((k for k in data["knobs"] if k["name"] == name), {})
+    if item.get("true_words"):
+        falses = ("0", "false")
+        if word not in item["true_words"] and word not in falses:
+            raise KnobError(f"{name}={value!r}: read as false (only "
+                            f"{'/'.join(item['true_words'])} mean true, 0 or false for false)")
+        return
+    words = data.get("bool_words")
+    if words and word not in words["true"] and word not in words["false"]:
+        raise KnobError(f"{name}={value!r}: not a boolean the engine takes "
+                        f"({'/'.join(words['true'])} or {'/'.join(words['false'])})")
 
 
 def checked_for_engine(spec: str | None, name: str, value: str | None,

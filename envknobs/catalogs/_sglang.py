@@ -33,7 +33,8 @@ ENV_TYPES = {"EnvBool": "bool", "EnvInt": "int", "EnvFloat": "float", "EnvStr": 
 ENVIRON = "sglang/srt/environ.py"
 SERVER_ARGS = "sglang/srt/server_args.py"
 FIELDS_DIR = "sglang/srt/arg_groups/fields/"
-_REPLACEMENT_RE = re.compile(r"(?:[Uu]se|instead:?|replaced by|Pass)\s+'?(--[a-z0-9][a-z0-9-]*|SGLANG_[A-Z0-9_]+)")
+_REPLACEMENT_RE = re.compile(
+    r"(?:[Uu]se|instead:?|replaced by|Pass)\s+'?(--[a-z0-9](?:[a-z0-9._-]*[a-z0-9])?|SGLANG_[A-Z0-9_]+)")
 
 
 def typed_default(value: object, kind: str | None) -> object:
@@ -85,6 +86,27 @@ def env_vars(src: EngineSource) -> tuple[list[dict], list[dict]]:
     return knobs, removed
 
 
+def bool_words(src: EngineSource) -> dict[str, list[str]] | None:
+    """The words ``EnvBool.parse`` takes, ``{"true": [...], "false": [...]}``: each
+    ``if value in [...]: return True|False`` of it (SGLang lower-cases the value first and
+    raises on any other word, so ``on`` is refused).  None when the release's ``EnvBool``
+    has no such literal lists (the generic boolean words are then used)."""
+    tree, _ = read_module(src, ENVIRON)
+    cls = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "EnvBool"), None)
+    parse = next((n for n in (cls.body if cls else []) if isinstance(n, ast.FunctionDef)
+                  and n.name == "parse"), None)
+    out: dict[str, list[str]] = {}
+    for node in ast.walk(parse) if parse else ():
+        if not (isinstance(node, ast.If) and isinstance(node.test, ast.Compare)
+                and isinstance(node.test.ops[0], ast.In) and node.body
+                and isinstance(node.body[0], ast.Return)):
+            continue
+        words, result = constant(node.test.comparators[0]), constant(node.body[0].value)
+        if isinstance(result, bool) and isinstance(words, (list, tuple)):
+            out["true" if result else "false"] = [str(w) for w in words]
+    return out if set(out) == {"true", "false"} else None
+
+
 def _deprecated_table(tree: ast.Module) -> list[dict]:
     out: list[dict] = []
     for _, key, value in module_dicts(tree, "_DEPRECATED_ENVS"):
@@ -102,8 +124,9 @@ def _deprecated_table(tree: ast.Module) -> list[dict]:
 
 def flag_entry(name: str, info: dict, default: object, doc: str, aliases: list[str],
           negatable: bool = False) -> dict:
-    kind = info["type"]
     nargs = info["nargs"]
+    # an annotation of imported aliases (``RunnerOption``) says no type: a str default still shows
+    kind = info["type"] or ("str" if isinstance(default, str) and not nargs else None)
     value = default
     if nargs and isinstance(default, (list, tuple)):
         ok = all(typed_default(v, kind) is not None for v in default) and default
@@ -183,8 +206,9 @@ def add_argument_flags(tree: ast.Module, fields: dict[str, tuple[dict, object]],
         info = dict(info)
         action = constant(keyword(call, "action"))
         action_dump = ast.dump(keyword(call, "action") or ast.Pass())
-        if action in ("store_true", "store_false") or "BooleanOptional" in action_dump:
-            info["type"] = "bool"
+        if action in ("store_true", "store_false") or any(
+                a in action_dump for a in ("BooleanOptional", "StoreTrue", "StoreFalse")):
+            info["type"] = "bool"  # also SGLang's DeprecatedStoreTrueAction: still a switch
         kind = getattr(keyword(call, "type"), "id", None)
         if kind in ("int", "float", "str"):
             info["type"] = kind
@@ -198,6 +222,9 @@ def add_argument_flags(tree: ast.Module, fields: dict[str, tuple[dict, object]],
         help_ = constant(keyword(call, "help"))
         flags.append(flag_entry(longs[0], info, default, help_ if isinstance(help_, str) else "",
                            [n for n in names if n != longs[0]], "BooleanOptional" in action_dump))
+        new_flag = constant(keyword(call, "new_flag"))  # SGLang's Deprecated*Action names it
+        if isinstance(new_flag, str):
+            flags[-1]["deprecated"] = new_flag
     return flags
 
 

@@ -14,13 +14,15 @@
   and the literal ``add_argument("--x", ...)`` calls of ``make_arg_parser``.
 
 vLLM's own grammar is kept: ``bool(int(os.getenv(...)))`` is an ``int`` knob (``1``/``0``;
-``yes`` fails in vLLM, so it fails here); ``.lower() in ("1", "true")`` reads as a
-``str`` with those choices would wrongly refuse ``0``, so it is a ``bool``.
+``yes`` fails in vLLM, so it fails here); ``.lower() in ("1", "true")`` is a ``bool``
+whose ``true_words`` are that tuple (vLLM reads any other word as false, so the checks
+refuse ``yes`` rather than let it mean false).
 """
 
 from __future__ import annotations
 
 import ast
+import re
 
 from envknobs.catalogs._sglang import flag_entry
 from envknobs.catalogs._sglang import add_argument_flags
@@ -45,17 +47,20 @@ CONFIG_DIR = "vllm/config/"
 CLI_ARGS = ("vllm/entrypoints/common/cli_args.py", "vllm/entrypoints/launchers/cli_args.py",
             "vllm/entrypoints/openai/cli_args.py")
 _GETENV = ("getenv", "get")
+_FLAG_RE = re.compile(r"--[a-z0-9][a-z0-9-]*")
 
 
-def _env_type(value: ast.AST) -> tuple[str, object, list[str] | None]:
-    """(type, default, choices) of one ``environment_variables`` value expression."""
+def _env_type(value: ast.AST, name: str = "") -> tuple[str, object, list[str] | None]:
+    """(type, default, choices) of one ``environment_variables`` value expression (the
+    default is that of the ``os.getenv(name, ...)`` in it, else of its first getenv)."""
     if call_name(value) in ("env_with_choices", "env_list_with_choices", "env_set_with_choices"):
         choices = constant(value.args[2]) if len(value.args) > 2 else NOT_CONSTANT
         default = constant(value.args[1]) if len(value.args) > 1 else None
         choices = [str(c) for c in choices] if isinstance(choices, list) else None
         return "str", default, choices if call_name(value) == "env_with_choices" else None
     body = value.body if isinstance(value, ast.Lambda) else value
-    getenv = next((n for n in ast.walk(body) if call_name(n) in _GETENV and n.args), None)
+    getenvs = [n for n in ast.walk(body) if call_name(n) in _GETENV and n.args]
+    getenv = next((n for n in getenvs if constant(n.args[0]) == name), getenvs[0] if getenvs else None)
     default = constant(getenv.args[1]) if getenv is not None and len(getenv.args) > 1 else None
     dump = ast.dump(body)
     outer = call_name(body)
@@ -63,9 +68,24 @@ def _env_type(value: ast.AST) -> tuple[str, object, list[str] | None]:
         return "int", default, None
     if outer in ("int", "float"):
         return outer, default, None
-    if "'1'" in dump and "'true'" in dump and isinstance(body, ast.Compare | ast.BoolOp):
-        return "bool", {"1": True, "true": True, "0": False, "": False}.get(str(default), None), None
+    words = true_words(body)
+    if words is not None:
+        return "bool", str(default).lower() in words if isinstance(default, str) else None, words
     return "str", default, None
+
+
+def true_words(body: ast.AST) -> list[str] | None:
+    """The words of ``os.getenv(X, d).lower() in ("1", "true")``: vLLM reads those as true
+    and any other value as false (so ``yes`` is false); also the first such test of an
+    ``or``/``and`` (``... in ("1", "true") or bool(os.environ.get(OTHER))``); None else."""
+    if isinstance(body, ast.BoolOp):
+        return next((w for w in map(true_words, body.values) if w is not None), None)
+    if not (isinstance(body, ast.Compare) and len(body.ops) == 1 and isinstance(body.ops[0], ast.In)):
+        return None
+    words = constant(body.comparators[0])
+    if not (isinstance(words, (list, tuple)) and words and all(isinstance(w, str) for w in words)):
+        return None
+    return [str(w) for w in words] if {"1", "true"} & set(words) else None
 
 
 def env_vars(src: EngineSource) -> tuple[list[dict], list[dict]]:
@@ -83,9 +103,11 @@ def env_vars(src: EngineSource) -> tuple[list[dict], list[dict]]:
             removed.append({"name": env, "status": "removed", "note": first_doc_line(note),
                             "replacement": replacement_in(note.replace("`", ""))})
             continue
-        kind, default, choices = _env_type(value)
+        kind, default, choices = _env_type(value, env)
+        words = choices if kind == "bool" else None  # a bool's "choices" are its true words
         knobs.append({"name": env, "type": kind, "default": typed_default(default, kind),
-                      "choices": choices, "doc": comment_above(lines, key.lineno)})
+                      "choices": None if words else choices, "true_words": words,
+                      "doc": comment_above(lines, key.lineno)})
     return knobs, removed
 
 
@@ -139,6 +161,10 @@ def server_flags(src: EngineSource) -> list[dict]:
             engine_fields[node.target.id] = (info if info["type"] else mine, default)
             bounds[node.target.id] = field_bounds
     flags = add_argument_flags(tree, _by_subscript(tree, engine_fields), aliases)
+    marked = deprecation_messages(tree)
+    for flag in flags:
+        if flag["name"] in marked:
+            flag["deprecated"], flag["deprecated_note"] = marked[flag["name"]]
     spread = _spread_kwargs_flags(tree)
     for flag in flags:
         if flag["name"] in spread and flag["type"] == "bool" and flag["nargs"] is None:
@@ -148,6 +174,26 @@ def server_flags(src: EngineSource) -> list[dict]:
             flag["min"] = b.get("ge", b.get("gt"))
             flag["max"] = b.get("le", b.get("lt"))
     return flags + frontend_flags(src, aliases)
+
+
+def deprecation_messages(tree: ast.Module) -> dict[str, tuple[str, str]]:
+    """Flag -> (its replacement, "" when none is named; the message), from the module's
+    ``_X_DEPRECATION_MESSAGE = "--x is deprecated ... Use --y instead."`` constants: the
+    flag is the first ``--x`` before "deprecated" (``ir_op_priority (--ir-op-priority) is
+    deprecated`` too)."""
+    out: dict[str, tuple[str, str]] = {}
+    for node in tree.body:
+        if not (isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name)
+                and "DEPRECATION" in node.targets[0].id):
+            continue
+        text = constant(node.value)
+        if not isinstance(text, str) or "deprecated" not in text:
+            continue
+        head, _, rest = text.partition("deprecated")
+        flag = next(iter(_FLAG_RE.findall(head)), None)
+        if flag is not None:
+            out[flag] = replacement_in(rest) or "", first_doc_line(text)
+    return out
 
 
 def frontend_flags(src: EngineSource, aliases: dict) -> list[dict]:

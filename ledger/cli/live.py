@@ -58,6 +58,30 @@ STATE_STYLE = {"live": "applied", "pending restart": "reverted", "drift": "drift
                "not running": "suspected", "unreadable": "dim"}
 
 
+def live_value(value: str | None, default: object = None, effective: str | None = None) -> str:
+    """A ``status --live`` cell: ``(unset, effective 2048)`` where the server reports what it
+    runs with, else ``(unset, default 2048)`` from the catalogs; a set value the server
+    reads otherwise (``auto`` it resolves) shows both."""
+    from ledger.values import default_text
+
+    if value is None:
+        if effective is not None:
+            return f"(unset, effective {safe(effective)})"
+        return show_value(None) if default is None else f"(unset, default {safe(default_text(default))})"
+    if effective is None or _same_number(value, effective):
+        return show_value(value)
+    return f"{safe(value)} (effective {safe(effective)})"
+
+
+def _same_number(a: str, b: str) -> bool:
+    if a == b:
+        return True
+    try:
+        return float(a) == float(b)
+    except ValueError:
+        return False
+
+
 def print_status_live(reports) -> None:
     colour = use_colour()
     if not reports:
@@ -73,8 +97,9 @@ def print_status_live(reports) -> None:
         if r.error:
             click.echo(f"    {safe(r.error)}")
         rows = [[k.knob, paint(k.state, STATE_STYLE.get(k.state, ""), colour),
-                 show_value(k.ledger) if k.managed else "-", show_value(k.file),
-                 "?" if k.state in ("unreadable", "not running") else show_value(k.process)]
+                 live_value(k.ledger, k.default) if k.managed else "-", live_value(k.file, k.default),
+                 "?" if k.state in ("unreadable", "not running")
+                 else live_value(k.process, k.default, k.effective)]
                 for k in r.knobs]
         if rows:
             click.echo("\n".join("    " + line for line in table(

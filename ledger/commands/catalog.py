@@ -14,11 +14,50 @@ def knob_registry():
     return default_registry(REGISTRY)
 
 
-def knob_defaults(targets: dict, entries) -> dict[tuple[str, str], object]:
+def engine_of(ws, target, text: str | None = None) -> str | None:
+    """The engine release that reads ``target``'s file, ``sglang==0.5.23``: the target's own
+    ``engine:`` in ledger.yaml; else the one release the file names itself (an image tag,
+    a pip pin, ``pip show`` output: envknobs.catalog_release.detect_engines; ``text`` is the
+    file's, read here when not given); else ledger.yaml's top-level ``engine:``; else None.
+    A file naming several releases names none (``doctor`` says which lines)."""
+    if target.engine:
+        return target.engine
+    if text is None:
+        text = _file_text(ws, target)
+    found = {spec for spec, _ in _detect(text)}
+    return found.pop() if len(found) == 1 else ws.config.engine
+
+
+def _detect(text: str | None) -> list[tuple[str, int]]:
+    if not text or ("sglang" not in text and "vllm" not in text):
+        return []  # the common case loads nothing
+    from envknobs.catalog_release import detect_engines
+
+    return detect_engines(text)
+
+
+def _file_text(ws, target, limit: int = 1 << 20) -> str | None:
+    try:
+        with open(ws.target_path(target), "rb") as f:
+            return f.read(limit).decode("utf-8", "replace")
+    except (OSError, ValueError, LookupError):
+        return None  # an unreadable file is reported by whatever reads it for real
+
+
+def engine_findings(ws, target, text: str | None) -> list[str]:
+    """A file without a declared engine that names several releases: each with its line."""
+    found = _detect(text) if not target.engine else []
+    if len({spec for spec, _ in found}) < 2:
+        return []
+    return [f"names several engine releases ({', '.join(f'{s} at line {n}' for s, n in found)}): "
+            "none is used; declare one with `engine:` for the target in ledger.yaml"]
+
+
+def knob_defaults(ws, entries) -> dict[tuple[str, str], object]:
     """(target, knob) -> the engine's default, for the knob entries with an unset side.
 
-    The target's declared ``engine`` release decides (envknobs.catalog_release); else the
-    bundled catalogs.  Catalogs load only when some entry has an unset side.
+    The target's engine release (:func:`engine_of`) decides (envknobs.catalog_release);
+    else the bundled catalogs.  Catalogs load only when some entry has an unset side.
     """
     wanted = {(e.target, e.knob) for e in entries
               if e.kind == "knob" and (e.before is None or e.after is None
@@ -29,9 +68,12 @@ def knob_defaults(targets: dict, entries) -> dict[tuple[str, str], object]:
 
     registry = knob_registry()
     out = {}
+    specs: dict[str, str | None] = {}
     for target, knob in wanted:
-        t = targets.get(target)
-        default = default_of(getattr(t, "engine", None), knob, registry)
+        t = ws.config.targets.get(target)
+        if target not in specs:
+            specs[target] = engine_of(ws, t) if t is not None else ws.config.engine
+        default = default_of(specs[target], knob, registry)
         if default is not None:
             out[(target, knob)] = default
     return out
@@ -53,3 +95,37 @@ def name_defaults(engine: str | None, names) -> dict[str, object]:
 
     registry = knob_registry()
     return {n: default_of(engine, n, registry) for n in names}
+
+
+def file_spelling(tf, knob: str, spec: str | None) -> tuple[str, list[str]]:
+    """The spelling to record flag ``knob`` under in target file ``tf``: where the target
+    declares its engine release and the file already sets that flag by another name that
+    argparse reads as the same flag (an alias, or a prefix: ``--speculative-algo`` is
+    ``--speculative-algorithm``), the file's spelling — so the record edits that flag
+    rather than adding a second one; and a note saying so.  A file that sets the flag under
+    several such names is refused with each place (argparse would take the last one, and
+    editing another would take no effect).  Without a declared release, as given (the
+    bundled hand catalogs' aliases are already resolved by the format)."""
+    from envknobs.flags import is_flag_name
+
+    if spec is None or not is_flag_name(knob):
+        return knob, []
+    from envknobs.catalog_release import same_flag_spellings
+    from ledger.errors import AmbiguousPlace
+    from ledger.store.targets import target_format
+
+    fmt = target_format(tf.target)
+    summary = fmt.summary(tf.text)
+    present = [k.knob for k in summary.knobs] if summary is not None else list(tf.values)
+    same = same_flag_spellings(spec, knob, present)
+    if len(same) > 1:
+        places = [{"path": str(tf.path), "line": p.line, "text": p.raw.strip()}
+                  for name in same for p in fmt.places(tf.text, name)]
+        where = ", ".join(f"{tf.path}:{p['line']} ({p['text']})" for p in places) or str(tf.path)
+        raise AmbiguousPlace(f"{knob}: {tf.target.name} sets one flag of {spec} as "
+                             f"{' and '.join(same)} ({where}); argparse takes the last: remove "
+                             "one by hand, then record the other", places)
+    if len(same) == 1 and same[0] != knob:
+        return same[0], [f"{knob}: recorded as {same[0]}, the spelling {tf.path} gives that "
+                         f"flag (the same to {spec})"]
+    return knob, []

@@ -194,10 +194,15 @@ def _engine_findings(ws: Workspace, files: dict) -> list[Finding]:
     """Each knob and flag of a target that its declared engine release does not take as is."""
     from envknobs.catalog_release import release_findings
     from envknobs.registry import KnobError
+    from ledger.commands.catalog import engine_findings
+    from ledger.commands.catalog import engine_of
 
     out = []
     for name, tf in sorted(files.items()):
-        spec = tf.target.engine
+        for problem in engine_findings(ws, tf.target, tf.text):
+            out.append(Finding("engine", str(tf.path), f"{name}: {problem}",
+                               "name the release the file runs"))
+        spec = engine_of(ws, tf.target, tf.text)
         if spec is None:
             continue
         try:

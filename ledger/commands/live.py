@@ -215,4 +215,8 @@ def _interrupted_restart(s: Session, applied: Applied) -> Interrupted:
 
 def status_live(s: Session, names: Sequence[str] = ()) -> list[TargetLive]:
     """``ledger status --live``: every probed target (or the named ones)."""
-    return live_status(s.ws, names, known=knob_registry())
+    from ledger.commands.catalog import engine_of
+    from ledger.commands.catalog import name_defaults
+
+    return live_status(s.ws, names, known=knob_registry(),
+                       defaults=lambda t, unset: name_defaults(engine_of(s.ws, t), unset))

@@ -12,6 +12,8 @@ from envknobs.registry import KnobError
 from envknobs.registry import check_knob_name
 from envknobs.registry import check_knob_value
 from ledger.commands.catalog import class_warnings
+from ledger.commands.catalog import engine_of
+from ledger.commands.catalog import file_spelling
 from ledger.commands.catalog import knob_registry
 from ledger.commands.live import LiveOutcome
 from ledger.commands.live import restartable
@@ -50,7 +52,8 @@ from ledger.store.workspace import new_entry_id
 
 
 def validate_knob(
-    knob: str, value: str | None, no_validate: bool, target: Target | None = None
+    knob: str, value: str | None, no_validate: bool, target: Target | None = None,
+    engine: str | None = None,
 ) -> list[str]:
     """Check a knob (or ``--flag``) assignment against the catalogs; return warnings,
     raise on errors.
@@ -78,7 +81,7 @@ def validate_knob(
     from envknobs.catalog_release import checked_for_engine
 
     try:
-        return checked_for_engine(target.engine if target is not None else None, knob, value,
+        return checked_for_engine(engine, knob, value,
                                   lambda: check_assignment(knob_registry(), knob, value))
     except KnobError as e:
         raise InvalidValue(f"{e} (pass --no-validate to record it anyway)") from None
@@ -197,6 +200,9 @@ def record_knob(
         tf = read_target(s.ws, t)
         drifts = drift_in(s.ws, entries, {target: tf})
         knob = canonical_knob(tf, knob)
+        spec = engine_of(s.ws, t, tf.text)
+        knob, notes = file_spelling(tf, knob, spec)
+        warnings += notes
         if at is not None:
             done = record_at(s, tf, entries, knob=knob, value=value, at=at, cls=cls,
                              title=title, why=why, force=force, dry_run=dry_run,
@@ -216,7 +222,7 @@ def record_knob(
             raise Refused(f"{knob} in {target} is already {value_text(value, quote=True)}: "
                           "nothing to record")
         refuse_inversion(tf, layer, knob=knob, before=entry_before, after=value, cls=cls,
-                         adopt=adopt, title=title, past=past)
+                         adopt=adopt, title=title, past=past, engine=spec)
         entry = new_entry(s, kind="knob", cls=cls, title=title, why=why,
                           adopt=adopt or past.already_reverted, when=past.when,
                           target=target, knob=knob, before=entry_before, after=value,
@@ -266,7 +272,7 @@ def _check_record_args(s: Session, target: str, knob: str, value: str | None, cl
         raise UsageError(f"--at/--all select places in a bash script; {target} is {t.format}")
     if at is not None and adopt:
         raise UsageError("--adopt records a whole knob; it does not take --at/--all")
-    warnings = validate_knob(knob, value, no_validate, t)
+    warnings = validate_knob(knob, value, no_validate, t, engine_of(s.ws, t))
     warnings += [] if no_validate else class_warnings(knob, cls)
     if before is not None:
         validate_knob(knob, before, True, t)

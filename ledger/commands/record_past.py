@@ -78,14 +78,15 @@ class Past:
 
 
 def refuse_inversion(tf, layer, *, knob: str, before: str | None, after: str | None,
-                     cls: str, adopt: bool, title: str, past: Past) -> None:
+                     cls: str, adopt: bool, title: str, past: Past,
+                     engine: str | None = None) -> None:
     """Refuse a perf entry whose change is a revert (ledger.core.inversion), naming the
     command that records it right, unless ``--not-a-revert``."""
     if past.not_a_revert or past.already_reverted:
         return
     from ledger.commands.catalog import name_defaults
 
-    default = name_defaults(tf.target.engine, [knob]).get(knob) if adopt else None
+    default = name_defaults(engine, [knob]).get(knob) if adopt else None
     found = inversion(target=tf.target.name, knob=knob, before=before, after=after, cls=cls,
                       adopt=adopt, title=title, layer=layer or (), default=default)
     if found is not None:

@@ -13,6 +13,7 @@ import re
 from pathlib import Path
 from typing import Sequence
 
+from ledger.commands.catalog import knob_defaults
 from ledger.core import planner
 from ledger.core.model import Entry
 from ledger.core.when import dated_log
@@ -50,6 +51,7 @@ def build_model(ws: Workspace):
     entries = ws.entries()
     layers = planner.knob_layers(entries)
     full = planner.full_knobs(entries)
+    defaults = knob_defaults(ws, entries)  # loads catalogs only if some side is unset
     targets = []
     for name, t in ws.config.targets.items():
         try:
@@ -58,7 +60,8 @@ def build_model(ws: Workspace):
         except LedgerError:
             live = {}
         rows = [
-            KnobRow(knob, live.get(knob), full[(tname, knob)], [e.id for e in layer])
+            KnobRow(knob, live.get(knob), full[(tname, knob)], [e.id for e in layer],
+                    defaults.get((tname, knob)))
             for (tname, knob), layer in sorted(layers.items()) if tname == name
         ]
         targets.append(TargetState(name, t.path, t.format, rows))
@@ -73,7 +76,9 @@ def build_model(ws: Workspace):
     return RenderModel(title=ws.root.name, entries=list(entries), targets=targets,
                        evidence=evidence, stale=stale, patch_stats=patch_stats,
                        bisects=bisect_views(ws, {e.id for e in entries}),
-                       log=dated_log(wsgit.log(ws.root)))
+                       log=dated_log(wsgit.log(ws.root)),
+                       defaults={e.id: defaults[(e.target, e.knob)] for e in entries
+                                 if e.kind == "knob" and (e.target, e.knob) in defaults})
 
 
 def bisect_views(ws: Workspace, known: set[str]) -> list[dict]:

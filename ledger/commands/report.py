@@ -32,7 +32,7 @@ def entry_row(ws: Workspace, e: Entry, evidence: EvidenceInfo | None = None) -> 
     ev = evidence if evidence is not None else evidence_for(ws, e)
     row = e.to_dict()
     row.pop("history")
-    default = knob_defaults(ws.config.targets, [e]).get((e.target, e.knob))
+    default = knob_defaults(ws, [e]).get((e.target, e.knob))
     row.update(display_state=display_state(e), change=change_text(e, default), default=default,
                evidence=ev.text,
                verdict=ev.verdict, evidence_stale=ev.stale)
@@ -136,7 +136,7 @@ def status(ws: Workspace) -> Status:
     checked = {k: v for k, v in live_of.items() if k not in ambiguous}
     st = Status(drift=planner.find_drift(entries, checked, paths), errors=errors)
     patch_live = _patch_liveness(ws, entries, st.errors)
-    defaults = knob_defaults(ws.config.targets, entries)
+    defaults = knob_defaults(ws, entries)
     for e in entries:
         default = defaults.get((e.target, e.knob))
         row = {"id": e.id, "slug": e.slug, "class": e.cls, "kind": e.kind, "title": e.title,

@@ -178,12 +178,14 @@ def target_summary(s: Session, name: str, target: Target | None = None) -> dict:
     outside = format_of(t).outside_notes(tf.text)  # files it names, read now (not cached)
     if outside:
         d["notes"] = [*d["notes"], *outside]
+    from ledger.commands.catalog import engine_of
     from ledger.commands.catalog import name_defaults
 
-    defaults = name_defaults(t.engine, [k["knob"] for k in d["knobs"]])
+    spec = engine_of(s.ws, t, tf.text)
+    defaults = name_defaults(spec, [k["knob"] for k in d["knobs"]])
     for k in d["knobs"]:
         k["default"] = defaults[k["knob"]]
-    return {**d, "engine": t.engine}
+    return {**d, "engine": spec}
 
 
 def set_service(s: Session, name: str, changes: dict, dry_run: bool = False) -> Target:

@@ -358,7 +358,7 @@ class Entry:
         values["history"] = tuple(map(Action.from_dict, get("history") or ()))
         return _built(cls, values)
 
-_ENGINE_SPEC_RE = re.compile(r"(sglang|vllm)==[0-9][A-Za-z0-9.+-]*\Z")
+ENGINE_SPEC_RE = re.compile(r"(sglang|vllm)==[0-9][A-Za-z0-9.+-]*\Z")
 
 
 @dataclass(frozen=True)
@@ -379,7 +379,7 @@ class Target:
 
     def __post_init__(self) -> None:
         check_target_name(self.name)
-        if self.engine is not None and not _ENGINE_SPEC_RE.match(str(self.engine)):
+        if self.engine is not None and not ENGINE_SPEC_RE.match(str(self.engine)):
             raise InvalidValue(
                 f"target {self.name}: engine {self.engine!r}: write it as sglang==X or vllm==X"
             )

@@ -56,6 +56,9 @@ class Observed:
     # /proc holds the whole environment (absent = unset); server_info only the knobs it
     # names (absent = not reported)
     env_complete: bool = True
+    # what the server says it runs with, defaults applied (server_info ``knobs``); empty
+    # when it says nothing of it (a /proc probe: only the raw environment is known)
+    effective: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         return {"state": self.state, "probe": self.probe.to_dict() if self.probe else None,
@@ -215,8 +218,12 @@ def _observe_url(probe: LiveProbe) -> Observed:
     argv = info.get("argv") if isinstance(info.get("argv"), list) else None
     pid = info.get("pid") if isinstance(info.get("pid"), int) else None
     started = info.get("start_time") if isinstance(info.get("start_time"), str) else None
+    from ledger.values import default_text
+
+    knobs = info.get("knobs") if isinstance(info.get("knobs"), dict) else {}
+    effective = {str(k): default_text(v) for k, v in knobs.items() if v is not None}
     return Observed(RUNNING, probe, pid, env, argv, started, probe.value, info=info,
-                    env_complete=False)
+                    env_complete=False, effective=effective)
 
 
 def launch_flags(argv: list[str] | None) -> dict[str, str]:

@@ -13,6 +13,12 @@ knob the file sets — one state:
                      the probe is ambiguous, or ``server_info`` does not report the knob —
                      the reason is said, never guessed.
 
+Beside the raw values, each row carries ``effective`` — the value the server reports it
+runs with, its defaults applied (``server_info``'s ``knobs``; a ``/proc`` probe knows only
+the raw environment, so none) — and ``default``, the engine's default from the catalogs
+(the target's declared release first), for a side that is unset.  The state compares raw
+values only: the effective value is shown, never used to call a knob live.
+
 Launch flags are knobs whose name starts with ``--``: the process's value comes from its
 command line (:func:`ledger.live.probe.launch_flags`, spelled as the bash format spells
 a script's launch flags), the file's from :func:`file_values`.
@@ -22,7 +28,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from dataclasses import field
+from typing import Callable
 from typing import Container
+from typing import Mapping
 from typing import Sequence
 
 from ledger.core import planner
@@ -44,6 +52,7 @@ PENDING = "pending restart"
 DRIFT = "drift"
 UNREADABLE = "unreadable"
 _ABSENT = object()  # a knob the ledger does not manage
+Defaults = Callable[[Target, Sequence[str]], Mapping[str, object]]
 
 
 @dataclass
@@ -55,11 +64,14 @@ class KnobLive:
     ledger: str | None = None
     managed: bool = False
     detail: str = ""
+    effective: str | None = None  # what the server reports it runs with (defaults applied)
+    default: object = None  # the engine's default, from the catalogs (None: unknown)
 
     def to_dict(self) -> dict:
         return {"knob": self.knob, "state": self.state, "file": self.file,
                 "process": self.process, "ledger": self.ledger if self.managed else None,
-                "managed": self.managed, "detail": self.detail}
+                "managed": self.managed, "detail": self.detail,
+                "effective": self.effective, "default": self.default}
 
 
 @dataclass
@@ -115,6 +127,7 @@ def knob_state(obs: Observed, knob: str, file: str | None, ledger) -> KnobLive:
         row.state, row.detail = UNREADABLE, obs.detail
         return row
     known, row.process = process_value(obs, knob)
+    row.effective = obs.effective.get(knob)
     if managed and file != ledger:
         row.state = DRIFT
     elif not known:
@@ -126,12 +139,13 @@ def knob_state(obs: Observed, knob: str, file: str | None, ledger) -> KnobLive:
 
 
 def target_live(ws: Workspace, target: Target, obs: Observed | None = None,
-                known: Container[str] | None = None) -> TargetLive:
+                known: Container[str] | None = None, defaults: Defaults | None = None) -> TargetLive:
     """The live report of one target (probing it unless ``obs`` is given).
 
     ``known``: the knob names of the catalogs; a name the file sets that the ledger does
     not manage is shown only if known there (a serve script's own shell variables, such
-    as ``model_flags=(...)``, never reach the process's environment)."""
+    as ``model_flags=(...)``, never reach the process's environment).  ``defaults``
+    gives each shown knob's engine default (``(target, names) -> {name: default}``)."""
     service = target.service
     obs = obs or observe(service.live if service else None, ws.root)
     out = TargetLive(target.name, obs)
@@ -150,17 +164,22 @@ def target_live(ws: Workspace, target: Target, obs: Observed | None = None,
         out.knobs.append(knob_state(obs, knob, values.get(knob),
                                     expected.get(knob, _ABSENT) if knob in expected
                                     else _ABSENT))
+    unset = [k.knob for k in out.knobs if None in (k.file, k.process, k.ledger)]
+    found = defaults(target, unset) if defaults is not None and unset else {}
+    for row in out.knobs:
+        row.default = found.get(row.knob)
     return out
 
 
 def live_status(ws: Workspace, names: Sequence[str] = (),
-                known: Container[str] | None = None) -> list[TargetLive]:
+                known: Container[str] | None = None,
+                defaults: Defaults | None = None) -> list[TargetLive]:
     """The live report of the named targets (default: every target with a probe)."""
     if names:
         targets = [ws.target(n) for n in names]
     else:
         targets = [t for t in ws.config.targets.values() if t.service and t.service.live]
-    return [target_live(ws, t, known=known) for t in targets]
+    return [target_live(ws, t, known=known, defaults=defaults) for t in targets]
 
 
 def differing(ws: Workspace, names: Sequence[str],

@@ -140,6 +140,13 @@ def _restore_plan(entry: Entry, evidence: dict[str, Any] | None) -> dict[str, st
     return {"held": "", "command": command}
 
 
+def _default(value: Any) -> str | None:
+    """A catalog default as the operator writes it (``true``, ``1 2 4``), None when unknown."""
+    from ledger.values import default_text
+
+    return None if value is None else default_text(value)
+
+
 def entry_view(model: RenderModel, entry: Entry, chart_svg: str | None) -> dict[str, Any]:
     """Everything the templates show about one entry, as display-ready values."""
     evidence = _evidence_view(model, entry)
@@ -181,6 +188,7 @@ def entry_view(model: RenderModel, entry: Entry, chart_svg: str | None) -> dict[
         "knob": entry.knob,
         "before": entry.before,
         "after": entry.after,
+        "default": _default(model.defaults.get(entry.id)),
         "patch": entry.patch,
         "sha256": entry.sha256 or "",
         "commit": entry.commit or "",
@@ -215,6 +223,7 @@ def build_views(model: RenderModel, charts: Mapping[str, str]) -> dict[str, Any]
                 "knob": row.knob,
                 "live": row.live,
                 "full": row.ledger_full,
+                "default": _default(row.default),
                 "off": row.off_table,
                 # The full ledger's value is one the health gate rolled back: not a gap.
                 "failed": row.off_table and bool(row.entries) and row.entries[-1] in failed,

@@ -36,6 +36,7 @@ class KnobRow:
     live: str | None
     ledger_full: str | None
     entries: list[str] = field(default_factory=list)
+    default: Any = None  # the engine's default, shown beside an unset side (None: unknown)
 
     @property
     def off_table(self) -> bool:
@@ -74,6 +75,8 @@ class RenderModel:
     # The workspace's commits as `ledger log` gives them (sha, time, subject, body), newest
     # first: the timeline.  Empty: the timeline is drawn from the entries' histories.
     log: list[dict[str, Any]] = field(default_factory=list)
+    # entry id -> the engine's default of its knob, for an entry with an unset side
+    defaults: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not isinstance(self.title, str) or not self.title.strip():

@@ -56,14 +56,15 @@ def md_text(value: Any) -> str:
     return "<br>".join(lines)
 
 
-def md_code(value: str | None, table: bool = True) -> str:
-    """``value`` as a Markdown code span; ``unset``/``empty`` in italics for None/"".
+def md_code(value: str | None, table: bool = True, default: str | None = None) -> str:
+    """``value`` as a Markdown code span; ``unset``/``empty`` in italics for None/""
+    (``*unset* (default `256`)`` when the engine's ``default`` is known).
 
     The fence is one backtick longer than any run inside the value, so no value can close
     it early.  In GFM tables a ``|`` ends the cell even inside code, hence ``\\|`` there.
     """
     if value is None:
-        return f"*{UNSET}*"
+        return f"*{UNSET}*" + ("" if default is None else f" (default {md_code(default, table)})")
     if value == "":
         return "*empty*"
     text = _NEWLINES_RE.sub(" ", value)

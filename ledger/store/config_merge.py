@@ -19,7 +19,7 @@ from ledger.store.workspace import CONFIG_NAME
 from ledger.store.workspace import dump_config
 from ledger.store.workspace import parse_config_text
 
-TAKEN = ("engine_repo", "bench")
+TAKEN = ("engine_repo", "bench", "engine")
 _ABSENT = object()
 
 
@@ -96,6 +96,8 @@ def _with_targets(ours: str, targets: dict[str, Any], theirs: str | None = None,
             config.engine_repo = other.engine_repo
         if "bench" in taken:
             config.bench_command = other.bench_command
+        if "engine" in taken:
+            config.engine = other.engine
     return dump_config(config, ours)
 
 

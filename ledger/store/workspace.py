@@ -42,6 +42,7 @@ from typing import Any
 from typing import Iterable
 
 from ledger.core.model import Entry
+from ledger.core.model import ENGINE_SPEC_RE
 from ledger.core.model import Target
 from ledger.core.service import parse_service
 from ledger.errors import AmbiguousEntry
@@ -85,6 +86,9 @@ class Config:
     targets: dict[str, Target] = field(default_factory=dict)
     engine_repo: str | None = None
     bench_command: str | None = None
+    # the engine release of every target that names none (``engine: sglang==0.5.23`` at the
+    # top of ledger.yaml); a target's own ``engine:`` wins (ledger.commands.catalog.engine_of)
+    engine: str | None = None
     # root name -> the team's default directory (None: each machine sets its own)
     roots: dict[str, str | None] = field(default_factory=dict)
 
@@ -93,6 +97,8 @@ class Config:
         if self.roots:
             d["roots"] = dict(self.roots)
         d["engine_repo"] = self.engine_repo
+        if self.engine:
+            d["engine"] = self.engine
         d["targets"] = {name: t.to_dict() for name, t in self.targets.items()}
         if self.bench_command:
             d["bench"] = {"command": self.bench_command}
@@ -233,6 +239,10 @@ def _config_from(data, path: str, line_of) -> Config:
     if engine_repo:
         roots_mod.check_spelling(engine_repo, declared, path, line_of("engine_repo"),
                                  "engine_repo")
+    engine = data.get("engine")
+    if engine is not None and not (isinstance(engine, str) and ENGINE_SPEC_RE.match(engine)):
+        raise ConfigError(path, f"engine {engine!r}: write it as sglang==X or vllm==X",
+                          line_of("engine"))
     bench = data.get("bench") or {}
     if not isinstance(bench, dict):
         raise ConfigError(path, "bench must be a mapping", line_of("bench"))
@@ -244,6 +254,7 @@ def _config_from(data, path: str, line_of) -> Config:
         engine_repo=None if engine_repo in (None, "") else engine_repo,
         bench_command=command,
         roots=declared,
+        engine=engine,
     )
 
 
@@ -259,6 +270,10 @@ def dump_config(config: Config, previous_text: str | None = None) -> str:
     new = config.to_dict()
     for key in ("version", "engine_repo"):
         data[key] = new[key]
+    if "engine" in new:
+        data["engine"] = new["engine"]
+    elif "engine" in data:
+        del data["engine"]
     if "roots" in new and "roots" not in data:
         data.insert(1, "roots", new["roots"])
     elif "roots" in new:

@@ -104,3 +104,92 @@ def test_target_show_gives_each_knob_its_release_default(story, ledger):
     by_name = {k["knob"]: k for k in d["knobs"]}
     assert by_name["--disaggregation-mode"]["default"] == "null"  # SGLang's own word
     assert by_name["--port"]["default"] == 30000
+
+
+def _launch_with(story, flags: str) -> None:
+    text = story.script.read_text()
+    story.script.write_text(text.replace("--port 30001\n", f"--port 30001 \\\n    {flags}\n"))
+    subprocess.run(["git", "-C", str(story.root), "commit", "-qam", "flags", "--allow-empty"], check=True)
+
+
+def test_a_prefix_or_alias_edits_the_flag_the_script_spells_otherwise(story, ledger):
+    """argparse reads --speculative-algo as --speculative-algorithm: recording one while the
+    script has the other edits that flag, never adds a second one."""
+    _declare(story, "sglang==0.5.23")
+    _launch_with(story, "--speculative-algorithm EAGLE")
+    r = ledger(*story.args("record", "flag", "decode", "--speculative-algo=NGRAM",
+                           "--class", "perf", "--title", "ngram"))
+    assert r.exit_code == 0, r.stderr
+    assert "recorded as --speculative-algorithm" in r.stderr
+    text = story.script.read_text()
+    assert "--speculative-algorithm NGRAM" in text and "--speculative-algo " not in text
+    (entry,) = ledger(*story.args("list", "--json")).json()
+    assert entry["knob"] == "--speculative-algorithm" and entry["before"] == "EAGLE"
+    assert ledger(*story.args("revert", entry["id"], "--why", "w")).exit_code == 0
+    assert "--speculative-algorithm EAGLE" in story.script.read_text()
+
+
+def test_the_scripts_own_prefix_or_alias_spelling_is_the_one_edited(story, ledger):
+    _declare(story, "sglang==0.5.23")
+    _launch_with(story, "--speculative-algo EAGLE \\\n    --attention-data-parallel-size 2")
+    r = ledger(*story.args("record", "flag", "decode", "--speculative-algorithm=NGRAM",
+                           "--class", "perf", "--title", "ngram"))
+    assert r.exit_code == 0, r.stderr
+    r = ledger(*story.args("record", "flag", "decode", "--attn-dp-size=4",
+                           "--class", "perf", "--title", "dp 4"))
+    assert r.exit_code == 0, r.stderr
+    text = story.script.read_text()
+    assert "--speculative-algo NGRAM" in text and "--speculative-algorithm" not in text
+    assert "--attention-data-parallel-size 4" in text and "--attn-dp-size" not in text
+
+
+def test_one_flag_spelt_twice_is_refused_naming_both_lines(story, ledger):
+    _declare(story, "sglang==0.5.23")
+    _launch_with(story, "--speculative-algo EAGLE \\\n    --speculative-algorithm NGRAM")
+    before = story.script.read_text()
+    r = ledger(*story.args("record", "flag", "decode", "--speculative-algorithm=EAGLE3",
+                           "--class", "perf", "--title", "eagle3"))
+    assert r.exit_code == 1
+    assert "--speculative-algo and --speculative-algorithm" in r.stderr
+    assert f"{story.script}:11 (--speculative-algo EAGLE)" in r.stderr and f"{story.script}:12" in r.stderr
+    assert story.script.read_text() == before
+
+
+def test_sglangs_envbool_refuses_on_and_vllms_true_words_refuse_yes(story, ledger):
+    _declare(story, "sglang==0.5.23")
+    r = ledger(*story.args("record", "knob", "decode", "SGLANG_ENABLE_TORCH_INFERENCE_MODE=on",
+                           "--class", "perf", "--title", "x"))
+    assert r.exit_code == 1 and "'on': not a boolean the engine takes" in r.stderr
+    assert "SGLANG_ENABLE_TORCH_INFERENCE_MODE" not in story.script.read_text()
+    assert ledger(*story.args("record", "knob", "decode", "SGLANG_ENABLE_TORCH_INFERENCE_MODE=yes",
+                              "--class", "perf", "--title", "x")).exit_code == 0
+
+
+def test_diff_and_rendered_docs_show_the_default_of_an_unset_side(story, ledger, tmp_path):
+    _declare(story, "vllm==0.34.0")
+    r = ledger(*story.args("record", "knob", "decode", "VLLM_RPC_TIMEOUT=20000",
+                           "--class", "bugfix", "--title", "longer rpc timeout"))
+    assert r.exit_code == 0, r.stderr
+    (entry,) = ledger(*story.args("list", "--json")).json()
+    assert ledger(*story.args("revert", entry["id"], "--why", "w")).exit_code == 0
+    assert "VLLM_RPC_TIMEOUT: unset (default 10000) -> 20000" in ledger(*story.args("diff")).stdout
+    (row,) = ledger(*story.args("diff", "--json")).json()["off_the_table"]["bugfix"]
+    assert row["default"] == 10000
+    assert ledger(*story.args("render", "--out", tmp_path / "docs")).exit_code == 0
+    changelog = (tmp_path / "docs" / "CHANGELOG.md").read_text()
+    assert "*unset* (default `10000`) → `20000`" in changelog
+    page = (tmp_path / "docs" / "entries" / f"{entry['id']}.md").read_text()
+    assert "| *unset* (default `10000`) | `20000` |" in page
+    html = (tmp_path / "docs" / "index.html").read_text()
+    assert '<span class="unset">unset</span> <span class="muted">(default <code>10000</code>)</span>' in html
+
+
+def test_a_deprecated_flag_warns_naming_its_replacement_and_doctor_lists_it(story, ledger):
+    _declare(story, "sglang==0.5.23")
+    r = ledger(*story.args("record", "flag", "decode", "--enable-dp-attention",
+                           "--class", "perf", "--title", "dp attention"))
+    assert r.exit_code == 0, r.stderr
+    assert "--enable-dp-attention: deprecated in SGLang 0.5.23 (use --attn-dp-size <dp-size>)" in r.stderr
+    problems = [f["problem"] for f in ledger(*story.args("doctor", "--json")).json()["findings"]
+                if f["check"] == "engine"]
+    assert any("--enable-dp-attention: deprecated in SGLang 0.5.23" in p for p in problems), problems

@@ -44,6 +44,45 @@ def test_generator_reads_types_defaults_choices_aliases_and_deprecations():
     assert vflags["--block-size"]["choices"] == ["1", "8", "16", "32"]  # Literal alias
 
 
+def test_generator_reads_deprecations_the_way_each_engine_writes_them():
+    """SGLang's ``Deprecated*Action(new_flag=...)`` (a store-true one is still a switch);
+    vLLM's ``_X_DEPRECATION_MESSAGE`` constants (the flag first, a replacement if named)."""
+    _, sg = release_catalog("sglang", FIXTURES / "sglang")
+    flags = {f["name"]: f for f in sg["flags"]}
+    assert flags["--disable-cuda-graph"]["type"] == "bool"
+    assert flags["--disable-cuda-graph"]["deprecated"] == "--cuda-graph-backend-{decode,prefill}=disabled"
+    _, vl = release_catalog("vllm", FIXTURES / "vllm")
+    vflags = {f["name"]: f for f in vl["flags"]}
+    assert vflags["--log-config-file"]["deprecated"] == "--logging-config.pylogging_config_file"
+    assert vflags["--disable-cascade-attn"]["deprecated"] == ""
+    assert vflags["--disable-cascade-attn"]["deprecated_note"].startswith("--disable-cascade-attn is "
+                                                                         "deprecated and has no effect")
+    assert "deprecated" not in vflags["--enforce-eager"]
+    assert release_warnings("vllm==0.34.0", "--log-config-file", "x.json") == [
+        "--log-config-file: deprecated in vLLM 0.34.0 (use --logging-config.pylogging_config_file)"]
+    (cascade,) = release_warnings("vllm==0.34.0", "--disable-cascade-attn", None)
+    assert cascade.startswith("--disable-cascade-attn: deprecated in vLLM 0.34.0 (--disable-cascade-attn "
+                              "is deprecated and has no effect")
+    assert release_warnings("sglang==0.5.23", "--enable-dp-attention", "true") == [
+        "--enable-dp-attention: deprecated in SGLang 0.5.23 (use --attn-dp-size <dp-size>)"]
+    assert release_warnings("sglang==0.5.23", "--disable-radix-cache", "true") == []
+
+
+def test_generator_reads_each_engines_bool_words_and_defaults():
+    """SGLang's ``EnvBool.parse`` word lists; vLLM's ``.lower() in ("true", "1")`` tuples
+    (also inside an ``or``), with the default that tuple makes of ``os.getenv(X, "False")``."""
+    _, sg = release_catalog("sglang", FIXTURES / "sglang")
+    assert sg["bool_words"] == {"true": ["true", "1", "yes", "y"], "false": ["false", "0", "no", "n"]}
+    _, vl = release_catalog("vllm", FIXTURES / "vllm")
+    knobs = {k["name"]: k for k in vl["knobs"]}
+    assert "bool_words" not in vl
+    assert knobs["VLLM_DISABLE_PYNCCL"]["default"] is False  # "False".lower() is not in it
+    assert knobs["VLLM_DISABLE_PYNCCL"]["true_words"] == ["true", "1"]
+    assert knobs["VLLM_USE_PRECOMPILED"]["type"] == "bool"  # `... in (...) or bool(...)`
+    assert knobs["VLLM_USE_PRECOMPILED"]["default"] is False  # its own getenv, not the other
+    assert knobs["VLLM_BATCH_INVARIANT"].get("true_words") is None  # bool(int(...)): an int
+
+
 def test_generator_reads_vllms_frontend_flags():
     """``vllm serve``'s own flags: ``make_arg_parser``'s calls and the frontend dataclasses."""
     _, vl = release_catalog("vllm", FIXTURES / "vllm")
@@ -118,8 +157,14 @@ def test_renamed_deprecated_prefix_alias_and_unknown():
         "--speculative-algo: argparse reads it as --speculative-algorithm in SGLang 0.5.23"
     ]
     assert release_warnings("vllm==0.34.0", "--device-memory-utilization", "0.5") == []
-    (unknown,) = release_warnings("sglang==0.5.23", "--cuda-graph-max-bs", "8")
-    assert "unknown to SGLang 0.5.23" in unknown and "--cuda-graph-max-bs-decode" in unknown
+    assert release_warnings("sglang==0.5.23", "--cuda-graph-max-bs", "8") == [
+        "--cuda-graph-max-bs: split in SGLang 0.5.23 "
+        "(use --cuda-graph-max-bs-decode / --cuda-graph-max-bs-prefill)"]  # the overlay says so
+    (ambiguous,) = release_warnings("sglang==0.5.23", "--cuda-graph-max", "8")
+    assert "ambiguous to SGLang 0.5.23's argparse" in ambiguous
+    assert "--cuda-graph-max-bs-decode, --cuda-graph-max-bs-prefill" in ambiguous
+    (unknown,) = release_warnings("vllm==0.34.0", "--cuda-graph-max-bs", "8")
+    assert "unknown to vLLM 0.34.0" in unknown
     assert release_warnings("sglang==0.5.23", "SGLANG_ENABLE_JIT_DEEPGEMM", "1") == []
 
 
@@ -128,6 +173,15 @@ def test_each_engines_bool_grammar():
         release_warnings("vllm==0.34.0", "VLLM_BATCH_INVARIANT", "yes")  # bool(int(...))
     assert release_warnings("vllm==0.34.0", "VLLM_BATCH_INVARIANT", "1") == []
     assert release_warnings("sglang==0.5.23", "SGLANG_ENABLE_TORCH_INFERENCE_MODE", "yes") == []
+    assert release_warnings("sglang==0.5.23", "SGLANG_ENABLE_TORCH_INFERENCE_MODE", "Y") == []
+    with pytest.raises(KnobError, match="'on': not a boolean the engine takes.*as SGLang 0.5.23"):
+        release_warnings("sglang==0.5.23", "SGLANG_ENABLE_TORCH_INFERENCE_MODE", "on")  # EnvBool raises
+    # vLLM's `.lower() in ("true", "1")`: `yes` would be read as false, so it is refused
+    with pytest.raises(KnobError, match="'yes': read as false.*as vLLM 0.34.0 reads it"):
+        release_warnings("vllm==0.34.0", "VLLM_DISABLE_PYNCCL", "yes")
+    for word in ("True", "1", "0", "false"):
+        assert release_warnings("vllm==0.34.0", "VLLM_DISABLE_PYNCCL", word) == []
+    assert release_default("vllm==0.34.0", "VLLM_DISABLE_PYNCCL") is False
     with pytest.raises(KnobError, match="above the maximum 1"):
         release_warnings("vllm==0.34.0", "--gpu-memory-utilization", "1.5")
 

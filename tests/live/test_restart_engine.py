@@ -119,7 +119,9 @@ def test_pending_restart_then_restart_makes_it_live_via_proc_and_server_info(dep
     assert r.exit_code == 0, r.stderr
     r = d.run("status", "--live")
     assert r.exit_code == 0 and f"read from {d.url}/server_info" in r.stdout
-    assert all(k["state"] == "live" for k in d.live_rows().values())
+    rows = d.live_rows()
+    assert all(k["state"] == "live" for k in rows.values())
+    assert rows[CTAS]["effective"] == "64" and rows["ENGINE_NUM_PAGES"]["effective"] == "2048"
 
     log = d.run("log").stdout
     assert "restart decode after restore: healthy" in log

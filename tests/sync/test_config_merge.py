@@ -75,3 +75,12 @@ def test_one_root_given_two_defaults_is_a_conflict_naming_both():
     with pytest.raises(MergeConflict) as e:
         merge_config(BASE, ours, theirs)
     assert "root deploy: '/opt/sglang'" in str(e.value) and "root deploy: None" in str(e.value)
+
+
+def test_the_workspace_engine_release_changed_on_one_side_is_taken():
+    theirs = add(BASE, "router", "deploy/r.sh").replace("engine_repo:\n", "engine_repo:\nengine: vllm==0.34.0\n")
+    merged = merge_config(BASE, add(BASE, "prefill", "deploy/p.sh"), theirs)
+    config = parse_config_text(merged, "ledger.yaml")
+    assert config.engine == "vllm==0.34.0" and list(config.targets) == ["serve", "prefill", "router"]
+    with pytest.raises(MergeConflict, match="ledger.yaml key engine"):
+        merge_config(BASE, BASE.replace("engine_repo:\n", "engine_repo:\nengine: vllm==0.30.0\n"), theirs)

@@ -4,7 +4,13 @@ class EnvField:
 
 
 class EnvBool(EnvField):
-    pass
+    def parse(self, value: str) -> bool:
+        value = value.lower()
+        if value in ["true", "1", "yes", "y"]:
+            return True
+        if value in ["false", "0", "no", "n"]:
+            return False
+        raise ValueError(f'"{value}" is not a valid boolean value')
 
 
 class EnvInt(EnvField):

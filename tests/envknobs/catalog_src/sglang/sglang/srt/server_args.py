@@ -8,3 +8,9 @@ def add_deprecated(parser):
         action="store_true",
         help="Deprecated: use --attn-dp-size instead.",
     )
+    parser.add_argument(
+        "--disable-cuda-graph",
+        action=DeprecatedStoreTrueAction,
+        new_flag="--cuda-graph-backend-{decode,prefill}=disabled",
+        help="Deprecated. Use --cuda-graph-backend-{decode,prefill}=disabled instead.",
+    )

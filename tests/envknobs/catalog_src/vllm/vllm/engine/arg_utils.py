@@ -1,3 +1,15 @@
+_LOG_CONFIG_FILE_DEPRECATION_MESSAGE = (
+    "--log-config-file is deprecated and will be removed in v0.33.0. "
+    "Use --logging-config.pylogging_config_file instead."
+)
+
+
+_DISABLE_CASCADE_ATTN_DEPRECATION_MESSAGE = (
+    "--disable-cascade-attn is deprecated and has no effect since cascade "
+    "attention has been removed. It will be removed in v0.33.0."
+)
+
+
 class EngineArgs:
     block_size: int | None = CacheConfig.block_size
     gpu_memory_utilization: float = CacheConfig.gpu_memory_utilization
@@ -15,4 +27,16 @@ class EngineArgs:
         parser.add_argument("--enforce-eager", action="store_true")
         cache_group.add_argument(
             "--enable-prefix-caching", **cache_kwargs["enable_prefix_caching"]
+        )
+        parser.add_argument(
+            "--log-config-file",
+            type=str,
+            default=None,
+            action=DeprecatedLogConfigFileAction,
+            help=_LOG_CONFIG_FILE_DEPRECATION_MESSAGE,
+        )
+        parser.add_argument(
+            "--disable-cascade-attn",
+            action="store_true",
+            help=_DISABLE_CASCADE_ATTN_DEPRECATION_MESSAGE,
         )
