@@ -7,10 +7,10 @@
   field it defaults to (``ModelConfig.max_model_len``) with its ``Field(ge=..., le=...)``
   bounds and ``Literal`` choices;
 * frontend flags: the fields of the ``FrontendArgs`` dataclass (and its in-module bases) of
-  ``vllm/entrypoints/common/cli_args.py`` (``vllm/entrypoints/openai/cli_args.py`` in older
-  releases), each the flag ``--field-name`` that vLLM's ``get_kwargs`` makes of it (a
-  ``bool`` field is a ``BooleanOptionalAction``: ``--no-x`` too), with the overrides of its
-  ``_customize_cli_kwargs`` (a ``json.loads`` type or a deleted ``nargs`` makes one value),
+  ``vllm/entrypoints/common/cli_args.py`` (``launchers/cli_args.py`` in 0.30.0,
+  ``openai/cli_args.py`` in older releases), each the flag ``--field-name`` that vLLM's
+  ``get_kwargs`` makes of it (a ``bool`` field is a ``BooleanOptionalAction``: ``--no-x``
+  too), with the overrides of its ``_customize_cli_kwargs`` (a ``json.loads`` type or a deleted ``nargs`` makes one value),
   and the literal ``add_argument("--x", ...)`` calls of ``make_arg_parser``.
 
 vLLM's own grammar is kept: ``bool(int(os.getenv(...)))`` is an ``int`` knob (``1``/``0``;
@@ -42,7 +42,8 @@ from envknobs.catalogs._source import module_aliases
 ENVS = "vllm/envs.py"
 ARG_UTILS = "vllm/engine/arg_utils.py"
 CONFIG_DIR = "vllm/config/"
-CLI_ARGS = ("vllm/entrypoints/common/cli_args.py", "vllm/entrypoints/openai/cli_args.py")
+CLI_ARGS = ("vllm/entrypoints/common/cli_args.py", "vllm/entrypoints/launchers/cli_args.py",
+            "vllm/entrypoints/openai/cli_args.py")
 _GETENV = ("getenv", "get")
 
 

@@ -79,7 +79,8 @@ class Progress:
               "1,2,4,inf): the bench command must use {rate}.")
 @click.option("--bench", metavar="CMD", help="Bench command template (default: bench.command in "
               "ledger.yaml); placeholders {out} {concurrency} {rate} {engine_dir} {env_file} "
-              "{python}.")
+              "{python} {flags}; aiperf:MODEL_DIR = AIPerf driving the bundled engine "
+              "serving MODEL_DIR.")
 @click.option("--metric", default=PRIMARY_METRIC, show_default=True,
               help="Primary metric for the verdict.")
 @json_option

@@ -132,9 +132,10 @@ def plan_ab(
     """What `ledger ab --dry-run` shows: the command, what differs between sides, the runs."""
     from ledger.evidence.runner import DEFAULT_BENCH_COMMAND
     from ledger.evidence.runner import check_template
+    from ledger.evidence.runner import resolve_bench
 
     ws = s.ws
-    command = bench or ws.config.bench_command or DEFAULT_BENCH_COMMAND
+    command = resolve_bench(bench or ws.config.bench_command or DEFAULT_BENCH_COMMAND)
     tokens = check_template(command)
     concs, rates = _load_plan(concurrency, rate)
     if rates is not None and not any("{rate}" in t for t in tokens):
@@ -179,11 +180,12 @@ def run_ab(
     must use ``{rate}``).
     """
     from ledger.evidence.runner import DEFAULT_BENCH_COMMAND
+    from ledger.evidence.runner import resolve_bench
     from ledger.evidence.runner import run_alternating as run_bench
     from ledger.evidence.store import record_ab
 
     ws = s.ws
-    command = bench or ws.config.bench_command or DEFAULT_BENCH_COMMAND
+    command = resolve_bench(bench or ws.config.bench_command or DEFAULT_BENCH_COMMAND)
     concs, rates = _load_plan(concurrency, rate)
     if runs < 1:
         raise EvidenceError(f"--runs must be at least 1, got {runs}")

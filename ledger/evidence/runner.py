@@ -54,7 +54,7 @@ from envknobs.registry import check_knob_name
 from envknobs.registry import check_knob_value
 from ledger.errors import EvidenceError
 from ledger.evidence.importers import ImportFormatError
-from ledger.evidence.importers import parse_located
+from ledger.evidence.importers import located_file
 from ledger.evidence.importers import parse_results
 from ledger.evidence.load import CONCURRENCY
 from ledger.evidence.load import RATE
@@ -131,6 +131,22 @@ class AbResult:
     meta: dict[str, Any]
     started: str
     finished: str
+
+
+def resolve_bench(command: str) -> str:
+    """The template a ``--bench`` value stands for: ``aiperf:MODEL_DIR`` is AIPerf driving
+    the bundled engine serving MODEL_DIR (see :mod:`ledger.evidence.aiperf_bench`; the
+    directory is made absolute here, since the bench runs in the side's engine dir, and
+    must hold the ``tokenizer.json`` AIPerf counts tokens with); anything else is itself."""
+    from ledger.evidence import aiperf_bench
+
+    if not command.startswith(aiperf_bench.PREFIX):
+        return command
+    model = Path(command[len(aiperf_bench.PREFIX):]).expanduser()
+    if not (model / "tokenizer.json").is_file():
+        raise EvidenceError(f"--bench {command}: {model} is not a checkpoint directory with a "
+                            "tokenizer.json (aiperf:MODEL_DIR names the model the engine serves)")
+    return aiperf_bench.bench_template(str(model.resolve()))
 
 
 def check_template(template: str) -> list[str]:
@@ -374,13 +390,12 @@ def _read_result(
 ) -> tuple[dict[str, Any], str | None, dict[str, Any]]:
     """The metrics row for ``point`` from a run's JSON, the device it reports (if any),
     and its workload key."""
-    try:
-        text = out.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise EvidenceError(f"bench wrote no readable result to {out}: {shlex.join(argv)}") from e
+    if not out.exists():
+        raise EvidenceError(f"bench wrote no result to {out}: {shlex.join(argv)}")
     where = f"bench output of {shlex.join(argv)}"
     try:
-        located = parse_located(text, where)
+        # A file (JSON, JSON lines, AIPerf CSV) or an AIPerf artifact directory.
+        located = [(here.replace(str(out), where, 1), obj) for here, obj in located_file(out)]
         objs = [obj for _, obj in located]
         # Any known shape: the bundled engine's, sglang bench_serving's or vLLM's.  A
         # single result that does not say its load point ran at the one we asked for.
@@ -459,6 +474,7 @@ __all__ = [
     "PLACEHOLDERS",
     "Side",
     "check_template",
+    "resolve_bench",
     "env_file_text",
     "render_command",
     "run_alternating",

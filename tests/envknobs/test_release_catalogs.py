@@ -67,6 +67,8 @@ def test_generator_reads_vllms_frontend_flags():
 def test_committed_vllm_release_knows_its_frontend_flags():
     assert release_default("vllm==0.34.0", "--port") == 8000
     assert release_default("vllm==0.34.0", "--uvicorn-log-level") == "info"
+    assert release_default("vllm==0.30.0", "--port") == 8000  # launchers/cli_args.py there
+    assert release_warnings("vllm==0.30.0", "--api-server-count", "2") == []
     for flag in ("--api-key", "--host", "--served-model-name", "--api-server-count"):
         assert release_warnings("vllm==0.34.0", flag, "x" if flag != "--api-server-count" else "2") == []
     with pytest.raises(KnobError, match="not a valid int"):
