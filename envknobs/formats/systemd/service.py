@@ -77,6 +77,7 @@ class Service:
     errors: list[tuple[int, str]] = field(default_factory=list)  # (line, what systemd ignores)
     has_section: bool = False
     oneshot: bool = False
+    text: str = ""  # the unit it was read from
 
 
 def _environment(svc: Service, d: Directive, ordinal: int) -> None:
@@ -122,7 +123,7 @@ def _exec(svc: Service, d: Directive) -> None:
 @functools.lru_cache(maxsize=64)
 def read_service(text: str) -> Service:
     """The ``[Service]`` section(s) of ``text``, read (see the module docstring)."""
-    svc = Service()
+    svc = Service(text=text)
     ordinal = 0
     for d in directives(text):
         if d.section != "Service":
