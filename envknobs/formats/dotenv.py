@@ -367,6 +367,17 @@ class DotenvFormat(TargetFormat):
         return verified_many(self.parse(text), self.parse(out), edits, out)
 
     # -- strings of flags -------------------------------------------------------------
+    def canonical(self, text: str, knob: str) -> str:
+        """A flag as the catalog of its strings' engine spells it (``--tp`` -> ``--tp-size``
+        in ``SGLANG_OPTS``)."""
+        if not is_flag_name(knob):
+            return knob
+        for _, engine in _strings(text):
+            flag = _lookup(engine)(knob)
+            if flag is not None:
+                return flag.name  # type: ignore[attr-defined]
+        return knob
+
     def _flag(self, text: str, knob: str, value: str | None) -> str:
         """Set or unset a flag inside the file's strings of flags (module docstring)."""
         from envknobs.formats.bash.argstring import owner
@@ -377,6 +388,7 @@ class DotenvFormat(TargetFormat):
         check_flag_name(knob)
         if value is not None:
             check_knob_value(value)
+        knob = self.canonical(text, knob)
         held = _string_flags(text).get(knob, [])
         own = owner(knob, [(s, u) for s, u, _ in held], [], text)
         before = self.parse(text)

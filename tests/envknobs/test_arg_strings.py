@@ -160,3 +160,23 @@ def test_a_scripts_string_is_edited_as_bash_splits_it(tmp_path):
     assert BASH.parse(out)["--port"] == "30000"
     quoted = SGL_PARAMS_SCRIPT.replace("  $SGL_PARAMS", '  "$SGL_PARAMS"')
     assert "--enable-metrics" not in BASH.parse(quoted)  # one argument: not split
+
+
+def test_a_string_from_an_environment_file_is_named_with_its_file_line():
+    from envknobs.formats.systemd import SystemdFormat
+
+    unit = ("[Service]\nEnvironmentFile=/etc/default/vllm\n"
+            "ExecStart=/usr/bin/vllm serve m $VLLM_ARGS\n")
+    fmt = SystemdFormat(read=lambda path: {"HF_HOME": 1, "VLLM_ARGS": 3})
+    assert any("$VLLM_ARGS, set in /etc/default/vllm:3" in n and "--format dotenv" in n
+               for n in fmt.outside_notes(unit))
+    shadowed = unit.replace("EnvironmentFile", 'Environment="VLLM_ARGS=--port 8000"\n'
+                            "EnvironmentFile")
+    with pytest.raises(FormatError, match="/etc/default/vllm:3.*wins over Environment="):
+        fmt.set(shadowed, "--port", "8001")
+
+
+def test_sglangs_short_spelling_is_the_catalogs_flag_in_a_dotenv_string():
+    text = 'SGLANG_OPTS="--port 30000 --tp 2"\n'
+    assert DOTENV.canonical(text, "--tp") == "--tp-size"
+    assert DOTENV.set(text, "--tp", "4") == text.replace("--tp 2", "--tp 4")

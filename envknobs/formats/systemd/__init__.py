@@ -142,7 +142,10 @@ class SystemdFormat(TargetFormat):
         """Each ``EnvironmentFile=`` and the knobs it gives (they win over Environment=)."""
         from envknobs.formats.systemd.envfiles import env_file_notes
 
-        return env_file_notes(_read(text), self.read)
+        svc = _read(text)
+        words = [w.text for c in svc.commands for w in c.words]
+        expanded = frozenset(w[1:] for w in words if w.startswith("$") and w[1:2] != "{")
+        return env_file_notes(svc, self.read, expanded)
 
     # -- writing ----------------------------------------------------------------------
     def set(self, text: str, knob: str, value: str, source: str | None = None) -> str:
