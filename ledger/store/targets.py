@@ -233,6 +233,7 @@ def edit_target(
     changes = [k for k, v in plain.items() if v is not None and k in present]
     additions = [k for k, v in plain.items() if v is not None and k not in present]
     try:
+        fmt.refuse_outside(str(tf.path), text, [split_place(k)[0] for k in edits])
         text = _edit_places(fmt, text, edits, places or {})
         text = fmt.edit_many(text, {k: plain[k] for k in (*removals, *changes)}, sources)
         for knob in additions:

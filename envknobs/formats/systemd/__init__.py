@@ -138,14 +138,31 @@ class SystemdFormat(TargetFormat):
         flag = flag_lookup(launch.engine if launch else None)(knob)
         return flag.name if flag is not None else canonical_flag(knob)  # type: ignore[attr-defined]
 
-    def outside_notes(self, text: str) -> list[str]:
-        """Each ``EnvironmentFile=`` and the knobs it gives (they win over Environment=)."""
+    def outside_notes(self, text: str, path: str | None = None) -> list[str]:
+        """Each ``EnvironmentFile=`` and the knobs it gives (they win over Environment=);
+        with the unit's ``path``, each drop-in and what it overrides (:mod:`.dropins`)."""
+        from envknobs.formats.systemd.dropins import drop_in_notes
         from envknobs.formats.systemd.envfiles import env_file_notes
 
         svc = _read(text)
         words = [w.text for c in svc.commands for w in c.words]
         expanded = frozenset(w[1:] for w in words if w.startswith("$") and w[1:2] != "{")
-        return env_file_notes(svc, self.read, expanded)
+        return env_file_notes(svc, self.read, expanded) + (drop_in_notes(path) if path else [])
+
+    def refuse_outside(self, path: str, text: str, knobs: Sequence[str]) -> None:
+        """FormatError naming the drop-in line that overrides an edit of ``knobs``; a flag
+        in a string of flags also counts as an edit of the string's variable."""
+        from envknobs.formats.systemd.dropins import refuse_overridden
+
+        launch = _launch(_read(text))
+        checked: list[tuple[str, bool]] = []
+        for knob in knobs:
+            flag = is_flag_name(knob)
+            checked.append((knob, flag))
+            if flag and launch is not None and launch.shape is not None:
+                held, _ = ex.holders(launch, self.canonical(text, knob))
+                checked += [(s.name, False) for s, _ in held]
+        refuse_overridden(path, checked, self.read)
 
     # -- writing ----------------------------------------------------------------------
     def set(self, text: str, knob: str, value: str, source: str | None = None) -> str:

@@ -14,8 +14,8 @@
   the prefixes ``@ - : + !`` (``@``: the next word is argv[0], not an argument).
 
 Only ``[Service]`` counts: ``Environment=`` elsewhere is ignored by systemd (it says
-``Unknown key``).  Drop-ins (``NAME.service.d/*.conf``) are other files the ledger does
-not read; a unit with drop-ins should be managed there.
+``Unknown key``).  Drop-ins (``NAME.service.d/*.conf``) are other files, read after the
+unit: :mod:`.dropins` names them and refuses an edit of the unit they override.
 """
 
 from __future__ import annotations
