@@ -66,3 +66,16 @@ def test_an_ambiguous_flag_exits_1_naming_each_file_line(ws):
     assert path.read_text() == TWO_STRINGS_ENV
     r = ws.run("record", "knob", "env", "SERVER_ARGS=--port 1", "--class", "perf", "--title", "t")
     assert r.exit_code == 1 and "record them as flags" in r.stderr
+
+
+def test_a_string_both_launches_expand_is_one_place(ws):
+    from tests.envknobs.argstring_shapes import PD_COMMON_SCRIPT
+
+    path = ws.add("pd", "pd.sh", PD_COMMON_SCRIPT, "bash")
+    r = ws.run("record", "flag", "pd", "--tp=16", "--class", "perf", "--title", "t")
+    assert r.exit_code == 0, r.stderr
+    assert path.read_text() == PD_COMMON_SCRIPT.replace("--tp 8", "--tp 16")
+    r = ws.run("record", "flag", "pd", "--tp=4", "--at", "3", "--class", "perf", "--title", "t")
+    assert r.exit_code == 1 and "string of flags" in r.stderr
+    assert ws.run("revert", "--perf-only", "--why", "w").exit_code == 0
+    assert path.read_text() == PD_COMMON_SCRIPT

@@ -66,3 +66,13 @@ exec python3 -m sglang.launch_server \\
   --model-path ${SGL_MODEL_DIR} --host 0.0.0.0 --port 30000 \\
   $SGL_PARAMS
 """
+
+# A PD pair launched by one script, the flags both servers share kept in one string (as
+# SGLang's disaggregation examples repeat them on both command lines).
+PD_COMMON_SCRIPT = """\
+#!/bin/bash
+COMMON_ARGS="--model-path /models/DeepSeek-V3 --tp 8 --trust-remote-code"
+python3 -m sglang.launch_server $COMMON_ARGS --disaggregation-mode prefill --port 30000 &
+python3 -m sglang.launch_server $COMMON_ARGS --disaggregation-mode decode --port 30001 &
+wait
+"""

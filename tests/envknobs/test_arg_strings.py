@@ -180,3 +180,14 @@ def test_sglangs_short_spelling_is_the_catalogs_flag_in_a_dotenv_string():
     text = 'SGLANG_OPTS="--port 30000 --tp 2"\n'
     assert DOTENV.canonical(text, "--tp") == "--tp-size"
     assert DOTENV.set(text, "--tp", "4") == text.replace("--tp 2", "--tp 4")
+
+
+def test_a_string_both_launches_expand_reaches_both(tmp_path):
+    from tests.envknobs.argstring_shapes import PD_COMMON_SCRIPT
+
+    assert BASH.select_places(PD_COMMON_SCRIPT, "--tp", None) == ()
+    out = BASH.set(PD_COMMON_SCRIPT, "--tp", "16")
+    argv = bash_argv(out, tmp_path)
+    assert [argv[i + 1] for i, a in enumerate(argv) if a == "--tp"] == ["16", "16"]
+    with pytest.raises(FormatError, match="--at/--all select places on launch lines"):
+        BASH.set(PD_COMMON_SCRIPT, "--tp", "16", at=3)

@@ -171,6 +171,10 @@ class BashFormat(TargetFormat):
         """
         a = _read(text)
         knob = resolve_knob(a, knob)
+        if is_flag_name(knob) and string_uses(a, knob):
+            if at is not None:  # the edit says why: --at selects places on launch lines
+                string_edit(a, knob, None, at)
+            return ()  # in a string of flags: edited whole, where it is
         sel = select(a, knob, at, action)
         state = a.knobs.get(knob)
         chosen = {id(site) for site in sel.sites}
