@@ -35,7 +35,6 @@ from typing import Callable
 from typing import Sequence
 
 from envknobs.formats.bash.edit import anchor_of
-from envknobs.formats.bash.edit import put_back
 from envknobs.formats.bash.launch import FlagUse
 from envknobs.formats.bash.launch import scan_flags
 from envknobs.formats.bash.lexer import Word
@@ -173,7 +172,15 @@ def cut_of(s: ArgString, use: FlagUse) -> tuple[int, int]:
 
 
 def remove_in(text: str, s: ArgString, use: FlagUse) -> str:
+    """``text`` without the flag's words; FormatError where the string would then hold no
+    flag first (empty, or a positional first): it would be no string of flags any more,
+    and its variable a knob again."""
     start, end = cut_of(s, use)
+    rest = text[s.start : start] + text[end : s.end]
+    if not holds_flags(rest):
+        raise FormatError(f"line {line_of(text, use.word.start)}: removing {use.knob} would "
+                          f"leave {s.name} {'empty' if not rest.strip() else 'without a flag first'}"
+                          f"; edit {s.name} by hand")
     return text[:start] + text[end:]
 
 
@@ -193,7 +200,10 @@ def place_of(text: str, s: ArgString, use: FlagUse, value: str | None) -> Place:
     after = [w.end for w in s.pieces if w.start >= end]
     anchor = {"container": s.ident,
               **anchor_of(text, (start, end), before[-1] if before else s.start,
-                          after[0] if after else end)}
+                          after[0] if after else end),
+              # the whole string around it: where it goes back while nothing else of
+              # the string changed (a string repeats words: --x 0 --y 0)
+              "prefix": text[s.start : start], "suffix": text[end : s.end]}
     return Place(knob=use.knob, key=s.ident, line=line_of(text, use.word.start),
                  kind="string-flag", scope=s.where, value=value,
                  computed=value is None and use.form != "switch", launch=None,
@@ -201,6 +211,26 @@ def place_of(text: str, s: ArgString, use: FlagUse, value: str | None) -> Place:
 
 
 def put_back_in(text: str, strings: Sequence[ArgString], anchor: dict) -> str | None:
-    """Put a removed flag back at its anchor in the string it was in (None: not found)."""
+    """Put a removed flag back at its anchor in the string it was in (None: not found).
+
+    The place is where the text before it (from the previous word) ends and the text
+    after it (to the end of the next word) starts -- the string's end where nothing
+    followed -- found exactly once in the string: a string repeats words (``--x 0 --y 0``)
+    more often than a command line does."""
     s = next((x for x in strings if x.ident == anchor.get("container")), None)
-    return put_back(text, (s.start, s.end), anchor) if s is not None else None
+    before, removed, after = (anchor.get(k) for k in ("before", "removed", "after"))
+    if s is None or not all(isinstance(x, str) for x in (before, removed, after)) or not removed:
+        return None
+    prefix, suffix = anchor.get("prefix"), anchor.get("suffix")
+    if isinstance(prefix, str) and isinstance(suffix, str) and \
+            text[s.start : s.end] == prefix + suffix:
+        at = s.start + len(prefix)
+        return text[:at] + removed + text[at:]
+    ends = [s.start] if not before else \
+        [i + len(before) for i in range(s.start, s.end - len(before) + 1)
+         if text.startswith(before, i)]
+    hits = [p for p in ends if (text.startswith(after, p) and p + len(after) <= s.end
+                                if after else p == s.end)]
+    if len(hits) != 1:
+        return None
+    return text[: hits[0]] + removed + text[hits[0] :]
