@@ -140,8 +140,10 @@ def print_summary(d: dict) -> None:
     for k in d["knobs"]:
         places = k["places"]
         if k["state"] in ("conditional", "repeated"):
-            value = " | ".join(dict.fromkeys(value_text(p["value"], default=k.get("default"))
-                                             for p in places))
+            # a place the shell computes ($ID in a loop) is computed, never "unset"
+            value = " | ".join(dict.fromkeys(
+                "(computed)" if p["computed"] else value_text(p["value"], default=k.get("default"))
+                for p in places))
         else:
             value = "(computed)" if k["computed"] else value_text(k["value"], default=k.get("default"))
         lines = ",".join(str(p["line"]) for p in places)
@@ -156,8 +158,12 @@ def print_summary(d: dict) -> None:
     for note in d.get("notes", []):
         click.echo(f"note: {safe(note)}")
     if any(k["state"] in ("conditional", "repeated") for k in d["knobs"]):
-        click.echo("conditional/repeated knobs have no single value: record them with "
-                   "--at LINE (one place) or --all")
+        if d.get("format") == "bash":
+            click.echo("conditional/repeated knobs have no single value: record them with "
+                       "--at LINE (one place) or --all")
+        else:  # --at/--all select places in bash targets only
+            click.echo("repeated knobs have no single value: keep one place by hand, then "
+                       "record it")
 
 
 @target.command("list")

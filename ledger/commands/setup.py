@@ -175,7 +175,8 @@ def target_summary(s: Session, name: str, target: Target | None = None) -> dict:
         d = {**base, "knobs": knobs, "launches": [], "notes": []}
     else:
         d = {**base, **tf.summary.to_dict()}
-    outside = format_of(t).outside_notes(tf.text)  # files it names, read now (not cached)
+    # files it names or that sit beside it (a unit's drop-ins), read now (not cached)
+    outside = format_of(t).outside_notes(tf.text, str(tf.path))
     if outside:
         d["notes"] = [*d["notes"], *outside]
     from ledger.commands.catalog import engine_of

@@ -92,7 +92,7 @@ def anchor_in(
         return None
 
 
-_LAUNCH_WORDS = ("prefix", "docker-env", "flag", "array-flag", "env-word")
+_LAUNCH_WORDS = ("prefix", "docker-env", "flag", "array-flag", "env-word", "string-flag")
 
 
 def launch_place_anchor(fmt, text: str, knob: str) -> dict | None:
@@ -233,6 +233,7 @@ def edit_target(
     changes = [k for k, v in plain.items() if v is not None and k in present]
     additions = [k for k, v in plain.items() if v is not None and k not in present]
     try:
+        fmt.refuse_outside(str(tf.path), text, [split_place(k)[0] for k in edits])
         text = _edit_places(fmt, text, edits, places or {})
         text = fmt.edit_many(text, {k: plain[k] for k in (*removals, *changes)}, sources)
         for knob in additions:

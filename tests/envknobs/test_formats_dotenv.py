@@ -68,8 +68,10 @@ def test_set_existing_keeps_comment_export_and_other_lines() -> None:
 def test_quote_style_is_kept_when_it_fits() -> None:
     out = DOTENV.set(ENV_FILE, "MODEL_PATH", "/models/kimi")
     assert "MODEL_PATH='/models/kimi'\n" in out
-    out = DOTENV.set(ENV_FILE, "EXTRA_ARGS", "--tp 8")
-    assert 'EXTRA_ARGS="--tp 8"\n' in out
+    # (a quoted word inside: bash, systemd and Python split it differently, so the
+    # value stays one env knob rather than a string of flags: test_arg_strings)
+    out = DOTENV.set(ENV_FILE, "EXTRA_ARGS", '--tp 8 --log-level "debug"')
+    assert 'EXTRA_ARGS="--tp 8 --log-level \\"debug\\""\n' in out
 
 
 def test_new_knob_is_appended_without_export() -> None:

@@ -184,7 +184,9 @@ def test_the_script_unit_names_its_unrecognised_launch():
 
 @needs_systemd
 def test_a_flag_added_after_a_computed_word_goes_last_and_wins(tmp_path):
-    text = "[Service]\nEnvironment=OPTS=--port=1\nExecStart=/usr/bin/vllm serve m $OPTS\n"
+    # $OPTS comes from outside the unit (the manager's environment): the ledger cannot
+    # see into it (a literal Environment=OPTS= is a string of flags: test_arg_strings)
+    text = "[Service]\nEnvironment=HF_HOME=/hf\nExecStart=/usr/bin/vllm serve m $OPTS\n"
     out = FMT.set(text, "--port", "2")
     assert out == text.replace("$OPTS\n", "$OPTS --port 2\n")
     # systemd-analyze shows the unexpanded $OPTS (expanded at start): --port 2 is last

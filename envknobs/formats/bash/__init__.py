@@ -81,7 +81,14 @@ from envknobs.formats.bash.words import quote_value
 from envknobs.formats.bash.write import add_docker_env
 from envknobs.formats.bash.write import add_flag
 from envknobs.formats.bash.write import add_prefix
+from envknobs.formats.bash.argstring import put_back_in
+from envknobs.formats.bash.strings import refuse_holder
+from envknobs.formats.bash.strings import script_strings
+from envknobs.formats.bash.strings import string_edit
+from envknobs.formats.bash.strings import string_uses
+from envknobs.formats.bash.strings import with_strings
 from envknobs.formats.common.sniff import refuse_foreign
+from envknobs.formats.common.text import verified
 from envknobs.formats.common.text import insert_line
 from envknobs.formats.common.text import line_of
 from envknobs.formats.common.places import ALL
@@ -134,13 +141,15 @@ class BashFormat(TargetFormat):
         }
 
     def summary(self, text: str) -> Summary:
-        """Every knob and flag with its places, and the launch commands (``target show``)."""
-        return summarize(_read(text))
+        """Every knob and flag with its places, and the launch commands (``target show``);
+        the flags of strings the launch expands (``$OPTS``: :mod:`.strings`) included."""
+        a = _read(text)
+        return with_strings(a, summarize(a))
 
     def knob(self, text: str, knob: str) -> KnobSummary | None:
         """The places of one knob (None when the script never sets it)."""
         a = _read(text)
-        return summarize(a).get(resolve_knob(a, knob))
+        return with_strings(a, summarize(a)).get(resolve_knob(a, knob))
 
     def places(self, text: str, knob: str) -> tuple[Place, ...]:
         found = self.knob(text, knob)
@@ -162,6 +171,10 @@ class BashFormat(TargetFormat):
         """
         a = _read(text)
         knob = resolve_knob(a, knob)
+        if is_flag_name(knob) and string_uses(a, knob):
+            if at is not None:  # the edit says why: --at selects places on launch lines
+                string_edit(a, knob, None, at)
+            return ()  # in a string of flags: edited whole, where it is
         sel = select(a, knob, at, action)
         state = a.knobs.get(knob)
         chosen = {id(site) for site in sel.sites}
@@ -184,6 +197,9 @@ class BashFormat(TargetFormat):
         _check(knob, value)
         a = _read(text)
         knob = resolve_knob(a, knob)
+        inside = self._in_string(a, knob, value, at)
+        if inside is not None:
+            return inside
         sel = select(a, knob, at, "set")
         if sel.sites:
             return apply_edits(a, knob, [PlaceEdit(sel.key(s), value) for s in sel.sites])
@@ -194,6 +210,9 @@ class BashFormat(TargetFormat):
         _check(knob)
         a = _read(text)
         knob = resolve_knob(a, knob)
+        inside = self._in_string(a, knob, None, at)
+        if inside is not None:
+            return inside
         sel = select(a, knob, at, "unset")
         if not sel.sites:
             return text
@@ -231,6 +250,8 @@ class BashFormat(TargetFormat):
         _check(knob)
         a = _read(text)
         knob = resolve_knob(a, knob)
+        if string_uses(a, knob):
+            return self.unset(text, knob)
         if not select(a, knob, None, "unset").sites:
             return text
         return remove_everywhere(a, knob)
@@ -242,6 +263,8 @@ class BashFormat(TargetFormat):
             _check(knob, e.value)
         a = _read(text)
         knob = resolve_knob(a, knob)
+        if any(e.key.startswith("string ") for e in edits):
+            return self._string_places(text, knob, edits)
         state = a.knobs.get(knob)
         present = {state.key(s) for s in state.places} if state else set()
         # A place on a launch line that is gone and has no anchor was new when recorded:
@@ -257,6 +280,41 @@ class BashFormat(TargetFormat):
                 raise FormatError(f"{knob}: the script has no launch command {n} any more")
             out = self.set(out, knob, e.value, at=line_of(out, current.launches[n - 1].simple.start))
         return out
+
+    def _in_string(self, a: Analysis, knob: str, value: str | None, at) -> str | None:
+        """The edit of ``knob`` inside the string of flags that holds it, verified (None:
+        no string holds it); an env edit of a string's variable is refused."""
+        if not is_flag_name(knob):
+            refuse_holder(a, knob)
+            return None
+        before = self.parse(a.text)
+        out = string_edit(a, knob, value, at)
+        if out is None or out == a.text:
+            return out
+        return verified(before, self.parse(out), knob, value, out)
+
+    def _string_places(self, text: str, knob: str, edits: Sequence[PlaceEdit]) -> str:
+        """A flag of a string of flags by its place: edited where it is, put back at its
+        anchor where it is gone (a revert), else added as a new flag."""
+        for e in edits:
+            a = _read(text)
+            back = None
+            if e.value is not None and not string_uses(a, knob) and e.anchor:
+                back = put_back_in(text, [s for s, _ in script_strings(a)[0]], e.anchor)
+                back = self._with_value(back, knob, e.value)
+            if back is not None and self.parse(back) == {**self.parse(text), knob: e.value}:
+                text = back
+            else:
+                text = self.set(text, knob, e.value) if e.value is not None else \
+                    self.unset(text, knob)
+        return text
+
+    def _with_value(self, text: str | None, knob: str, value: str) -> str | None:
+        """``text`` (a flag just put back in its string) with the flag holding ``value``."""
+        try:
+            return self.set(text, knob, value) if text is not None else None
+        except FormatError:
+            return None
 
     def _add(self, a: Analysis, knob: str, value: str, sel: Selection) -> str:
         text = a.text

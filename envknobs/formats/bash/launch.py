@@ -12,9 +12,10 @@ are in the script (a PD launcher has two, prefill and decode):
   and the server's flags follow the image (after a recognized server command inside,
   or directly after an image whose name says ``vllm``, whose entrypoint is the server).
 
-Wrappers in front are stepped over: ``exec`` (with ``-a NAME``), ``env`` (its ``K=V``
-arguments count as prefixes), ``nohup``, ``setsid``, ``time``, ``numactl``/``taskset``
-with their options.
+Wrappers in front are stepped over, each with its own options (the table is in
+:mod:`.wrappers`): ``exec``, ``env`` (its ``K=V`` arguments count as prefixes),
+``nohup``, ``setsid``, ``time``, ``stdbuf``, ``numactl``, ``taskset``, ``srun``,
+``mpirun``/``mpiexec``, ``torchrun ... -m MODULE``, ``uv run``, ``uvx``.
 
 Flags are read like argparse does: ``--flag value`` / ``--flag=value``; a catalog flag
 that is a switch takes no value word, an ``nargs`` flag takes every following word that
@@ -31,6 +32,9 @@ from dataclasses import field
 from typing import Callable
 
 from envknobs.formats.bash.words import decode_value
+from envknobs.formats.bash.wrappers import WRAPPERS
+from envknobs.formats.bash.wrappers import skip_options
+from envknobs.formats.bash.wrappers import wrapper_at
 from envknobs.formats.bash.lexer import Word
 
 _MODULES = {
@@ -43,7 +47,6 @@ _MODULES = {
     "dynamo.vllm": "vllm",
     "dynamo.sglang": "sglang",
 }
-_WRAPPERS = {"nohup", "setsid", "time", "numactl", "taskset", "stdbuf", "command"}
 _NEGATIVE = re.compile(r"-\.?\d")
 _ARRAY_EXPANSION = re.compile(r'"?\$\{([A-Za-z_][A-Za-z0-9_]*)\[[@*]\]\}"?\Z')
 # docker/podman run options that take a value word (the rest are switches).
@@ -119,13 +122,14 @@ def skip_wrappers(words: list[Word], k: int, prefixes: list[Word]) -> int:
                     k += 1
                 else:
                     break
-        elif text in _WRAPPERS:
-            k += 1
-            while k < len(words) and (word_text(words[k]) or "").startswith("-"):
-                t = word_text(words[k]) or ""
-                k += 2 if (len(t) == 2 and t != "--") else 1  # -c 0-7 / --cpunodebind=0
         else:
-            return k
+            if text not in WRAPPERS and text != "uv":
+                return k
+            texts = [word_text(w) for w in words]
+            found = wrapper_at(texts, k)
+            if found is None:
+                return k
+            k = skip_options(texts, found[1], found[0], lambda t: t.startswith("-"))
     return k
 
 

@@ -54,6 +54,7 @@ def _summarize(a: Analysis) -> Summary:
     notes = []
     if not a.launches:
         notes.append("no launch command found: knobs are read as the end of the script sees them")
+    notes += _unrecognised(a)
     for info in launches:
         if not info.reached:
             notes.append(f"the launch command at line {info.line} is never reached")
@@ -68,6 +69,35 @@ def _summarize(a: Analysis) -> Summary:
                 "which the ledger cannot see into"
             )
     return Summary(knobs, launches, tuple(notes))
+
+
+# Commands that take --options but start no server: never named as a launch.
+_UTILITIES = frozenset("""echo printf curl wget pip pip3 mkdir cp mv rm ln chmod chown sleep
+    kill wait cd source . set test [ nvidia-smi tee cat grep sed awk git huggingface-cli hf
+    ray docker kubectl uv conda apt-get apt yum tar unzip ls sort head tail""".split())
+
+
+def _unrecognised(a: Analysis) -> list[str]:
+    """Commands that look like a launch (they pass ``--flags``) but that the reader does
+    not recognise as a server (see :mod:`.wrappers`): named, never guessed at."""
+    from envknobs.formats.bash.launch import skip_wrappers
+
+    found = []
+    shaped = {id(launch.simple) for launch in a.launches if launch.shape is not None}
+    for s in a.tree.simples:
+        cmd = a.cmds[id(s)]
+        if cmd.kind not in ("command", "exec") or id(s) in shaped:
+            continue
+        k = skip_wrappers(s.words, len(cmd.prefixes), [])
+        texts = [word_text(w) or w.text for w in s.words[k:]]
+        program = texts[0].rsplit("/", 1)[-1] if texts else ""
+        if program in _UTILITIES or not any(t.startswith("--") for t in texts[1:]):
+            continue
+        found.append(f"line {line_of(a.text, s.start)}: {texts[0]!r} passes flags but is no "
+                     "server launch the ledger recognises (vllm serve, python -m "
+                     "sglang.launch_server, the wrappers in front of them ...): its flags "
+                     "are not read")
+    return found[:5]
 
 
 def _first(state: KnobState) -> int:

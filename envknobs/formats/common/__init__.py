@@ -17,8 +17,11 @@ default that is right for a format without them, so callers never probe with
 * batch edits (``edit_many``): one pass over the file for many knobs; the default edits
   them one at a time (removals first, then changes), which gives the same text;
 * ``outside_notes``: what other files the target names give the process (a unit's
-  ``EnvironmentFile=``), read now -- never cached with the file's own summary, since
-  those files change on their own; the default has none.
+  ``EnvironmentFile=``; with the target's ``path``, the files beside it that also count:
+  a unit's drop-ins), read now -- never cached with the file's own summary, since
+  those files change on their own; the default has none;
+* ``refuse_outside``: FormatError where such a file beside the target would override an
+  edit of the target (a unit's drop-in setting the knob); the default refuses nothing.
 
 :mod:`.places` holds the place types (:class:`~.places.Place`,
 :class:`~.places.AmbiguousKnob`, ...), :mod:`.text` the line helpers all formats use.
@@ -98,9 +101,14 @@ class TargetFormat:
         reads back as ``value``; the value is rendered otherwise."""
         return self.set(text, knob, value)
 
-    def outside_notes(self, text: str) -> list[str]:
-        """Notes on the files ``text`` names that also reach the process (read now)."""
+    def outside_notes(self, text: str, path: str | None = None) -> list[str]:
+        """Notes on the files ``text`` names (and, with ``path``, the files beside it)
+        that also reach the process (read now)."""
         return []
+
+    def refuse_outside(self, path: str, text: str, knobs: Sequence[str]) -> None:
+        """FormatError where a file beside ``path`` would override an edit of ``knobs``."""
+        return None
 
     # -- batch edits ----------------------------------------------------------------
     def edit_many(

@@ -39,6 +39,11 @@ from typing import Sequence
 
 from envknobs.flags import check_flag_name
 from envknobs.flags import is_flag_name
+from envknobs.formats.bash.argstring import ArgString
+from envknobs.formats.bash.argstring import owner
+from envknobs.formats.bash.argstring import put_back_in
+from envknobs.formats.bash.argstring import remove_in
+from envknobs.formats.bash.argstring import set_in
 from envknobs.formats.bash.edit import anchor_of
 from envknobs.formats.bash.edit import put_back
 from envknobs.formats.bash.edit import removal_span
@@ -78,7 +83,13 @@ def _read(text: str) -> Service:
 def _launch(svc: Service) -> ex.Launch | None:
     if len(svc.commands) != 1 or svc.commands[0].error is not None:
         return None
-    return ex.read_launch(svc.commands[0])
+    return ex.read_launch(svc.commands[0], svc)
+
+
+def _strings(launch: ex.Launch | None) -> dict[str, ArgString]:
+    """The launch's strings of flags by variable name (their flags are the unit's knobs,
+    not the variable itself)."""
+    return {s.name: s for s in launch.strings.values()} if launch is not None else {}
 
 
 def _style(text: str, a: Assignment) -> str:
@@ -103,7 +114,9 @@ class SystemdFormat(TargetFormat):
         svc = _read(text)
         launch = _launch(svc)
         flags = ex.flag_values(launch) if launch is not None and launch.shape else {}
-        return {**env_values(svc), **flags}
+        strings = _strings(launch)
+        env = {k: v for k, v in env_values(svc).items() if k not in strings}
+        return {**env, **flags}
 
     def summary(self, text: str) -> Summary:
         """Each knob and flag with its line; the command; what the ledger cannot see."""
@@ -125,11 +138,31 @@ class SystemdFormat(TargetFormat):
         flag = flag_lookup(launch.engine if launch else None)(knob)
         return flag.name if flag is not None else canonical_flag(knob)  # type: ignore[attr-defined]
 
-    def outside_notes(self, text: str) -> list[str]:
-        """Each ``EnvironmentFile=`` and the knobs it gives (they win over Environment=)."""
+    def outside_notes(self, text: str, path: str | None = None) -> list[str]:
+        """Each ``EnvironmentFile=`` and the knobs it gives (they win over Environment=);
+        with the unit's ``path``, each drop-in and what it overrides (:mod:`.dropins`)."""
+        from envknobs.formats.systemd.dropins import drop_in_notes
         from envknobs.formats.systemd.envfiles import env_file_notes
 
-        return env_file_notes(_read(text), self.read)
+        svc = _read(text)
+        words = [w.text for c in svc.commands for w in c.words]
+        expanded = frozenset(w[1:] for w in words if w.startswith("$") and w[1:2] != "{")
+        return env_file_notes(svc, self.read, expanded) + (drop_in_notes(path) if path else [])
+
+    def refuse_outside(self, path: str, text: str, knobs: Sequence[str]) -> None:
+        """FormatError naming the drop-in line that overrides an edit of ``knobs``; a flag
+        in a string of flags also counts as an edit of the string's variable."""
+        from envknobs.formats.systemd.dropins import refuse_overridden
+
+        launch = _launch(_read(text))
+        checked: list[tuple[str, bool]] = []
+        for knob in knobs:
+            flag = is_flag_name(knob)
+            checked.append((knob, flag))
+            if flag and launch is not None and launch.shape is not None:
+                held, _ = ex.holders(launch, self.canonical(text, knob))
+                checked += [(s.name, False) for s, _ in held]
+        refuse_overridden(path, checked, self.read)
 
     # -- writing ----------------------------------------------------------------------
     def set(self, text: str, knob: str, value: str, source: str | None = None) -> str:
@@ -149,7 +182,7 @@ class SystemdFormat(TargetFormat):
             if value is not None:
                 check_knob_value(value)
             knob = self.canonical(text, knob)
-            if before.get(knob) == value:
+            if before.get(knob) == value and knob not in _spread(text):
                 return text
             out = self._flag(text, knob, value, source)
         else:
@@ -166,6 +199,10 @@ class SystemdFormat(TargetFormat):
         from envknobs.formats.bash.analysis import flag_lookup
 
         launch = ex.the_launch(_read(text), text)
+        own = _string_owner(text, launch, knob)
+        if own is not None:
+            refuse_shadowed(_read(text), own[0].name, self.read)
+            return _in_string(text, own, knob, value, flag_lookup(launch.engine)(knob))
         ex.refuse_opaque_after(launch, knob)
         if value is None:
             return ex.unset_flag(text, launch, knob)
@@ -197,6 +234,7 @@ class SystemdFormat(TargetFormat):
                 f"run: Environment= reaches the docker client, not the container; set "
                 f"{knob} with -e on that line by hand")
         _refuse_prefix(launch, knob)
+        _refuse_string(launch, knob)
         a = svc.env.get(knob)
         if a is not None and a.value is None:
             raise FormatError(f"line {line_of(text, a.word.start)}: {knob} holds a specifier "
@@ -270,13 +308,51 @@ def _put_back(fmt: SystemdFormat, text: str, knob: str, e: PlaceEdit) -> str | N
     from envknobs.formats.systemd.places import container_span
 
     anchor = e.anchor or {}
-    span = container_span(text, _read(text), str(anchor.get("container", "")))
-    out = put_back(text, span, anchor) if span is not None else None
+    svc = _read(text)
+    if str(anchor.get("container", "")).startswith("string "):
+        out = put_back_in(text, list(_strings(_launch(svc)).values()), anchor)
+        if out is not None and e.value is not None:  # the words removed held another value
+            out = _in_string_value(fmt, out, knob, e.value)
+    else:
+        span = container_span(text, svc, str(anchor.get("container", "")))
+        out = put_back(text, span, anchor) if span is not None else None
     if out is None:
         return None
     try:
         expected = {**fmt.parse(text), knob: e.value}
         return out if fmt.parse(out) == expected else None
+    except FormatError:
+        return None
+
+
+def _spread(text: str) -> set[str]:
+    launch = _launch(_read(text))
+    return ex.spread(launch) if launch is not None and launch.shape else set()
+
+
+def _string_owner(text: str, launch: ex.Launch, knob: str):
+    """(string, use) where ``knob`` is only in one string of flags; None where it is in
+    none; StringFlagConflict naming every place where more than one could set it."""
+    held, on_command = ex.holders(launch, knob)
+    elsewhere = [(line_of(text, launch.word(u.word).start), "on ExecStart=") for u in on_command]
+    return owner(knob, held, elsewhere, text)
+
+
+def _in_string(text: str, own, knob: str, value: str | None, flag) -> str:
+    s, use = own
+    return remove_in(text, s, use) if value is None else set_in(text, s, use, knob, value, flag)
+
+
+def _refuse_string(launch: ex.Launch | None, knob: str) -> None:
+    s = _strings(launch).get(knob)
+    if s is not None:
+        raise FormatError(f"{s.where}: {knob} holds the command's flags, which are knobs of "
+                          f"their own: record them as flags (ledger record flag TARGET --FLAG=V)")
+
+
+def _in_string_value(fmt: SystemdFormat, text: str, knob: str, value: str) -> str | None:
+    try:
+        return fmt._edit(text, knob, value)
     except FormatError:
         return None
 

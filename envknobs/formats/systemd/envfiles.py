@@ -77,8 +77,11 @@ def refuse_shadowed(svc: Service, knob: str, read: Reader) -> None:
                 "--format dotenv)")
 
 
-def env_file_notes(svc: Service, read: Reader) -> list[str]:
-    """For ``target show``: each EnvironmentFile= with the knobs it gives the service."""
+def env_file_notes(svc: Service, read: Reader, expanded: frozenset[str] = frozenset()
+                   ) -> list[str]:
+    """For ``target show``: each EnvironmentFile= with the knobs it gives the service, and
+    the ones the command expands (``expanded``: its ``$NAME`` words), whose flags live
+    in that file."""
     notes = []
     for f in svc.env_files:
         head = f"line {f.line}: EnvironmentFile={'-' if f.optional else ''}{f.path}"
@@ -96,4 +99,7 @@ def env_file_notes(svc: Service, read: Reader) -> list[str]:
         given = ", ".join(f"{k} (line {n})" for k, n in found.items()) or "no knobs"
         notes.append(f"{head} gives {given}; they win over Environment=: manage that "
                      "file as a dotenv target")
+        notes += [f"ExecStart= expands ${k}, set in {f.path}:{found[k]}: the flags in it are "
+                  f"that file's (ledger target add NAME {f.path} --format dotenv, then "
+                  "record flag there)" for k in found if k in expanded]
     return notes

@@ -19,7 +19,9 @@ refused naming its line.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from dataclasses import field
 
+from envknobs.formats.bash.argstring import ArgString
 from envknobs.formats.bash.edit import insert_continuation_line
 from envknobs.formats.bash.edit import insert_words
 from envknobs.formats.bash.edit import removal_span
@@ -46,6 +48,10 @@ class Launch:
     command: Command
     shape: Shape | None
     uses: list[FlagUse]  # word.start: the index of the flag's word in command.words
+    # every flag in argv order, with the string it is in (None: on the command itself)
+    order: list[tuple[ArgString | None, FlagUse]] = field(default_factory=list)
+    strings: dict[int, ArgString] = field(default_factory=dict)  # $NAME word index -> string
+    notes: list[str] = field(default_factory=list)  # strings of flags not read, and why
 
     @property
     def engine(self) -> str | None:
@@ -65,13 +71,34 @@ def _shell_words(cmd: Command) -> list[ShellWord]:
     return words
 
 
-def read_launch(cmd: Command) -> Launch:
+def read_launch(cmd: Command, svc: Service | None = None) -> Launch:
+    """The command as a launch; with ``svc``, its ``$NAME`` words that hold strings of
+    flags (:mod:`.strings`) are read as the arguments systemd splits them into."""
     from envknobs.formats.bash.analysis import flag_lookup
+    from envknobs.formats.systemd.strings import unit_strings
 
     shape = launch_shape(_shell_words(cmd)) if cmd.error is None else None
     if shape is None:
         return Launch(cmd, None, [])
-    return Launch(cmd, shape, scan_flags(shape.args, flag_lookup(shape.engine)))
+    lookup = flag_lookup(shape.engine)
+    strings, notes = unit_strings(svc, cmd) if svc is not None else ({}, [])
+    while True:
+        argv: list[ShellWord] = []
+        origin: dict[int, ArgString] = {}
+        for w in shape.args:
+            s = strings.get(w.start)
+            argv += s.pieces if s is not None else [w]
+            origin.update((id(p), s) for p in (s.pieces if s is not None else ()))
+        uses = scan_flags(argv, lookup)
+        # A flag whose value is on the other side of a string's edge cannot be edited
+        # in one place: that string is left opaque.
+        crossed = {origin.get(id(x)) for u in uses for x in u.values
+                   if origin.get(id(x)) is not origin.get(id(u.word))} - {None}
+        if not crossed:
+            break
+        strings = {i: s for i, s in strings.items() if s not in crossed}
+    order = [(origin.get(id(u.word)), u) for u in uses]
+    return Launch(cmd, shape, [u for s, u in order if s is None], order, strings, notes)
 
 
 def the_launch(svc: Service, text: str) -> Launch:
@@ -87,7 +114,7 @@ def the_launch(svc: Service, text: str) -> Launch:
     if cmd.error is not None:
         raise FormatError(f"line {cmd.directive.line}: ExecStart= has {cmd.error}: systemd "
                           "ignores it; fix it by hand")
-    launch = read_launch(cmd)
+    launch = read_launch(cmd, svc)
     if launch.shape is None:
         raise FormatError(unrecognised(launch))
     return launch
@@ -105,6 +132,7 @@ def opaque_words(launch: Launch) -> list[int]:
     values = {w.start for u in launch.uses for w in u.values}
     assert launch.shape is not None
     return [w.start for w in launch.shape.args if w.start not in values and
+            w.start not in launch.strings and
             exec_literal(launch.command.words[w.start].text) is None]
 
 
@@ -124,18 +152,38 @@ def refuse_opaque_after(launch: Launch, knob: str) -> None:
 
 
 def flag_values(launch: Launch) -> dict[str, str]:
-    """Flag -> value; the last occurrence wins; computed values left out."""
+    """Flag -> value; the last occurrence wins; computed values left out, and so are
+    flags set in more than one place (:func:`spread`): they have no single value."""
     out: dict[str, str] = {}
-    for use in launch.uses:
+    for s, use in launch.order:
         value = use.value
-        if value is not None and use.form in ("space", "equals", "nargs"):
+        if s is None and value is not None and use.form in ("space", "equals", "nargs"):
             words = [launch.word(w) for w in use.values] or [launch.word(use.word)]
             literal = [exec_literal(w.text) for w in words]
             value = None if any(v is None for v in literal) else value
         out.pop(use.knob, None)
         if value is not None:
             out[use.knob] = value
+    for knob in spread(launch):
+        out.pop(knob, None)
     return out
+
+
+def holders(launch: Launch, knob: str) -> tuple[list[tuple[ArgString, FlagUse]], list[FlagUse]]:
+    """The last use of ``knob`` in each string that has it, and its uses on the command."""
+    last: dict[int, tuple[ArgString, FlagUse]] = {}
+    for s, u in launch.order:
+        if s is not None and u.knob == knob:
+            last[id(s)] = (s, u)
+    return list(last.values()), [u for u in launch.uses if u.knob == knob]
+
+
+def spread(launch: Launch) -> set[str]:
+    """Flags set in a string and on the command, or in several strings."""
+    origins: dict[str, set[int]] = {}
+    for s, u in launch.order:
+        origins.setdefault(u.knob, set()).add(id(s))
+    return {k for k, o in origins.items() if len(o) > 1 and o != {id(None)}}
 
 
 # -- edits ----------------------------------------------------------------------------

@@ -9,6 +9,7 @@ in the *container* ``env N`` (the N-th ``Environment=`` line) or ``launch 1``.
 
 from __future__ import annotations
 
+from envknobs.formats.bash.argstring import place_of
 from envknobs.formats.bash.edit import removal_span
 from envknobs.formats.common.places import KnobSummary
 from envknobs.formats.common.places import LaunchInfo
@@ -20,11 +21,13 @@ from envknobs.formats.systemd.service import Service
 from envknobs.formats.systemd.unit import split_words
 
 
-def _env_places(text: str, svc: Service) -> list[KnobSummary]:
+def _env_places(text: str, svc: Service, strings) -> list[KnobSummary]:
     from envknobs.formats.systemd import anchor_for_word
 
     out = []
     for name, a in svc.env.items():
+        if name in strings:
+            continue  # a string of flags: its flags are the knobs
         words = split_words(a.directive, relax=False)
         alone = len(words) == 1
         anchor = None
@@ -51,7 +54,15 @@ def _flag_places(text: str, launch: ex.Launch) -> list[KnobSummary]:
     last = {u.knob: u for u in launch.uses}
     words = list(launch.command.words)
     out = []
+    for s, use in launch.order:
+        if s is not None and use.knob not in last:
+            last[use.knob] = None  # in strings only: its place is in the first loop below
     for knob, use in last.items():
+        held, _ = ex.holders(launch, knob)
+        places = [place_of(text, s, u, values.get(knob)) for s, u in held]
+        if use is None:
+            out.append(KnobSummary(knob, tuple(places), False, len(places) > 1, is_flag=True))
+            continue
         first = launch.word(use.word)
         cut = ex.flag_span(text, launch, use)
         end = launch.word(use.values[-1]).end if use.values else first.end
@@ -60,7 +71,7 @@ def _flag_places(text: str, launch: ex.Launch) -> list[KnobSummary]:
                       computed=knob not in values and use.form != "switch", launch=1,
                       raw=text[first.start : end],
                       anchor=anchor_for_word(text, words, first, cut, "launch 1"))
-        out.append(KnobSummary(knob, (place,), False, False, is_flag=True))
+        out.append(KnobSummary(knob, (*places, place), False, bool(places), is_flag=True))
     return out
 
 
@@ -71,8 +82,10 @@ def _notes(text: str, svc: Service, launch: ex.Launch | None) -> list[str]:
     if launch is not None and launch.shape is None:
         notes.append(ex.unrecognised(launch))
     if launch is not None and launch.shape is not None:
+        notes += launch.notes
+        resolved = {launch.command.words[i].text for i in launch.strings}
         opaque = [w.text for w in launch.command.words if w.text.startswith("$")
-                  and w.text[1:2] not in ("{", "$")]
+                  and w.text[1:2] not in ("{", "$") and w.text not in resolved]
         if opaque:
             notes.append(f"line {launch.command.directive.line}: ExecStart= also takes "
                          f"{', '.join(opaque)} (split at blanks by systemd), which the "
@@ -84,9 +97,10 @@ def _notes(text: str, svc: Service, launch: ex.Launch | None) -> list[str]:
 
 def summarize(text: str, svc: Service) -> Summary:
     from envknobs.formats.systemd import _launch
+    from envknobs.formats.systemd import _strings
 
     launch = _launch(svc)
-    knobs = _env_places(text, svc)
+    knobs = _env_places(text, svc, _strings(launch))
     launches: tuple[LaunchInfo, ...] = ()
     if launch is not None:
         d = launch.command.directive

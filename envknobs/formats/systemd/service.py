@@ -14,8 +14,8 @@
   the prefixes ``@ - : + !`` (``@``: the next word is argv[0], not an argument).
 
 Only ``[Service]`` counts: ``Environment=`` elsewhere is ignored by systemd (it says
-``Unknown key``).  Drop-ins (``NAME.service.d/*.conf``) are other files the ledger does
-not read; a unit with drop-ins should be managed there.
+``Unknown key``).  Drop-ins (``NAME.service.d/*.conf``) are other files, read after the
+unit: :mod:`.dropins` names them and refuses an edit of the unit they override.
 """
 
 from __future__ import annotations
@@ -77,6 +77,7 @@ class Service:
     errors: list[tuple[int, str]] = field(default_factory=list)  # (line, what systemd ignores)
     has_section: bool = False
     oneshot: bool = False
+    text: str = ""  # the unit it was read from
 
 
 def _environment(svc: Service, d: Directive, ordinal: int) -> None:
@@ -122,7 +123,7 @@ def _exec(svc: Service, d: Directive) -> None:
 @functools.lru_cache(maxsize=64)
 def read_service(text: str) -> Service:
     """The ``[Service]`` section(s) of ``text``, read (see the module docstring)."""
-    svc = Service()
+    svc = Service(text=text)
     ordinal = 0
     for d in directives(text):
         if d.section != "Service":
