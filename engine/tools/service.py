@@ -29,17 +29,36 @@ def read_pid(pid_file: Path) -> int | None:
     return int(text) if text.isdigit() else None
 
 
+# /proc/PID/stat's state letters of a process that no longer runs: zombie, dead.
+GONE = ("Z", "X", "x")
+
+
 def alive(pid: int) -> bool:
+    """True while ``pid`` runs; False for a zombie, a reaped pid, or no pid (<= 0).
+
+    The engine's own copy of the ledger's definition (``ledger.procs.pid_alive``; the
+    engine never imports the ledger): a zombie — exited, not yet reaped by its parent —
+    serves nothing, so ``stop`` is done with it and ``start`` may start again.  /proc is
+    read first (``kill -0`` succeeds on a zombie); ``kill -0`` only where there is none.
+    A pid of 0 or below names a process group to ``kill``: never a server's pid (a pid
+    file holding ``0`` must not make ``stop`` signal its own group).
+    """
+    if pid <= 0:
+        return False
+    if Path("/proc/self").is_dir():
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            return False
+        fields = stat.rpartition(")")[2].split()  # after "(comm)", which may hold spaces
+        return bool(fields) and fields[0] not in GONE
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    try:  # a zombie (exited, not yet reaped by its parent) is not running
-        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0] != "Z"
-    except OSError:
-        return True
+    return True
 
 
 def stop(pid_file: Path, grace: float = 10.0) -> int | None:

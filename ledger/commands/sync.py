@@ -51,6 +51,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from dataclasses import field
+from dataclasses import replace
 from pathlib import Path
 from typing import Mapping
 from typing import Sequence
@@ -168,7 +169,7 @@ def _apply_merge(s: Session, ws: Workspace, where: tuple[str, str], sides, merge
     mws = Workspace.with_config(root, config)
     refuse_symlinked_targets(mws)  # the merged ledger.yaml, as every writer checks it
     local = {e.id for e in sides[1]} - {e.id for e in sides[0]} - {e.id for e in sides[2]}
-    universe = list(merged.entries) + [e for e in sides[1] if e.id in merged.dropped]
+    universe = with_dropped(merged, sides[1])
     targets = target_writes(mws, sides[1], sides[2], merged.entries, universe, force=force)
     take_computed(ws, targets, writes, deferred, result.notices)
     result.ledger_files = sorted(writes)
@@ -194,6 +195,19 @@ def _apply_merge(s: Session, ws: Workspace, where: tuple[str, str], sides, merge
         ws.invalidate()
     result.backup_id, result.commit = outcome.backup_id, outcome.commit
     return result
+
+
+def with_dropped(merged: Merged, ours: Sequence[Entry]) -> list[Entry]:
+    """The merged entries, then the local entries ``--drop`` takes out, numbered after
+    them: every layer the pull touches, for undoing the dropped changes here.  They go
+    last so that the merged ledger alone gives each shared layer its base, its anchor and
+    its place in the record order (the order in which knobs that claim one place are laid
+    out, :mod:`ledger.core.layout`): as on every clone that never had them.  (At their
+    own seqs they would sort among the remote's, and this clone's lines would stand in
+    another order than everyone else's.)"""
+    top = max((e.seq for e in merged.entries), default=0)
+    gone = sorted((e for e in ours if e.id in merged.dropped), key=lambda e: e.seq)
+    return [*merged.entries, *(replace(e, seq=top + i) for i, e in enumerate(gone, 1))]
 
 
 def _finish_git_merge(s: Session, ws: Workspace, name: str, branch: str, head: str,

@@ -18,6 +18,15 @@ Each knob entry carries an *anchor*, taken while its knob's line is in the file:
 
 Whatever the anchor says, a knob goes back before the knobs anchored to it.
 
+Knobs that claim one place — two knobs recorded on two clones, each right below the
+same line; two knobs anchored to the same knob — go there in the ledger's record order
+(of their anchor chains: a knob anchored to another sorts as that one did, then by its
+own order), whichever of them came back first.  So a set of present knobs has one
+layout, whatever the order of the commands (or the pulls) that led to it: a clone that
+jumps over intermediate states gets the bytes of one that went through them.  A knob
+placed by the lines above it claims the top of its gap, one placed by the lines below
+it the bottom, so the two never compete.
+
 Re-adding a knob lets the format write its line(s), then moves that block to its
 anchor.  The move is kept only if the file then parses to exactly the intended values;
 otherwise the format's own placement stands.  Anchors work on lines, using the format's
@@ -99,20 +108,29 @@ def _position(
     spans: Mapping[str, tuple[int, int]], depth: int = 0,
 ) -> int | None:
     """Index of the line before which the block goes (0: top of file), or None."""
+    return _resolve(text, anchor, anchors, spans, depth)[0]
+
+
+def _resolve(
+    text: str, anchor: dict, anchors: Mapping[str, dict],
+    spans: Mapping[str, tuple[int, int]], depth: int = 0,
+) -> tuple[int | None, str]:
+    """(:func:`_position`, side): ``"above"`` where the place is found from what is above
+    it (a knob, or the skeleton lines above), ``"below"`` where from the lines below."""
     if depth > 32:
-        return None
+        return None, "above"
     if "knob" in anchor:
         other = anchor["knob"]
         if other in spans:
-            return spans[other][1]
+            return spans[other][1], "above"
         if anchors.get(other):
-            return _position(fmt, text, anchors[other], anchors, spans, depth + 1)
-        return None
+            return _resolve(text, anchors[other], anchors, spans, depth + 1)
+        return None, "above"
     context = anchor.get("lines")
     if not isinstance(context, list):
-        return None
+        return None, "above"
     if not context:
-        return 0
+        return 0, "above"
     skeleton = _skeleton(text, spans)
     lines = [line for _, line in skeleton]
     # The longest run of the skeleton lines that were above the knob that occurs once...
@@ -120,7 +138,7 @@ def _position(
         tail = context[-k:]
         hits = [j for j in range(k, len(lines) + 1) if lines[j - k:j] == tail]
         if len(hits) == 1:
-            return skeleton[hits[0] - 1][0] + 1
+            return skeleton[hits[0] - 1][0] + 1, "above"
     # ...else of those that were below it (a line above may have become a knob's since).
     below = anchor.get("below")
     if isinstance(below, list):
@@ -128,8 +146,54 @@ def _position(
             head = below[:k]
             hits = [j for j in range(len(lines) - k + 1) if lines[j:j + k] == head]
             if len(hits) == 1:
-                return skeleton[hits[0]][0]
-    return None
+                return skeleton[hits[0]][0], "below"
+    return None, "above"
+
+
+def _order_key(knob: str, anchors: Mapping[str, dict], order: Mapping[str, int]
+               ) -> tuple[int, ...]:
+    """The record order of ``knob``'s anchor chain, from its first knob down to ``knob``:
+    knobs claiming one place sort by it (a knob just after another sorts with it)."""
+    chain: list[str] = []
+    k: str | None = knob
+    while k in order and k not in chain and len(chain) <= 32:
+        chain.append(k)
+        k = (anchors.get(k) or {}).get("knob")
+    return tuple(order[c] for c in reversed(chain))
+
+
+def _claim(text: str, knob: str, anchors: Mapping[str, dict],
+           spans: Mapping[str, tuple[int, int]]) -> tuple[int | None, str]:
+    """Where present ``knob`` would go back in the file without it (:func:`_resolve`)."""
+    a, b = spans[knob]
+    lines = _lines(text)
+    shift = b - a
+    rest = {k: (s, e) if s < a else (s - shift, e - shift)
+            for k, (s, e) in spans.items() if k != knob}
+    return _resolve("".join(lines[:a] + lines[b:]), anchors[knob], anchors, rest)
+
+
+def _in_order(text: str, knob: str, pos: int, side: str, anchors: Mapping[str, dict],
+              spans: Mapping[str, tuple[int, int]], order: Mapping[str, int]) -> int:
+    """``pos``, moved past the present knobs that claim the same place and come first in
+    record order (above: those starting there; below: those ending there come after)."""
+    key = _order_key(knob, anchors, order)
+    starts = {s: k for k, (s, _) in spans.items()}
+    ends = {e: k for k, (_, e) in spans.items()}
+    for _ in range(len(spans)):
+        other = (starts if side == "above" else ends).get(pos)
+        if other is None or not anchors.get(other):
+            break
+        if _claim(text, other, anchors, spans) != (spans[other][0], side):
+            break
+        first = _order_key(other, anchors, order) < key
+        if side == "above" and first:
+            pos = spans[other][1]
+        elif side == "below" and not first:
+            pos = spans[other][0]
+        else:
+            break
+    return pos
 
 
 def inserted_block(old_text: str, new_text: str) -> str | None:
@@ -149,6 +213,8 @@ def add_knob(
 ) -> str:
     """``fmt.set`` for a knob absent from ``text``, placed at its anchor when possible.
 
+    ``managed``: the target's ledger knobs in record order (of their layers) with their
+    anchors: the order in which knobs claiming one place stand.
     ``source``: the exact text of the value, for formats that take one (k8s, yaml-map).
     ``lines``: the exact lines the knob had when it was removed; they replace the lines
     the format wrote, where the file then reads exactly the same (so an ``env:`` list or
@@ -189,7 +255,10 @@ def _add_at_anchor(
     present = fmt.parse(text)
     spans = _spans(fmt, text, [k for k in managed if k in present and k != knob])
     anchors = {k: a for k, a in managed.items() if a}
-    pos = _position(fmt, text, anchor, anchors, spans)
+    pos, side = _resolve(text, anchor, anchors, spans)
+    if pos is not None:
+        order = {k: i for i, k in enumerate(managed)}
+        pos = _in_order(text, knob, pos, side, anchors, spans, order)
     # Knobs that sit right after this one (anchored to it) must stay after it.
     followers = [spans[k][0] for k, a in anchors.items() if a.get("knob") == knob and k in spans]
     if followers:

@@ -73,3 +73,29 @@ def test_added_knobs_any_subset_any_order_one_content(tmp_path, ledger):
         for entry_id in reversed(order):
             assert ledger("-C", root, "restore", entry_id).exit_code == 0
         assert path.read_text() == full
+
+
+@pytest.mark.parametrize("fmt_name,text", [("bash", SCRIPT), ("dotenv", DOTENV)])
+def test_knobs_claiming_one_place_stand_in_record_order_whichever_comes_back_first(
+        fmt_name, text):
+    """X and Y were recorded on two clones, each right below ``C`` (their anchors are the
+    same lines): put back in either order, X (recorded first) stands above Y; and Z, recorded
+    after Y right below it, stays with Y (issue 30: clones that diverged)."""
+    from envknobs.formats import get_format
+    from ledger.core.layout import add_knob
+    from ledger.core.layout import anchor_for
+
+    fmt = get_format(fmt_name)
+    with_x = fmt.set(text, "X", "8")
+    below_c = anchor_for(fmt, with_x, "X", fmt.parse(with_x), {})
+    managed = {"X": below_c, "Y": below_c, "Z": {"knob": "Y"}}
+    layouts = set()
+    for order in itertools.permutations("XYZ"):
+        out = text
+        for knob in order:
+            out = add_knob(fmt, out, knob, "1", managed)
+        layouts.add(out)
+    assert len(layouts) == 1
+    lines = layouts.pop().splitlines()
+    names = [line.split("=")[0].removeprefix("export ") for line in lines if "=" in line]
+    assert names == ["A", "B", "C", "X", "Y", "Z"], lines

@@ -88,3 +88,31 @@ def test_through_the_cli_doctor_and_status_live(story, ledger, zombie, sleeper):
     (ws.root / "run" / "d.pid").write_text(f"{sleeper}\n")
     r = run_cli(ws.root, "status", "--live", "--json")
     assert r.returncode == 0 and "is not running" not in r.stdout and str(sleeper) in r.stdout
+
+
+def test_the_engine_supervisor_has_the_same_definition(zombie, sleeper):
+    """engine/tools/service.py keeps its own copy (the engine never imports the ledger):
+    the same answer for a zombie, a sleeper, this process, a reaped pid and pids <= 0."""
+    from engine.tools.service import alive
+
+    done = subprocess.Popen([sys.executable, "-c", "pass"])
+    done.wait()
+    for pid in (zombie, sleeper, os.getpid(), done.pid, 0, -1):
+        assert alive(pid) is pid_alive(pid), pid
+    assert not alive(zombie) and alive(sleeper)
+
+
+def test_engine_service_stop_signals_no_zombie_and_no_process_group(tmp_path, zombie):
+    """`python -m engine service stop` on a pid file naming a zombie, or 0 (which names
+    the caller's process group to kill()), finds nothing running and signals nothing.
+    The supervisor runs in its own session, so a regression kills only itself."""
+    for text in (f"{zombie}\n", "0\n"):
+        pid_file = tmp_path / "decode.pid"
+        pid_file.write_text(text)
+        r = subprocess.run([sys.executable, "-m", "engine", "service", "stop",
+                            "--pid-file", str(pid_file), "--grace", "1"],
+                           capture_output=True, text=True, timeout=60, start_new_session=True)
+        assert r.returncode == 0, (text, r.stdout, r.stderr)
+        assert r.stdout.strip() == "service: nothing was running", text
+        assert not pid_file.exists()
+    assert state_of(zombie) == "Z"

@@ -84,9 +84,9 @@ class Clone:
     def revert(self, ref: str, why: str = "test"):
         return revert_ops.revert(self.session("revert"), refs=[ref], why=why)
 
-    def restore(self, ref: str):
-        return revert_ops.restore(self.session("restore"), refs=[ref], include_suspects=True,
-                                  force=True)
+    def restore(self, ref: str, include_suspects: bool = True, force: bool = True):
+        return revert_ops.restore(self.session("restore"), refs=[ref],
+                                  include_suspects=include_suspects, force=force)
 
     def suspect(self, ref: str, why: str = "hang"):
         return revert_ops.suspect(self.session("suspect"), ref, why)
