@@ -72,10 +72,12 @@ SHAPES: dict[str, frozenset[str]] = {
     ),
     # Flattened by ledger.evidence.tools from the tool's own layout.
     "aiperf": frozenset({"aiperf_version", "output_throughput", "request_throughput"}),
+    "sglang-one-batch": frozenset({"sglang_one_batch", "output_throughput", "batch_size"}),
 }
 # The keys that tell the shapes apart when the core keys are all there (in this order).
 MARKERS = {
     "aiperf": "aiperf_version",
+    "sglang-one-batch": "sglang_one_batch",
     "engine": "output_digest",
     "vllm": "total_token_throughput",
     "sglang": "input_throughput",
@@ -443,7 +445,8 @@ def located_file(path: Path) -> list[tuple[str, dict[str, Any]]]:
     doc = tools.aiperf_csv_document(text)
     if doc is not None:
         return [(where, tools.aiperf_result(doc))]
-    return [(here, tools.aiperf_result(obj) if tools.is_aiperf(obj) else obj)
+    return [(here, tools.aiperf_result(obj) if tools.is_aiperf(obj) else
+             tools.one_batch_result(obj) if tools.is_one_batch(obj) else obj)
             for here, obj in parse_located(text, where)]
 
 

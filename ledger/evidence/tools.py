@@ -16,6 +16,16 @@ says of itself: tool version, date, command), plus a marker key naming the tool,
   ``outputs.json`` (with ``--export-outputs-json``): each request's ``response_text``,
   whose sha256 in request order is the ``output_digest``.
 
+* ``sglang-one-batch`` - SGLang ``bench_one_batch --result-filename`` JSON lines (one
+  static batch each, no server): ``run_name``, ``batch_size``, ``input_len``,
+  ``output_len``, ``prefill_latency`` (s), ``median_decode_latency`` (s),
+  ``median_decode_throughput`` (tok/s) …  The batch size is the load point (a static batch
+  of N runs N sequences at once: concurrency N); ``output_throughput`` is the median
+  decode throughput, ``median_tpot_ms`` the median decode step; ``run_name`` (the label
+  the operator gave a configuration) is the workload's backend, so runs of two names are
+  never repeats of each other.  A prefill-only line (``--output-len 1``) has no decode
+  metrics and is refused as of unknown shape.
+
 Metric names: AIPerf's ``request_latency`` is sglang's ``e2e_latency``, its
 ``inter_token_latency`` (per request, (latency - TTFT) / (tokens - 1)) is sglang's
 ``tpot`` and its ``inter_chunk_latency`` (the gaps between streamed chunks) sglang's ``itl``.
@@ -103,6 +113,30 @@ def aiperf_result(doc: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+ONE_BATCH_KEYS = frozenset({"run_name", "batch_size", "input_len", "output_len",
+                            "prefill_latency", "overall_throughput"})
+
+
+def is_one_batch(obj: Mapping[str, Any]) -> bool:
+    return ONE_BATCH_KEYS <= obj.keys() and "sglang_one_batch" not in obj
+
+
+def one_batch_result(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """One flat result from a ``bench_one_batch`` line (its own keys kept beside)."""
+    flat: dict[str, Any] = {**obj, "sglang_one_batch": obj.get("run_name"),
+                            "max_concurrency": obj.get("batch_size")}
+    if obj.get("median_decode_throughput") is not None:
+        flat["output_throughput"] = obj["median_decode_throughput"]
+    step = obj.get("median_decode_latency")
+    if isinstance(step, (int, float)) and not isinstance(step, bool):
+        flat["median_tpot_ms"] = step * 1000.0
+    prefill = obj.get("prefill_latency")
+    if isinstance(prefill, (int, float)) and not isinstance(prefill, bool):
+        flat["prefill_latency_ms"] = prefill * 1000.0
+    flat["origin"] = {"tool": "sglang bench_one_batch"}
+    return flat
+
+
 def is_aiperf(doc: Mapping[str, Any]) -> bool:
     return "aiperf_version" in doc and isinstance(doc.get("request_throughput"), Mapping)
 
@@ -153,4 +187,4 @@ def outputs_digest(path: Path) -> str | None:
 
 
 __all__ = ["AIPERF_OUTPUTS", "AIPERF_SUMMARY", "aiperf_csv_document", "aiperf_result",
-           "is_aiperf", "outputs_digest"]
+           "is_aiperf", "is_one_batch", "one_batch_result", "outputs_digest"]

@@ -53,6 +53,10 @@ SOURCES: dict[str, tuple[str, dict[str, str]]] = {
                                                           "model")},
                           "max_concurrency": "max_concurrency",
                           "request_rate": "request_rate"}),
+    # The operator's label of the configuration is what tells its runs apart.
+    "sglang-one-batch": ("sglang bench_one_batch", {
+        "backend": "run_name", "input_len": "input_len", "output_len": "output_len",
+        "max_concurrency": "max_concurrency", "request_rate": "request_rate"}),
 }
 # Datasets whose lengths come from random_input_len / random_output_len / random_range_ratio.
 RANDOM_DATASETS = ("random", "random-ids", "image", "random-image", "generated-shared-prefix")
