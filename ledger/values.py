@@ -8,7 +8,7 @@ CLI's option choices come from here without loading the model (``ledger --help``
 from __future__ import annotations
 
 UNSET = "unset"
-FORMATS = ("bash", "dotenv", "k8s", "yaml-map")
+FORMATS = ("bash", "dotenv", "k8s", "yaml-map", "systemd")
 FLAG_ENGINES = ("sglang", "vllm")
 
 

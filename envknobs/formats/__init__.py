@@ -11,6 +11,8 @@ from, and edits it the way a careful operator would by hand:
 * ``k8s``    -- the ``env:`` list of one container in Kubernetes manifests, and the
   launch flags of its ``command:``/``args:`` (:mod:`envknobs.formats.yaml.argv`),
   see :mod:`envknobs.formats.yaml.k8s`;
+* ``systemd`` -- a service unit: its ``Environment=`` lines and the flags of its
+  ``ExecStart=`` command, read by systemd's rules, see :mod:`envknobs.formats.systemd`;
 * ``yaml-map`` -- a YAML mapping of knobs: an engine's ``--config`` file, or an env map
   at a key path of a bigger file (a compose ``- K=V`` list too,
   :mod:`envknobs.formats.yaml.envlist`), or a Helm values list of server arguments,
@@ -54,7 +56,7 @@ from envknobs.formats.common.places import AmbiguousKnob
 from envknobs.formats.common.places import PlaceEdit
 
 
-FORMAT_NAMES = ("bash", "dotenv", "k8s", "yaml-map")
+FORMAT_NAMES = ("bash", "dotenv", "k8s", "yaml-map", "systemd")
 
 
 def get_format(
@@ -102,6 +104,12 @@ def get_format(
         from envknobs.formats.dotenv import DotenvFormat
 
         return DotenvFormat()
+    if name == "systemd":
+        from envknobs.formats.dotenv import binding_lines
+        from envknobs.formats.systemd import SystemdFormat
+        from envknobs.formats.systemd.envfiles import file_reader
+
+        return SystemdFormat(file_reader(binding_lines))
     raise FormatError(f"unknown target format {name!r} (use {', '.join(FORMAT_NAMES)})")
 
 

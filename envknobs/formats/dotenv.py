@@ -212,6 +212,11 @@ def _render_for(knob: str, value: str, old_quote: str | None) -> str:
         raise FormatError(f"{knob}: {e}") from None
 
 
+def binding_lines(text: str) -> dict[str, int]:
+    """Key -> the line of the binding python-dotenv takes its value from (the last one)."""
+    return {b.key: line_of(text, b.start) for b in _bindings(text) if b.value is not None}
+
+
 def _is_dynamic(b: _Binding) -> bool:
     return b.value is not None and bool(_POSIX_VARIABLE.search(b.value))
 

@@ -61,8 +61,9 @@ def target() -> None:
 @click.argument("name")
 @click.argument("path")
 @click.option("--format", "fmt", required=True, type=click.Choice(list(FORMATS)),
-              help="File format: a bash serve script, a dotenv / EnvironmentFile, a k8s "
-                   "manifest's container env, or a YAML map of knobs (yaml-map).")
+              help="File format: a bash serve script, a dotenv / EnvironmentFile, a systemd "
+                   "unit (Environment= and ExecStart= flags), a k8s manifest's container "
+                   "env, or a YAML map of knobs (yaml-map).")
 @click.option("--container", metavar="ADDRESS",
               help="k8s: the container whose env list holds the knobs: its name, or where "
                    "that is not unique an address the error lists (NAME/CONTAINER, "

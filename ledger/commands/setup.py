@@ -175,6 +175,9 @@ def target_summary(s: Session, name: str, target: Target | None = None) -> dict:
         d = {**base, "knobs": knobs, "launches": [], "notes": []}
     else:
         d = {**base, **tf.summary.to_dict()}
+    outside = format_of(t).outside_notes(tf.text)  # files it names, read now (not cached)
+    if outside:
+        d["notes"] = [*d["notes"], *outside]
     from ledger.commands.catalog import name_defaults
 
     defaults = name_defaults(t.engine, [k["knob"] for k in d["knobs"]])

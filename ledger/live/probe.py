@@ -29,6 +29,8 @@ from datetime import timezone
 from pathlib import Path
 
 from ledger.core.service import LiveProbe
+from ledger.procs import PROC
+from ledger.procs import pid_alive
 
 RUNNING = "running"
 NOT_RUNNING = "not running"
@@ -36,7 +38,6 @@ UNREADABLE = "unreadable"
 AMBIGUOUS = "ambiguous"
 NO_PROBE = "no probe"
 URL_TIMEOUT_S = 3.0
-PROC = Path("/proc")
 
 
 @dataclass
@@ -76,15 +77,6 @@ def process_start(pid: int) -> float | None:
         return time.time() - uptime + int(fields[19]) / os.sysconf("SC_CLK_TCK")
     except (OSError, ValueError, IndexError):
         return None
-
-
-def pid_alive(pid: int) -> bool:
-    """True if ``pid`` runs (a zombie, exited but not reaped, does not)."""
-    try:
-        state = (PROC / str(pid) / "stat").read_text().rpartition(")")[2].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state not in ("Z", "X")
 
 
 def _cmdline(pid: int | str) -> list[str] | None:

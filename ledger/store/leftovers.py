@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Iterable
 
 from backups.fsio import temp_owner
+from ledger.procs import pid_alive
 
 _LEGACY = re.compile(r"\.(?P<name>.+)\.[A-Za-z0-9_]{8}\.tmp\Z")
 
@@ -51,23 +52,14 @@ def legacy_temps_of(path: Path) -> list[Path]:
     return sorted(out)
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def is_orphan(path: Path, writer_running: bool) -> bool:
-    """Whether the ledger temporary ``path`` belongs to nobody alive."""
+    """Whether the ledger temporary ``path`` belongs to nobody alive (a zombie writer is
+    dead: see :mod:`ledger.procs`)."""
     tag = temp_owner(path.name)
     if tag is None:
         return False
     if tag.startswith("p") and tag[1:].isdigit():
-        return not _pid_alive(int(tag[1:]))
+        return not pid_alive(int(tag[1:]))
     return not writer_running
 
 

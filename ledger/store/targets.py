@@ -92,7 +92,7 @@ def anchor_in(
         return None
 
 
-_LAUNCH_WORDS = ("prefix", "docker-env", "flag", "array-flag")
+_LAUNCH_WORDS = ("prefix", "docker-env", "flag", "array-flag", "env-word")
 
 
 def launch_place_anchor(fmt, text: str, knob: str) -> dict | None:

@@ -189,3 +189,15 @@ def test_container_like_specs_without_a_containers_list():
     assert {e["name"]: e.get("value") for e in spec["env"]}["VLLM_LOGGING_LEVEL"] == "DEBUG"
     back = model.set(model.set(out, "--max-model-len", "4096"), "VLLM_LOGGING_LEVEL", "INFO")
     assert back == KSERVE_PREDICTOR
+
+
+def test_unset_of_a_flag_the_script_computes_removes_it():
+    """`--model $MODEL` in an `sh -c` script: the value is computed (absent from parse),
+    yet the flag is there; --unset removes it instead of 'nothing to do'."""
+    text = ONE_LINE_SCRIPT.replace("Qwen/Qwen2.5-7B --max-num-seqs 64",
+                                   "--model $MODEL --max-num-seqs 64")
+    fmt = get_format("k8s", container="vllm")
+    assert "--model" not in fmt.parse(text)
+    out = fmt.unset(text, "--model")
+    script = yaml.safe_load(out)["spec"]["containers"][0]["command"][2]
+    assert script == "vllm serve --max-num-seqs 64 --port 8000"

@@ -100,6 +100,8 @@ class Shape:
 def skip_wrappers(words: list[Word], k: int, prefixes: list[Word]) -> int:
     while k < len(words):
         text = word_text(words[k])
+        if text is not None and text != "exec":
+            text = text.rsplit("/", 1)[-1]  # /usr/bin/env, /usr/bin/numactl
         if text == "exec":
             k += 1
             while k < len(words) and (word_text(words[k]) or "").startswith("-"):

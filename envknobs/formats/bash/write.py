@@ -171,7 +171,9 @@ def find_container(a: Analysis, ident: str) -> tuple[int, int] | None:
 
 
 # -- new places ------------------------------------------------------------------------
-def flag_text(knob: str, value: str, lookup, equals: bool) -> str:
+def flag_text(knob: str, value: str, lookup, equals: bool, quote=quote_value) -> str:
+    """The words a new flag is written as (a switch alone, ``nargs`` values split), each
+    value rendered by ``quote`` (a shell word here; the systemd format passes its own)."""
     flag = lookup(knob)
     wanted = _bool_of(value)
     if flag is not None and flag.type == "bool" or flag is None and wanted is True:
@@ -183,8 +185,8 @@ def flag_text(knob: str, value: str, lookup, equals: bool) -> str:
             raise FormatError(f"{knob} is a switch without a --no- form: leave it out instead")
         return "--no-" + knob[2:]
     if flag is not None and flag.nargs:
-        return " ".join([knob, *(quote_value(w) for w in value.split())])
-    return f"{knob}={quote_value(value)}" if equals else f"{knob} {quote_value(value)}"
+        return " ".join([knob, *(quote(w) for w in value.split())])
+    return f"{knob}={quote(value)}" if equals else f"{knob} {quote(value)}"
 
 
 def add_flag(a: Analysis, launch: Launch, knob: str, value: str, lookup) -> str:

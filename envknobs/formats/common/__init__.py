@@ -15,7 +15,10 @@ default that is right for a format without them, so callers never probe with
 * ``removed``: the text ``unset`` gives, for a caller that only looks at which lines go
   (the default is ``unset`` itself; bash skips its verification re-read);
 * batch edits (``edit_many``): one pass over the file for many knobs; the default edits
-  them one at a time (removals first, then changes), which gives the same text.
+  them one at a time (removals first, then changes), which gives the same text;
+* ``outside_notes``: what other files the target names give the process (a unit's
+  ``EnvironmentFile=``), read now -- never cached with the file's own summary, since
+  those files change on their own; the default has none.
 
 :mod:`.places` holds the place types (:class:`~.places.Place`,
 :class:`~.places.AmbiguousKnob`, ...), :mod:`.text` the line helpers all formats use.
@@ -94,6 +97,10 @@ class TargetFormat:
         """``set``, writing ``source`` verbatim where the format keeps sources and it
         reads back as ``value``; the value is rendered otherwise."""
         return self.set(text, knob, value)
+
+    def outside_notes(self, text: str) -> list[str]:
+        """Notes on the files ``text`` names that also reach the process (read now)."""
+        return []
 
     # -- batch edits ----------------------------------------------------------------
     def edit_many(

@@ -108,25 +108,39 @@ def read_argv(container: MappingNode, label: str) -> Argv:
     if script is not None:
         return Argv(tokens, lists, None, [], script)
     words = [Word(i, i, quote_value(t.value)) for i, t in enumerate(tokens)]
-    shape = launch_shape(words)
     image = (get(container, "image") or (None, None))[1]
-    image_text = image.value if isinstance(image, ScalarNode) else ""
-    if shape is not None and not shape.docker:
-        engine, args = shape.engine, shape.args
-    else:  # the image's entrypoint is the server (vllm/vllm-openai), or an unknown one
-        engine = "vllm" if "vllm" in image_text else ("sglang" if "sglang" in image_text else None)
-        first = next((i for i, w in enumerate(words) if w.text.startswith("-")), len(words))
-        args = words[first:]
+    engine, uses = launch_flags(words, image.value if isinstance(image, ScalarNode) else "")
+    return Argv(tokens, lists, engine, uses)
+
+
+def launch_flags(words: list[Word], image: str) -> tuple[str | None, list[FlagUse]]:
+    """The engine and the flags of a launch's words (``Word.start``: the word's index):
+    a known server start (``vllm serve``, ``python3 -m sglang.launch_server``), else the
+    image's entrypoint is the server (``vllm/vllm-openai``) and the flags start at the
+    first ``-`` word."""
     from envknobs.formats.bash.analysis import flag_lookup
 
-    return Argv(tokens, lists, engine, scan_flags(args, flag_lookup(engine)))
+    shape = launch_shape(words)
+    if shape is not None and not shape.docker:
+        engine, args = shape.engine, shape.args
+    else:
+        engine = "vllm" if "vllm" in image else ("sglang" if "sglang" in image else None)
+        first = next((i for i, w in enumerate(words) if w.text.startswith("-")), len(words))
+        args = words[first:]
+    return engine, scan_flags(args, flag_lookup(engine))
+
+
+def script_index(values: list[str]) -> int | None:
+    """The index of the script word of a ``sh -c SCRIPT`` argv (None: no shell runs)."""
+    for i, v in enumerate(values[:-1]):
+        if v.rsplit("/", 1)[-1] in _SHELLS and _DASH_C.match(values[i + 1]):
+            return i + 2 if i + 2 < len(values) else None
+    return None
 
 
 def _script(tokens: list[Token]) -> Token | None:
-    for i, t in enumerate(tokens[:-2] if len(tokens) > 2 else tokens[:-1]):
-        if t.value.rsplit("/", 1)[-1] in _SHELLS and _DASH_C.match(tokens[i + 1].value):
-            return tokens[i + 2] if i + 2 < len(tokens) else None
-    return None
+    i = script_index([t.value for t in tokens])
+    return tokens[i] if i is not None else None
 
 
 def flag_values(argv: Argv) -> dict[str, str]:
@@ -207,68 +221,56 @@ def remove_items(text: str, toks: list[Token]) -> str:
     return text
 
 
-def _empty_list_check(argv: Argv, toks: list[Token], text: str) -> None:
+def _empty_list_check(toks: list[Token], text: str) -> None:
     for seq in {id(t.seq): t.seq for t in toks}.values():
         if all(any(t.node is n for t in toks) for n in seq.value) and not seq.flow_style:
             raise FormatError(f"line {line_of(text, seq.start_mark.index)}: removing every "
                               "word of this list would leave its key empty; edit it by hand")
 
 
+class ListWords:
+    """The :class:`~envknobs.formats.yaml.flagedit.Words` editor of words that are YAML
+    list items (``command:``/``args:``, a Helm values list)."""
+
+    def __init__(self, tokens: list[Token]) -> None:
+        self.tokens = tokens
+        self.count = len(tokens)
+
+    def value(self, i: int) -> str:
+        return self.tokens[i].value
+
+    def line(self, text: str, i: int) -> int:
+        return line_of(text, self.tokens[i].node.start_mark.index)
+
+    def replace(self, text: str, i: int, value: str) -> str:
+        return _replace(text, self.tokens[i], value)
+
+    def insert_after(self, text: str, i: int, values: list[str]) -> str:
+        return insert_after(text, self.tokens[i], values)
+
+    def replace_run(self, text: str, indices: list[int], values: list[str]) -> str:
+        run = [self.tokens[k] for k in indices]
+        return remove_items(insert_after(text, run[-1], values), run)
+
+    def remove(self, text: str, indices: list[int]) -> str:
+        toks = [self.tokens[k] for k in indices]
+        _empty_list_check(toks, text)
+        return remove_items(text, toks)
+
+
 def set_flag(text: str, argv: Argv, knob: str, value: str, flag) -> str:
-    """``text`` with flag ``knob`` set to ``value`` in the argv (see the module docstring)."""
-    uses = [u for u in argv.uses if u.knob == knob]
-    switch = flag is not None and getattr(flag, "type", None) == "bool"
-    if uses:
-        use = uses[-1]
-        tok = argv.tokens[use.word.start]
-        if use.form == "equals":
-            name = tok.value.partition("=")[0]
-            return _replace(text, tok, f"{name}={value}")
-        if use.form == "space" and len(use.values) == 1:
-            return _replace(text, argv.tokens[use.values[0].start], value)
-        if use.form == "nargs":
-            values = [argv.tokens[w.start] for w in use.values]
-            out = insert_after(text, values[-1] if values else tok, value.split())
-            return remove_items(out, values) if values else out
-        return _set_switch(text, argv, use, tok, value, flag)
-    if not argv.tokens:
-        raise FormatError("the container has no command: or args: list to add a flag to; "
-                          "add `args:` by hand")
-    last = argv.tokens[-1]
-    if switch or value == "true" and flag is None:
-        return insert_after(text, last, [knob]) if value == "true" else text
-    equals = sum(u.form == "equals" for u in argv.uses) > len(argv.uses) / 2
-    words = [f"{knob}={value}"] if equals else [knob, *(value.split(" ") if getattr(
-        flag, "nargs", None) else [value])]
-    return insert_after(text, last, words)
+    """``text`` with flag ``knob`` set to ``value`` in the list argv
+    (:func:`envknobs.formats.yaml.flagedit.set_flag`)."""
+    from envknobs.formats.yaml import flagedit
 
-
-def _set_switch(text: str, argv: Argv, use: FlagUse, tok: Token, value: str, flag) -> str:
-    from envknobs.formats.bash.write import _bool_of
-
-    wanted = _bool_of(value)
-    line = argv.line(text, use)
-    if wanted is None or use.form not in ("switch", "negated"):
-        raise FormatError(f"line {line}: {use.knob} is a switch here (present or absent), "
-                          f"not {value!r}")
-    if wanted == (use.form == "switch"):
-        return text
-    if wanted:  # --no-x -> --x
-        return _replace(text, tok, use.knob)
-    if flag is None or not getattr(flag, "negatable", False):
-        raise FormatError(f"line {line}: {use.knob} is a switch without a --no- form; "
-                          "unset it instead")
-    return _replace(text, tok, "--no-" + use.knob[2:])
+    return flagedit.set_flag(text, ListWords(argv.tokens), argv.uses, knob, value, flag)
 
 
 def unset_flag(text: str, argv: Argv, knob: str) -> str:
     """``text`` without any occurrence of flag ``knob`` (its value words too)."""
-    uses = [u for u in argv.uses if u.knob == knob]
-    toks = [argv.tokens[w.start] for u in uses for w in (u.word, *u.values)]
-    if not toks:
-        return text
-    _empty_list_check(argv, toks, text)
-    return remove_items(text, toks)
+    from envknobs.formats.yaml import flagedit
+
+    return flagedit.unset_flag(text, ListWords(argv.tokens), argv.uses, knob)
 
 
 # -- a shell script item ------------------------------------------------------------------

@@ -84,6 +84,8 @@ from envknobs.formats.yaml.edit import scalar_text
 from envknobs.formats.yaml.edit import splice_source
 from envknobs.formats.yaml.edit import splice_value
 from envknobs.formats.yaml.edit import value_span
+from envknobs.formats.yaml.putback import FlagPlaces
+from envknobs.formats.yaml.putback import line_summary
 from envknobs.formats.yaml.scalar import check_yaml_text
 from envknobs.formats.yaml.scalar import neighbour_style
 from envknobs.formats.yaml.scalar import node_style
@@ -165,7 +167,7 @@ def _block_offset(text: str, c: _Container) -> int:
     return 2
 
 
-class K8sFormat(TargetFormat):
+class K8sFormat(FlagPlaces, TargetFormat):
     """One container's env list in Kubernetes manifests; see the module docstring."""
 
     name = "k8s"
@@ -194,17 +196,10 @@ class K8sFormat(TargetFormat):
         container gets)."""
         c = self._locate(text)
         lines = {it.name: line_of(text, it.node.start_mark.index) for it in c.items}
-        flags = flag_lines(text, c.node, c.label)
-        knobs = []
-        for knob, value in _knobs(c).items():
-            flag = is_flag_name(knob)
-            line = flags.get(knob, 0) if flag else lines.get(knob, 0)
-            scope = f"{'argv' if flag else 'env'} of container {c.label}"
-            place = Place(knob=knob, key="at 1", line=line, kind="yaml-flag" if flag else "env",
-                          scope=scope, value=value, computed=False, launch=None,
-                          raw=text.splitlines()[line - 1] if line else "")
-            knobs.append(KnobSummary(knob, (place,), False, False, is_flag=flag))
-        return Summary(tuple(knobs))
+        lines.update(flag_lines(text, c.node, c.label))
+        rows = [(knob, lines.get(knob, 0), value) for knob, value in _knobs(c).items()]
+        return line_summary(text, rows, f"env of container {c.label}",
+                            f"argv of container {c.label}")
 
     def canonical(self, text: str, knob: str) -> str:
         """A flag as the container's engine catalog spells it; an env name as given."""
@@ -221,8 +216,8 @@ class K8sFormat(TargetFormat):
         c = self._locate(text)
         knob = canonical_flag_in(c.node, c.label, text, knob)
         before = self.parse(text)
-        if before.get(knob) == value:
-            return text
+        if value is not None and before.get(knob) == value:
+            return text  # (an unset always edits: a computed flag is absent from parse)
         out = edit_container_flag(text, c.node, c.label, knob, value)
         return verified(before, self.parse(out), knob, value, out)
 

@@ -77,6 +77,16 @@ from envknobs.formats.yaml.edit import splice_source
 from envknobs.formats.yaml.edit import splice_value
 from envknobs.formats.yaml.edit import value_span
 from envknobs.formats.yaml.edit import walk_path
+from envknobs.formats.common.places import Summary
+from envknobs.formats.yaml.compose import PARTS
+from envknobs.formats.yaml.compose import canonical_compose_flag
+from envknobs.formats.yaml.compose import compose_flags
+from envknobs.formats.yaml.compose import compose_places
+from envknobs.formats.yaml.compose import edit_compose_flag
+from envknobs.formats.yaml.compose import is_command_path
+from envknobs.formats.yaml.flagedit import repeated_note
+from envknobs.formats.yaml.putback import FlagPlaces
+from envknobs.formats.yaml.putback import line_summary
 from envknobs.formats.yaml.scalar import DOUBLE
 from envknobs.formats.yaml.scalar import NULL_TAG
 from envknobs.formats.yaml.scalar import SINGLE
@@ -116,6 +126,7 @@ class _Map:
     node: MappingNode | None  # None: an empty file, or a null value at the key path
     holder: ScalarNode | None  # the key the map sits under (None: the whole file)
     holder_value: Node | None  # the null scalar there, when the map is empty
+    service: MappingNode | None = None  # a compose service, for services.NAME.command
 
 
 def _typed(
@@ -139,7 +150,7 @@ def _typed(
     return value
 
 
-class YamlMapFormat(TargetFormat):
+class YamlMapFormat(FlagPlaces, TargetFormat):
     """A mapping of knobs in a YAML file; see the module docstring."""
 
     name = "yaml-map"
@@ -168,6 +179,9 @@ class YamlMapFormat(TargetFormat):
             return self._as_map(root, None, None)
         parent = walk_path(root, self.steps[:-1])
         last = self.steps[-1]
+        if is_command_path(self.steps) and isinstance(parent, MappingNode) and any(
+                scalar_text(k) in PARTS for k, _ in parent.value):
+            return _Map(None, None, None, service=parent)
         pair = None
         if isinstance(parent, MappingNode) and isinstance(last, str):
             pair = next(((k, v) for k, v in parent.value if scalar_text(k) == last), None)
@@ -212,10 +226,66 @@ class YamlMapFormat(TargetFormat):
     def parse(self, text: str) -> dict[str, str]:
         """Key -> value text for every scalar value of the map."""
         m = self._locate(text)
+        if m.service is not None:
+            return compose_flags(text, m.service, str(self.steps[1]))
         if isinstance(m.node, SequenceNode):
             return list_values(m.node) if self.strings else flag_values(list_argv(m.node))
         pairs = self._pairs(m)
         return {k: scalar_text(v) for k, (_, v) in pairs.items() if isinstance(v, ScalarNode)}
+
+    def summary(self, text: str) -> Summary:
+        """Each knob with the line it is on (one place each; for an argument list or a
+        compose command, the occurrence that takes effect)."""
+        m = self._locate(text)
+        if m.service is not None:
+            name = str(self.steps[1])
+            rows, notes = compose_places(text, m.service, name)
+            return line_summary(text, rows, f"argv of compose service {name}", notes=notes)
+        if isinstance(m.node, SequenceNode) and not self.strings:
+            argv = list_argv(m.node)
+            last = {u.knob: u for u in argv.uses}
+            rows = [(k, argv.line(text, u), u.value) for k, u in last.items()]
+            notes = repeated_note(argv.uses, lambda i: line_of(
+                text, argv.tokens[i].node.start_mark.index), f"the list at {self._where()}")
+            return line_summary(text, rows, self._where(), notes=notes)
+        lines = self._lines(text, m)
+        rows = [(k, lines.get(k, 0), v) for k, v in self.parse(text).items()]
+        return line_summary(text, rows, self._where())
+
+    def _lines(self, text: str, m: _Map) -> dict[str, int]:
+        if isinstance(m.node, SequenceNode):
+            return {n.value.partition("=")[0]: line_of(text, n.start_mark.index)
+                    for n in m.node.value if isinstance(n, ScalarNode)}
+        return {k: line_of(text, key.start_mark.index) for k, (key, _) in self._pairs(m).items()}
+
+    def canonical(self, text: str, knob: str) -> str:
+        """A flag as the engine's catalog spells it (``--tp`` -> ``--tp-size``)."""
+        if not is_flag_name(knob):
+            return knob
+        try:
+            m = self._locate(text)
+            if m.service is not None:
+                return canonical_compose_flag(text, m.service, str(self.steps[1]), knob)
+        except FormatError:
+            return knob
+        from envknobs.flags import canonical_flag
+        from envknobs.formats.bash.analysis import flag_lookup
+
+        flag = flag_lookup(None)(knob)
+        return flag.name if flag is not None else canonical_flag(knob)  # type: ignore[attr-defined]
+
+    def _compose_edit(self, text: str, m: _Map, knob: str, value: str | None) -> str:
+        name = str(self.steps[1])
+        if not is_flag_name(knob):
+            raise FormatError(f"{self._where()} is the launch command of compose service "
+                              f"{name}: record flags there (its env is at key path "
+                              f"services.{name}.environment)")
+        knob = canonical_compose_flag(text, m.service, name, knob)  # type: ignore[arg-type]
+        before = self.parse(text)
+        if value is not None and before.get(knob) == value:
+            return text  # (an unset always edits: a computed flag is absent from parse)
+        out = edit_compose_flag(text, m.service, name, knob, value)  # type: ignore[arg-type]
+        return verified(before, self.parse(out), knob, value, out)
 
     def set_exact(self, text: str, knob: str, value: str, source: str | None) -> str:
         return self.set(text, knob, value, source=source)
@@ -223,7 +293,7 @@ class YamlMapFormat(TargetFormat):
     def source(self, text: str, knob: str) -> str | None:
         """The exact text after ``knob:`` (to the end of its value), or None."""
         m = self._locate(text)
-        if isinstance(m.node, SequenceNode):
+        if isinstance(m.node, SequenceNode) or m.service is not None:
             return None
         pair = self._pairs(m).get(knob)
         if pair is None or not isinstance(pair[1], ScalarNode):
@@ -249,6 +319,8 @@ class YamlMapFormat(TargetFormat):
         """Set ``knob`` to ``value`` (typed as the file has it); ``source``: see the docstring."""
         self._check_args(knob, value)
         m = self._locate(text)
+        if m.service is not None:
+            return self._compose_edit(text, m, knob, value)
         before = self.parse(text)
         if before.get(knob) == value:
             return text
@@ -319,6 +391,8 @@ class YamlMapFormat(TargetFormat):
         """Remove ``knob`` from the map (same text if it is absent)."""
         self._check_args(knob)
         m = self._locate(text)
+        if m.service is not None:
+            return self._compose_edit(text, m, knob, None)
         if isinstance(m.node, SequenceNode):
             out = unset_in_list(text, m.node, knob) if self.strings else \
                 edit_list_flag(text, m.node, knob, None)
