@@ -16,17 +16,17 @@ says of itself: tool version, date, command), plus a marker key naming the tool,
   ``outputs.json`` (with ``--export-outputs-json``): each request's ``response_text``,
   whose sha256 in request order is the ``output_digest``.
 
-* ``sglang-one-batch`` - SGLang ``bench_one_batch --result-filename`` JSON lines (one
-  static batch each, no server): ``run_name``, ``batch_size``, ``input_len``,
-  ``output_len``, ``prefill_latency`` (s), ``median_decode_latency`` (s),
-  ``median_decode_throughput`` (tok/s) …  The batch size is the load point (a static batch
-  of N runs N sequences at once: concurrency N); ``output_throughput`` is the median
-  decode throughput, ``median_tpot_ms`` the median decode step; ``run_name`` (the label
-  the operator gave a configuration) is the workload's backend, so runs of two names are
-  never repeats of each other.  A prefill-only line (``--output-len 1``) has no decode
-  metrics and is refused as of unknown shape.
+* ``genai-perf`` - NVIDIA genai-perf's ``profile_export_genai_perf.json`` (AIPerf's
+  predecessor: the same ``{unit, avg, p50, …}`` metrics, no version key).  Its
+  ``input_config`` is read in both layouts genai-perf wrote: nested (0.0.14 on:
+  ``perf_analyzer.stimulus`` ``{concurrency: N}`` or ``{request_rate: R}``,
+  ``endpoint.type``, ``input.synthetic_tokens.mean``, ``input.output_tokens.mean``,
+  ``model_names``) and flat (older: ``concurrency``, ``request_rate``, ``endpoint_type``,
+  ``synthetic_input_tokens_mean``, ``output_tokens_mean``, ``model``).  The file names no
+  tool version, date or host, so its origin says only the tool.
 
-Metric names: AIPerf's ``request_latency`` is sglang's ``e2e_latency``, its
+Metric names (AIPerf and genai-perf):
+AIPerf's ``request_latency`` is sglang's ``e2e_latency``, its
 ``inter_token_latency`` (per request, (latency - TTFT) / (tokens - 1)) is sglang's
 ``tpot`` and its ``inter_chunk_latency`` (the gaps between streamed chunks) sglang's ``itl``.
 """
@@ -113,28 +113,49 @@ def aiperf_result(doc: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-ONE_BATCH_KEYS = frozenset({"run_name", "batch_size", "input_len", "output_len",
-                            "prefill_latency", "overall_throughput"})
+def is_genai_perf(doc: Mapping[str, Any]) -> bool:
+    return ("aiperf_version" not in doc and isinstance(doc.get("request_throughput"), Mapping)
+            and isinstance(doc.get("input_config"), Mapping))
 
 
-def is_one_batch(obj: Mapping[str, Any]) -> bool:
-    return ONE_BATCH_KEYS <= obj.keys() and "sglang_one_batch" not in obj
+def _said(value: Any) -> Any:
+    """A configured value, or None where genai-perf wrote ``""`` / 0 for "not given"."""
+    return None if value in ("", 0, None) else value
 
 
-def one_batch_result(obj: Mapping[str, Any]) -> dict[str, Any]:
-    """One flat result from a ``bench_one_batch`` line (its own keys kept beside)."""
-    flat: dict[str, Any] = {**obj, "sglang_one_batch": obj.get("run_name"),
-                            "max_concurrency": obj.get("batch_size")}
-    if obj.get("median_decode_throughput") is not None:
-        flat["output_throughput"] = obj["median_decode_throughput"]
-    step = obj.get("median_decode_latency")
-    if isinstance(step, (int, float)) and not isinstance(step, bool):
-        flat["median_tpot_ms"] = step * 1000.0
-    prefill = obj.get("prefill_latency")
-    if isinstance(prefill, (int, float)) and not isinstance(prefill, bool):
-        flat["prefill_latency_ms"] = prefill * 1000.0
-    flat["origin"] = {"tool": "sglang bench_one_batch"}
-    return flat
+def _genai_config(config: Mapping[str, Any]) -> dict[str, Any]:
+    """The load and workload of an ``input_config``, nested (0.0.14 on) or flat (older)."""
+    pa = config.get("perf_analyzer") or {}
+    stimulus = pa.get("stimulus") or {}
+    inp = config.get("input") or {}
+    endpoint = config.get("endpoint") or {}
+    measure = pa.get("measurement") or {}
+    models = config.get("model_names") or config.get("model") or [None]
+    counted = measure.get("num") if measure.get("mode") == "request_count" else None
+    return {
+        "max_concurrency": _said(stimulus.get("concurrency", config.get("concurrency"))),
+        "request_rate": _said(stimulus.get("request_rate", config.get("request_rate"))),
+        "workload": {
+            "backend": endpoint.get("type") or config.get("endpoint_type"),
+            "dataset": _said(inp.get("file")) or inp.get("prompt_source")
+            or config.get("prompt_source"),
+            "input_len": _said((inp.get("synthetic_tokens") or {}).get("mean",
+                               config.get("synthetic_input_tokens_mean"))),
+            "output_len": _said((inp.get("output_tokens") or {}).get("mean",
+                                config.get("output_tokens_mean"))),
+            "num_prompts": _said(counted or config.get("request_count")),
+            "model": models[0] if isinstance(models, list) and models else None,
+        },
+    }
+
+
+def genai_perf_result(doc: Mapping[str, Any]) -> dict[str, Any]:
+    """One flat result from a ``profile_export_genai_perf.json`` document."""
+    loaded = _genai_config(doc.get("input_config") or {})
+    if loaded["max_concurrency"] and loaded["request_rate"] is None:
+        loaded["request_rate"] = "inf"
+    return {"genai_perf": True, **_aiperf_metrics(doc), **loaded,
+            "origin": {"tool": "genai-perf"}}
 
 
 def is_aiperf(doc: Mapping[str, Any]) -> bool:
@@ -187,4 +208,4 @@ def outputs_digest(path: Path) -> str | None:
 
 
 __all__ = ["AIPERF_OUTPUTS", "AIPERF_SUMMARY", "aiperf_csv_document", "aiperf_result",
-           "is_aiperf", "is_one_batch", "one_batch_result", "outputs_digest"]
+           "genai_perf_result", "is_aiperf", "is_genai_perf", "outputs_digest"]
