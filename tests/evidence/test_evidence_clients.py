@@ -4,6 +4,7 @@ those tools wrote (fixtures/real/, each file's origin in its README)."""
 from __future__ import annotations
 
 import json
+import statistics
 from pathlib import Path
 
 import pytest
@@ -143,3 +144,46 @@ def test_a_bench_one_batch_server_line_of_another_length_is_another_workload(tmp
     f.write_text(lines[0] + "\n" + json.dumps(other) + "\n")
     with pytest.raises(ImportFormatError, match="output_len"):
         read_result_file(f)
+
+
+DETAILS = REAL / "sglang-0.5.2-bench_serving-output_details-engine.jsonl"
+
+
+def test_sglang_output_details_give_percentiles_the_line_lacks_and_the_digest():
+    lines = [json.loads(x) for x in DETAILS.read_text().splitlines()]
+    parsed = read_result_file(DETAILS)
+    assert parsed.shape == "sglang"
+    assert [r["concurrency"] for r in parsed.rows] == [4, 8]
+    for line, row in zip(lines, parsed.rows):
+        ttfts = [t * 1000 for t in line["ttfts"]]
+        gaps = [g * 1000 for gs in line["itls"] for g in gs]
+        cuts = statistics.quantiles(ttfts, n=100, method="inclusive")
+        assert row["p90_ttft_ms"] == pytest.approx(cuts[89])  # not in the line: computed
+        assert row["p95_ttft_ms"] == pytest.approx(cuts[94])
+        assert "p90_ttft_ms" not in line and "p90_itl_ms" not in line
+        assert row["p90_itl_ms"] == pytest.approx(
+            statistics.quantiles(gaps, n=100, method="inclusive")[89])
+        # The line's own numbers stay; computed the same way they agree with them.
+        assert row["p99_ttft_ms"] == line["p99_ttft_ms"] == pytest.approx(cuts[98])
+        assert row["median_ttft_ms"] == line["median_ttft_ms"]
+        assert row["per_request_count"] == 16 and row["failed"] == 0
+        assert row["output_digest"] == texts_digest(line["generated_texts"])
+        assert "generated_texts" not in row and "ttfts" not in row
+    # Same prompts (seed 1), greedy engine: both load points generated the same texts.
+    assert parsed.rows[0]["output_digest"] == parsed.rows[1]["output_digest"]
+    assert parsed.workload["dataset"] == "random-ids" and parsed.workload["input_len"] == 32
+
+
+def test_a_failed_request_leaves_the_percentiles_and_counts_in_the_digest(tmp_path):
+    line = json.loads(DETAILS.read_text().splitlines()[0])
+    for key in [k for k in line if k.startswith("p") and k.endswith("_ms")]:
+        del line[key]
+    line["errors"][0] = "Internal Server Error"
+    f = tmp_path / "one-failed.jsonl"
+    f.write_text(json.dumps(line) + "\n")
+    (row,) = read_result_file(f).rows
+    ttfts = [t * 1000 for t in line["ttfts"][1:]]
+    assert row["p99_ttft_ms"] == pytest.approx(
+        statistics.quantiles(ttfts, n=100, method="inclusive")[98])
+    assert row["failed"] == 1
+    assert row["output_digest"] == texts_digest(line["generated_texts"])
