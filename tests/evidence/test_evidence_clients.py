@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import statistics
+from datetime import datetime
+from datetime import timezone
 from pathlib import Path
 
 import pytest
@@ -12,9 +14,13 @@ from ruamel.yaml import YAML
 
 from ledger.evidence.importers import ImportFormatError
 from ledger.evidence.importers import read_result_file
+from ledger.evidence.importers import read_result_files
+from ledger.evidence.store import import_evidence
+from ledger.evidence.store import load_run
 from ledger.evidence.tools.perrequest import texts_digest
 
 REAL = Path(__file__).parent / "fixtures" / "real"
+T0 = datetime(2026, 12, 2, 16, 1, 2, tzinfo=timezone.utc)
 GENAI = REAL / "genai-perf-profile_export_genai_perf.json"
 GUIDELLM = REAL / "guidellm-benchmarks-concurrent4.json"
 LLMPERF = REAL / "llmperf-groq_70b_summary.json"
@@ -187,3 +193,32 @@ def test_a_failed_request_leaves_the_percentiles_and_counts_in_the_digest(tmp_pa
         statistics.quantiles(ttfts, n=100, method="inclusive")[98])
     assert row["failed"] == 1
     assert row["output_digest"] == texts_digest(line["generated_texts"])
+
+
+VLLM = [REAL / "vllm-0.6.3-rate8.json", REAL / "vllm-0.6.3-rate16.json"]
+
+
+def test_vllm_per_request_arrays_give_percentiles_the_digest_and_the_files_date():
+    parsed = read_result_files(VLLM)
+    assert [p.shape for p in parsed] == ["vllm", "vllm"]
+    assert [p.rows[0]["rate"] for p in parsed] == [8.0, 16.0]  # no cap: a rate sweep
+    for path, result in zip(VLLM, parsed):
+        doc = json.loads(path.read_text())
+        (row,) = result.rows
+        ttfts = [t * 1000 for t in doc["ttfts"]]
+        cuts = statistics.quantiles(ttfts, n=100, method="inclusive")
+        assert "p90_ttft_ms" not in doc and row["p90_ttft_ms"] == pytest.approx(cuts[89])
+        assert row["p99_ttft_ms"] == doc["p99_ttft_ms"] == pytest.approx(cuts[98])
+        assert row["output_digest"] == texts_digest(doc["generated_texts"])
+        assert row["per_request_count"] == 16 and row["failed"] == 0
+        assert result.origin == {"tool": "vllm", "date": doc["date"]}  # the file's, not ours
+    assert parsed[0].rows[0]["output_digest"] == parsed[1].rows[0]["output_digest"]
+
+
+def test_vllm_files_with_generated_texts_store_outputs_identical_not_unknown(tmp_path):
+    import_evidence(tmp_path, "e0001", VLLM, "A", now=T0)
+    summary = import_evidence(tmp_path, "e0001", VLLM, "B", now=T0.replace(minute=9))
+    assert summary["outputs"] == "identical"
+    _, meta, _ = load_run(tmp_path, "e0001", summary["run_id"])
+    assert [f["origin"]["date"] for f in meta["files"] if f["side"] == "B"] == [
+        "20261204-211918", "20261204-211925"]
