@@ -222,3 +222,22 @@ def test_vllm_files_with_generated_texts_store_outputs_identical_not_unknown(tmp
     _, meta, _ = load_run(tmp_path, "e0001", summary["run_id"])
     assert [f["origin"]["date"] for f in meta["files"] if f["side"] == "B"] == [
         "20261204-211918", "20261204-211925"]
+
+
+def test_a_bench_offline_throughput_line_is_a_rate_inf_point_of_its_backend(tmp_path):
+    # No real bench_offline_throughput result file was found to copy, and the bench needs
+    # SGLang's engine (torch): this line has exactly the keys SGLang's
+    # throughput_test_once writes (python/sglang/bench_offline_throughput.py).
+    line = {"backend": "engine", "successful_requests": 1000, "total_latency": 40.0,
+            "total_input_tokens": 200000, "total_output_tokens": 100000,
+            "request_throughput": 25.0, "input_throughput": 5000.0,
+            "output_throughput": 2500.0, "total_throughput": 7500.0}
+    f = tmp_path / "offline.jsonl"
+    f.write_text(json.dumps(line) + "\n")
+    parsed = read_result_file(f)
+    assert parsed.shape == "sglang-offline"
+    (row,) = parsed.rows
+    assert row["rate"] == float("inf") and row["output_throughput"] == 2500.0
+    assert row["completed"] == 1000 and row["duration"] == 40.0
+    assert parsed.workload["tool"] == "sglang bench_offline_throughput"
+    assert parsed.workload["backend"] == "engine"
