@@ -260,14 +260,22 @@ class Parsed:
 
 def nearest_format(obj: Mapping[str, Any], shapes: tuple[str, ...] = tuple(SHAPES)) -> str:
     """``nearest known format: vllm (lacks total_token_throughput)``: the shape whose keys
-    the object has most of, and what it lacks of them."""
-    def share(name: str) -> float:
-        return len(SHAPES[name] & obj.keys()) / len(SHAPES[name])
+    the object has most of, and what it lacks of them.  With every shape allowed, the
+    other tools' own layouts count too (:data:`ledger.evidence.tools.RAW_SHAPES`: an
+    llmperf summary lacking its throughput is named as such, not as a flat shape)."""
+    from ledger.evidence.tools import RAW_SHAPES
 
-    best = max(shapes, key=share)
+    known = {name: SHAPES[name] for name in shapes}
+    if shapes == tuple(SHAPES):
+        known.update(RAW_SHAPES)
+
+    def share(name: str) -> float:
+        return len(known[name] & obj.keys()) / len(known[name])
+
+    best = max(known, key=share)
     if share(best) == 0:
-        return f"nearest known format: none shares a key ({', '.join(shapes)} are known)"
-    lacks = ", ".join(sorted(SHAPES[best] - obj.keys()))
+        return f"nearest known format: none shares a key ({', '.join(known)} are known)"
+    lacks = ", ".join(sorted(known[best] - obj.keys()))
     return f"nearest known format: {best} (lacks {lacks})"
 
 

@@ -241,3 +241,19 @@ def test_a_bench_offline_throughput_line_is_a_rate_inf_point_of_its_backend(tmp_
     assert row["completed"] == 1000 and row["duration"] == 40.0
     assert parsed.workload["tool"] == "sglang bench_offline_throughput"
     assert parsed.workload["backend"] == "engine"
+
+
+def test_a_tool_file_missing_its_key_numbers_is_refused_naming_that_tool(tmp_path):
+    doc = json.loads(LLMPERF.read_text())
+    del doc["results_mean_output_throughput_token_per_s"]
+    f = tmp_path / "cut_summary.json"
+    f.write_text(json.dumps(doc))
+    with pytest.raises(ImportFormatError) as e:
+        read_result_file(f)
+    assert str(f) in str(e.value) and "unknown result shape" in str(e.value)
+    assert ("nearest known format: llmperf _summary.json (lacks "
+            "results_mean_output_throughput_token_per_s)") in str(e.value)
+    g = tmp_path / "list.json"
+    g.write_text(json.dumps([{"ttft_s": 0.1}]))
+    with pytest.raises(ImportFormatError, match=r"list.json: .*llmperf's per-request list"):
+        read_result_file(g)

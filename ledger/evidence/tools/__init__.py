@@ -57,6 +57,22 @@ CONVERTERS: tuple[tuple[Callable[[Mapping[str, Any]], bool],
     (sglang.is_offline, sglang.offline_result),
 )
 
+# Each tool's own layout, as its files write it: what an unknown shape is measured against
+# (ledger.evidence.importers.nearest_format) when no converter took it.
+RAW_SHAPES: dict[str, frozenset[str]] = {
+    "aiperf profile_export_aiperf.json": frozenset(
+        {"aiperf_version", "request_throughput", "input_config", "time_to_first_token"}),
+    "genai-perf profile_export_genai_perf.json": frozenset(
+        {"request_throughput", "input_config", "time_to_first_token", "request_latency"}),
+    "guidellm report": frozenset({"benchmarks", "args"}),
+    "llmperf _summary.json": frozenset(
+        {"version", "num_concurrent_requests", "results_ttft_s_quantiles_p50",
+         "results_mean_output_throughput_token_per_s"}),
+    "sglang bench_one_batch": sglang.ONE_BATCH_KEYS,
+    "sglang bench_one_batch_server": sglang.ONE_BATCH_SERVER_KEYS,
+    "sglang bench_offline_throughput": sglang.OFFLINE_KEYS,
+}
+
 
 def flat_results(here: str, obj: dict[str, Any]) -> Located:
     """``(place, flat result)`` for one parsed JSON object (see the module docstring)."""
@@ -102,5 +118,5 @@ def _yaml(text: str) -> Any:
         return None
 
 
-__all__ = ["AIPERF_OUTPUTS", "AIPERF_SUMMARY", "CONVERTERS", "aiperf_csv_document",
+__all__ = ["AIPERF_OUTPUTS", "AIPERF_SUMMARY", "CONVERTERS", "RAW_SHAPES", "aiperf_csv_document",
            "aiperf_result", "flat_results", "is_aiperf", "outputs_digest", "whole_document"]
