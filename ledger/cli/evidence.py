@@ -198,7 +198,9 @@ def evidence() -> None:
 @click.pass_context
 def evidence_add(ctx, ref, files, side, concurrency, rate, metric, workload, allow_mismatch,
                  json_out, dry_run) -> None:
-    """Import bench results (engine JSON, sglang bench_serving JSONL, vLLM --save-result).
+    """Import bench results (engine JSON, sglang bench_serving / bench_one_batch[_server] /
+    bench_offline_throughput JSONL, vLLM --save-result, AIPerf and genai-perf profile
+    exports, guidellm reports, llmperf summaries and per-request lists).
 
     A result's load point is its max_concurrency when set, else its request_rate (and a
     sweep of rates under one max_concurrency cap is a rate sweep).  Results are repeats

@@ -21,15 +21,20 @@ Shapes (detected per object, first match wins):
   is derived as ``completed / duration``).  Rate sweeps wrote these with
   ``max_concurrency: null`` and ``request_rate: 1.0 / 2.0 / Infinity`` (a bare ``Infinity``,
   which Python's json reads).
+* ``aiperf``, ``genai-perf``, ``guidellm``, ``llmperf``, ``sglang-one-batch``,
+  ``sglang-one-batch-server``, ``sglang-offline`` - other tools' files, made flat first
+  by :mod:`ledger.evidence.tools` (each tool's layout, load point and metadata there).
 
 Load point: ``max_concurrency`` when set, else ``request_rate`` (a number, ``inf``,
 ``"inf"``, ``Infinity``), unless the caller gives one (``--concurrency`` / ``--rate``), which
 wins.  A result with neither is refused, asking for one.  One file is one kind of sweep:
 concurrency and rate points are not mixed.
 
-Only scalar numbers are kept as metrics: per-request lists (vLLM's ``ttfts``, ``itls``,
-``generated_texts`` …), nested ``server_info``, strings, and the load parameters
-themselves (``max_concurrency``, ``request_rate``) are dropped; non-finite numbers become
+Only scalar numbers are kept as metrics.  Per-request lists (vLLM's ``--save-detailed``
+and sglang's ``--output-details`` ``ttfts``, ``itls``, ``generated_texts`` …) first give
+the percentiles the file lacks and the output digest (:mod:`ledger.evidence.tools.perrequest`);
+the lists themselves, nested ``server_info``, strings, and the load parameters themselves
+(``max_concurrency``, ``request_rate``) are then dropped; non-finite numbers become
 missing values.  sglang's measured mean ``concurrency`` is kept as ``measured_concurrency``.
 """
 
@@ -72,17 +77,31 @@ SHAPES: dict[str, frozenset[str]] = {
     ),
     # Flattened by ledger.evidence.tools from the tool's own layout.
     "aiperf": frozenset({"aiperf_version", "output_throughput", "request_throughput"}),
+    "genai-perf": frozenset({"genai_perf", "output_throughput", "request_throughput"}),
+    "guidellm": frozenset({"guidellm", "output_throughput", "median_ttft_ms"}),
+    "llmperf": frozenset({"llmperf", "median_ttft_ms", "completed"}),
+    "sglang-one-batch": frozenset({"sglang_one_batch", "output_throughput", "batch_size"}),
+    "sglang-one-batch-server": frozenset({"sglang_one_batch_server", "output_throughput",
+                                          "batch_size"}),
+    "sglang-offline": frozenset({"sglang_offline", "output_throughput", "request_throughput"}),
 }
 # The keys that tell the shapes apart when the core keys are all there (in this order).
 MARKERS = {
     "aiperf": "aiperf_version",
+    "genai-perf": "genai_perf",
+    "guidellm": "guidellm",
+    "llmperf": "llmperf",
+    "sglang-one-batch": "sglang_one_batch",
+    "sglang-one-batch-server": "sglang_one_batch_server",
+    "sglang-offline": "sglang_offline",
     "engine": "output_digest",
     "vllm": "total_token_throughput",
     "sglang": "input_throughput",
     "sglang-old": "total_output_tokens_retokenized",
 }
 LOAD_KEYS = frozenset({"max_concurrency", "request_rate"})
-RENAMED = {"request_goodput:": "request_goodput", "concurrency": "measured_concurrency"}
+RENAMED = {"request_goodput:": "request_goodput", "concurrency": "measured_concurrency",
+           "generated_digest": "output_digest"}
 MAX_FILE_BYTES = 64 << 20
 
 
@@ -135,8 +154,11 @@ def parse_located(text: str, where: str) -> list[tuple[str, dict[str, Any]]]:
     if isinstance(whole, dict):
         return [(where, whole)]
     if whole is not None:
+        hint = (" (nearest known format: llmperf's per-request list, whose objects have "
+                "ttft_s, end_to_end_latency_s, number_output_tokens)"
+                if isinstance(whole, list) else "")
         raise ImportFormatError(
-            where, f"expected JSON objects, found a JSON {type(whole).__name__}"
+            where, f"expected JSON objects, found a JSON {type(whole).__name__}{hint}"
         )
     objs: list[tuple[str, dict[str, Any]]] = []
     for lineno, line in enumerate(text.splitlines(), 1):
@@ -238,14 +260,22 @@ class Parsed:
 
 def nearest_format(obj: Mapping[str, Any], shapes: tuple[str, ...] = tuple(SHAPES)) -> str:
     """``nearest known format: vllm (lacks total_token_throughput)``: the shape whose keys
-    the object has most of, and what it lacks of them."""
-    def share(name: str) -> float:
-        return len(SHAPES[name] & obj.keys()) / len(SHAPES[name])
+    the object has most of, and what it lacks of them.  With every shape allowed, the
+    other tools' own layouts count too (:data:`ledger.evidence.tools.RAW_SHAPES`: an
+    llmperf summary lacking its throughput is named as such, not as a flat shape)."""
+    from ledger.evidence.tools import RAW_SHAPES
 
-    best = max(shapes, key=share)
+    known = {name: SHAPES[name] for name in shapes}
+    if shapes == tuple(SHAPES):
+        known.update(RAW_SHAPES)
+
+    def share(name: str) -> float:
+        return len(known[name] & obj.keys()) / len(known[name])
+
+    best = max(known, key=share)
     if share(best) == 0:
-        return f"nearest known format: none shares a key ({', '.join(shapes)} are known)"
-    lacks = ", ".join(sorted(SHAPES[best] - obj.keys()))
+        return f"nearest known format: none shares a key ({', '.join(known)} are known)"
+    lacks = ", ".join(sorted(known[best] - obj.keys()))
     return f"nearest known format: {best} (lacks {lacks})"
 
 
@@ -423,7 +453,9 @@ def read_result_file(
 
 def located_file(path: Path) -> list[tuple[str, dict[str, Any]]]:
     """``(place, flat result)`` for each result in ``path``: JSON or JSON lines, an AIPerf
-    CSV, or an AIPerf artifact directory (its summary, with the digest of its outputs)."""
+    CSV, an llmperf per-request list, a guidellm YAML report (see
+    :mod:`ledger.evidence.tools`), or an AIPerf artifact directory (its summary, with the
+    digest of its outputs)."""
     from ledger.evidence import tools
 
     path = Path(path)
@@ -440,11 +472,11 @@ def located_file(path: Path) -> list[tuple[str, dict[str, Any]]]:
         return located
     where = str(path)
     text = read_text(path)
-    doc = tools.aiperf_csv_document(text)
-    if doc is not None:
-        return [(where, tools.aiperf_result(doc))]
-    return [(here, tools.aiperf_result(obj) if tools.is_aiperf(obj) else obj)
-            for here, obj in parse_located(text, where)]
+    whole = tools.whole_document(text, where)
+    if whole is not None:
+        return whole
+    return [flat for here, obj in parse_located(text, where)
+            for flat in tools.flat_results(here, obj)]
 
 
 def read_result_files(

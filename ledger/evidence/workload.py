@@ -39,6 +39,12 @@ _VLLM = {"backend": "backend", "dataset": "dataset_name", "input_len": "random_i
          "output_len": "random_output_len", "range_ratio": "random_range_ratio",
          "num_prompts": "num_prompts", "model": "model_id",
          "max_concurrency": "max_concurrency", "request_rate": "request_rate"}
+# Flattened by ledger.evidence.tools: the workload is nested under "workload".
+_NESTED = {**{n: f"workload.{n}" for n in ("backend", "dataset", "input_len", "output_len",
+                                           "num_prompts", "model")},
+           "max_concurrency": "max_concurrency", "request_rate": "request_rate"}
+_BATCH = {"backend": "run_name", "input_len": "input_len", "output_len": "output_len",
+          "max_concurrency": "max_concurrency", "request_rate": "request_rate"}
 # shape -> (tool, {field: the file's key for it}); dotted keys reach into a nested object.
 SOURCES: dict[str, tuple[str, dict[str, str]]] = {
     "engine": ("engine bench", {"backend": "mode", "input_len": "input_len",
@@ -48,11 +54,16 @@ SOURCES: dict[str, tuple[str, dict[str, str]]] = {
     "sglang": ("sglang bench_serving", _SGLANG),
     "sglang-old": ("sglang bench_serving", _SGLANG),
     "vllm": ("vllm bench serve", _VLLM),
-    "aiperf": ("aiperf", {**{n: f"workload.{n}" for n in ("backend", "dataset", "input_len",
-                                                          "output_len", "num_prompts",
-                                                          "model")},
-                          "max_concurrency": "max_concurrency",
-                          "request_rate": "request_rate"}),
+    "aiperf": ("aiperf", _NESTED),
+    "genai-perf": ("genai-perf", _NESTED),
+    "guidellm": ("guidellm", _NESTED),
+    "llmperf": ("llmperf", _NESTED),
+    # The operator's label of the configuration is what tells its runs apart.
+    "sglang-one-batch": ("sglang bench_one_batch", _BATCH),
+    "sglang-one-batch-server": ("sglang bench_one_batch_server", _BATCH),
+    "sglang-offline": ("sglang bench_offline_throughput", {
+        "backend": "backend", "max_concurrency": "max_concurrency",
+        "request_rate": "request_rate"}),
 }
 # Datasets whose lengths come from random_input_len / random_output_len / random_range_ratio.
 RANDOM_DATASETS = ("random", "random-ids", "image", "random-image", "generated-shared-prefix")

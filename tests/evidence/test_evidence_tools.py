@@ -79,3 +79,45 @@ def test_an_unknown_shape_names_the_nearest_known_format(tmp_path):
     with pytest.raises(ImportFormatError, match="nearest known format: none shares a key"):
         read_result_file(g)
     assert doc["aiperf_version"] == "0.13.0"
+
+
+ONE_BATCH = REAL / "sglang-bench_one_batch-result.jsonl"
+
+
+def test_bench_one_batch_runs_of_several_names_are_refused_naming_run_name():
+    with pytest.raises(ImportFormatError, match=r"run_name") as e:
+        read_result_file(ONE_BATCH)
+    assert "holds 4 workloads" in str(e.value) and ":1-3 (3 result(s))" in str(e.value)
+    assert "--workload run_name=cuda_graph" in str(e.value)
+
+
+def test_bench_one_batch_is_a_batch_size_sweep_with_decode_metrics():
+    parsed = read_result_file(ONE_BATCH, select={"run_name": "cuda_graph"})
+    assert parsed.shape == "sglang-one-batch"
+    assert [r["concurrency"] for r in parsed.rows] == [1, 8, 16]
+    first = json.loads(ONE_BATCH.read_text().splitlines()[0])
+    row = parsed.rows[0]
+    assert row["output_throughput"] == first["median_decode_throughput"]
+    assert row["median_tpot_ms"] == pytest.approx(first["median_decode_latency"] * 1000)
+    assert row["prefill_latency_ms"] == pytest.approx(first["prefill_latency"] * 1000)
+    assert parsed.workload == {
+        "tool": "sglang bench_one_batch", "backend": "cuda_graph", "dataset": None,
+        "input_len": 256, "output_len": 32, "range_ratio": None, "num_prompts": None,
+        "model": None, "request_rate": None}
+    assert parsed.origin == {"tool": "sglang bench_one_batch"}
+
+
+def test_bench_one_batch_lines_of_one_name_and_batch_are_repeats():
+    rows = read_result_file(ONE_BATCH, select={"run_name": "default"}).rows
+    assert [(r["concurrency"], round(r["output_throughput"], 2)) for r in rows] == [
+        (1, 426.9), (1, 428.67)]
+
+
+def test_a_prefill_only_bench_one_batch_line_is_refused_as_unknown(tmp_path):
+    line = json.loads(ONE_BATCH.read_text().splitlines()[0])
+    for k in ("median_decode_latency", "median_decode_throughput"):
+        del line[k]
+    f = tmp_path / "prefill.jsonl"
+    f.write_text(json.dumps({**line, "output_len": 1}) + "\n")
+    with pytest.raises(ImportFormatError, match=r"unknown result shape.*sglang-one-batch"):
+        read_result_file(f)

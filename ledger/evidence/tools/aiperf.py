@@ -16,7 +16,17 @@ says of itself: tool version, date, command), plus a marker key naming the tool,
   ``outputs.json`` (with ``--export-outputs-json``): each request's ``response_text``,
   whose sha256 in request order is the ``output_digest``.
 
-Metric names: AIPerf's ``request_latency`` is sglang's ``e2e_latency``, its
+* ``genai-perf`` - NVIDIA genai-perf's ``profile_export_genai_perf.json`` (AIPerf's
+  predecessor: the same ``{unit, avg, p50, …}`` metrics, no version key).  Its
+  ``input_config`` is read in both layouts genai-perf wrote: nested (0.0.14 on:
+  ``perf_analyzer.stimulus`` ``{concurrency: N}`` or ``{request_rate: R}``,
+  ``endpoint.type``, ``input.synthetic_tokens.mean``, ``input.output_tokens.mean``,
+  ``model_names``) and flat (older: ``concurrency``, ``request_rate``, ``endpoint_type``,
+  ``synthetic_input_tokens_mean``, ``output_tokens_mean``, ``model``).  The file names no
+  tool version, date or host, so its origin says only the tool.
+
+Metric names (AIPerf and genai-perf):
+AIPerf's ``request_latency`` is sglang's ``e2e_latency``, its
 ``inter_token_latency`` (per request, (latency - TTFT) / (tokens - 1)) is sglang's
 ``tpot`` and its ``inter_chunk_latency`` (the gaps between streamed chunks) sglang's ``itl``.
 """
@@ -103,6 +113,51 @@ def aiperf_result(doc: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+def is_genai_perf(doc: Mapping[str, Any]) -> bool:
+    return ("aiperf_version" not in doc and isinstance(doc.get("request_throughput"), Mapping)
+            and isinstance(doc.get("input_config"), Mapping))
+
+
+def _said(value: Any) -> Any:
+    """A configured value, or None where genai-perf wrote ``""`` / 0 for "not given"."""
+    return None if value in ("", 0, None) else value
+
+
+def _genai_config(config: Mapping[str, Any]) -> dict[str, Any]:
+    """The load and workload of an ``input_config``, nested (0.0.14 on) or flat (older)."""
+    pa = config.get("perf_analyzer") or {}
+    stimulus = pa.get("stimulus") or {}
+    inp = config.get("input") or {}
+    endpoint = config.get("endpoint") or {}
+    measure = pa.get("measurement") or {}
+    models = config.get("model_names") or config.get("model") or [None]
+    counted = measure.get("num") if measure.get("mode") == "request_count" else None
+    return {
+        "max_concurrency": _said(stimulus.get("concurrency", config.get("concurrency"))),
+        "request_rate": _said(stimulus.get("request_rate", config.get("request_rate"))),
+        "workload": {
+            "backend": endpoint.get("type") or config.get("endpoint_type"),
+            "dataset": _said(inp.get("file")) or inp.get("prompt_source")
+            or config.get("prompt_source"),
+            "input_len": _said((inp.get("synthetic_tokens") or {}).get("mean",
+                               config.get("synthetic_input_tokens_mean"))),
+            "output_len": _said((inp.get("output_tokens") or {}).get("mean",
+                                config.get("output_tokens_mean"))),
+            "num_prompts": _said(counted or config.get("request_count")),
+            "model": models[0] if isinstance(models, list) and models else None,
+        },
+    }
+
+
+def genai_perf_result(doc: Mapping[str, Any]) -> dict[str, Any]:
+    """One flat result from a ``profile_export_genai_perf.json`` document."""
+    loaded = _genai_config(doc.get("input_config") or {})
+    if loaded["max_concurrency"] and loaded["request_rate"] is None:
+        loaded["request_rate"] = "inf"
+    return {"genai_perf": True, **_aiperf_metrics(doc), **loaded,
+            "origin": {"tool": "genai-perf"}}
+
+
 def is_aiperf(doc: Mapping[str, Any]) -> bool:
     return "aiperf_version" in doc and isinstance(doc.get("request_throughput"), Mapping)
 
@@ -153,4 +208,4 @@ def outputs_digest(path: Path) -> str | None:
 
 
 __all__ = ["AIPERF_OUTPUTS", "AIPERF_SUMMARY", "aiperf_csv_document", "aiperf_result",
-           "is_aiperf", "outputs_digest"]
+           "genai_perf_result", "is_aiperf", "is_genai_perf", "outputs_digest"]
