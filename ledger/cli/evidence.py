@@ -167,13 +167,22 @@ def evidence() -> None:
 @click.option("--rate", metavar="R", help="Request rate (req/s, or inf) of results that say "
               "no load point.")
 @click.option("--metric", default=PRIMARY_METRIC, show_default=True)
+@click.option("--when", default="", metavar="TIME", help="When the bench ran (ISO 8601, UTC "
+              "unless +HH:MM), for results from before the ledger knew.")
+@click.option("--engine-commit", metavar="REV", help="The engine repo revision the bench ran "
+              "at (default: the live one).")
+@click.option("--knobs", multiple=True, metavar="K=V", help="The target's other knobs when "
+              "the bench ran (repeatable; default: as live now).")
 @json_option
 @dry_run_option
 @click.pass_context
-def evidence_add(ctx, ref, files, side, concurrency, rate, metric, json_out, dry_run) -> None:
+def evidence_add(ctx, ref, files, side, concurrency, rate, metric, when, engine_commit, knobs,
+                 json_out, dry_run) -> None:
     """Import bench results (engine JSON, sglang bench_serving JSONL, vLLM --save-result).
 
-    A result's load point is its max_concurrency when set, else its request_rate.
+    A result's load point is its max_concurrency when set, else its request_rate.  A
+    bench run before later changes says so (--when, --engine-commit, --knobs) instead of
+    being stamped with today's state; it then shows as stale against today's.
     """
     from ledger.commands.evidence import add_evidence
     from ledger.commands.evidence import check_evidence_files
@@ -188,7 +197,8 @@ def evidence_add(ctx, ref, files, side, concurrency, rate, metric, json_out, dry
             click.echo(f"would import {safe(f['path'])} as side {side}: {f['shape']} results, "
                        f"{f['rows']} row(s) at {_points_phrase(f)}")
         return None
-    summary = add_evidence(s, ref, files, side, concurrency, metric, rate=rate_value)
+    summary = add_evidence(s, ref, files, side, concurrency, metric, rate=rate_value, when=when,
+                           engine_commit=engine_commit, knobs=knobs)
     if wants_json(ctx, json_out):
         return emit_json(summary)
     click.echo(f"imported {len(files)} file(s) as side {side}: {safe(summary.get('headline'))}")

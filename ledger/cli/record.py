@@ -240,20 +240,27 @@ def _recorded_json(entry, applied, dry_run: bool, warnings: list[str]) -> dict:
 
 @record.command("patch")
 @click.argument("patch_file", required=False, type=click.Path(dir_okay=False))
-@click.option("--commit", "rev", metavar="REV", help="Adopt a commit already in the engine repo.")
-@record_options
+@click.option("--commit", "rev", metavar="REV", help="Adopt a commit already in the engine "
+              "repo (its subject is the default title, its date the change's --when).")
+@click.option("--why", default="", help="Why the change was made.")
+@click.option("--title", help="One line: what the change is (default with --commit: the "
+              "commit's subject).")
+@click.option("--class", "cls", required=True, type=click.Choice(["perf", "bugfix"]),
+              help="perf (for speed) or bugfix (fixes a real problem).")
+@when_option
 @restart_option
 @json_option
 @dry_run_option
 @click.pass_context
-def record_patch(ctx, patch_file, rev, cls, title, why, restart, json_out, dry_run) -> None:
+def record_patch(ctx, patch_file, rev, why, title, cls, when, restart, json_out,
+                 dry_run) -> None:
     """Apply PATCH_FILE to the engine repo (or adopt --commit REV) and record it."""
-    from ledger.commands.record import record_patch as do_record
+    from ledger.commands.record_patch import record_patch as do_record
 
     if bool(patch_file) == bool(rev):
         raise UsageError("give a patch FILE or --commit REV (one of them)")
     r = do_record(ctx.find_object(State).session(ctx), patch_file=patch_file, rev=rev,
-                  cls=cls, title=title, why=why, dry_run=dry_run, restart=restart)
+                  cls=cls, title=title, why=why, dry_run=dry_run, restart=restart, when=when)
     live = r.live
     if wants_json(ctx, json_out):
         emit_json({**_recorded_json(r.entry, r.applied, dry_run, []), **live.to_dict()})
@@ -264,4 +271,6 @@ def record_patch(ctx, patch_file, rev, cls, title, why, restart, json_out, dry_r
     verb = "would record" if dry_run else ("adopted" if rev else "recorded")
     click.echo(f"{verb} {e.id} [{e.cls}] {safe(e.title)}")
     click.echo(f"  patch {', '.join(safe(f) for f in e.files)} (sha256 {e.sha256[:12]})")
+    if e.commit:
+        click.echo(f"  commit {e.commit}" + (f", {e.made}" if e.history[0].when else ""))
     print_live(ctx, live)

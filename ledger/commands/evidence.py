@@ -212,25 +212,68 @@ def run_ab(
 
 def add_evidence(
     s, ref: str, files: Sequence[str], side: str, concurrency: int | None = None,
-    metric: str = "output_throughput", rate: float | None = None,
+    metric: str = "output_throughput", rate: float | None = None, when: str = "",
+    engine_commit: str | None = None, knobs: Sequence[str] | None = None,
 ) -> dict:
     """Import bench results the operator ran elsewhere as side A or B of ``ref``.
 
-    ``concurrency`` / ``rate``: the load point of results that say neither.
+    ``concurrency`` / ``rate``: the load point of results that say neither.  A bench run
+    before later changes says so instead of being stamped with today's state: ``when``
+    (its time), ``engine_commit`` (a revision of the engine repo it ran at) and ``knobs``
+    (``K=V``: the target's other knobs then).  Against today's engine and knobs such
+    evidence is shown stale, as DESIGN §4 says.
     """
+    from ledger.core.when import parse_time
+    from ledger.core.when import parse_when
     from ledger.evidence.store import import_evidence
     from ledger.evidence.view import knob_context
 
     ws = s.ws
+    when = parse_when(when, s.now) if when else ""
+    moment = parse_time(when) if when else None
     with WriterLock(ws, s.command):
         e = ws.resolve(ref)
+        commit = _engine_commit_of(ws, engine_commit) if engine_commit else \
+            current_engine_commit(ws)
+        context = _knobs_given(e, knobs) if knobs else knob_context(ws, e)
         summary = import_evidence(
             ws.root, e.id, [Path(f) for f in files], side, concurrency=concurrency,
-            rate=rate, metric=metric, engine_commit=current_engine_commit(ws),
-            context=knob_context(ws, e),
+            rate=rate, metric=metric, engine_commit=commit, context=context, now=moment,
         )
-        _commit_evidence(ws, e, f"evidence add {e.id} side {side}: {summary.get('headline', '')}")
+        _commit_evidence(ws, e, f"evidence add {e.id} side {side}: "
+                                f"{summary.get('headline', '')}",
+                         when=when)
     return summary
+
+
+def _engine_commit_of(ws: Workspace, rev: str) -> str:
+    """``--engine-commit REV`` resolved in the engine repo (refused when it is not there)."""
+    from ledger.evidence.view import engine_git
+    from ledger.gitrun import check_rev
+
+    git = engine_git(ws)
+    if git is None:
+        raise EvidenceError(f"--engine-commit {rev}: this workspace has no engine repo "
+                            "(ledger init --engine-repo PATH)")
+    sha = git.resolve_commit(check_rev(rev))
+    if sha is None:
+        raise EvidenceError(f"--engine-commit {rev!r}: no such commit in the engine repo "
+                            f"{ws.engine_repo_path}")
+    return sha
+
+
+def _knobs_given(e: Entry, knobs: Sequence[str]) -> dict[str, str]:
+    """``--knobs K=V ...``: the other knobs of the target when the bench ran."""
+    out: dict[str, str] = {}
+    for item in knobs:
+        name, eq, value = item.partition("=")
+        if not eq or not name:
+            raise EvidenceError(f"--knobs {item!r}: write KNOB=VALUE")
+        if name == e.knob:
+            raise EvidenceError(f"--knobs {name}: that is the entry's own knob; its value is "
+                                "the side (A: reverted, B: applied)")
+        out[name] = value
+    return out
 
 
 def check_evidence_files(
@@ -264,5 +307,8 @@ def show_evidence(ws: Workspace, ref: str) -> dict:
             "runs": load_summaries(ws.root, e.id)}
 
 
-def _commit_evidence(ws: Workspace, e: Entry, message: str) -> None:
-    wsgit.commit(ws.root, [f"evidence/{e.id}"], message + f"\n\n- {e.id} [{e.cls}] {e.title}\n")
+def _commit_evidence(ws: Workspace, e: Entry, message: str, when: str = "") -> None:
+    """Commit the entry's evidence; ``when``: the bench's real time, as a trailer."""
+    trailer = f"\nWhen: {when}\n" if when else ""
+    wsgit.commit(ws.root, [f"evidence/{e.id}"],
+                 message + f"\n\n- {e.id} [{e.cls}] {e.title}\n" + trailer)

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 from envknobs.flags import check_flag_name
 from envknobs.flags import is_flag_name
@@ -32,16 +31,12 @@ from ledger.core.model import slugify
 from ledger.errors import Drift
 from ledger.errors import DriftError
 from ledger.errors import InvalidValue
-from ledger.errors import PatchError
 from ledger.errors import Refused
 from ledger.errors import UsageError
 from ledger.store.apply import Applied
-from ledger.store.apply import EnginePlan
 from ledger.store.apply import apply_plan
 from ledger.store.apply import drift_in
 from ledger.store.apply import layer_anchors
-from ledger.store.patch_entries import PATCH_DIR
-from ledger.store.patch_entries import engine_repo
 from ledger.store.targets import anchor_in
 from ledger.store.targets import edit_target
 from ledger.store.targets import read_target
@@ -418,72 +413,3 @@ def _before_now(tf, layer, knob: str, force: bool, drifts, value: str | None) ->
         return live
     return expected
 
-
-@dataclass
-class RecordedPatch:
-    entry: Entry
-    applied: Applied
-    live: LiveOutcome | None = None  # the running services (set by `restartable`)
-
-
-@restartable
-def record_patch(
-    s, *, patch_file: str | None, rev: str | None, cls: str, title: str, why: str = "",
-    dry_run: bool = False,
-) -> RecordedPatch:
-    """Apply a patch file to the engine repo and record it — or adopt commit ``rev``."""
-    from ledger.patches.stack import parse_patch_files
-    from ledger.patches.stack import patch_sha256
-
-    repo = engine_repo(s.ws)
-    with writing(s, dry_run):
-        if rev is not None:
-            text, commit = repo.adopt_commit(rev)
-        else:
-            text, commit = _read_patch_file(Path(patch_file)), None
-        files = tuple(parse_patch_files(text))
-        entry = new_entry(
-            s, kind="patch", cls=cls, title=title, why=why, adopt=rev is not None,
-            patch=f"{PATCH_DIR}/{{id}}.patch", sha256=patch_sha256(text), files=files,
-            commit=commit,
-        )
-        entry = _with_patch_path(entry)
-        engine = None
-        if rev is None:
-            repo.require_clean()
-            repo.plan_record(text, entry_id=entry.id, title=entry.title, cls=cls)
-
-            def engine(entries, plan):
-                def step() -> None:
-                    repo.commit_patch(text, entry_id=entry.id, title=entry.title, cls=cls)
-
-                return EnginePlan(Path(repo.path), repo.head(), step, text,
-                                  tuple(Path(repo.path) / f for f in files))
-
-        verb = "adopt" if rev else "record"
-        message = f"{verb} {cls} patch: {entry.title}\n\n- {entry.id} [{cls}] {entry.title}\n" + \
-            "".join(f"  {f}\n" for f in files)
-        applied = apply_plan(
-            s.ws, planner.plan_record(entry, adopt=rev is not None), command=s.command,
-            now=s.now, message=message, dry_run=dry_run, engine=engine,
-            extra_ledger_writes={entry.patch: text.encode("utf-8", "surrogateescape")},
-        )
-        return RecordedPatch(applied.changed[-1], applied)
-
-
-def _with_patch_path(entry: Entry) -> Entry:
-    from dataclasses import replace
-
-    return replace(entry, patch=f"{PATCH_DIR}/{entry.id}.patch")
-
-
-def _read_patch_file(path: Path) -> str:
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise PatchError(f"{path}: no such patch file") from None
-    except OSError as e:
-        raise PatchError(f"{path}: cannot read: {e.strerror}") from e
-    if not data.strip():
-        raise PatchError(f"{path}: the patch is empty")
-    return data.decode("utf-8", "surrogateescape")
