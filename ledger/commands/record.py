@@ -247,8 +247,15 @@ def _where(tf, entries, knob: str, before: str | None, value: str | None,
     after_text = edit_target(tf, {knob: value}).decode("utf-8", "surrogateescape")
     holding = tf.text if value is None else after_text
     anchor = anchor_in(tf, holding, knob, layer_anchors(entries).get(tf.target.name))
-    return {"anchor": anchor,
-            **_exact_texts(tf.target, tf.text, after_text, knob, before, value, adopt)}
+    texts = _exact_texts(tf.target, tf.text, after_text, knob, before, value, adopt)
+    if adopt and before is None and value is not None and knob in tf.values:
+        # An adopted knob the file added by hand: its lines as they are (an inline comment
+        # like `# +12.8% see PLAN.md` included) are what a restore after a revert puts back.
+        without = edit_target(tf, {knob: None}).decode("utf-8", "surrogateescape")
+        lines = inserted_block(without, tf.text)
+        if lines is not None and _encodable(lines):
+            texts["after_lines"] = lines
+    return {"anchor": anchor, **texts}
 
 
 def _check_record_args(s: Session, target: str, knob: str, value: str | None, cls: str,

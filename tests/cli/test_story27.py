@@ -9,6 +9,8 @@ import pytest
 
 from tests.cli.story27 import CTAS
 from tests.cli.story27 import NOW
+from tests.cli.story27 import TUNED
+from tests.cli.story27 import TUNED_LINE
 from tests.cli.story27 import git
 from tests.cli.story27 import make_story
 from tests.cli.test_story import live_value
@@ -128,3 +130,21 @@ def test_a_patch_file_needs_a_title_an_adopted_commit_does_not(st, ledger, tmp_p
     assert r.exit_code == 0, r.stderr
     assert f"commit {st.commits[1]}, 2026-12-02T12:00:00Z" in r.stdout  # --when wins
     assert a("list", "--json").json()[0]["title"] == "watchdog"
+
+
+def test_a_restored_knob_gets_its_line_back_with_its_inline_comment(st, ledger):
+    """Adopted from the file as tuned (`export K=512  # +12.8% ...`), reverted, restored:
+    the line comes back as it was, comment included, not a bare `export K=512`."""
+    ws = st.root / "ws"
+    st.script.write_text(TUNED)
+    assert ledger("init", ws).exit_code == 0
+    a = lambda *args: ledger("-C", ws, *args)  # noqa: E731
+    assert a("target", "add", "decode", st.script, "--format", "bash").exit_code == 0
+    r = a("record", "knob", "decode", f"{CTAS}=512", "--adopt", "--before-unset",
+          "--class", "perf", "--title", "ctas")
+    assert r.exit_code == 0, r.stderr
+    assert a("revert", "--perf-only", "--why", "incident").exit_code == 0
+    assert TUNED_LINE not in st.script.read_text() and CTAS not in st.script.read_text()
+    r = a("restore", "--perf-only")
+    assert r.exit_code == 0, r.stderr
+    assert st.script.read_text() == TUNED
