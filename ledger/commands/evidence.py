@@ -212,21 +212,25 @@ def run_ab(
 
 def add_evidence(
     s, ref: str, files: Sequence[str], side: str, concurrency: int | None = None,
-    metric: str = "output_throughput", rate: float | None = None, when: str = "",
+    metric: str = "output_throughput", rate: float | None = None,
+    workload: Sequence[str] = (), allow_mismatch: Sequence[str] = (), when: str = "",
     engine_commit: str | None = None, knobs: Sequence[str] | None = None,
 ) -> dict:
     """Import bench results the operator ran elsewhere as side A or B of ``ref``.
 
-    ``concurrency`` / ``rate``: the load point of results that say neither.  A bench run
-    before later changes says so instead of being stamped with today's state: ``when``
-    (its time), ``engine_commit`` (a revision of the engine repo it ran at) and ``knobs``
-    (``K=V``: the target's other knobs then).  Against today's engine and knobs such
-    evidence is shown stale, as DESIGN §4 says.
+    ``concurrency`` / ``rate``: the load point of results that say neither.
+    ``workload``: ``KEY=VALUE`` items keeping only the results of one workload of a file
+    that holds several; ``allow_mismatch``: workload fields in which A and B may differ.
+    A bench run before later changes says so instead of being stamped with today's
+    state: ``when`` (its time), ``engine_commit`` (a revision of the engine repo it ran
+    at) and ``knobs`` (``K=V``: the target's other knobs then).  Against today's engine
+    and knobs such evidence is shown stale, as DESIGN §4 says.
     """
     from ledger.core.when import parse_time
     from ledger.core.when import parse_when
     from ledger.evidence.store import import_evidence
     from ledger.evidence.view import knob_context
+    from ledger.evidence.workload import parse_selection
 
     ws = s.ws
     when = parse_when(when, s.now) if when else ""
@@ -239,6 +243,7 @@ def add_evidence(
         summary = import_evidence(
             ws.root, e.id, [Path(f) for f in files], side, concurrency=concurrency,
             rate=rate, metric=metric, engine_commit=commit, context=context, now=moment,
+            select=parse_selection(workload), allow_mismatch=allow_mismatch,
         )
         _commit_evidence(ws, e, f"evidence add {e.id} side {side}: "
                                 f"{summary.get('headline', '')}",
@@ -278,18 +283,22 @@ def _knobs_given(e: Entry, knobs: Sequence[str]) -> dict[str, str]:
 
 def check_evidence_files(
     ws: Workspace, ref: str, files: Sequence[str], concurrency: int | None = None,
-    rate: float | None = None,
+    rate: float | None = None, workload: Sequence[str] = (),
 ) -> dict:
     """Parse result files as `evidence add` would, storing nothing (for --dry-run)."""
-    from ledger.evidence.importers import load_result_file
+    from ledger.evidence.importers import read_result_file
     from ledger.evidence.load import of_row
+    from ledger.evidence.workload import parse_selection
 
     e = ws.resolve(ref)
+    select = parse_selection(workload)
     out = []
     for f in files:
-        shape, rows = load_result_file(Path(f), concurrency, rate)
+        parsed = read_result_file(Path(f), concurrency, rate, select=select)
+        shape, rows = parsed.shape, parsed.rows
         points = sorted({of_row(r) for r in rows})
         out.append({"path": str(f), "shape": shape, "rows": len(rows),
+                    "workload": parsed.workload, "origin": parsed.origin,
                     "load": points[0].kind,
                     "points": [p.label for p in points],
                     "concurrency": [int(p.value) for p in points if p.kind == "concurrency"]})
@@ -304,7 +313,7 @@ def show_evidence(ws: Workspace, ref: str) -> dict:
     e = ws.resolve(ref)
     info = evidence_for(ws, e)
     return {"entry": e.id, "title": e.title, "headline": info.headline, "stale": info.stale,
-            "runs": load_summaries(ws.root, e.id)}
+            "stale_why": list(info.stale_why), "runs": load_summaries(ws.root, e.id)}
 
 
 def _commit_evidence(ws: Workspace, e: Entry, message: str, when: str = "") -> None:
