@@ -233,6 +233,30 @@ def evidence_add(ctx, ref, files, side, concurrency, rate, metric, workload, all
     click.echo(f"imported {len(files)} file(s) as side {side}: {safe(summary.get('headline'))}")
 
 
+@evidence.command("note")
+@click.argument("ref", metavar="ID")
+@click.argument("source", metavar="FILE_OR_URL")
+@click.option("--side", type=click.Choice(["A", "B"]),
+              help="The note is about side A (the entry reverted) or B (applied).")
+@click.option("--when", default="", metavar="TIME", help="When the note was written (ISO "
+              "8601, UTC unless +HH:MM; default now).")
+@json_option
+@dry_run_option
+@click.pass_context
+def evidence_note(ctx, ref, source, side, when, json_out, dry_run) -> None:
+    """Attach a markdown note (its text is copied in) or an http(s) link to an entry.
+
+    Shown by show, diff and the rendered docs; never read as bench numbers.
+    """
+    from ledger.commands.evidence import attach_note
+
+    s = ctx.find_object(State).session(ctx)
+    d = attach_note(s, ref, source, side, when, dry_run=dry_run)
+    if wants_json(ctx, json_out):
+        return emit_json(d)
+    click.echo(f"{'would note' if dry_run else 'noted'} on {d['entry']}: {safe(d['line'])}")
+
+
 @evidence.command("show")
 @click.argument("ref", metavar="ID")
 @json_option

@@ -71,6 +71,8 @@ def show(ctx, ref, json_out) -> None:
             click.echo(f"  cleared   {safe(d['clear_why'])}")
     click.echo(f"  evidence  {safe(d['evidence'])}")
     stale_note([d["evidence"]])
+    for n in d.get("notes") or ():
+        click.echo(f"  note      {safe(n['line'])}")
     for b in d.get("bisects") or ():
         click.echo(f"  bisect    {b['id']} ({b['started']}, {b['checks']} checks): "
                    f"{safe(b['summary'])}")
@@ -215,6 +217,8 @@ def _print_off_table(out) -> None:
                 if r["suspicion"] == "cleared":
                     click.echo(f"      cleared   {safe(r['clear_why'])}")
                 click.echo(f"      evidence  {safe(r['evidence'])}")
+                for n in r.get("notes") or ():
+                    click.echo(f"      note      {safe(n['line'])}")
         stale_note([r["evidence"] for rows in out.reverted.values() for r in rows])
     _print_drift(out.drift, colour)
     for text in out.files.values():

@@ -321,3 +321,29 @@ def _commit_evidence(ws: Workspace, e: Entry, message: str, when: str = "") -> N
     trailer = f"\nWhen: {when}\n" if when else ""
     wsgit.commit(ws.root, [f"evidence/{e.id}"],
                  message + f"\n\n- {e.id} [{e.cls}] {e.title}\n" + trailer)
+
+
+def attach_note(s, ref: str, source: str, side: str | None = None, when: str = "",
+                dry_run: bool = False) -> dict:
+    """``ledger evidence note ID FILE_OR_URL``: keep a markdown note (its text copied in)
+    or a link with the entry's evidence, committed to the workspace.
+
+    ``side``: the note is about side A (the entry reverted) or B (applied); ``when``:
+    when it was written (default now).  A note is shown, never judged as numbers: it
+    changes no headline or verdict (:mod:`ledger.evidence.notes`)."""
+    from ledger.core.when import parse_when
+    from ledger.evidence.notes import add_note
+    from ledger.evidence.notes import make_note
+    from ledger.evidence.notes import note_line
+
+    if side is not None and side not in ("A", "B"):
+        raise EvidenceError(f"side must be A or B, got {side!r}")
+    when = parse_when(when, s.now) if when else s.now
+    note = make_note(source, side, when)
+    if dry_run:  # read and checked as it would be kept; nothing stored
+        return {"entry": s.ws.resolve(ref).id, "note": note, "line": note_line(note)}
+    with WriterLock(s.ws, s.command):
+        e = s.ws.resolve(ref)
+        add_note(s.ws.root, e.id, note)
+        _commit_evidence(s.ws, e, f"evidence note {e.id}: {note_line(note)}")
+    return {"entry": e.id, "note": note, "line": note_line(note)}

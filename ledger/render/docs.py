@@ -53,6 +53,7 @@ from ledger.render.text import fmt_median
 from ledger.render.text import fmt_p
 from ledger.render.text import fmt_pct
 from ledger.render.text import md_code
+from ledger.render.text import md_fence
 from ledger.render.text import md_text
 from ledger.render.text import when
 
@@ -124,6 +125,13 @@ def _evidence_view(model: RenderModel, entry: Entry) -> dict[str, Any] | None:
     }
 
 
+def _note_view(note: Mapping[str, Any]) -> dict[str, str]:
+    """A note or link as the templates show it (text as written; escaped there)."""
+    return {"side": str(note.get("side") or ""), "link": str(note.get("link") or ""),
+            "file": str(note.get("file") or ""), "title": str(note.get("title") or ""),
+            "text": str(note.get("text") or ""), "when": when(note.get("when"))}
+
+
 def _restore_plan(entry: Entry, evidence: dict[str, Any] | None) -> dict[str, str]:
     """What `ledger restore` would do with a reverted entry, by the planner's own rule.
 
@@ -191,6 +199,7 @@ def entry_view(model: RenderModel, entry: Entry, chart_svg: str | None) -> dict[
         "history": history,
         "evidence": evidence,
         "headline": evidence["headline"] if evidence else "no evidence",
+        "notes": [_note_view(n) for n in model.notes.get(entry.id, ())],
         "chart": chart_svg,
         "chart_inline": inline_svg(chart_svg, f"chart-{entry.id}") if chart_svg else None,
         "bisects": [
@@ -269,7 +278,7 @@ def _environment() -> Any:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters.update(md=md_text, code=md_code)
+    env.filters.update(md=md_text, code=md_code, fence=md_fence)
     return env
 
 

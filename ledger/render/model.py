@@ -74,6 +74,9 @@ class RenderModel:
     # The workspace's commits as `ledger log` gives them (sha, time, subject, body), newest
     # first: the timeline.  Empty: the timeline is drawn from the entries' histories.
     log: list[dict[str, Any]] = field(default_factory=list)
+    # Notes and links attached with `ledger evidence note` (ledger.evidence.notes), by
+    # entry id, in the order attached: shown as written, never judged as numbers.
+    notes: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not isinstance(self.title, str) or not self.title.strip():
@@ -87,6 +90,7 @@ class RenderModel:
             ("evidence", self.evidence),
             ("stale", self.stale),
             ("patch_stats", self.patch_stats),
+            ("notes", self.notes),
         ):
             unknown = sorted(set(ids) - seen)
             if unknown:

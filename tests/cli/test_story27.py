@@ -48,6 +48,8 @@ def test_the_history_brought_in_without_re_enactment(st, ledger):
     for path, side in ((st.bench_a, "A"), (st.bench_b, "B")):
         r = a("evidence", "add", ctas, path, "--side", side, "--when", "2026-12-01T14:40")
         assert r.exit_code == 0, r.stderr
+    r = a("evidence", "note", ctas, st.note, "--side", "B", "--when", "2026-12-01T14:48")
+    assert r.exit_code == 0, r.stderr
     assert st.script.read_text() == NOW  # nothing written so far
     assert git(st.engine, "rev-parse", "HEAD") == engine_head
 
@@ -62,6 +64,7 @@ def test_the_history_brought_in_without_re_enactment(st, ledger):
     assert "prime suspect of the multi-round harness hang  (2026-12-02T14:14:00Z)" in out
     assert "cleared   a client proxy dropped" in out
     assert "gain +12.8% output_throughput @c64" in out
+    assert "note      side B: DSV4_DECODE_PERF_PLAN.md (DSV4 decode perf plan)" in out
     assert "inflight" not in out  # the bugfixes stay, not off the table
 
     # the history reads in the order things happened, with their real dates
