@@ -63,6 +63,8 @@ def show(ctx, ref, json_out) -> None:
     click.echo(f"  change    {safe(d['change'])}" + (f"   in {d['target']}" if d.get("target") else ""))
     if d.get("commit"):
         click.echo(f"  commit    {safe(d['commit'])}")
+    if d.get("origin"):
+        click.echo(f"  origin    {safe(d['origin'])}")
     if d["why"]:
         click.echo(f"  why       {safe(d['why'])}")
     if d["suspicion"]:

@@ -156,7 +156,8 @@ def _text(value: Any) -> str:
 # Entry fields read from JSON as text: "" when absent / None when absent.
 _TEXT_OR_EMPTY = ("why", "suspect_why", "clear_why")
 _TEXT_OR_NONE = ("suspicion", "target", "knob", "before", "after", "at", "before_source",
-                 "after_source", "before_lines", "after_lines", "patch", "sha256", "commit")
+                 "after_source", "before_lines", "after_lines", "patch", "sha256", "commit",
+                 "origin")
 
 
 def _built(cls, values: dict[str, Any]):
@@ -213,6 +214,9 @@ class Entry:
     sha256: str | None = None
     files: tuple[str, ...] = ()
     commit: str | None = None
+    # where the ledger learned of a change made before it knew (``ledger adopt``): the
+    # backup copies or the deploy-repo commit it was read from; None for the others
+    origin: str | None = None
     history: tuple[Action, ...] = field(default_factory=tuple)
 
     def __post_init__(self) -> None:
@@ -330,6 +334,8 @@ class Entry:
                     d[key] = getattr(self, key)
         else:
             d.update(patch=self.patch, sha256=self.sha256, files=list(self.files), commit=self.commit)
+        if self.origin is not None:  # absent otherwise: older ledgers keep their bytes
+            d["origin"] = self.origin
         d["history"] = [a.to_dict() for a in self.history]
         return d
 

@@ -192,6 +192,7 @@ def entry_view(model: RenderModel, entry: Entry, chart_svg: str | None) -> dict[
         "patch": entry.patch,
         "sha256": entry.sha256 or "",
         "commit": entry.commit or "",
+        "origin": entry.origin or "",
         "files": [s["file"] for s in stats] or list(entry.files),
         "stats": stats,
         "added": sum(s["added"] for s in stats),
