@@ -60,7 +60,8 @@ def show(ctx, ref, json_out) -> None:
         return emit_json(d)
     click.echo(f"{d['id']}  {safe(d['title'])}")
     click.echo(f"  class     {d['class']}   state {d['display_state']}   slug {d['slug']}")
-    click.echo(f"  change    {safe(d['change'])}" + (f"   in {d['target']}" if d.get("target") else ""))
+    where = d.get("target") if not d.get("also") else ""  # several: the change names them
+    click.echo(f"  change    {safe(d['change'])}" + (f"   in {where}" if where else ""))
     if d.get("commit"):
         click.echo(f"  commit    {safe(d['commit'])}")
     if d.get("origin"):

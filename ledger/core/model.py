@@ -201,6 +201,11 @@ class Entry:
     # -> {"line": at record time, "before": value there, "raw": its exact text, "anchor"}
     places: dict[str, dict] | None = None
     at: str | None = None  # the selection as given: "all" or a line number
+    # one change across several targets (``record knob decode,prefill K=V``): the other
+    # targets (by name: stored JSON sorts its keys) -> that target's own "before", "anchor" and exact texts
+    # ("before_source", "after_source", "before_lines", "after_lines"); the fields above
+    # are the first target's.  One entry, one id: reverted and restored together.
+    also: dict[str, dict] | None = None
     # the exact text of the value before / after (formats that keep it: k8s, yaml-map), so
     # a revert or restore writes those bytes back rather than a re-rendering of the value
     before_source: str | None = None
@@ -240,6 +245,8 @@ class Entry:
                         check_knob_value(v)
             except KnobError as e:
                 raise InvalidValue(f"entry {self.id}: {e}") from None
+            if self.also is not None:
+                self._check_also()
             if self.places is not None:
                 self._check_places()
             elif self.before == self.after:
@@ -250,6 +257,24 @@ class Entry:
         else:
             if not self.patch or not self.sha256:
                 raise InvalidValue(f"entry {self.id}: a patch entry needs a patch file and sha256")
+
+    def _check_also(self) -> None:
+        if not isinstance(self.also, dict) or not self.also or self.places is not None:
+            raise InvalidValue(f"entry {self.id}: 'also' must be a non-empty mapping of "
+                               "other targets (and goes without places)")
+        for name, other in self.also.items():
+            check_target_name(name)
+            if name == self.target or not isinstance(other, dict):
+                raise InvalidValue(f"entry {self.id}: target {name} is named twice")
+            if other.get("before") == self.after:
+                raise InvalidValue(
+                    f"entry {self.id}: {self.knob} in {name} is already "
+                    f"{'unset' if self.after is None else repr(self.after)}")
+
+    @property
+    def targets(self) -> tuple[str, ...]:
+        """Every target the entry changes, the first one first."""
+        return (str(self.target), *sorted(self.also or ())) if self.target else ()
 
     def _check_places(self) -> None:
         if not isinstance(self.places, dict) or not self.places:
@@ -281,7 +306,7 @@ class Entry:
         """What the entry changes, in one short phrase."""
         if self.kind == "knob":
             where = f" (line {', '.join(map(str, self.place_lines))})" if self.places else ""
-            return f"{self.target}:{self.knob}{where}"
+            return f"{','.join(self.targets)}:{self.knob}{where}"
         return f"patch {', '.join(self.files) if self.files else self.patch}"
 
     def with_action(self, action: Action, **changes: Any) -> "Entry":
@@ -329,6 +354,8 @@ class Entry:
             if self.places is not None:
                 d["places"] = self.places
                 d["at"] = self.at
+            if self.also is not None:
+                d["also"] = self.also
             for key in ("before_source", "after_source", "before_lines", "after_lines"):
                 if getattr(self, key) is not None:
                     d[key] = getattr(self, key)
@@ -360,6 +387,8 @@ class Entry:
         anchor, places = get("anchor"), get("places")
         values["anchor"] = anchor if isinstance(anchor, dict) else None
         values["places"] = dict(places) if isinstance(places, dict) else None
+        also = get("also")
+        values["also"] = dict(also) if isinstance(also, dict) else None
         values["files"] = tuple(map(_text, get("files") or ()))
         values["history"] = tuple(map(Action.from_dict, get("history") or ()))
         return _built(cls, values)
