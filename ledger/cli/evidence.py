@@ -273,6 +273,10 @@ def evidence_show(ctx, ref, json_out) -> None:
     why = "; ".join(d.get("stale_why") or []) or "recorded at another engine commit or with " \
         "other knob values"
     click.echo(f"  {safe(d['headline'])}" + (f"  [stale: {safe(why)}]" if d["stale"] else ""))
+    from ledger.evidence.notes import note_line
+
+    for n in d.get("notes") or ():
+        click.echo(f"  note  {safe(note_line(n))}")
     if not d["runs"]:
         return
     latest = d["runs"][-1]

@@ -307,13 +307,15 @@ def check_evidence_files(
 
 def show_evidence(ws: Workspace, ref: str) -> dict:
     """Every stored run of ``ref``'s evidence (oldest first) and the latest's staleness."""
+    from ledger.evidence.notes import load_notes
     from ledger.evidence.store import load_summaries
     from ledger.evidence.view import evidence_for
 
     e = ws.resolve(ref)
     info = evidence_for(ws, e)
     return {"entry": e.id, "title": e.title, "headline": info.headline, "stale": info.stale,
-            "stale_why": list(info.stale_why), "runs": load_summaries(ws.root, e.id)}
+            "stale_why": list(info.stale_why), "runs": load_summaries(ws.root, e.id),
+            "notes": load_notes(ws.root, e.id)}
 
 
 def _commit_evidence(ws: Workspace, e: Entry, message: str, when: str = "") -> None:

@@ -140,6 +140,12 @@ def test_adopt_apply_records_the_kept_proposals_off_the_table(pile, ledger, tmp_
     assert r.exit_code == 0, r.stderr
     assert TUNED_LINE in st.script.read_text()  # the line back, its comment too
     assert live_value(st.script, WAITING) == "30"
+    # run again, the knobs the ledger now manages start kept out, their entries named
+    r = ledger("-C", ws, "adopt", "decode", st.script.parent, "--out", tmp_path / "again.yaml")
+    assert r.exit_code == 0, r.stderr
+    again = _plan(tmp_path / "again.yaml")["proposals"]
+    assert again and not any(p["keep"] for p in again)
+    assert f"the ledger already has {CTAS}: {rows[1]['id']}" in [p.get("note") for p in again]
 
 
 def test_adopt_git_history_of_five_commits(tmp_path, ledger):

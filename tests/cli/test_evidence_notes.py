@@ -43,6 +43,8 @@ def test_a_note_and_a_link_are_shown_by_show_diff_and_the_docs(story, ledger, tm
     assert "evidence  no evidence" in show  # a note is no bench result: no headline from it
     data = ledger(*a("show", ctas, "--json")).json()
     assert data["notes"][0]["text"] == HOSTILE and data["verdict"] is None
+    shown = ledger(*a("evidence", "show", ctas)).stdout
+    assert "no evidence" in shown and "note  side B: DSV4_DECODE_PERF_PLAN.md" in shown
     diff = ledger(*a("diff")).stdout
     assert "      note      side B: DSV4_DECODE_PERF_PLAN.md" in diff and link in diff
 

@@ -151,3 +151,53 @@ def test_a_restored_knob_gets_its_line_back_with_its_inline_comment(st, ledger):
     r = a("restore", "--perf-only")
     assert r.exit_code == 0, r.stderr
     assert st.script.read_text() == TUNED
+
+
+def test_the_history_adopted_from_the_backups_with_no_re_enactment(st, ledger, tmp_path):
+    """The same story brought in by `ledger adopt` from the .bak files themselves: the
+    plan proposes the tuning reverted by the sed and the watchdog timeout, each dated
+    from the copies; the operator names the suspect in the plan and applies it."""
+    from ruamel.yaml import YAML
+
+    ws = st.root / "ws"
+    assert ledger("init", ws, "--engine-repo", st.engine, "--root",
+                  f"ops={st.root}").exit_code == 0
+    a = lambda *args: ledger("-C", ws, *args)  # noqa: E731
+    assert a("target", "add", "decode", st.script, "--format", "bash").exit_code == 0
+    plan_path = tmp_path / "adopt-decode.yaml"
+    r = a("adopt", "decode", st.script.parent, "--out", plan_path)
+    assert r.exit_code == 0, r.stderr
+    plan = YAML(typ="safe").load(plan_path.read_text())
+    ctas, waiting = plan["proposals"]
+    assert (ctas["knob"], ctas["after"], ctas["reverted"]["when"]) == \
+        (CTAS, "512", "2026-12-02T14:14:00Z")
+    ctas.update(title="TARGET_CTAS 512 for decode", when="2026-12-01T14:48")
+    ctas["reverted"].update(suspected=True, why="prime suspect of the multi-round harness hang")
+    waiting.update(title="inflight watchdog timeout")
+    YAML().dump(plan, plan_path)
+    assert a("adopt", "--apply", plan_path).exit_code == 0
+    eid = next(e["id"] for e in a("list", "--json").json() if e["knob"] == CTAS)
+    for sha in st.commits:
+        assert a("record", "patch", "--commit", sha, "--class", "bugfix").exit_code == 0
+    for path, side in ((st.bench_a, "A"), (st.bench_b, "B")):
+        assert a("evidence", "add", eid, path, "--side", side, "--when",
+                 "2026-12-01T14:40").exit_code == 0
+    assert a("evidence", "note", eid, st.note, "--side", "B").exit_code == 0
+    assert a("clear", eid, "--why", "a client proxy", "--when", "2026-12-04T09:30").exit_code == 0
+    assert st.script.read_text() == NOW  # nothing written so far
+
+    out = a("diff").stdout
+    assert "off the table: 1 reverted entry" in out and "TARGET_CTAS 512 for decode" in out
+    assert "prime suspect of the multi-round harness hang  (2026-12-02T14:14:00Z)" in out
+    assert "gain +12.8% output_throughput @c64" in out
+    assert "note      side B: DSV4_DECODE_PERF_PLAN.md (DSV4 decode perf plan)" in out
+    show = a("show", eid).stdout
+    assert "origin    serve_decode.sh.bak.20261201-1402 -> serve_decode.sh.bak.20261202-1414" \
+        in show and "2026-12-01T14:48:00Z  adopt" in show
+    r = a("restore", "--perf-only")
+    assert r.exit_code == 0 and "gain +12.8% output_throughput @c64" in r.stdout
+    assert st.script.read_text() == TUNED.replace(
+        "export SGLANG_DISAGGREGATION_BOOTSTRAP_TIMEOUT=300\n" + TUNED_LINE,
+        "export SGLANG_DISAGGREGATION_BOOTSTRAP_TIMEOUT=300\n" + TUNED_LINE
+        + "export SGLANG_DISAGGREGATION_WAITING_TIMEOUT=30\n")
+    assert a("diff", "--exit-code").exit_code == 0
