@@ -26,6 +26,7 @@ from ledger.commands.adopt_find import Copy
 from ledger.core.adopt import Proposal
 from ledger.core.adopt import Version
 from ledger.core.adopt import propose
+from ledger.errors import LedgerError
 from ledger.errors import Refused
 from ledger.errors import UsageError
 
@@ -169,11 +170,20 @@ def _lines_of(p: Proposal, copies: Sequence[Copy]) -> dict[str, Any]:
     holder = copies[p.held_in] if p.before is None else copies[p.made_in - 1]
     try:
         without = edit_target(holder.tf, {p.knob: None}).decode("utf-8", "surrogateescape")
-    except Exception:  # noqa: BLE001 - a copy the format cannot edit: lines as rendered
+    except LedgerError:  # a copy the format cannot edit: the lines as the format writes them
         return {}
     lines = inserted_block(without, holder.text)
     anchor = anchor_in(holder.tf, holder.text, p.knob, None)
-    return {k: v for k, v in (("lines", lines), ("anchor", anchor)) if v is not None}
+    out = {k: v for k, v in (("lines", lines), ("anchor", anchor)) if v is not None}
+    if lines is not None:  # they are written back on a restore: an edit of them is refused
+        out["lines_sha256"] = lines_digest(lines)
+    return out
+
+
+def lines_digest(lines: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(lines.encode("utf-8", "surrogateescape")).hexdigest()
 
 
 def write_plan(plan: dict[str, Any], out: Path, force: bool = False) -> Path:

@@ -76,7 +76,7 @@ def _entry(s, plan_path: Path, p: dict, *, target: str, eid: str, seq: int,
         fields = _reverted(s, where, back, when, history)
     slug = planner.unique_slug(taken, slugify(title))
     before, after = _text(p["before"]), _text(p["after"])
-    lines = _text(p.get("lines"))
+    lines = _lines(where, p)
     anchor = p.get("anchor") if isinstance(p.get("anchor"), dict) else None
     try:
         return Entry(id=eid, seq=seq, kind="knob", cls=check_class(p["class"]), title=title,
@@ -88,6 +88,18 @@ def _entry(s, plan_path: Path, p: dict, *, target: str, eid: str, seq: int,
                      **fields)
     except LedgerError as e:
         raise InvalidValue(f"{where}: {e}") from e
+
+
+def _lines(where: str, p: dict) -> str | None:
+    """The knob's lines as read from the copy (a restore writes them back): refused when
+    edited, since nothing but the copy vouches for them."""
+    from ledger.commands.adopt import lines_digest
+
+    lines = _text(p.get("lines"))
+    if lines is not None and p.get("lines_sha256") != lines_digest(lines):
+        raise InvalidValue(f"{where}: its lines were edited; remove `lines` (the format then "
+                           "writes the knob's line) or put them back as read")
+    return lines
 
 
 def _reverted(s, where: str, back: Any, when: str, history: list[Action]) -> dict:

