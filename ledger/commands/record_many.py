@@ -82,7 +82,9 @@ def record_knob_targets(
         where = {name: _where(tf, entries, knob, befores[name], value, adopt)
                  for name, tf in files.items()}
         first, *others = targets
-        also = {name: {"before": befores[name], **where[name]} for name in others}
+        also = {name: {"before": befores[name],
+                       **{k: v for k, v in where[name].items() if v is not None}}
+                for name in others}
         entry = new_entry(s, kind="knob", cls=cls, title=title, why=why,
                           adopt=adopt or past.already_reverted, when=past.when,
                           target=first, knob=knob, before=befores[first], after=value,

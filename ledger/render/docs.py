@@ -188,6 +188,9 @@ def entry_view(model: RenderModel, entry: Entry, chart_svg: str | None) -> dict[
         "target": entry.target,
         "knob": entry.knob,
         "before": entry.before,
+        # the other targets of one change across several (Entry.also), by name
+        "also": [{"target": name, "before": other.get("before")}
+                 for name, other in sorted((entry.also or {}).items())],
         "after": entry.after,
         "patch": entry.patch,
         "sha256": entry.sha256 or "",
