@@ -200,18 +200,8 @@ def record_knob(
                 return done
         else:
             refuse_ambiguous(tf, knob, value, adopt)
-        layer = planner.knob_layers(entries).get((target, knob))
-        if adopt:
-            entry_before = _adopted_before(tf, layer, knob, value, before)
-        else:
-            entry_before = _before_now(tf, layer, knob, force, drifts, value)
-        if past.already_reverted:
-            refuse_not_reverted(tf, knob, entry_before, value)
-        if entry_before == value:
-            raise Refused(f"{knob} in {target} is already {value_text(value, quote=True)}: "
-                          "nothing to record")
-        refuse_inversion(tf, layer, knob=knob, before=entry_before, after=value, cls=cls,
-                         adopt=adopt, title=title, past=past)
+        entry_before = before_in(tf, entries, knob, value, before, adopt=adopt, force=force,
+                                 drifts=drifts, past=past, cls=cls, title=title)
         entry = new_entry(s, kind="knob", cls=cls, title=title, why=why,
                           adopt=adopt or past.already_reverted, when=past.when,
                           target=target, knob=knob, before=entry_before, after=value,
@@ -222,6 +212,28 @@ def record_knob(
                              now=s.now, message=message, force=force, dry_run=dry_run,
                              files={target: tf}, drifts=drifts)
         return Recorded(applied.changed[-1], applied, warnings)
+
+
+def before_in(tf, entries, knob: str, value: str | None, before: str | None, *,
+              adopt: bool, force: bool, drifts, past: Past, cls: str, title: str,
+              several: bool = False) -> str | None:
+    """The value in effect in ``tf`` before the change to ``value``: the hand edit's
+    ``before`` (``adopt``) or the ledger's, checked against the file (drift), an
+    already-reverted value, a change that changes nothing, and the inversion trap.
+    ``several``: one target of a change across several (the refusal says to leave it out)."""
+    layer = planner.knob_layers(entries).get((tf.target.name, knob))
+    if adopt:
+        found = _adopted_before(tf, layer, knob, value, before)
+    else:
+        found = _before_now(tf, layer, knob, force, drifts, value)
+    if past.already_reverted:
+        refuse_not_reverted(tf, knob, found, value)
+    if found == value:
+        raise Refused(f"{knob} in {tf.target.name} is already {value_text(value, quote=True)}: "
+                      + ("leave that target out" if several else "nothing to record"))
+    refuse_inversion(tf, layer, knob=knob, before=found, after=value, cls=cls, adopt=adopt,
+                     title=title, past=past)
+    return found
 
 
 def _record_message(entry: Entry, value: str | None, past: Past) -> str:

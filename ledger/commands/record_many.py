@@ -20,8 +20,7 @@ from __future__ import annotations
 
 from ledger.commands.live import restartable
 from ledger.commands.record import Recorded
-from ledger.commands.record import _adopted_before
-from ledger.commands.record import _before_now
+from ledger.commands.record import before_in
 from ledger.commands.record import _check_record_args
 from ledger.commands.record import _record_message
 from ledger.commands.record import _where
@@ -29,11 +28,8 @@ from ledger.commands.record import canonical_knob
 from ledger.commands.record import new_entry
 from ledger.commands.record import refuse_ambiguous
 from ledger.commands.record_past import Past
-from ledger.commands.record_past import refuse_inversion
-from ledger.commands.record_past import refuse_not_reverted
 from ledger.commands.session import writing
 from ledger.core import planner
-from ledger.core.display import value_text
 from ledger.errors import Refused
 from ledger.errors import UsageError
 from ledger.store.apply import apply_plan
@@ -76,9 +72,12 @@ def record_knob_targets(
             raise Refused(f"{knob} is spelled {', '.join(sorted(names))} in these targets: "
                           "record it in each")
         knob = names.pop()
-        befores = {name: _target_before(tf, entries, knob, value, before, adopt, force,
-                                        drifts, past, cls, title)
-                   for name, tf in files.items()}
+        befores = {}
+        for name, tf in files.items():
+            refuse_ambiguous(tf, knob, value, adopt)
+            befores[name] = before_in(tf, entries, knob, value, before, adopt=adopt,
+                                      force=force, drifts=drifts, past=past, cls=cls,
+                                      title=title, several=True)
         where = {name: _where(tf, entries, knob, befores[name], value, adopt)
                  for name, tf in files.items()}
         first, *others = targets
@@ -96,27 +95,6 @@ def record_knob_targets(
                              now=s.now, message=message, force=force, dry_run=dry_run,
                              files=files, drifts=drifts)
         return Recorded(applied.changed[-1], applied, warnings)
-
-
-def _target_before(tf, entries, knob: str, value: str | None, before: str | None,
-                   adopt: bool, force: bool, drifts, past: Past, cls: str,
-                   title: str) -> str | None:
-    """The value in effect in one target before the change, checked as ``record`` checks
-    a single target (ambiguity, drift, an already-reverted value, the inversion trap)."""
-    refuse_ambiguous(tf, knob, value, adopt)
-    layer = planner.knob_layers(entries).get((tf.target.name, knob))
-    if adopt:
-        found = _adopted_before(tf, layer, knob, value, before)
-    else:
-        found = _before_now(tf, layer, knob, force, drifts, value)
-    if past.already_reverted:
-        refuse_not_reverted(tf, knob, found, value)
-    if found == value:
-        raise Refused(f"{knob} in {tf.target.name} is already {value_text(value, quote=True)}: "
-                      "leave that target out")
-    refuse_inversion(tf, layer, knob=knob, before=found, after=value, cls=cls, adopt=adopt,
-                     title=title, past=past)
-    return found
 
 
 __all__ = ["record_knob_targets", "split_targets"]

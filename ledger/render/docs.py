@@ -125,6 +125,12 @@ def _evidence_view(model: RenderModel, entry: Entry) -> dict[str, Any] | None:
     }
 
 
+def _also_view(entry: Entry) -> list[dict[str, Any]]:
+    """The other targets of one change across several (``Entry.also``), by name."""
+    return [{"target": name, "before": other.get("before")}
+            for name, other in sorted((entry.also or {}).items())]
+
+
 def _note_view(note: Mapping[str, Any]) -> dict[str, str]:
     """A note or link as the templates show it (text as written; escaped there)."""
     return {"side": str(note.get("side") or ""), "link": str(note.get("link") or ""),
@@ -188,9 +194,7 @@ def entry_view(model: RenderModel, entry: Entry, chart_svg: str | None) -> dict[
         "target": entry.target,
         "knob": entry.knob,
         "before": entry.before,
-        # the other targets of one change across several (Entry.also), by name
-        "also": [{"target": name, "before": other.get("before")}
-                 for name, other in sorted((entry.also or {}).items())],
+        "also": _also_view(entry),
         "after": entry.after,
         "patch": entry.patch,
         "sha256": entry.sha256 or "",
