@@ -20,6 +20,7 @@ import sys
 
 import click
 
+from ledger.cli.adopt import adopt
 from ledger.cli.backups import backups
 from ledger.cli.bisect import bisect
 from ledger.cli.common import State
@@ -202,7 +203,7 @@ def cli(ctx: click.Context, workspace: str | None, json_out: bool, debug: bool) 
     ctx.obj = State(workspace, json_out, debug)
 
 
-for command in (init, target, root, record, list_cmd, show, status, diff, log, revert, restore, suspect,
+for command in (init, target, root, record, adopt, list_cmd, show, status, diff, log, revert, restore, suspect,
                 clear, amend, bisect, ab, evidence, render, demo, backups, doctor, pull, push,
                 merge_driver):
     cli.add_command(command)

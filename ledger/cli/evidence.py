@@ -193,11 +193,17 @@ def evidence() -> None:
 @click.option("--allow-mismatch", "allow_mismatch", multiple=True, metavar="FIELD",
               help="Compare A and B although they differ in this workload field (tool, "
               "backend, dataset, input_len, output_len, model, …); repeatable.")
+@click.option("--when", default="", metavar="TIME", help="When the bench ran (ISO 8601, UTC "
+              "unless +HH:MM), for results from before the ledger knew.")
+@click.option("--engine-commit", metavar="REV", help="The engine repo revision the bench ran "
+              "at (default: the live one).")
+@click.option("--knobs", multiple=True, metavar="K=V", help="The target's other knobs when "
+              "the bench ran (repeatable; default: as live now).")
 @json_option
 @dry_run_option
 @click.pass_context
 def evidence_add(ctx, ref, files, side, concurrency, rate, metric, workload, allow_mismatch,
-                 json_out, dry_run) -> None:
+                 when, engine_commit, knobs, json_out, dry_run) -> None:
     """Import bench results (engine JSON, sglang bench_serving / bench_one_batch[_server] /
     bench_offline_throughput JSONL, vLLM --save-result, AIPerf and genai-perf profile
     exports, guidellm reports, llmperf summaries and per-request lists).
@@ -205,7 +211,9 @@ def evidence_add(ctx, ref, files, side, concurrency, rate, metric, workload, all
     A result's load point is its max_concurrency when set, else its request_rate (and a
     sweep of rates under one max_concurrency cap is a rate sweep).  Results are repeats
     only when they measured one workload: tool, backend, dataset, input/output lengths,
-    num_prompts, model and the other load parameter; A and B must match too.
+    num_prompts, model and the other load parameter; A and B must match too.  A bench
+    run before later changes says so (--when, --engine-commit, --knobs) instead of being
+    stamped with today's state; it then shows as stale against today's.
     """
     from ledger.commands.evidence import add_evidence
     from ledger.commands.evidence import check_evidence_files
@@ -221,10 +229,35 @@ def evidence_add(ctx, ref, files, side, concurrency, rate, metric, workload, all
                        f"{f['rows']} row(s) at {_points_phrase(f)}")
         return None
     summary = add_evidence(s, ref, files, side, concurrency, metric, rate=rate_value,
-                           workload=workload, allow_mismatch=allow_mismatch)
+                           workload=workload, allow_mismatch=allow_mismatch, when=when,
+                           engine_commit=engine_commit, knobs=knobs)
     if wants_json(ctx, json_out):
         return emit_json(summary)
     click.echo(f"imported {len(files)} file(s) as side {side}: {safe(summary.get('headline'))}")
+
+
+@evidence.command("note")
+@click.argument("ref", metavar="ID")
+@click.argument("source", metavar="FILE_OR_URL")
+@click.option("--side", type=click.Choice(["A", "B"]),
+              help="The note is about side A (the entry reverted) or B (applied).")
+@click.option("--when", default="", metavar="TIME", help="When the note was written (ISO "
+              "8601, UTC unless +HH:MM; default now).")
+@json_option
+@dry_run_option
+@click.pass_context
+def evidence_note(ctx, ref, source, side, when, json_out, dry_run) -> None:
+    """Attach a markdown note (its text is copied in) or an http(s) link to an entry.
+
+    Shown by show, diff and the rendered docs; never read as bench numbers.
+    """
+    from ledger.commands.evidence import attach_note
+
+    s = ctx.find_object(State).session(ctx)
+    d = attach_note(s, ref, source, side, when, dry_run=dry_run)
+    if wants_json(ctx, json_out):
+        return emit_json(d)
+    click.echo(f"{'would note' if dry_run else 'noted'} on {d['entry']}: {safe(d['line'])}")
 
 
 @evidence.command("show")
@@ -243,6 +276,10 @@ def evidence_show(ctx, ref, json_out) -> None:
     why = "; ".join(d.get("stale_why") or []) or "recorded at another engine commit or with " \
         "other knob values"
     click.echo(f"  {safe(d['headline'])}" + (f"  [stale: {safe(why)}]" if d["stale"] else ""))
+    from ledger.evidence.notes import note_line
+
+    for n in d.get("notes") or ():
+        click.echo(f"  note  {safe(note_line(n))}")
     if not d["runs"]:
         return
     latest = d["runs"][-1]

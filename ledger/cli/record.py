@@ -110,7 +110,8 @@ def record_knob(ctx, target_name, assignment, cls, title, why, at_line, all_plac
     In a bash script a knob set in several places that take effect (the branches of an
     if, a K=V prefix on two launch lines) is refused with every place as FILE:LINE:
     choose one with --at LINE, or all with --all.  Launch-line flags are recorded with
-    `ledger record flag`.
+    `ledger record flag`.  One change across several targets is one entry: `ledger record
+    knob decode,prefill,decode-k8s K=V ...` (every file written, or none).
 
     A tuning already reverted by hand is recorded off the table in one command, without
     touching the file: `ledger record knob decode K=512 --class perf --title T
@@ -134,6 +135,14 @@ def record_knob(ctx, target_name, assignment, cls, title, why, at_line, all_plac
         raise UsageError(f"{knob} is a launch flag: use `ledger record flag {target_name} "
                          f"{assignment}`")
     at = selection(at_line, all_places)
+    if "," in target_name:
+        return _record_targets(ctx, target_name, knob, value, at, cls=cls, title=title,
+                               why=why, adopt=adopt, before=before,
+                               before_given=before is not None or before_unset,
+                               no_validate=no_validate, force=force, restart=restart,
+                               past=past_of(when, already_reverted, reverted_when,
+                                            reverted_why, suspected, not_a_revert),
+                               json_out=json_out, dry_run=dry_run)
     r = do_record(ctx.find_object(State).session(ctx), target=target_name, knob=knob,
                   value=value, cls=cls, title=title, why=why, adopt=adopt, before=before,
                   before_given=before is not None or before_unset, no_validate=no_validate,
@@ -141,6 +150,20 @@ def record_knob(ctx, target_name, assignment, cls, title, why, at_line, all_plac
                   past=past_of(when, already_reverted, reverted_when, reverted_why, suspected,
                                not_a_revert))
     _report(ctx, r, adopt, json_out, dry_run, r.live)
+
+
+def _record_targets(ctx, target_names: str, knob: str, value, at, *, json_out: bool,
+                    dry_run: bool, **options) -> None:
+    """``record knob decode,prefill K=V``: one entry across several targets."""
+    from ledger.commands.record_many import record_knob_targets
+    from ledger.commands.record_many import split_targets
+
+    if at is not None:
+        raise UsageError("--at/--all select places in one script; name one target")
+    r = record_knob_targets(ctx.find_object(State).session(ctx),
+                            targets=split_targets(target_names), knob=knob, value=value,
+                            dry_run=dry_run, **options)
+    _report(ctx, r, options["adopt"], json_out, dry_run, r.live)
 
 
 def _report(ctx, r, adopt: bool, json_out: bool, dry_run: bool, live) -> None:
@@ -163,6 +186,9 @@ def _report(ctx, r, adopt: bool, json_out: bool, dry_run: bool, live) -> None:
                        f"{show_value(place.get('before'))} -> {show_value(e.after)}  ({key})")
     else:
         click.echo(f"  {e.target}: {e.knob} {show_value(e.before)} -> {show_value(e.after)}")
+        for name, other in (e.also or {}).items():
+            click.echo(f"  {name}: {e.knob} {show_value(other.get('before'))} -> "
+                       f"{show_value(e.after)}")
     print_files(r.applied, dry_run)
     print_live(ctx, live)
 
@@ -240,20 +266,27 @@ def _recorded_json(entry, applied, dry_run: bool, warnings: list[str]) -> dict:
 
 @record.command("patch")
 @click.argument("patch_file", required=False, type=click.Path(dir_okay=False))
-@click.option("--commit", "rev", metavar="REV", help="Adopt a commit already in the engine repo.")
-@record_options
+@click.option("--commit", "rev", metavar="REV", help="Adopt a commit already in the engine "
+              "repo (its subject is the default title, its date the change's --when).")
+@click.option("--why", default="", help="Why the change was made.")
+@click.option("--title", help="One line: what the change is (default with --commit: the "
+              "commit's subject).")
+@click.option("--class", "cls", required=True, type=click.Choice(["perf", "bugfix"]),
+              help="perf (for speed) or bugfix (fixes a real problem).")
+@when_option
 @restart_option
 @json_option
 @dry_run_option
 @click.pass_context
-def record_patch(ctx, patch_file, rev, cls, title, why, restart, json_out, dry_run) -> None:
+def record_patch(ctx, patch_file, rev, why, title, cls, when, restart, json_out,
+                 dry_run) -> None:
     """Apply PATCH_FILE to the engine repo (or adopt --commit REV) and record it."""
-    from ledger.commands.record import record_patch as do_record
+    from ledger.commands.record_patch import record_patch as do_record
 
     if bool(patch_file) == bool(rev):
         raise UsageError("give a patch FILE or --commit REV (one of them)")
     r = do_record(ctx.find_object(State).session(ctx), patch_file=patch_file, rev=rev,
-                  cls=cls, title=title, why=why, dry_run=dry_run, restart=restart)
+                  cls=cls, title=title, why=why, dry_run=dry_run, restart=restart, when=when)
     live = r.live
     if wants_json(ctx, json_out):
         emit_json({**_recorded_json(r.entry, r.applied, dry_run, []), **live.to_dict()})
@@ -264,4 +297,6 @@ def record_patch(ctx, patch_file, rev, cls, title, why, restart, json_out, dry_r
     verb = "would record" if dry_run else ("adopted" if rev else "recorded")
     click.echo(f"{verb} {e.id} [{e.cls}] {safe(e.title)}")
     click.echo(f"  patch {', '.join(safe(f) for f in e.files)} (sha256 {e.sha256[:12]})")
+    if e.commit:
+        click.echo(f"  commit {e.commit}" + (f", {e.made}" if e.history[0].when else ""))
     print_live(ctx, live)

@@ -60,9 +60,12 @@ def show(ctx, ref, json_out) -> None:
         return emit_json(d)
     click.echo(f"{d['id']}  {safe(d['title'])}")
     click.echo(f"  class     {d['class']}   state {d['display_state']}   slug {d['slug']}")
-    click.echo(f"  change    {safe(d['change'])}" + (f"   in {d['target']}" if d.get("target") else ""))
+    where = d.get("target") if not d.get("also") else ""  # several: the change names them
+    click.echo(f"  change    {safe(d['change'])}" + (f"   in {where}" if where else ""))
     if d.get("commit"):
         click.echo(f"  commit    {safe(d['commit'])}")
+    if d.get("origin"):
+        click.echo(f"  origin    {safe(d['origin'])}")
     if d["why"]:
         click.echo(f"  why       {safe(d['why'])}")
     if d["suspicion"]:
@@ -71,6 +74,8 @@ def show(ctx, ref, json_out) -> None:
             click.echo(f"  cleared   {safe(d['clear_why'])}")
     click.echo(f"  evidence  {safe(d['evidence'])}")
     stale_note([d["evidence"]])
+    for n in d.get("notes") or ():
+        click.echo(f"  note      {safe(n['line'])}")
     for b in d.get("bisects") or ():
         click.echo(f"  bisect    {b['id']} ({b['started']}, {b['checks']} checks): "
                    f"{safe(b['summary'])}")
@@ -215,6 +220,8 @@ def _print_off_table(out) -> None:
                 if r["suspicion"] == "cleared":
                     click.echo(f"      cleared   {safe(r['clear_why'])}")
                 click.echo(f"      evidence  {safe(r['evidence'])}")
+                for n in r.get("notes") or ():
+                    click.echo(f"      note      {safe(n['line'])}")
         stale_note([r["evidence"] for rows in out.reverted.values() for r in rows])
     _print_drift(out.drift, colour)
     for text in out.files.values():

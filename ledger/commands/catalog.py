@@ -89,6 +89,20 @@ def class_warnings(knob: str, cls: str) -> list[str]:
     return class_hint_warnings(declared, cls)
 
 
+def catalog_class(knob: str) -> str | None:
+    """The class the catalog says changing ``knob`` usually is (a liveness knob: bugfix),
+    or None when it does not say (``ledger adopt`` then asks the operator)."""
+    from envknobs.catalog import lookup_flag
+    from envknobs.flags import is_flag_name
+
+    declared = lookup_flag(knob) if is_flag_name(knob) else knob_registry().get(knob)
+    if declared is None:
+        return None
+    if "liveness" in declared.tags:
+        return "bugfix"
+    return declared.class_hint if declared.class_hint in ("perf", "bugfix") else None
+
+
 def name_defaults(engine: str | None, names) -> dict[str, object]:
     """Knob or flag name -> its default (``engine``'s release first, then the catalogs)."""
     from envknobs.catalog_release import default_of

@@ -215,30 +215,72 @@ def run_ab(
 def add_evidence(
     s, ref: str, files: Sequence[str], side: str, concurrency: int | None = None,
     metric: str = "output_throughput", rate: float | None = None,
-    workload: Sequence[str] = (), allow_mismatch: Sequence[str] = (),
+    workload: Sequence[str] = (), allow_mismatch: Sequence[str] = (), when: str = "",
+    engine_commit: str | None = None, knobs: Sequence[str] | None = None,
 ) -> dict:
     """Import bench results the operator ran elsewhere as side A or B of ``ref``.
 
     ``concurrency`` / ``rate``: the load point of results that say neither.
     ``workload``: ``KEY=VALUE`` items keeping only the results of one workload of a file
     that holds several; ``allow_mismatch``: workload fields in which A and B may differ.
+    A bench run before later changes says so instead of being stamped with today's
+    state: ``when`` (its time), ``engine_commit`` (a revision of the engine repo it ran
+    at) and ``knobs`` (``K=V``: the target's other knobs then).  Against today's engine
+    and knobs such evidence is shown stale, as DESIGN §4 says.
     """
-    from ledger.evidence.workload import parse_selection
-
+    from ledger.core.when import parse_time
+    from ledger.core.when import parse_when
     from ledger.evidence.store import import_evidence
     from ledger.evidence.view import knob_context
+    from ledger.evidence.workload import parse_selection
 
     ws = s.ws
+    when = parse_when(when, s.now) if when else ""
+    moment = parse_time(when) if when else None
     with WriterLock(ws, s.command):
         e = ws.resolve(ref)
+        commit = _engine_commit_of(ws, engine_commit) if engine_commit else \
+            current_engine_commit(ws)
+        context = _knobs_given(e, knobs) if knobs else knob_context(ws, e)
         summary = import_evidence(
             ws.root, e.id, [Path(f) for f in files], side, concurrency=concurrency,
-            rate=rate, metric=metric, engine_commit=current_engine_commit(ws),
-            context=knob_context(ws, e), select=parse_selection(workload),
-            allow_mismatch=allow_mismatch,
+            rate=rate, metric=metric, engine_commit=commit, context=context, now=moment,
+            select=parse_selection(workload), allow_mismatch=allow_mismatch,
         )
-        _commit_evidence(ws, e, f"evidence add {e.id} side {side}: {summary.get('headline', '')}")
+        _commit_evidence(ws, e, f"evidence add {e.id} side {side}: "
+                                f"{summary.get('headline', '')}",
+                         when=when)
     return summary
+
+
+def _engine_commit_of(ws: Workspace, rev: str) -> str:
+    """``--engine-commit REV`` resolved in the engine repo (refused when it is not there)."""
+    from ledger.evidence.view import engine_git
+    from ledger.gitrun import check_rev
+
+    git = engine_git(ws)
+    if git is None:
+        raise EvidenceError(f"--engine-commit {rev}: this workspace has no engine repo "
+                            "(ledger init --engine-repo PATH)")
+    sha = git.resolve_commit(check_rev(rev))
+    if sha is None:
+        raise EvidenceError(f"--engine-commit {rev!r}: no such commit in the engine repo "
+                            f"{ws.engine_repo_path}")
+    return sha
+
+
+def _knobs_given(e: Entry, knobs: Sequence[str]) -> dict[str, str]:
+    """``--knobs K=V ...``: the other knobs of the target when the bench ran."""
+    out: dict[str, str] = {}
+    for item in knobs:
+        name, eq, value = item.partition("=")
+        if not eq or not name:
+            raise EvidenceError(f"--knobs {item!r}: write KNOB=VALUE")
+        if name == e.knob:
+            raise EvidenceError(f"--knobs {name}: that is the entry's own knob; its value is "
+                                "the side (A: reverted, B: applied)")
+        out[name] = value
+    return out
 
 
 def check_evidence_files(
@@ -267,14 +309,45 @@ def check_evidence_files(
 
 def show_evidence(ws: Workspace, ref: str) -> dict:
     """Every stored run of ``ref``'s evidence (oldest first) and the latest's staleness."""
+    from ledger.evidence.notes import load_notes
     from ledger.evidence.store import load_summaries
     from ledger.evidence.view import evidence_for
 
     e = ws.resolve(ref)
     info = evidence_for(ws, e)
     return {"entry": e.id, "title": e.title, "headline": info.headline, "stale": info.stale,
-            "stale_why": list(info.stale_why), "runs": load_summaries(ws.root, e.id)}
+            "stale_why": list(info.stale_why), "runs": load_summaries(ws.root, e.id),
+            "notes": load_notes(ws.root, e.id)}
 
 
-def _commit_evidence(ws: Workspace, e: Entry, message: str) -> None:
-    wsgit.commit(ws.root, [f"evidence/{e.id}"], message + f"\n\n- {e.id} [{e.cls}] {e.title}\n")
+def _commit_evidence(ws: Workspace, e: Entry, message: str, when: str = "") -> None:
+    """Commit the entry's evidence; ``when``: the bench's real time, as a trailer."""
+    trailer = f"\nWhen: {when}\n" if when else ""
+    wsgit.commit(ws.root, [f"evidence/{e.id}"],
+                 message + f"\n\n- {e.id} [{e.cls}] {e.title}\n" + trailer)
+
+
+def attach_note(s, ref: str, source: str, side: str | None = None, when: str = "",
+                dry_run: bool = False) -> dict:
+    """``ledger evidence note ID FILE_OR_URL``: keep a markdown note (its text copied in)
+    or a link with the entry's evidence, committed to the workspace.
+
+    ``side``: the note is about side A (the entry reverted) or B (applied); ``when``:
+    when it was written (default now).  A note is shown, never judged as numbers: it
+    changes no headline or verdict (:mod:`ledger.evidence.notes`)."""
+    from ledger.core.when import parse_when
+    from ledger.evidence.notes import add_note
+    from ledger.evidence.notes import make_note
+    from ledger.evidence.notes import note_line
+
+    if side is not None and side not in ("A", "B"):
+        raise EvidenceError(f"side must be A or B, got {side!r}")
+    when = parse_when(when, s.now) if when else s.now
+    note = make_note(source, side, when)
+    if dry_run:  # read and checked as it would be kept; nothing stored
+        return {"entry": s.ws.resolve(ref).id, "note": note, "line": note_line(note)}
+    with WriterLock(s.ws, s.command):
+        e = s.ws.resolve(ref)
+        add_note(s.ws.root, e.id, note)
+        _commit_evidence(s.ws, e, f"evidence note {e.id}: {note_line(note)}")
+    return {"entry": e.id, "note": note, "line": note_line(note)}

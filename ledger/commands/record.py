@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 from envknobs.flags import check_flag_name
 from envknobs.flags import is_flag_name
@@ -34,16 +33,12 @@ from ledger.core.model import slugify
 from ledger.errors import Drift
 from ledger.errors import DriftError
 from ledger.errors import InvalidValue
-from ledger.errors import PatchError
 from ledger.errors import Refused
 from ledger.errors import UsageError
 from ledger.store.apply import Applied
-from ledger.store.apply import EnginePlan
 from ledger.store.apply import apply_plan
 from ledger.store.apply import drift_in
 from ledger.store.apply import layer_anchors
-from ledger.store.patch_entries import PATCH_DIR
-from ledger.store.patch_entries import engine_repo
 from ledger.store.targets import anchor_in
 from ledger.store.targets import edit_target
 from ledger.store.targets import read_target
@@ -211,18 +206,8 @@ def record_knob(
                 return done
         else:
             refuse_ambiguous(tf, knob, value, adopt)
-        layer = planner.knob_layers(entries).get((target, knob))
-        if adopt:
-            entry_before = _adopted_before(tf, layer, knob, value, before)
-        else:
-            entry_before = _before_now(tf, layer, knob, force, drifts, value)
-        if past.already_reverted:
-            refuse_not_reverted(tf, knob, entry_before, value)
-        if entry_before == value:
-            raise Refused(f"{knob} in {target} is already {value_text(value, quote=True)}: "
-                          "nothing to record")
-        refuse_inversion(tf, layer, knob=knob, before=entry_before, after=value, cls=cls,
-                         adopt=adopt, title=title, past=past, engine=spec)
+        entry_before = before_in(tf, entries, knob, value, before, adopt=adopt, force=force,
+                                 drifts=drifts, past=past, cls=cls, title=title, engine=spec)
         entry = new_entry(s, kind="knob", cls=cls, title=title, why=why,
                           adopt=adopt or past.already_reverted, when=past.when,
                           target=target, knob=knob, before=entry_before, after=value,
@@ -233,6 +218,29 @@ def record_knob(
                              now=s.now, message=message, force=force, dry_run=dry_run,
                              files={target: tf}, drifts=drifts)
         return Recorded(applied.changed[-1], applied, warnings)
+
+
+def before_in(tf, entries, knob: str, value: str | None, before: str | None, *,
+              adopt: bool, force: bool, drifts, past: Past, cls: str, title: str,
+              several: bool = False, engine: str | None = None) -> str | None:
+    """The value in effect in ``tf`` before the change to ``value``: the hand edit's
+    ``before`` (``adopt``) or the ledger's, checked against the file (drift), an
+    already-reverted value, a change that changes nothing, and the inversion trap.
+    ``several``: one target of a change across several (the refusal says to leave it out);
+    ``engine``: the target's engine release (its defaults tell an adopted revert)."""
+    layer = planner.knob_layers(entries).get((tf.target.name, knob))
+    if adopt:
+        found = _adopted_before(tf, layer, knob, value, before)
+    else:
+        found = _before_now(tf, layer, knob, force, drifts, value)
+    if past.already_reverted:
+        refuse_not_reverted(tf, knob, found, value)
+    if found == value:
+        raise Refused(f"{knob} in {tf.target.name} is already {value_text(value, quote=True)}: "
+                      + ("leave that target out" if several else "nothing to record"))
+    refuse_inversion(tf, layer, knob=knob, before=found, after=value, cls=cls, adopt=adopt,
+                     title=title, past=past, engine=engine)
+    return found
 
 
 def _record_message(entry: Entry, value: str | None, past: Past) -> str:
@@ -258,8 +266,15 @@ def _where(tf, entries, knob: str, before: str | None, value: str | None,
     after_text = edit_target(tf, {knob: value}).decode("utf-8", "surrogateescape")
     holding = tf.text if value is None else after_text
     anchor = anchor_in(tf, holding, knob, layer_anchors(entries).get(tf.target.name))
-    return {"anchor": anchor,
-            **_exact_texts(tf.target, tf.text, after_text, knob, before, value, adopt)}
+    texts = _exact_texts(tf.target, tf.text, after_text, knob, before, value, adopt)
+    if adopt and before is None and value is not None and knob in tf.values:
+        # An adopted knob the file added by hand: its lines as they are (an inline comment
+        # like `# +12.8% see PLAN.md` included) are what a restore after a revert puts back.
+        without = edit_target(tf, {knob: None}).decode("utf-8", "surrogateescape")
+        lines = inserted_block(without, tf.text)
+        if lines is not None and _encodable(lines):
+            texts["after_lines"] = lines
+    return {"anchor": anchor, **texts}
 
 
 def _check_record_args(s: Session, target: str, knob: str, value: str | None, cls: str,
@@ -424,72 +439,3 @@ def _before_now(tf, layer, knob: str, force: bool, drifts, value: str | None) ->
         return live
     return expected
 
-
-@dataclass
-class RecordedPatch:
-    entry: Entry
-    applied: Applied
-    live: LiveOutcome | None = None  # the running services (set by `restartable`)
-
-
-@restartable
-def record_patch(
-    s, *, patch_file: str | None, rev: str | None, cls: str, title: str, why: str = "",
-    dry_run: bool = False,
-) -> RecordedPatch:
-    """Apply a patch file to the engine repo and record it — or adopt commit ``rev``."""
-    from ledger.patches.stack import parse_patch_files
-    from ledger.patches.stack import patch_sha256
-
-    repo = engine_repo(s.ws)
-    with writing(s, dry_run):
-        if rev is not None:
-            text, commit = repo.adopt_commit(rev)
-        else:
-            text, commit = _read_patch_file(Path(patch_file)), None
-        files = tuple(parse_patch_files(text))
-        entry = new_entry(
-            s, kind="patch", cls=cls, title=title, why=why, adopt=rev is not None,
-            patch=f"{PATCH_DIR}/{{id}}.patch", sha256=patch_sha256(text), files=files,
-            commit=commit,
-        )
-        entry = _with_patch_path(entry)
-        engine = None
-        if rev is None:
-            repo.require_clean()
-            repo.plan_record(text, entry_id=entry.id, title=entry.title, cls=cls)
-
-            def engine(entries, plan):
-                def step() -> None:
-                    repo.commit_patch(text, entry_id=entry.id, title=entry.title, cls=cls)
-
-                return EnginePlan(Path(repo.path), repo.head(), step, text,
-                                  tuple(Path(repo.path) / f for f in files))
-
-        verb = "adopt" if rev else "record"
-        message = f"{verb} {cls} patch: {entry.title}\n\n- {entry.id} [{cls}] {entry.title}\n" + \
-            "".join(f"  {f}\n" for f in files)
-        applied = apply_plan(
-            s.ws, planner.plan_record(entry, adopt=rev is not None), command=s.command,
-            now=s.now, message=message, dry_run=dry_run, engine=engine,
-            extra_ledger_writes={entry.patch: text.encode("utf-8", "surrogateescape")},
-        )
-        return RecordedPatch(applied.changed[-1], applied)
-
-
-def _with_patch_path(entry: Entry) -> Entry:
-    from dataclasses import replace
-
-    return replace(entry, patch=f"{PATCH_DIR}/{entry.id}.patch")
-
-
-def _read_patch_file(path: Path) -> str:
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise PatchError(f"{path}: no such patch file") from None
-    except OSError as e:
-        raise PatchError(f"{path}: cannot read: {e.strerror}") from e
-    if not data.strip():
-        raise PatchError(f"{path}: the patch is empty")
-    return data.decode("utf-8", "surrogateescape")

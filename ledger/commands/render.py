@@ -44,6 +44,7 @@ def diffstat(text: str) -> list[tuple[str, int, int]]:
 
 
 def build_model(ws: Workspace):
+    from ledger.evidence.notes import load_notes
     from ledger.render.docs import KnobRow
     from ledger.render.docs import RenderModel
     from ledger.render.docs import TargetState
@@ -73,8 +74,9 @@ def build_model(ws: Workspace):
             if info.stale:
                 stale.add(e.id)
     patch_stats = {e.id: _patch_stats(ws, e) for e in entries if e.kind == "patch"}
+    notes = {e.id: n for e in entries if (n := load_notes(ws.root, e.id))}
     return RenderModel(title=ws.root.name, entries=list(entries), targets=targets,
-                       evidence=evidence, stale=stale, patch_stats=patch_stats,
+                       evidence=evidence, stale=stale, patch_stats=patch_stats, notes=notes,
                        bisects=bisect_views(ws, {e.id for e in entries}),
                        log=dated_log(wsgit.log(ws.root)),
                        defaults={e.id: defaults[(e.target, e.knob)] for e in entries

@@ -56,10 +56,19 @@ def show_entry(ws: Workspace, ref: str) -> dict:
     d = entry_row(ws, e, ev)
     d["history"] = [a.to_dict() for a in e.timeline()]  # in the order things happened
     d["evidence_summary"] = ev.summary
+    d["notes"] = _notes(ws, e)
     d["bisects"] = _bisects_of(ws, e)
     if e.kind == "patch":
         d["patch_text"] = (ws.root / e.patch).read_text(encoding="utf-8", errors="replace")
     return d
+
+
+def _notes(ws: Workspace, e: Entry) -> list[dict]:
+    """The entry's notes and links (``ledger evidence note``), each with its one line."""
+    from ledger.evidence.notes import load_notes
+    from ledger.evidence.notes import note_line
+
+    return [{**n, "line": note_line(n)} for n in load_notes(ws.root, e.id)]
 
 
 def _bisects_of(ws: Workspace, e: Entry) -> list[dict]:
@@ -225,6 +234,7 @@ def off_the_table(ws: Workspace, with_files: bool = False) -> OffTable:
         row["reverted_why"] = revert_reason(e)
         row["health_failure"] = health_failure(e)
         row["reverted_at"] = action.happened if action else ""
+        row["notes"] = _notes(ws, e)
         out.reverted[e.cls].append(row)
     expected = planner.expected_knobs(entries)
     files, out.errors = _readable_targets(ws, [t for t, _ in expected])

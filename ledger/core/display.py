@@ -42,6 +42,11 @@ def change_text(e: Entry, default: object = None) -> str:
                                         for p in e.places.values()))
         where = "line" if len(e.places) == 1 else "lines"
         return f"{e.knob} at {where} {lines}: {olds} -> {value_text(e.after, default=default)}"
+    if e.kind == "knob" and e.also:  # one change across several targets
+        olds = " | ".join(dict.fromkeys(value_text(b, default=default) for b in
+                                        [e.before, *(o.get("before") for o in e.also.values())]))
+        return (f"{e.knob} in {', '.join(e.targets)}: {olds} -> "
+                f"{value_text(e.after, default=default)}")
     if e.kind == "knob":
         return (f"{e.knob}: {value_text(e.before, default=default)} -> "
                 f"{value_text(e.after, default=default)}")

@@ -92,7 +92,7 @@ def knobs_added(changes: Sequence[tuple[Entry, Entry]],
     for (target, knob), (old, new) in sorted(edits.items()):
         if old is not None or new is None:
             continue
-        by = [old_e for old_e, _ in changes if old_e.target == target and old_e.after is None
+        by = [old_e for old_e, _ in changes if target in old_e.targets and old_e.after is None
               and old_e.knob is not None and knob.split("@")[0] == old_e.knob]
         who = f" ({', '.join(f'{e.id} {e.title}' for e in by)} had removed it)" if by else ""
         out.append(f"this revert ADDS {knob}={new} to {target}{who}")

@@ -290,8 +290,9 @@ def _touches_same(t: Entry, o: Entry, patch_texts: Mapping[str, str]) -> str | N
     if t.kind != o.kind:
         return None
     if t.kind == "knob":
-        if t.target == o.target and split_place(t.knob or "")[0] == split_place(o.knob or "")[0]:
-            return f"knob {split_place(o.knob or '')[0]} in target {o.target}"
+        shared = sorted(set(t.targets) & set(o.targets))  # one change may span targets
+        if shared and split_place(t.knob or "")[0] == split_place(o.knob or "")[0]:
+            return f"knob {split_place(o.knob or '')[0]} in target {shared[0]}"
         return None
     where = _lines_overlap(patch_texts.get(t.id), patch_texts.get(o.id), t.files, o.files)
     return f"engine lines {where}" if where else None

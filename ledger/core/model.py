@@ -156,7 +156,8 @@ def _text(value: Any) -> str:
 # Entry fields read from JSON as text: "" when absent / None when absent.
 _TEXT_OR_EMPTY = ("why", "suspect_why", "clear_why")
 _TEXT_OR_NONE = ("suspicion", "target", "knob", "before", "after", "at", "before_source",
-                 "after_source", "before_lines", "after_lines", "patch", "sha256", "commit")
+                 "after_source", "before_lines", "after_lines", "patch", "sha256", "commit",
+                 "origin")
 
 
 def _built(cls, values: dict[str, Any]):
@@ -200,6 +201,11 @@ class Entry:
     # -> {"line": at record time, "before": value there, "raw": its exact text, "anchor"}
     places: dict[str, dict] | None = None
     at: str | None = None  # the selection as given: "all" or a line number
+    # one change across several targets (``record knob decode,prefill K=V``): the other
+    # targets (by name: stored JSON sorts its keys) -> that target's own "before", "anchor" and exact texts
+    # ("before_source", "after_source", "before_lines", "after_lines"); the fields above
+    # are the first target's.  One entry, one id: reverted and restored together.
+    also: dict[str, dict] | None = None
     # the exact text of the value before / after (formats that keep it: k8s, yaml-map), so
     # a revert or restore writes those bytes back rather than a re-rendering of the value
     before_source: str | None = None
@@ -213,6 +219,9 @@ class Entry:
     sha256: str | None = None
     files: tuple[str, ...] = ()
     commit: str | None = None
+    # where the ledger learned of a change made before it knew (``ledger adopt``): the
+    # backup copies or the deploy-repo commit it was read from; None for the others
+    origin: str | None = None
     history: tuple[Action, ...] = field(default_factory=tuple)
 
     def __post_init__(self) -> None:
@@ -236,6 +245,8 @@ class Entry:
                         check_knob_value(v)
             except KnobError as e:
                 raise InvalidValue(f"entry {self.id}: {e}") from None
+            if self.also is not None:
+                self._check_also()
             if self.places is not None:
                 self._check_places()
             elif self.before == self.after:
@@ -246,6 +257,24 @@ class Entry:
         else:
             if not self.patch or not self.sha256:
                 raise InvalidValue(f"entry {self.id}: a patch entry needs a patch file and sha256")
+
+    def _check_also(self) -> None:
+        if not isinstance(self.also, dict) or not self.also or self.places is not None:
+            raise InvalidValue(f"entry {self.id}: 'also' must be a non-empty mapping of "
+                               "other targets (and goes without places)")
+        for name, other in self.also.items():
+            check_target_name(name)
+            if name == self.target or not isinstance(other, dict):
+                raise InvalidValue(f"entry {self.id}: target {name} is named twice")
+            if other.get("before") == self.after:
+                raise InvalidValue(
+                    f"entry {self.id}: {self.knob} in {name} is already "
+                    f"{'unset' if self.after is None else repr(self.after)}")
+
+    @property
+    def targets(self) -> tuple[str, ...]:
+        """Every target the entry changes, the first one first."""
+        return (str(self.target), *sorted(self.also or ())) if self.target else ()
 
     def _check_places(self) -> None:
         if not isinstance(self.places, dict) or not self.places:
@@ -277,7 +306,7 @@ class Entry:
         """What the entry changes, in one short phrase."""
         if self.kind == "knob":
             where = f" (line {', '.join(map(str, self.place_lines))})" if self.places else ""
-            return f"{self.target}:{self.knob}{where}"
+            return f"{','.join(self.targets)}:{self.knob}{where}"
         return f"patch {', '.join(self.files) if self.files else self.patch}"
 
     def with_action(self, action: Action, **changes: Any) -> "Entry":
@@ -325,11 +354,15 @@ class Entry:
             if self.places is not None:
                 d["places"] = self.places
                 d["at"] = self.at
+            if self.also is not None:
+                d["also"] = self.also
             for key in ("before_source", "after_source", "before_lines", "after_lines"):
                 if getattr(self, key) is not None:
                     d[key] = getattr(self, key)
         else:
             d.update(patch=self.patch, sha256=self.sha256, files=list(self.files), commit=self.commit)
+        if self.origin is not None:  # absent otherwise: older ledgers keep their bytes
+            d["origin"] = self.origin
         d["history"] = [a.to_dict() for a in self.history]
         return d
 
@@ -354,6 +387,8 @@ class Entry:
         anchor, places = get("anchor"), get("places")
         values["anchor"] = anchor if isinstance(anchor, dict) else None
         values["places"] = dict(places) if isinstance(places, dict) else None
+        also = get("also")
+        values["also"] = dict(also) if isinstance(also, dict) else None
         values["files"] = tuple(map(_text, get("files") or ()))
         values["history"] = tuple(map(Action.from_dict, get("history") or ()))
         return _built(cls, values)

@@ -47,7 +47,17 @@ def entry_keys(e: Entry) -> list[KnobKey]:
     """The layers a knob entry belongs to: its knob, or each place it selected."""
     if e.places:
         return [(e.target, place_knob(e.knob, key)) for key in e.places]  # type: ignore[arg-type]
-    return [(e.target, e.knob)]  # type: ignore[list-item]
+    return [(t, e.knob) for t in e.targets]  # type: ignore[misc]
+
+
+_ALSO_FIELDS = ("anchor", "before_source", "after_source", "before_lines", "after_lines")
+
+
+def target_view(e: Entry, name: str, other: Mapping) -> Entry:
+    """Entry ``e`` as seen in its other target ``name`` (a change across several targets):
+    that target's own before, anchor and exact texts."""
+    return replace(e, target=name, before=other.get("before"), also=None,
+                   **{k: other.get(k) for k in _ALSO_FIELDS})
 
 
 def knob_layers(entries: Iterable[Entry]) -> dict[KnobKey, list[Entry]]:
@@ -61,6 +71,8 @@ def knob_layers(entries: Iterable[Entry]) -> dict[KnobKey, list[Entry]]:
     for e in sorted((e for e in entries if e.kind == "knob"), key=lambda e: e.seq):
         if not e.places:
             layers.setdefault((e.target, e.knob), []).append(e)  # type: ignore[arg-type]
+            for name, other in (e.also or {}).items():
+                layers.setdefault((name, e.knob), []).append(target_view(e, name, other))  # type: ignore[arg-type]
             continue
         for key, place in e.places.items():
             view = replace(e, knob=place_knob(e.knob, key), before=place.get("before"),  # type: ignore[arg-type]

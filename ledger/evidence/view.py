@@ -83,7 +83,7 @@ def evidence_for(ws: Workspace, entry: Entry, context: dict | None = None) -> Ev
                         why)
 
 
-def _engine_git(ws: Workspace):
+def engine_git(ws: Workspace):
     """The engine repo through the hardened runner (it is not ours: no hooks, no GIT_*)."""
     path = ws.engine_repo_path
     if path is None or not (path / ".git").exists():
@@ -94,7 +94,7 @@ def _engine_git(ws: Workspace):
 
 
 def current_engine_commit(ws: Workspace) -> str | None:
-    git = _engine_git(ws)
+    git = engine_git(ws)
     try:
         return git.head() if git else None
     except LedgerError:  # an unreadable engine repo only makes evidence unjudgeable
@@ -103,7 +103,7 @@ def current_engine_commit(ws: Workspace) -> str | None:
 
 def same_tree(ws: Workspace, a: str, b: str) -> bool:
     """Whether two engine commits hold the same source tree."""
-    git = _engine_git(ws)
+    git = engine_git(ws)
     try:
         return bool(git) and git.tree_of(a) == git.tree_of(b)
     except LedgerError:  # an unknown commit (history rewritten): not the same engine

@@ -364,6 +364,13 @@ class EngineRepo:
         self.check_patch(text, sha)
         return text, sha
 
+    def commit_info(self, sha: str) -> dict[str, str]:
+        """A commit's date (the committer's: when it entered the repo, ISO 8601), author
+        and subject: the defaults of an adopted commit's entry."""
+        out = self.git.out("show", "-s", "--format=%cI%x1f%an <%ae>%x1f%s", sha, "--")
+        date, author, subject = (out.strip("\n").split("\x1f") + ["", "", ""])[:3]
+        return {"date": date, "author": author, "subject": subject}
+
     # -- worktrees for A/B runs -------------------------------------------------------------
 
     def materialize(self, items: Sequence[StackItem], dest: str | Path) -> str:

@@ -53,6 +53,7 @@ from ledger.render.text import fmt_median
 from ledger.render.text import fmt_p
 from ledger.render.text import fmt_pct
 from ledger.render.text import md_code
+from ledger.render.text import md_fence
 from ledger.render.text import md_text
 from ledger.render.text import when
 
@@ -124,6 +125,19 @@ def _evidence_view(model: RenderModel, entry: Entry) -> dict[str, Any] | None:
     }
 
 
+def _also_view(entry: Entry) -> list[dict[str, Any]]:
+    """The other targets of one change across several (``Entry.also``), by name."""
+    return [{"target": name, "before": other.get("before")}
+            for name, other in sorted((entry.also or {}).items())]
+
+
+def _note_view(note: Mapping[str, Any]) -> dict[str, str]:
+    """A note or link as the templates show it (text as written; escaped there)."""
+    return {"side": str(note.get("side") or ""), "link": str(note.get("link") or ""),
+            "file": str(note.get("file") or ""), "title": str(note.get("title") or ""),
+            "text": str(note.get("text") or ""), "when": when(note.get("when"))}
+
+
 def _restore_plan(entry: Entry, evidence: dict[str, Any] | None) -> dict[str, str]:
     """What `ledger restore` would do with a reverted entry, by the planner's own rule.
 
@@ -187,11 +201,13 @@ def entry_view(model: RenderModel, entry: Entry, chart_svg: str | None) -> dict[
         "target": entry.target,
         "knob": entry.knob,
         "before": entry.before,
+        "also": _also_view(entry),
         "after": entry.after,
         "default": _default(model.defaults.get(entry.id)),
         "patch": entry.patch,
         "sha256": entry.sha256 or "",
         "commit": entry.commit or "",
+        "origin": entry.origin or "",
         "files": [s["file"] for s in stats] or list(entry.files),
         "stats": stats,
         "added": sum(s["added"] for s in stats),
@@ -199,6 +215,7 @@ def entry_view(model: RenderModel, entry: Entry, chart_svg: str | None) -> dict[
         "history": history,
         "evidence": evidence,
         "headline": evidence["headline"] if evidence else "no evidence",
+        "notes": [_note_view(n) for n in model.notes.get(entry.id, ())],
         "chart": chart_svg,
         "chart_inline": inline_svg(chart_svg, f"chart-{entry.id}") if chart_svg else None,
         "bisects": [
@@ -278,7 +295,7 @@ def _environment() -> Any:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters.update(md=md_text, code=md_code)
+    env.filters.update(md=md_text, code=md_code, fence=md_fence)
     return env
 
 

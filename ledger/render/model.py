@@ -77,6 +77,9 @@ class RenderModel:
     log: list[dict[str, Any]] = field(default_factory=list)
     # entry id -> the engine's default of its knob, for an entry with an unset side
     defaults: dict[str, Any] = field(default_factory=dict)
+    # Notes and links attached with `ledger evidence note` (ledger.evidence.notes), by
+    # entry id, in the order attached: shown as written, never judged as numbers.
+    notes: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not isinstance(self.title, str) or not self.title.strip():
@@ -90,6 +93,7 @@ class RenderModel:
             ("evidence", self.evidence),
             ("stale", self.stale),
             ("patch_stats", self.patch_stats),
+            ("notes", self.notes),
         ):
             unknown = sorted(set(ids) - seen)
             if unknown:

@@ -135,4 +135,16 @@ def fmt_p(value: Any) -> str:
     return "<0.001" if v < 0.001 else f"{v:.3f}"
 
 
-__all__ = ["fmt_ci", "fmt_median", "fmt_p", "fmt_pct", "md_code", "md_text", "when", "when_exact"]
+__all__ = ["fmt_ci", "fmt_median", "fmt_p", "fmt_pct", "md_code", "md_fence", "md_text", "when",
+           "when_exact"]
+
+
+def md_fence(value: str | None) -> str:
+    """``value`` as a fenced Markdown code block, shown as written and never interpreted
+    (a note's markdown may hold HTML or links of its own).  The fence is one backtick
+    longer than any run of three or more inside, so none can close it."""
+    text = "" if value is None else str(value)
+    runs = [len(m.group(0)) for m in re.finditer(r"`{3,}", text)]
+    fence = "`" * max([3, *(n + 1 for n in runs)])
+    body = text.rstrip("\n")
+    return f"{fence}markdown\n{body}\n{fence}"

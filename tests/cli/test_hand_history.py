@@ -225,3 +225,31 @@ def test_old_ledgers_without_real_dates_still_load(story, ledger):
     line = json.loads((story.root / "entries.jsonl").read_text().splitlines()[0])
     assert all("when" not in h for h in line["history"])  # bytes as before
     assert ledger(*a("show", r.json()["id"])).exit_code == 0
+
+
+def test_when_on_revert_and_suspect_orders_show_log_and_docs(story, ledger, tmp_path):
+    a = story.args
+    ids = {}
+    for name, knob, when in (("ctas", f"{CTAS}=512", "2026-12-01T14:48"),
+                             ("queue", "SGLANG_DISAGGREGATION_QUEUE_SIZE=8", "2026-11-30")):
+        r = ledger(*a("record", "knob", "decode", knob, "--class", "perf", "--title", name,
+                      "--when", when, "--json"))
+        assert r.exit_code == 0, r.stderr
+        ids[name] = r.json()["id"]
+    r = ledger(*a("revert", ids["ctas"], "--why", "hang", "--when", "2026-12-02T14:14"))
+    assert r.exit_code == 0, r.stderr
+    r = ledger(*a("suspect", ids["queue"], "--why", "queue?", "--when", "2026-12-03T08:00"))
+    assert r.exit_code == 0, r.stderr
+    hist = ledger(*a("show", ids["ctas"], "--json")).json()["history"]
+    assert [(h["action"], h.get("when")) for h in hist] == [
+        ("record", "2026-12-01T14:48:00Z"), ("revert", "2026-12-02T14:14:00Z")]
+    dated = [(c["when"], c["subject"].split(" ", 1)[0]) for c in
+             ledger(*a("log", "--json")).json() if c["when"]]
+    assert dated == [("2026-12-03T08:00:00Z", "suspect"), ("2026-12-02T14:14:00Z", "revert"),
+                     ("2026-12-01T14:48:00Z", "record"), ("2026-11-30T00:00:00Z", "record")]
+    docs = tmp_path / "docs"
+    assert ledger(*a("render", "--out", docs)).exit_code == 0
+    md = (docs / "entries" / f"{ids['queue']}.md").read_text()
+    assert md.index("2026-11-30 00:00 UTC") < md.index("2026-12-03 08:00 UTC")
+    r = ledger(*a("revert", ids["ctas"], "--when", "2999-01-01"))
+    assert r.exit_code == 1 and "is after now" in r.stderr

@@ -95,7 +95,7 @@ class Clone:
         return revert_ops.clear(self.session("clear"), ref, why)
 
     def record_patch(self, text: str, title: str, cls: str = "bugfix"):
-        from ledger.commands.record import record_patch
+        from ledger.commands.record_patch import record_patch
 
         path = self.root.parent / f"{self.name}-{len(self.entries())}.patch"
         path.write_text(text)

@@ -1,0 +1,184 @@
+"""The versions `ledger adopt` reads a managed file's history from: backup copies, or the
+commits of a deploy repo, then the live file.
+
+Decisions (the issue is silent):
+
+* **Which files are backups.**  In a directory, the files whose name is the target's file
+  name followed by ``.``, ``-``, ``_`` or ``~`` and more (``serve_decode.sh.bak.20261202-1414``,
+  ``serve_decode.sh.orig``, ``serve_decode.sh~``, ``serve_decode.sh-2026-12-01``); a file
+  named on the command line is taken whatever its name.
+* **A backup's date** is the first date in what its name adds to the target's name
+  (``20261202-1414``, ``2026-12-02``, ``2026-12-02T14:14``), else its mtime.  A backup is
+  the copy taken just before an edit (``cp f f.bak.$(date +%Y%m%d-%H%M)``, ``sed -i.bak``),
+  so the change from one copy to the next version is dated with that copy's time; the
+  plan shows every date and the operator corrects any there.
+* **Not a version of the target** (named in the plan and skipped): unreadable, not UTF-8
+  text, not readable as the target's format (a k8s copy without the container), or
+  sharing under half its lines with the live file and with every other copy.
+* **Commits**: those of ``git log -- PATH`` (oldest first; renames are not followed),
+  each dated by its author date, with its author and subject; the first is the base.
+  The live file comes last, dated by its mtime, in case it holds edits not committed.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass
+from datetime import datetime
+from datetime import timezone
+from pathlib import Path
+from typing import Sequence
+
+from ledger.core.adopt import Version
+from ledger.core.when import parse_time
+from ledger.core.when import stamp
+from ledger.errors import LedgerError
+from ledger.errors import UsageError
+
+# the date in a backup's name: 20261202-1414[05], 20261202, 2026-12-02[T_ ]14:14[:05]
+_NAME_DATE = re.compile(r"\d{8}(?:[-T_]\d{4}(?:\d{2})?)?|\d{4}-\d{2}-\d{2}(?:[T_ ]\d{2}:?\d{2}(?::?\d{2})?)?")
+MIN_SHARED = 0.5  # of the lines: less, and a copy is not a version of the target
+
+
+@dataclass
+class Copy:
+    """A version read from a file or a commit: its knob values, or why it was skipped."""
+
+    origin: str
+    when: str
+    text: str = ""
+    tf: object = None  # the parsed TargetFile
+    skipped: str = ""
+    dated: str = ""  # "name", "mtime", "commit"
+    author: str = ""
+    subject: str = ""
+
+    def version(self, when: str) -> Version:
+        from ledger.core.model import split_place
+
+        summary = getattr(self.tf, "summary", None)
+        unclear = {k.knob: "\n".join(p.raw for p in k.places) for k in summary.knobs
+                   if k.needs_selection or k.computed} if summary is not None else {}
+        values = {k: v for k, v in self.tf.values.items() if split_place(k)[1] is None}
+        return Version(self.origin, when, values, unclear, self.author, self.subject)
+
+
+def backup_files(target_path: Path, sources: Sequence[str]) -> list[Path]:
+    """The backup files named by ``sources`` (files, and directories searched one level)."""
+    name = target_path.name
+    found: list[Path] = []
+    for src in sources:
+        p = Path(src)
+        if p.is_dir():
+            found += sorted(f for f in p.iterdir() if f.is_file() and f.name != name
+                            and f.name.startswith(name) and f.name[len(name)] in ".-_~")
+        elif p.is_file():
+            found.append(p)
+        else:
+            raise UsageError(f"{p}: no such backup file or directory")
+    live = target_path.resolve()
+    return [f for f in dict.fromkeys(found) if f.resolve() != live]
+
+
+def name_date(path: Path, target_name: str) -> str:
+    """The time a backup's name says (``serve_decode.sh.bak.20261202-1414``), or ""."""
+    tail = path.name[len(target_name):] if path.name.startswith(target_name) else path.name
+    for m in _NAME_DATE.finditer(tail):
+        moment = parse_time(m.group(0).replace("_", "T"))
+        if moment is not None:
+            return stamp(moment)
+    return ""
+
+
+def mtime_of(path: Path) -> str:
+    return stamp(datetime.fromtimestamp(path.stat().st_mtime, timezone.utc))
+
+
+def read_copy(target, path: Path, origin: str, when: str, raw: bytes | None = None) -> Copy:
+    """``path`` (or ``raw``, its content) parsed as ``target``'s format; skipped with the
+    reason when it is not text or not that format."""
+    from ledger.store.targets import parse_target
+
+    copy = Copy(origin, when)
+    try:
+        raw = path.read_bytes() if raw is None else raw
+    except OSError as e:
+        copy.skipped = f"cannot read: {e.strerror}"
+        return copy
+    try:
+        copy.text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        copy.skipped = "not UTF-8 text"
+        return copy
+    if "\x00" in copy.text:
+        copy.skipped = "not text (it holds NUL bytes)"
+        return copy
+    try:
+        copy.tf = parse_target(target, path, raw)
+    except LedgerError as e:
+        copy.skipped = f"not readable as a {target.format} target: {e}"
+    return copy
+
+
+def backup_copies(target, target_path: Path, sources: Sequence[str]) -> list[Copy]:
+    """Every backup named by ``sources``, read and dated, oldest first; those that are no
+    version of the target keep the reason they are skipped."""
+    copies = []
+    for f in backup_files(target_path, sources):
+        when, dated = name_date(f, target_path.name), "name"
+        if not when:
+            when, dated = mtime_of(f), "mtime"
+        copy = read_copy(target, f, f.name, when)
+        copy.dated = dated
+        copies.append(copy)
+    copies.sort(key=lambda c: (c.when, c.origin))
+    return copies
+
+
+def refuse_strangers(copies: list[Copy], live_text: str, target_name: str) -> None:
+    """Mark the copies that share under :data:`MIN_SHARED` of their lines with the live
+    file and with every other copy: not versions of the target."""
+    readable = [c for c in copies if not c.skipped]
+    for c in readable:
+        others = [live_text] + [o.text for o in readable if o is not c]
+        best = max(_shared(c.text, o) for o in others)
+        if best < MIN_SHARED:
+            c.skipped = (f"not a version of {target_name}: it shares {best:.0%} of its lines "
+                         "with the live file and the other copies")
+
+
+def _shared(a: str, b: str) -> float:
+    return difflib.SequenceMatcher(None, a.splitlines(), b.splitlines(), autojunk=False).ratio()
+
+
+def commit_copies(target, repo: Path, path: str) -> list[Copy]:
+    """Each commit of ``repo`` that changed ``path``, oldest first, read as ``target``."""
+    from ledger.gitrun import GitRunner
+
+    if path.startswith("-") or Path(path).is_absolute() or ".." in Path(path).parts:
+        raise UsageError(f"--path {path!r}: give the file's path inside the repo")
+    if not (repo / ".git").exists():
+        raise UsageError(f"--git {repo}: not a git repository")
+    git = GitRunner(repo)
+    log = git.out("log", "--reverse", "--no-renames", "--format=%H%x1f%aI%x1f%an <%ae>%x1f%s",
+                  "--", path)
+    copies = []
+    for line in filter(None, log.splitlines()):
+        sha, date, author, subject = line.split("\x1f", 3)
+        origin = f"commit {sha[:12]}"
+        shown = git.run("cat-file", "blob", f"{sha}:{path}", check=False)
+        when = stamp(parse_time(date)) if parse_time(date) else ""
+        if shown.returncode != 0:
+            copies.append(Copy(origin, when, skipped=f"{path} is not in this commit (deleted)"))
+            continue
+        copy = read_copy(target, repo / path, origin, when, raw=shown.stdout)
+        copy.dated, copy.author, copy.subject = "commit", author, subject
+        copies.append(copy)
+    if not copies:
+        raise UsageError(f"--git {repo} --path {path}: no commit changed that file")
+    return copies
+
+
+__all__ = ["Copy", "backup_copies", "commit_copies", "name_date", "read_copy",
+           "refuse_strangers"]

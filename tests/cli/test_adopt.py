@@ -1,0 +1,340 @@
+"""`ledger adopt` (issue 27 item 3): entries proposed from the backup copies an operator
+has, or from a deploy repo's commits, written as a plan the operator edits, then applied
+all or none, with real dates and origins, nothing written to a target."""
+
+from __future__ import annotations
+
+import pytest
+from ruamel.yaml import YAML
+
+from tests.cli.story27 import BEFORE_TUNING
+from tests.cli.story27 import CTAS
+from tests.cli.story27 import NOW
+from tests.cli.story27 import TUNED
+from tests.cli.story27 import TUNED_LINE
+from tests.cli.story27 import git
+from tests.cli.story27 import make_story
+from tests.cli.story27 import mtime
+from tests.cli.test_story import live_value
+
+WAITING = "SGLANG_DISAGGREGATION_WAITING_TIMEOUT"
+# A copy of another file that happens to carry the decode script's name: the prefill
+# server's Kubernetes manifest, as a colleague saved it next to the script.
+STRANGER = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: glm-prefill
+spec:
+  template:
+    spec:
+      containers:
+        - name: prefill
+          image: lmsysorg/sglang:v0.5.3
+          env:
+            - name: SGLANG_DISAGGREGATION_QUEUE_SIZE
+              value: "8"
+"""
+# A bash script saved under the decode script's name: the bench driver of the session.
+BENCH = """\
+#!/usr/bin/env bash
+# A/B bench of the decode server: 5 runs at concurrency 64.
+for i in 1 2 3 4 5; do
+  python -m sglang.bench_serving --backend sglang --dataset-name random \\
+      --random-input-len 1024 --random-output-len 256 --num-prompts 512 \\
+      --max-concurrency 64 --output-file "bench_$i.jsonl"
+done
+"""
+
+
+def _plan(path) -> dict:
+    return YAML(typ="safe").load(path.read_text())
+
+
+def _rows(plan: dict) -> list[tuple]:
+    return [(p["knob"], p["before"], p["after"], p["when"], p["class"],
+             (p.get("reverted") or {}).get("when")) for p in plan["proposals"]]
+
+
+def _commits(repo) -> int:
+    return int(git(repo, "rev-list", "--count", "HEAD"))
+
+
+@pytest.fixture
+def pile(tmp_path, ledger):
+    """The story's deploy directory with more of what hand edits leave: an ``.orig`` from
+    before the queue size was raised, an editor's ``~`` after the sed, a stranger and a
+    vim swap file; a workspace managing the script."""
+    st = make_story(tmp_path)
+    deploy = st.script.parent
+    orig = deploy / "serve_decode.sh.orig"
+    orig.write_text(BEFORE_TUNING.replace("--tp-size 4", "--tp-size 8"))
+    mtime(orig, "2026-11-28T09:30:00+00:00")
+    tilde = deploy / "serve_decode.sh~"
+    tilde.write_text(TUNED.replace(TUNED_LINE, ""))
+    mtime(tilde, "2026-12-02T15:05:00+00:00")
+    (deploy / "serve_decode.sh.bak.20261130").write_text(STRANGER)
+    (deploy / "serve_decode.sh.bak.20261201-1440").write_text(BENCH)
+    (deploy / "serve_decode.sh.swp").write_bytes(b"b0VIM 9.0\x00\xff\xfe" * 40)
+    (deploy / "serve_prefill.sh").write_text(BEFORE_TUNING)  # not a copy: not looked at
+    ws = tmp_path / "ws"
+    assert ledger("init", ws, "--root", f"ops={tmp_path}").exit_code == 0
+    assert ledger("-C", ws, "target", "add", "decode", st.script, "--format",
+                  "bash").exit_code == 0
+    return st, ws
+
+
+def test_adopt_backups_proposes_one_entry_per_change_with_real_dates(pile, ledger, tmp_path):
+    st, ws = pile
+    plan_path = tmp_path / "plan.yaml"
+    r = ledger("-C", ws, "adopt", "decode", st.script.parent, "--out", plan_path)
+    assert r.exit_code == 0, r.stderr
+    plan = _plan(plan_path)
+    assert _rows(plan) == [
+        ("--tp-size", "8", "4", "2026-11-28T09:30:00Z", "perf", None),
+        (CTAS, None, "512", "2026-12-01T14:02:00Z", "perf", "2026-12-02T14:14:00Z"),
+        (WAITING, None, "30", "2026-12-02T15:05:00Z", "bugfix", None),
+    ]
+    ctas = plan["proposals"][1]
+    assert ctas["origin"] == "serve_decode.sh.bak.20261201-1402 -> serve_decode.sh.bak.20261202-1414"
+    assert ctas["reverted"]["origin"] == "serve_decode.sh.bak.20261202-1414 -> serve_decode.sh~"
+    assert ctas["lines"] == TUNED_LINE  # its line as the operator wrote it
+    skipped = "\n".join(plan["skipped"])
+    assert "serve_decode.sh.bak.20261130: not readable as a bash target" in skipped
+    assert "serve_decode.sh.bak.20261201-1440: not a version of decode: it shares" in skipped
+    assert "serve_decode.sh.swp: not UTF-8 text" in skipped
+    assert "serve_prefill.sh" not in skipped and "serve_prefill.sh" not in r.stdout
+    assert "skipped serve_decode.sh.bak.20261201-1440: not a version of decode" in r.stdout
+    assert st.script.read_text() == NOW  # nothing written to the target
+    r = ledger("-C", ws, "adopt", "decode", st.script.parent, "--out", plan_path)
+    assert r.exit_code == 1 and "exists (it may hold your edits)" in r.stderr
+
+
+def test_adopt_apply_records_the_kept_proposals_off_the_table(pile, ledger, tmp_path):
+    st, ws = pile
+    plan_path = tmp_path / "plan.yaml"
+    assert ledger("-C", ws, "adopt", "decode", st.script.parent, "--out",
+                  plan_path).exit_code == 0
+    plan = _plan(plan_path)
+    plan["proposals"][1].update(title="TARGET_CTAS 512 for decode", why="wave quantisation")
+    plan["proposals"][1]["reverted"].update(suspected=True, why="prime suspect of the hang")
+    YAML().dump(plan, plan_path)
+    before = _commits(ws)
+    r = ledger("-C", ws, "adopt", "--apply", plan_path)
+    assert r.exit_code == 0, r.stderr
+    assert "nothing written to a target" in r.stdout and st.script.read_text() == NOW
+    assert _commits(ws) == before + 1  # one command, one commit
+    rows = ledger("-C", ws, "list", "--json").json()
+    assert [(e["knob"], e["state"], e["suspicion"]) for e in rows] == [
+        ("--tp-size", "applied", None), (CTAS, "reverted", "suspected"),
+        (WAITING, "applied", None)]
+    assert rows[1]["origin"].startswith("serve_decode.sh.bak.20261201-1402")
+    assert ledger("-C", ws, "status", "--exit-code").exit_code == 0  # the file agrees
+    show = ledger("-C", ws, "show", rows[1]["id"]).stdout
+    assert "origin    serve_decode.sh.bak.20261201-1402" in show
+    assert show.index("2026-12-01T14:02:00Z  adopt") < show.index("2026-12-02T14:14:00Z  suspect")
+    diff = ledger("-C", ws, "diff").stdout
+    assert "off the table: 1 reverted entry" in diff and "TARGET_CTAS 512 for decode" in diff
+    assert ledger("-C", ws, "clear", rows[1]["id"], "--why", "the proxy").exit_code == 0
+    r = ledger("-C", ws, "restore", "--perf-only")
+    assert r.exit_code == 0, r.stderr
+    assert TUNED_LINE in st.script.read_text()  # the line back, its comment too
+    assert live_value(st.script, WAITING) == "30"
+    # run again, the knobs the ledger now manages start kept out, their entries named
+    r = ledger("-C", ws, "adopt", "decode", st.script.parent, "--out", tmp_path / "again.yaml")
+    assert r.exit_code == 0, r.stderr
+    again = _plan(tmp_path / "again.yaml")["proposals"]
+    assert again and not any(p["keep"] for p in again)
+    assert f"the ledger already has {CTAS}: {rows[1]['id']}" in [p.get("note") for p in again]
+
+
+def test_adopt_git_history_of_five_commits(tmp_path, ledger):
+    repo = tmp_path / "deploy"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    script = repo / "serve_decode.sh"
+    commits = [
+        ("2026-11-20T09:00:00+00:00", "decode: serve script", BEFORE_TUNING),
+        ("2026-12-01T14:48:00+00:00", "decode: CTAS 512 (+12.8% @c64)", TUNED),
+        ("2026-12-01T16:00:00+00:00", "decode: comment", TUNED.replace("# Decode", "# The decode")),
+        ("2026-12-02T14:14:00+00:00", "Revert CTAS: prime suspect of the hang",
+         BEFORE_TUNING.replace("# Decode", "# The decode")),
+        ("2026-12-02T15:05:00+00:00", "decode: watchdog timeout, tp 8",
+         NOW.replace("# Decode", "# The decode").replace("--tp-size 4", "--tp-size 8")),
+    ]
+    for date, subject, text in commits:
+        script.write_text(text)
+        git(repo, "add", "serve_decode.sh")
+        git(repo, "commit", "-q", "-m", subject, date=date)
+    shas = git(repo, "log", "--reverse", "--format=%H").split()
+    (repo / "README.md").write_text("not the script\n")  # a commit that does not touch it
+    git(repo, "add", "README.md")
+    git(repo, "commit", "-q", "-m", "readme", date="2026-12-03T10:00:00+00:00")
+    ws = tmp_path / "ws"
+    assert ledger("init", ws, "--root", f"ops={tmp_path}").exit_code == 0
+    assert ledger("-C", ws, "target", "add", "decode", script, "--format", "bash").exit_code == 0
+    plan_path = tmp_path / "plan.yaml"
+    r = ledger("-C", ws, "adopt", "decode", "--git", repo, "--path", "serve_decode.sh",
+               "--out", plan_path)
+    assert r.exit_code == 0, r.stderr
+    plan = _plan(plan_path)
+    assert _rows(plan) == [
+        (CTAS, None, "512", "2026-12-01T14:48:00Z", "perf", "2026-12-02T14:14:00Z"),
+        ("--tp-size", "4", "8", "2026-12-02T15:05:00Z", "perf", None),
+        (WAITING, None, "30", "2026-12-02T15:05:00Z", "bugfix", None),
+    ]
+    ctas = plan["proposals"][0]
+    assert ctas["title"] == "decode: CTAS 512 (+12.8% @c64)"
+    assert ctas["origin"] == f"commit {shas[1][:12]} by op <op@example.com>: " \
+                             "decode: CTAS 512 (+12.8% @c64)"
+    assert ctas["reverted"]["origin"].startswith(f"commit {shas[3][:12]} by op")
+    assert ctas["reverted"]["why"] == f"Revert CTAS: prime suspect of the hang (commit {shas[3][:12]})"
+    r = ledger("-C", ws, "adopt", "--apply", plan_path)
+    assert r.exit_code == 0, r.stderr
+    log = ledger("-C", ws, "log", "--json").json()
+    adopted = [c for c in log if c["subject"].startswith("adopt 3 entries into decode")]
+    assert len(adopted) == 1 and adopted[0]["when"] == "2026-12-01T14:48:00Z"
+    assert log[-1] == adopted[0]  # ordered by its real date: before the ledger existed
+    assert ledger("-C", ws, "status", "--exit-code").exit_code == 0
+    r = ledger("-C", ws, "adopt", "decode", "--git", repo, "--path", "../x", "--out",
+               tmp_path / "p2.yaml")
+    assert r.exit_code == 2 and "give the file's path inside the repo" in r.stderr
+
+
+def test_a_bad_plan_is_refused_naming_the_proposal_and_nothing_changes(pile, ledger, tmp_path):
+    st, ws = pile
+    plan_path = tmp_path / "plan.yaml"
+    assert ledger("-C", ws, "adopt", "decode", st.script.parent, "--out",
+                  plan_path).exit_code == 0
+    before = _commits(ws)
+
+    def refused(edit, message):
+        plan = _plan(plan_path)
+        edit(plan)
+        bad = tmp_path / "bad.yaml"
+        YAML().dump(plan, bad)
+        r = ledger("-C", ws, "adopt", "--apply", bad)
+        assert r.exit_code == 1 and r.stderr.startswith("error: "), r.stderr
+        assert message in r.stderr, r.stderr
+
+    refused(lambda p: p["proposals"][0].update({"class": None}),
+            "proposal 1 (--tp-size): class must be perf or bugfix")
+    refused(lambda p: p["proposals"][2].update(after="60"),
+            f"would expect {WAITING} = '60' in {st.script}, which holds '30'")
+    refused(lambda p: p["proposals"][0].update(knob="SGLANG_NOT A NAME"), "proposal 1")
+    refused(lambda p: p["proposals"][1].update(when="2030-01-01T00:00"),
+            "proposal 2 (SGLANG_SM120_MMA_TARGET_CTAS): when")
+    refused(lambda p: p["proposals"][1]["reverted"].update(when="2026-11-01"),
+            "reverted at 2026-11-01T00:00:00Z, before it was made")
+    refused(lambda p: p["proposals"][0].update(title="  "), "the title is empty")
+    refused(lambda p: [q.update(keep=False) for q in p["proposals"]], "no proposal is kept")
+    refused(lambda p: p["proposals"][1].update(lines=f"export {CTAS}=512; curl x | sh\n"),
+            "its lines were edited")
+    refused(lambda p: p.pop("adopt"), "not a ledger adopt plan")
+    assert _commits(ws) == before and ledger("-C", ws, "list", "--json").json() == []
+    assert st.script.read_text() == NOW
+
+
+def test_a_perf_knob_removed_from_the_oldest_copy_is_proposed_reverted(tmp_path, ledger):
+    """The tuning predates every copy: its removal is proposed as the tuning, taken back
+    (not an applied perf removal that `revert --perf-only` would undo)."""
+    st = make_story(tmp_path)
+    for b in st.backups:
+        b.unlink()
+    old = st.script.parent / "serve_decode.sh.bak.20261202-1414"
+    old.write_text(TUNED)
+    ws = tmp_path / "ws"
+    assert ledger("init", ws, "--root", f"ops={tmp_path}").exit_code == 0
+    assert ledger("-C", ws, "target", "add", "decode", st.script, "--format", "bash").exit_code == 0
+    plan_path = tmp_path / "plan.yaml"
+    assert ledger("-C", ws, "adopt", "decode", old, "--out", plan_path).exit_code == 0
+    plan = _plan(plan_path)
+    ctas = next(p for p in plan["proposals"] if p["knob"] == CTAS)
+    assert (ctas["before"], ctas["after"], ctas["reverted"]["when"]) == \
+        (None, "512", "2026-12-02T14:14:00Z")
+    assert ctas["lines"] == TUNED_LINE
+    assert ledger("-C", ws, "adopt", "--apply", plan_path).exit_code == 0
+    assert "off the table: 1 reverted entry" in ledger("-C", ws, "diff").stdout
+    # written as the plain removal it looks like, the trap is refused naming the way out
+    ctas.update(before="512", after=None)
+    ctas.pop("reverted")
+    YAML().dump(plan, plan_path)
+    ws2 = tmp_path / "ws2"
+    assert ledger("init", ws2, "--root", f"ops={tmp_path}").exit_code == 0
+    assert ledger("-C", ws2, "target", "add", "decode", st.script, "--format",
+                  "bash").exit_code == 0
+    r = ledger("-C", ws2, "adopt", "--apply", plan_path)
+    assert r.exit_code == 1 and "this perf change is a revert" in r.stderr
+    assert "not_a_revert: true" in r.stderr
+    ctas["not_a_revert"] = True
+    YAML().dump(plan, plan_path)
+    assert ledger("-C", ws2, "adopt", "--apply", plan_path).exit_code == 0
+
+
+def test_adopt_needs_a_source_and_names_what_it_cannot_read(pile, ledger, tmp_path):
+    st, ws = pile
+    r = ledger("-C", ws, "adopt", "decode")
+    assert r.exit_code == 2 and "give backup files or directories, or --git" in r.stderr
+    r = ledger("-C", ws, "adopt", "decode", tmp_path / "nope")
+    assert r.exit_code == 2 and "no such backup file or directory" in r.stderr
+    r = ledger("-C", ws, "adopt", "decode", st.script.parent / "serve_decode.sh.swp",
+               "--out", tmp_path / "p.yaml")
+    assert r.exit_code == 1 and "no version of" in r.stderr and "not UTF-8 text" in r.stderr
+    assert not (tmp_path / "p.yaml").exists()
+
+
+@pytest.mark.parametrize("point", ["after-intent", "after-backup", "after-ledger-files",
+                                   "after-commit"])
+def test_adopt_apply_killed_at_any_point_is_all_or_nothing(pile, tmp_path, point):
+    """SIGKILL inside --apply's transaction (LEDGER_CRASH_AT, as tests/store/test_kills.py):
+    the next command rolls it back (no entry) or forward (every entry), says so, and the
+    target is never touched."""
+    from ledger.store.workspace import parse_entries
+    from tests.store.kit import git_status
+    from tests.store.kit import ledger_temps
+    from tests.store.kit import run_cli
+
+    st, ws = pile
+    plan_path = tmp_path / "plan.yaml"
+    assert run_cli(ws, "adopt", "decode", st.script.parent, "--out", plan_path).returncode == 0
+    head = git(ws, "rev-parse", "HEAD")
+    r = run_cli(ws, "adopt", "--apply", plan_path, env={"LEDGER_CRASH_AT": point})
+    assert r.returncode == -9, (r.stdout, r.stderr)
+    r = run_cli(ws, "status", "--json")
+    assert r.returncode == 0, r.stderr
+    entries = parse_entries((ws / "entries.jsonl").read_text(), "entries.jsonl") \
+        if (ws / "entries.jsonl").exists() else []
+    if point == "after-commit":
+        assert "had completed" in r.stderr and len(entries) == 3
+        assert git(ws, "rev-parse", "HEAD") != head
+    else:
+        assert "rolled back" in r.stderr and entries == []
+        assert git(ws, "rev-parse", "HEAD") == head
+        r = run_cli(ws, "adopt", "--apply", plan_path)  # it succeeds when run again
+        assert r.returncode == 0, r.stderr
+    assert len(parse_entries((ws / "entries.jsonl").read_text(), "entries.jsonl")) == 3
+    assert st.script.read_text() == NOW
+    assert git_status(ws) == "" and ledger_temps(ws, st.script.parent) == []
+    assert not (ws / ".ledger" / "intent.json").exists()
+
+
+def test_adopt_apply_killed_while_git_holds_the_index_lock(pile, tmp_path):
+    """Polled: SIGKILL the moment the workspace's index.lock exists (inside git's own
+    write of the commit); the next command leaves no entry or all of them."""
+    from ledger.store.workspace import parse_entries
+    from tests.store.killkit import kill_when
+    from tests.store.kit import git_locks
+    from tests.store.kit import run_cli
+    from tests.store.kit import start_cli
+
+    st, ws = pile
+    plan_path = tmp_path / "plan.yaml"
+    assert run_cli(ws, "adopt", "decode", st.script.parent, "--out", plan_path).returncode == 0
+    index_lock = ws / ".git" / "index.lock"
+    proc = start_cli(ws, "adopt", "--apply", plan_path)
+    killed = kill_when(proc, index_lock.exists)
+    assert run_cli(ws, "status").returncode == 0
+    path = ws / "entries.jsonl"
+    n = len(parse_entries(path.read_text(), "entries.jsonl")) if path.exists() else 0
+    assert n in (0, 3) and (killed or n == 3)
+    assert git_locks(ws) == [] and st.script.read_text() == NOW
