@@ -105,7 +105,7 @@ def test_one_entry_across_three_targets_reverted_and_restored_together(pair, led
     assert (docs / "CHANGELOG.md").read_text().count("[CTAS 512 on the PD pair]") == 1
     entry_md = (docs / "entries" / f"{e['id']}.md").read_text()
     assert f"| `prefill` | `{CTAS}` | `256` | `512` |" in entry_md
-    assert f"| `decode-k8s` | `{CTAS}` | *unset* | `512` |" in entry_md
+    assert f"| `decode-k8s` | `{CTAS}` | *unset* (default `256`) | `512` |" in entry_md
 
 
 def test_a_refusal_in_one_target_changes_no_file(pair, ledger):
