@@ -91,6 +91,10 @@ def release_warnings(spec: str, name: str, value: str | None) -> list[str]:
         return [f"{name}: {gone.get('status', 'removed')} in {label}{use}"]
     registry = flags if is_flag_name(name) else knobs
     declared = registry.get(name)
+    if declared is None and registry is flags and name.startswith("--no-"):
+        base = flags.get("--" + name[5:])  # BooleanOptionalAction's `--no-x`: x set false
+        if base is not None and base.negatable:
+            return []
     if declared is None and registry is flags:
         full = resolve_prefix(flags, name)
         if full is not None:

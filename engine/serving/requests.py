@@ -4,8 +4,9 @@ Two shapes are accepted, and one request may not mix them for the same setting:
 
 * SGLang's native one: ``text`` (or ``input_ids``), ``sampling_params`` (``max_new_tokens``,
   ``temperature``, ``ignore_eos``), ``stream``;
-* the engine's flat one: ``prompt`` (or ``input_ids``) and the sampling settings at the top
-  level (what the router sends to the workers).
+* the engine's flat one: ``prompt`` (or ``input_ids``, or chat ``messages``, rendered
+  through the checkpoint's chat template as ``/v1/chat/completions`` renders them) and the
+  sampling settings at the top level (what the router sends to the workers).
 
 An unknown sampling parameter is refused (400) rather than ignored: a ``top_p`` or ``stop``
 the engine does not implement would silently change what the client asked for.
@@ -31,6 +32,10 @@ class GenerateRequest:
     bootstrap_room: int | None = None
     decode_url: str | None = None
     stream: bool = False
+    messages: list[dict[str, Any]] | None = None  # a chat, checked by check_messages
+    # No limit asked for (a chat request without max_tokens): generate until EOS or the
+    # end of the model's context, the worker sets max_new_tokens once the prompt is known.
+    to_context_end: bool = False
 
     def worker_body(self) -> dict[str, Any]:
         """The flat body a router sends a worker for this request (without routing fields)."""
@@ -39,6 +44,8 @@ class GenerateRequest:
                                 "ignore_eos": self.params.ignore_eos}
         if self.input_ids is not None:
             body["input_ids"] = self.input_ids
+        elif self.messages is not None:
+            body["messages"] = self.messages
         else:
             body["prompt"] = self.prompt
         return body
@@ -52,6 +59,45 @@ def check_prompt(prompt: Any, ids: Any, text_key: str = "prompt") -> None:
         raise BadRequest(f"'{text_key}' must be a non-empty string")
     if ids is not None and not is_token_list(ids):
         raise BadRequest("'input_ids' must be a non-empty list of integers")
+
+
+def check_messages(messages: Any) -> list[dict[str, Any]]:
+    """A chat's messages, checked, as the chat template sees them.
+
+    Each message is an object with a string ``role`` and a ``content`` that is a string or
+    a list of ``{"type": "text", "text": ...}`` parts, joined with newlines (what vLLM
+    does for a text-only model); any other part (an image, audio) is refused.  Other keys
+    (``name``...) are passed to the template; keys set to null are dropped, as
+    transformers drops them."""
+    if not isinstance(messages, list) or not messages:
+        raise BadRequest("'messages' must be a non-empty list of {role, content} objects")
+    out = []
+    for i, message in enumerate(messages):
+        if not isinstance(message, dict):
+            raise BadRequest(f"messages[{i}] must be an object with 'role' and 'content'")
+        role = message.get("role")
+        if not isinstance(role, str) or not role:
+            raise BadRequest(f"messages[{i}].role must be a non-empty string")
+        clean = {k: v for k, v in message.items() if v is not None}
+        clean["content"] = _message_text(message.get("content"), i)
+        out.append(clean)
+    return out
+
+
+def _message_text(content: Any, i: int) -> str:
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        raise BadRequest(f"messages[{i}].content must be a string or a list of text parts")
+    texts = []
+    for j, part in enumerate(content):
+        kind = part.get("type") if isinstance(part, dict) else None
+        if kind != "text" or not isinstance(part.get("text"), str):
+            raise BadRequest(f"messages[{i}].content[{j}] of type {kind!r} is not supported "
+                             "by this engine (text parts only: {\"type\": \"text\", "
+                             "\"text\": ...})")
+        texts.append(part["text"])
+    return "\n".join(texts)
 
 
 def is_token_list(ids: Any) -> bool:
@@ -76,6 +122,14 @@ def sampling(max_new: Any, temperature: Any, ignore_eos: Any, max_key: str) -> S
                               ignore_eos=bool(ignore_eos))
     except ValueError as e:
         raise BadRequest(str(e)) from None
+
+
+def check_room(body: dict[str, Any]) -> int | None:
+    """The ``bootstrap_room`` a router set (never a client), checked."""
+    room = body.get("bootstrap_room")
+    if room is not None and (not isinstance(room, int) or isinstance(room, bool) or room < 0):
+        raise BadRequest("'bootstrap_room' must be a non-negative integer")
+    return room
 
 
 def _sampling_settings(body: dict[str, Any]) -> dict[str, Any]:
@@ -103,18 +157,23 @@ def parse_generate(body: dict[str, Any]) -> GenerateRequest:
     text_key = "text" if "text" in body else "prompt"
     prompt = body.get(text_key)
     ids = body.get("input_ids")
-    check_prompt(prompt, ids, text_key)
+    messages = None
+    if body.get("messages") is not None:
+        if prompt is not None or ids is not None:
+            raise BadRequest(f"give one of '{text_key}', 'input_ids' or 'messages'")
+        messages = check_messages(body["messages"])
+    else:
+        check_prompt(prompt, ids, text_key)
     settings = _sampling_settings(body)
     params = sampling(settings.get("max_new_tokens", 16), settings.get("temperature", 0.0),
                       settings.get("ignore_eos", False), "max_new_tokens")
-    room = body.get("bootstrap_room")
-    if room is not None and (not isinstance(room, int) or isinstance(room, bool) or room < 0):
-        raise BadRequest("'bootstrap_room' must be a non-negative integer")
+    room = check_room(body)
     decode_url = body.get("decode_url")
     if decode_url is not None and (not isinstance(decode_url, str)
                                    or not decode_url.startswith("http://")):
         raise BadRequest("'decode_url' must be an http:// URL")
-    return GenerateRequest(ids, prompt, params, room, decode_url, check_flag(body, "stream"))
+    return GenerateRequest(ids, prompt, params, room, decode_url, check_flag(body, "stream"),
+                           messages)
 
 
 def finish_reason(seq: Any) -> dict[str, Any] | None:

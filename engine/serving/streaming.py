@@ -1,7 +1,8 @@
-"""Answering a worker's generation requests: ``/v1/completions`` (OpenAI's shape, whole or
-as server-sent events) and a streamed ``/generate`` (SGLang's shape: each event holds the
-text and ids so far).  The worker (engine.serving.worker) starts the job; this module
-only turns its progress into what the client asked for.
+"""Answering a worker's generation requests: ``/v1/completions`` and
+``/v1/chat/completions`` (OpenAI's shapes, whole or as server-sent events) and a streamed
+``/generate`` (SGLang's shape: each event holds the text and ids so far).  The worker
+(engine.serving.worker) starts the job; this module only turns its progress into what the
+client asked for.
 
 Once a stream has started its status is 200; a failure after that is sent as an event
 holding ``error`` (the ``openai`` client raises it), then ``[DONE]``.  A client that goes
@@ -16,19 +17,22 @@ from typing import Any
 from engine.serving.http import GENERATION_TIMEOUT_S
 from engine.serving.http import BadRequest
 from engine.serving.http import JSONHandler
+from engine.serving.openai_api import ChatCompletion
 from engine.serving.openai_api import Completion
 from engine.serving.openai_api import TextDeltas
 from engine.serving.openai_api import error_body
 from engine.serving.openai_api import finish_reason
+from engine.serving.openai_api import parse_chat
 from engine.serving.openai_api import parse_completion
 from engine.serving.requests import GenerateRequest
 from engine.serving.requests import stream_chunk
 
 
-def serve_completion(handler: JSONHandler, worker: Any) -> None:
-    """``POST /v1/completions`` on a worker (``worker``: engine.serving.worker.Worker)."""
+def serve_completion(handler: JSONHandler, worker: Any, chat: bool = False) -> None:
+    """``POST /v1/completions`` (or, with ``chat``, ``/v1/chat/completions``) on a worker
+    (``worker``: engine.serving.worker.Worker)."""
     try:
-        creq = parse_completion(handler.read_json())
+        creq = (parse_chat if chat else parse_completion)(handler.read_json())
         job = worker.start(creq.gen)
     except BadRequest as e:
         handler.send_json(400, error_body(str(e)))
@@ -41,7 +45,8 @@ def serve_completion(handler: JSONHandler, worker: Any) -> None:
         handler.send_json(status, body if status == 200 else
                           error_body(str(body.get("error")), "server_error"))
         return
-    comp = Completion(worker.model, creq.return_token_ids)
+    comp = (ChatCompletion if chat else Completion)(worker.model, creq.return_token_ids,
+                                                    creq.include_usage)
     tokenizer = worker.engine.tokenizer
     if not creq.gen.stream:
         seq = job.future.result(GENERATION_TIMEOUT_S)

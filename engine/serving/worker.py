@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass
 from dataclasses import field
+from dataclasses import replace
 from typing import Any
 from urllib.parse import parse_qs
 from urllib.parse import urlparse
@@ -41,6 +42,7 @@ from engine.serving.kv_transfer import decode_kv
 from engine.serving.kv_transfer import encode_kv
 from engine.serving import streaming
 from engine.serving.openai_api import models_body
+from engine.serving.requests import MAX_NEW_TOKENS_LIMIT
 from engine.serving.requests import GenerateRequest
 from engine.serving.requests import parse_generate
 from engine.serving.requests import response_body
@@ -110,10 +112,19 @@ class Worker:
                 "ops": self.engine.model.ops.describe(), "knobs": self.engine.knobs.as_env()}
 
     def _sequence(self, req: GenerateRequest) -> Sequence:
-        ids = req.input_ids if req.input_ids is not None else \
-            self.engine.tokenizer.encode(req.prompt or "")
+        tokenizer = self.engine.tokenizer
+        params = req.params
         try:
-            return self.engine.make_sequence(ids, req.params)
+            if req.messages is not None:
+                ids = tokenizer.apply_chat_template(req.messages)
+            else:
+                ids = req.input_ids if req.input_ids is not None else \
+                    tokenizer.encode(req.prompt or "")
+            if req.to_context_end:
+                room_left = self.engine.cfg.max_position_embeddings - len(ids)
+                params = replace(params, max_new_tokens=max(1, min(room_left,
+                                                                   MAX_NEW_TOKENS_LIMIT)))
+            return self.engine.make_sequence(ids, params)
         except EngineError as e:
             raise BadRequest(str(e)) from None
 
@@ -279,8 +290,8 @@ def make_worker_handler(worker: Worker) -> type[JSONHandler]:
 
         def do_POST(self) -> None:
             path = urlparse(self.path).path
-            if path == "/v1/completions":
-                streaming.serve_completion(self, worker)
+            if path in ("/v1/completions", "/v1/chat/completions"):
+                streaming.serve_completion(self, worker, chat=path == "/v1/chat/completions")
                 return
             try:
                 if path == "/generate":

@@ -100,7 +100,7 @@ def _deprecated_table(tree: ast.Module) -> list[dict]:
     return out
 
 
-def _flag(name: str, info: dict, default: object, doc: str, aliases: list[str],
+def flag_entry(name: str, info: dict, default: object, doc: str, aliases: list[str],
           negatable: bool = False) -> dict:
     kind = info["type"]
     nargs = info["nargs"]
@@ -163,7 +163,7 @@ def annotated_fields(src: EngineSource, aliases: dict) -> list[dict]:
                 given = constant(meta.get("aliases"))
                 alias_list = [a for a in given if isinstance(a, str)] if isinstance(given, list) else []
                 negatable = "BooleanOptional" in ast.dump(meta.get("action") or ast.Pass())
-                flags.append(_flag(name, info, constant(node.value), meta["help"],
+                flags.append(flag_entry(name, info, constant(node.value), meta["help"],
                                    alias_list, negatable))
     return flags
 
@@ -196,7 +196,7 @@ def add_argument_flags(tree: ast.Module, fields: dict[str, tuple[dict, object]],
         if action == "store_true" and default is NOT_CONSTANT:
             default = False
         help_ = constant(keyword(call, "help"))
-        flags.append(_flag(longs[0], info, default, help_ if isinstance(help_, str) else "",
+        flags.append(flag_entry(longs[0], info, default, help_ if isinstance(help_, str) else "",
                            [n for n in names if n != longs[0]], "BooleanOptional" in action_dump))
     return flags
 

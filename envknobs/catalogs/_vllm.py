@@ -5,7 +5,13 @@
 * server flags: the ``add_argument("--x", **kwargs["field"])`` calls of
   ``vllm/engine/arg_utils.py``, typed by the ``EngineArgs`` field and the config class
   field it defaults to (``ModelConfig.max_model_len``) with its ``Field(ge=..., le=...)``
-  bounds and ``Literal`` choices.
+  bounds and ``Literal`` choices;
+* frontend flags: the fields of the ``FrontendArgs`` dataclass (and its in-module bases) of
+  ``vllm/entrypoints/common/cli_args.py`` (``vllm/entrypoints/openai/cli_args.py`` in older
+  releases), each the flag ``--field-name`` that vLLM's ``get_kwargs`` makes of it (a
+  ``bool`` field is a ``BooleanOptionalAction``: ``--no-x`` too), with the overrides of its
+  ``_customize_cli_kwargs`` (a ``json.loads`` type or a deleted ``nargs`` makes one value),
+  and the literal ``add_argument("--x", ...)`` calls of ``make_arg_parser``.
 
 vLLM's own grammar is kept: ``bool(int(os.getenv(...)))`` is an ``int`` knob (``1``/``0``;
 ``yes`` fails in vLLM, so it fails here); ``.lower() in ("1", "true")`` reads as a
@@ -16,6 +22,7 @@ from __future__ import annotations
 
 import ast
 
+from envknobs.catalogs._sglang import flag_entry
 from envknobs.catalogs._sglang import add_argument_flags
 from envknobs.catalogs._sglang import dataclass_fields
 from envknobs.catalogs._sglang import replacement_in
@@ -35,6 +42,7 @@ from envknobs.catalogs._source import module_aliases
 ENVS = "vllm/envs.py"
 ARG_UTILS = "vllm/engine/arg_utils.py"
 CONFIG_DIR = "vllm/config/"
+CLI_ARGS = ("vllm/entrypoints/common/cli_args.py", "vllm/entrypoints/openai/cli_args.py")
 _GETENV = ("getenv", "get")
 
 
@@ -130,12 +138,124 @@ def server_flags(src: EngineSource) -> list[dict]:
             engine_fields[node.target.id] = (info if info["type"] else mine, default)
             bounds[node.target.id] = field_bounds
     flags = add_argument_flags(tree, _by_subscript(tree, engine_fields), aliases)
+    spread = _spread_kwargs_flags(tree)
     for flag in flags:
+        if flag["name"] in spread and flag["type"] == "bool" and flag["nargs"] is None:
+            flag["negatable"] = True  # get_kwargs: a bool field is a BooleanOptionalAction
         b = bounds.get(flag["name"][2:].replace("-", "_"), {})
         if flag["type"] in ("int", "float"):
             flag["min"] = b.get("ge", b.get("gt"))
             flag["max"] = b.get("le", b.get("lt"))
+    return flags + frontend_flags(src, aliases)
+
+
+def frontend_flags(src: EngineSource, aliases: dict) -> list[dict]:
+    """The ``vllm serve`` frontend's flags: ``make_arg_parser``'s own ``add_argument`` calls,
+    then the fields of each frontend dataclass it registers with ``X.add_cli_args(parser)``.
+
+    A release without the module has none (the engine flags still stand)."""
+    rel = next((r for r in CLI_ARGS if src.read(r) is not None), None)
+    if rel is None:
+        return []
+    tree, lines = read_module(src, rel)
+    aliases = {**aliases, **module_aliases(tree)}
+    classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
+    make = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "make_arg_parser"), None)
+    if make is None:
+        return []
+    flags = add_argument_flags(make, {}, aliases)
+    for call in [n for n in ast.walk(make) if call_name(n) == "add_cli_args"]:
+        owner = getattr(call.func, "value", None)
+        if isinstance(owner, ast.Name) and owner.id in classes:
+            flags += _dataclass_flags(classes, owner.id, aliases)
     return flags
+
+
+def _lineage(classes: dict[str, ast.ClassDef], name: str) -> list[ast.ClassDef]:
+    """``name`` and its bases defined in the same module, bases first."""
+    cls = classes[name]
+    out: list[ast.ClassDef] = []
+    for base in cls.bases:
+        if isinstance(base, ast.Name) and base.id in classes and base.id != name:
+            out += [c for c in _lineage(classes, base.id) if c not in out]
+    return out + [cls]
+
+
+def _dataclass_flags(classes: dict[str, ast.ClassDef], name: str, aliases: dict) -> list[dict]:
+    """One flag per field, as ``get_kwargs`` + ``_customize_cli_kwargs`` make it."""
+    lineage = _lineage(classes, name)
+    overrides: dict[str, dict[str, object]] = {}
+    for cls in lineage:
+        for fn in [n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "_customize_cli_kwargs"]:
+            _read_overrides(fn, overrides)
+    fields: dict[str, dict] = {}
+    for cls in lineage:
+        for i, node in enumerate(cls.body):
+            if not (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)):
+                continue
+            after = cls.body[i + 1] if i + 1 < len(cls.body) else None
+            doc = constant(after.value) if isinstance(after, ast.Expr) else None
+            info = annotation_info(node.annotation, aliases)
+            over = overrides.get(node.target.id, {})
+            info = {**info, "type": over.get("type", info["type"])}
+            if info["type"] is None and isinstance(_field_default(node.value), str):
+                info["type"] = "str"  # an imported Literal alias: its default still shows
+            if over.get("one_value"):
+                info["nargs"] = None
+            default = over.get("default", _field_default(node.value))
+            fields[node.target.id] = flag_entry("--" + node.target.id.replace("_", "-"), info, default,
+                                           doc if isinstance(doc, str) else "", [],
+                                           negatable=info["type"] == "bool" and info["nargs"] is None)
+    return list(fields.values())
+
+
+def _field_default(value: ast.AST | None) -> object:
+    """A field's literal default: ``= 8000``, ``field(default=...)``, ``field(default_factory=list)``
+    or ``field(default_factory=lambda: ["*"])``; ``NOT_CONSTANT`` when computed."""
+    if call_name(value) != "field":
+        return constant(value)
+    if keyword(value, "default") is not None:
+        return constant(keyword(value, "default"))
+    factory = keyword(value, "default_factory")
+    if isinstance(factory, ast.Name) and factory.id in ("list", "dict"):
+        return [] if factory.id == "list" else {}
+    return constant(factory.body) if isinstance(factory, ast.Lambda) else NOT_CONSTANT
+
+
+def _read_overrides(fn: ast.FunctionDef, out: dict[str, dict[str, object]]) -> None:
+    """``kwargs["field"]["key"] = v`` / ``del kwargs["field"]["nargs"]`` in ``fn``."""
+    for node in ast.walk(fn):
+        targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else []
+        for target in targets:
+            if not (isinstance(target, ast.Subscript) and isinstance(target.value, ast.Subscript)):
+                continue
+            field, key = constant(target.value.slice), constant(target.slice)
+            if not (isinstance(field, str) and isinstance(key, str)):
+                continue
+            over = out.setdefault(field, {})
+            if isinstance(node, ast.Delete) and key == "nargs":
+                over["one_value"] = True
+            elif isinstance(node, ast.Assign) and key == "type":
+                kind = getattr(node.value, "id", None)
+                if kind in ("int", "float", "str"):
+                    over["type"] = kind
+                elif getattr(node.value, "attr", "") == "loads":  # one JSON value
+                    over["type"], over["one_value"] = "str", True
+            elif isinstance(node, ast.Assign) and key == "action" and constant(node.value) == "append":
+                over["one_value"] = True
+            elif isinstance(node, ast.Assign) and key == "default":
+                over["default"] = constant(node.value)
+
+
+def _spread_kwargs_flags(tree: ast.Module) -> set[str]:
+    """The flags whose ``add_argument`` call spreads ``**kwargs["field"]`` (vLLM's ``get_kwargs``)."""
+    out: set[str] = set()
+    for call in [n for n in ast.walk(tree) if call_name(n) == "add_argument"]:
+        longs = [c for c in map(constant, call.args) if isinstance(c, str) and c.startswith("--")]
+        spreads = [kw.value for kw in call.keywords if kw.arg is None]  # also **{**kw["x"], ...}
+        if longs and any(isinstance(n, ast.Subscript) for v in spreads for n in ast.walk(v)):
+            out.add(longs[0])
+    return out
 
 
 def _by_subscript(tree: ast.Module, fields: dict) -> dict:

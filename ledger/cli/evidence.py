@@ -128,6 +128,9 @@ def _print_summary_table(summary: dict) -> None:
     from ledger.evidence.load import of_row
 
     metric = summary.get("metric", "output_throughput")
+    from ledger.evidence.stats import VERDICT_RULE
+    from ledger.evidence.stats import neutral_reason
+
     rows = []
     for c in summary.get("by_concurrency") or []:
         m = (c.get("metrics") or {}).get(metric)
@@ -135,17 +138,33 @@ def _print_summary_table(summary: dict) -> None:
             continue
         low, high = m.get("ci_low_pct"), m.get("ci_high_pct")
         ci = "—" if low is None or high is None else f"{low:+.1f}..{high:+.1f}%"
+        why = neutral_reason(m, summary.get("warnings") or ())
         rows.append([of_row(c).label, _num(m.get("median_a"), ".2f"),
                      _num(m.get("median_b"), ".2f"), _num(m.get("delta_pct"), "+.1f", "%"), ci,
-                     _num(m.get("p_value"), ".3f"), f"{c.get('n_a')}/{c.get('n_b')}",
-                     m.get("verdict", "")])
+                     _num(m.get("p_adjusted", m.get("p_value")), ".3f"),
+                     f"{c.get('n_a')}/{c.get('n_b')}",
+                     m.get("verdict", "") + (f" ({why})" if why else "")])
     if rows:
         click.echo(f"{metric}:")
         load = "RATE" if summary.get("load") == "rate" else "CONC"
-        click.echo(table(rows, [load, "MEDIAN A", "MEDIAN B", "DELTA", "95% CI", "P", "N",
-                                "VERDICT"]))
+        click.echo(table(rows, [load, "MEDIAN A", "MEDIAN B", "DELTA", "95% CI", "P (HOLM)",
+                                "N", "VERDICT"]))
+    workload = summary.get("workload") or {}
+    if workload:
+        click.echo("workload: " + safe(", ".join(f"{k} {_said(v)}" for k, v in workload.items()
+                                                 if v is not None)))
     click.echo(f"verdict {summary.get('verdict')}; outputs {summary.get('outputs')}")
+    click.echo(f"rule: {VERDICT_RULE}")
     _warn(summary.get("warnings") or [])
+
+
+def _said(value) -> str:
+    """A workload value; ``A x / B y`` where A and B were allowed to differ."""
+    from ledger.evidence.workload import show
+
+    if isinstance(value, dict) and set(value) == {"A", "B"}:
+        return f"A {show(value['A'])} / B {show(value['B'])}"
+    return show(value)
 
 
 def _warn(warnings: list[str]) -> None:
@@ -167,13 +186,23 @@ def evidence() -> None:
 @click.option("--rate", metavar="R", help="Request rate (req/s, or inf) of results that say "
               "no load point.")
 @click.option("--metric", default=PRIMARY_METRIC, show_default=True)
+@click.option("--workload", "workload", multiple=True, metavar="KEY=VALUE",
+              help="Keep only the results with this value of a key of the file (e.g. "
+              "dataset_name=random), for a file that holds several workloads; repeatable.")
+@click.option("--allow-mismatch", "allow_mismatch", multiple=True, metavar="FIELD",
+              help="Compare A and B although they differ in this workload field (tool, "
+              "backend, dataset, input_len, output_len, model, …); repeatable.")
 @json_option
 @dry_run_option
 @click.pass_context
-def evidence_add(ctx, ref, files, side, concurrency, rate, metric, json_out, dry_run) -> None:
+def evidence_add(ctx, ref, files, side, concurrency, rate, metric, workload, allow_mismatch,
+                 json_out, dry_run) -> None:
     """Import bench results (engine JSON, sglang bench_serving JSONL, vLLM --save-result).
 
-    A result's load point is its max_concurrency when set, else its request_rate.
+    A result's load point is its max_concurrency when set, else its request_rate (and a
+    sweep of rates under one max_concurrency cap is a rate sweep).  Results are repeats
+    only when they measured one workload: tool, backend, dataset, input/output lengths,
+    num_prompts, model and the other load parameter; A and B must match too.
     """
     from ledger.commands.evidence import add_evidence
     from ledger.commands.evidence import check_evidence_files
@@ -181,14 +210,15 @@ def evidence_add(ctx, ref, files, side, concurrency, rate, metric, json_out, dry
     s = ctx.find_object(State).session(ctx)
     rate_value = _rate(rate)
     if dry_run:
-        found = check_evidence_files(s.ws, ref, files, concurrency, rate_value)
+        found = check_evidence_files(s.ws, ref, files, concurrency, rate_value, workload)
         if wants_json(ctx, json_out):
             return emit_json(found)
         for f in found["files"]:
             click.echo(f"would import {safe(f['path'])} as side {side}: {f['shape']} results, "
                        f"{f['rows']} row(s) at {_points_phrase(f)}")
         return None
-    summary = add_evidence(s, ref, files, side, concurrency, metric, rate=rate_value)
+    summary = add_evidence(s, ref, files, side, concurrency, metric, rate=rate_value,
+                           workload=workload, allow_mismatch=allow_mismatch)
     if wants_json(ctx, json_out):
         return emit_json(summary)
     click.echo(f"imported {len(files)} file(s) as side {side}: {safe(summary.get('headline'))}")
@@ -207,8 +237,9 @@ def evidence_show(ctx, ref, json_out) -> None:
     if wants_json(ctx, json_out):
         return emit_json(d)
     click.echo(f"{d['entry']}  {safe(d['title'])}")
-    click.echo(f"  {safe(d['headline'])}" + ("  [stale: recorded at another engine commit or "
-                                              "with other knob values]" if d["stale"] else ""))
+    why = "; ".join(d.get("stale_why") or []) or "recorded at another engine commit or with " \
+        "other knob values"
+    click.echo(f"  {safe(d['headline'])}" + (f"  [stale: {safe(why)}]" if d["stale"] else ""))
     if not d["runs"]:
         return
     latest = d["runs"][-1]

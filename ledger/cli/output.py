@@ -78,7 +78,7 @@ STALE_NOTE = ("[stale]: that evidence was measured on another engine commit or w
 
 def stale_note(texts: Sequence[object]) -> None:
     """Explain ``[stale]`` once, under any output that shows a stale headline."""
-    if any(str(t).startswith("[stale]") for t in texts):
+    if any(str(t).startswith("[stale") for t in texts):
         click.echo(STALE_NOTE)
 
 

@@ -48,6 +48,39 @@ def check_options(f):
     return f
 
 
+def past_options(f):
+    """History the ledger did not see: real dates, a change already reverted by hand."""
+    f = click.option("--not-a-revert", is_flag=True,
+                     help="A perf entry that removes the knob (or puts it back to an older "
+                          "value) is itself the perf change, not a revert of one.")(f)
+    f = click.option("--suspected", is_flag=True,
+                     help="With --already-reverted: it was taken back as a suspect "
+                          "(--reverted-why is the hypothesis); held back until cleared.")(f)
+    f = click.option("--reverted-why", default="", metavar="TEXT",
+                     help="With --already-reverted: why it was taken back.")(f)
+    f = click.option("--reverted-when", default="", metavar="TIME",
+                     help="With --already-reverted: when it was taken back.")(f)
+    f = click.option("--already-reverted", is_flag=True,
+                     help="The change was made and reverted by hand before the ledger knew: "
+                          "record it off the table (the file's value is its base; nothing is "
+                          "written), so `diff` shows it and `restore` claws it back.")(f)
+    f = when_option(f, "When the change was really made (ISO 8601, UTC unless +HH:MM); "
+                       "the record time is kept too.")
+    return f
+
+
+def when_option(f, text: str = "When it really happened (ISO 8601 like 2026-12-02T14:14, "
+                                "UTC unless +HH:MM); history and docs order by it."):
+    return click.option("--when", "when", default="", metavar="TIME", help=text)(f)
+
+
+def past_of(when, already_reverted, reverted_when, reverted_why, suspected, not_a_revert):
+    from ledger.commands.record_past import Past
+
+    return Past(when=when, already_reverted=already_reverted, reverted_when=reverted_when,
+                reverted_why=reverted_why, suspected=suspected, not_a_revert=not_a_revert)
+
+
 def selection(at_line: int | None, all_places: bool) -> int | str | None:
     if at_line is not None and all_places:
         raise UsageError("give --at LINE or --all, not both")
@@ -63,18 +96,27 @@ def selection(at_line: int | None, all_places: bool) -> int | str | None:
 @click.option("--adopt", is_flag=True, help="Record a change already made by hand.")
 @click.option("--before", help="With --adopt: the value before the hand edit.")
 @click.option("--before-unset", is_flag=True, help="With --adopt: the knob was unset before.")
+@past_options
 @check_options
 @json_option
 @dry_run_option
 @click.pass_context
 def record_knob(ctx, target_name, assignment, cls, title, why, at_line, all_places, unset, adopt,
-                before, before_unset, no_validate, force, restart, json_out, dry_run) -> None:
+                before, before_unset, when, already_reverted, reverted_when, reverted_why,
+                suspected, not_a_revert, no_validate, force, restart, json_out,
+                dry_run) -> None:
     """Change KNOB in TARGET (with backup) and record the entry.
 
     In a bash script a knob set in several places that take effect (the branches of an
     if, a K=V prefix on two launch lines) is refused with every place as FILE:LINE:
     choose one with --at LINE, or all with --all.  Launch-line flags are recorded with
     `ledger record flag`.
+
+    A tuning already reverted by hand is recorded off the table in one command, without
+    touching the file: `ledger record knob decode K=512 --class perf --title T
+    --already-reverted [--when T1] [--reverted-when T2] [--reverted-why W [--suspected]]`.
+    A perf entry whose change is a revert (`--adopt --unset` of a tuning) is refused with
+    that command named.
     """
     from ledger.commands.record import record_knob as do_record
 
@@ -95,7 +137,9 @@ def record_knob(ctx, target_name, assignment, cls, title, why, at_line, all_plac
     r = do_record(ctx.find_object(State).session(ctx), target=target_name, knob=knob,
                   value=value, cls=cls, title=title, why=why, adopt=adopt, before=before,
                   before_given=before is not None or before_unset, no_validate=no_validate,
-                  force=force, dry_run=dry_run, at=at, restart=restart)
+                  force=force, dry_run=dry_run, at=at, restart=restart,
+                  past=past_of(when, already_reverted, reverted_when, reverted_why, suspected,
+                               not_a_revert))
     _report(ctx, r, adopt, json_out, dry_run, r.live)
 
 
@@ -110,7 +154,9 @@ def _report(ctx, r, adopt: bool, json_out: bool, dry_run: bool, live) -> None:
         return
     e = r.entry
     verb = "would record" if dry_run else ("adopted" if adopt else "recorded")
-    click.echo(f"{verb} {e.id} [{e.cls}] {safe(e.title)}")
+    off = "" if e.applied else f"  (already {e.state}{', suspected' if e.suspected else ''}: " \
+        "off the table, nothing written)"
+    click.echo(f"{verb} {e.id} [{e.cls}] {safe(e.title)}{off}")
     if e.places:
         for key, place in e.places.items():
             click.echo(f"  {e.target}:{place.get('line')}: {e.knob} "
@@ -148,11 +194,13 @@ any env knob."""
 @record_options
 @place_options
 @click.option("--unset", is_flag=True, help="Remove the flag from the launch command.")
+@past_options
 @check_options
 @json_option
 @dry_run_option
 @click.pass_context
 def record_flag(ctx, target_name, flag_words, cls, title, why, at_line, all_places, unset,
+                when, already_reverted, reverted_when, reverted_why, suspected, not_a_revert,
                 no_validate, force, restart, json_out, dry_run) -> None:
     from ledger.commands.record import record_knob as do_record
 
@@ -160,7 +208,9 @@ def record_flag(ctx, target_name, flag_words, cls, title, why, at_line, all_plac
     at = selection(at_line, all_places)
     r = do_record(ctx.find_object(State).session(ctx), target=target_name, knob=flag,
                   value=value, cls=cls, title=title, why=why, no_validate=no_validate,
-                  force=force, dry_run=dry_run, at=at, restart=restart)
+                  force=force, dry_run=dry_run, at=at, restart=restart,
+                  past=past_of(when, already_reverted, reverted_when, reverted_why, suspected,
+                               not_a_revert))
     _report(ctx, r, False, json_out, dry_run, r.live)
 
 

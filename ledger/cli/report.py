@@ -61,6 +61,8 @@ def show(ctx, ref, json_out) -> None:
     click.echo(f"{d['id']}  {safe(d['title'])}")
     click.echo(f"  class     {d['class']}   state {d['display_state']}   slug {d['slug']}")
     click.echo(f"  change    {safe(d['change'])}" + (f"   in {d['target']}" if d.get("target") else ""))
+    if d.get("commit"):
+        click.echo(f"  commit    {safe(d['commit'])}")
     if d["why"]:
         click.echo(f"  why       {safe(d['why'])}")
     if d["suspicion"]:
@@ -74,8 +76,9 @@ def show(ctx, ref, json_out) -> None:
                    f"{safe(b['summary'])}")
         click.echo(f"            this entry: {safe(b['role'])}; record {b['record']}")
     click.echo("  history")
-    click.echo(_indent(table([[a["at"], a["action"], a["why"]] for a in d["history"]],
-                             max_width=80), 4))
+    click.echo(_indent(table([[a.get("when") or a["at"], a["action"], a["why"],
+                               f"(recorded {a['at']})" if a.get("when") else ""]
+                              for a in d["history"]], max_width=80), 4))
 
 
 def _indent(text: str, n: int) -> str:
@@ -229,7 +232,8 @@ def _print_off_table(out) -> None:
 @json_option
 @click.pass_context
 def log(ctx, limit, json_out) -> None:
-    """The workspace's audit trail: one commit per command."""
+    """The workspace's audit trail: one commit per command, newest first by when it
+    happened (--when dates; the record time is shown beside them)."""
     from ledger.commands.report import workspace_log
 
     s = ctx.find_object(State).session(ctx)
@@ -237,4 +241,5 @@ def log(ctx, limit, json_out) -> None:
     if wants_json(ctx, json_out):
         return emit_json(commits)
     for c in commits:
-        click.echo(f"{c['sha'][:10]}  {c['time']}  {safe(c['subject'])}")
+        recorded = f"  (recorded {c['time']})" if c["when"] else ""
+        click.echo(f"{c['sha'][:10]}  {c['when'] or c['time']}  {safe(c['subject'])}{recorded}")

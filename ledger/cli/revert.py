@@ -14,6 +14,7 @@ from ledger.cli.live import print_live
 from ledger.cli.live import restart_option
 from ledger.cli.output import safe
 from ledger.cli.output import stale_note
+from ledger.cli.record import when_option
 from ledger.core.display import change_text
 
 
@@ -41,6 +42,7 @@ def _print_applied(applied, verb: str, ctx, json_out: bool, infinitive: str = ""
                 "patch_diff": applied.patch_diff,
                 "backup": applied.backup_id,
                 "commit": applied.commit,
+                "notices": applied.notices,
                 **(live.to_dict() if live is not None else {}),
             }
         )
@@ -54,6 +56,8 @@ def _print_applied(applied, verb: str, ctx, json_out: bool, infinitive: str = ""
         click.echo(f"{done} {e.id} [{e.cls}] {safe(e.title)}  ({safe(change_text(e))})")
     for k in applied.skipped:
         click.echo(f"skipped {k.entry.id} [{k.entry.cls}] {safe(k.entry.title)}: {safe(k.reason)}")
+    for note in applied.notices:
+        click.echo(f"note: {safe(note)}")
     print_files(applied, applied.dry_run)
     if live is not None:
         print_live(ctx, live)
@@ -71,17 +75,21 @@ def _live_exit(ctx, live) -> None:
               "of this class.")
 @click.option("--why", default="", help="Why (kept in each entry's history).")
 @click.option("--force", is_flag=True, help="Overwrite drift in the target files.")
+@when_option
 @restart_option
 @json_option
 @dry_run_option
 @click.pass_context
-def revert(ctx, refs, perf_only, cls, why, force, restart, json_out, dry_run) -> None:
-    """Revert entries: by ID, or --perf-only, or --class CLASS."""
+def revert(ctx, refs, perf_only, cls, why, force, when, restart, json_out, dry_run) -> None:
+    """Revert entries: by ID, or --perf-only, or --class CLASS.
+
+    A knob that comes back because the reverted entry had removed it is named in the
+    plan ("this revert ADDS ..."), dry run or not."""
     from ledger.commands import revert as ops
 
     s = ctx.find_object(State).session(ctx)
     applied = ops.revert(s, refs=refs, perf_only=perf_only, cls=cls, why=why, force=force,
-                         dry_run=dry_run, restart=restart)
+                         dry_run=dry_run, restart=restart, when=when)
     _print_applied(applied, "reverted", ctx, json_out, "revert", applied.live)
 
 
@@ -133,31 +141,35 @@ def _print_restore(applied) -> None:
 @click.argument("ref", metavar="ID")
 @click.option("--why", required=True, help="The hypothesis: why it is suspected.")
 @click.option("--force", is_flag=True, help="Overwrite drift in the target file.")
+@when_option
 @restart_option
 @json_option
 @dry_run_option
 @click.pass_context
-def suspect(ctx, ref, why, force, restart, json_out, dry_run) -> None:
+def suspect(ctx, ref, why, force, when, restart, json_out, dry_run) -> None:
     """Revert an entry and mark it suspected of causing an incident."""
     from ledger.commands import revert as ops
 
     s = ctx.find_object(State).session(ctx)
-    applied = ops.suspect(s, ref, why, force=force, dry_run=dry_run, restart=restart)
+    applied = ops.suspect(s, ref, why, force=force, dry_run=dry_run, restart=restart,
+                          when=when)
     _print_applied(applied, "suspected", ctx, json_out, "suspect", applied.live)
 
 
 @click.command()
 @click.argument("ref", metavar="ID")
 @click.option("--why", required=True, help="What exonerated it.")
+@when_option
 @json_option
 @dry_run_option
 @click.pass_context
-def clear(ctx, ref, why, json_out, dry_run) -> None:
+def clear(ctx, ref, why, when, json_out, dry_run) -> None:
     """Clear a suspect (it stays reverted until `ledger restore`)."""
     from ledger.commands import revert as ops
 
     s = ctx.find_object(State).session(ctx)
-    _print_applied(ops.clear(s, ref, why, dry_run=dry_run), "cleared", ctx, json_out, "clear")
+    _print_applied(ops.clear(s, ref, why, dry_run=dry_run, when=when), "cleared", ctx,
+                   json_out, "clear")
 
 
 @click.command()

@@ -9,6 +9,7 @@ from ledger.store.txn import Transaction
 from ledger.store.txn import WriterLock
 from ledger.store.txn import backup_store
 from ledger.store.workspace import Workspace
+from ledger.store.workspace import refuse_symlink
 
 
 def list_backups(ws: Workspace) -> list[Backup]:
@@ -40,6 +41,7 @@ def restore_backup(session, ref: str, dry_run: bool = False) -> list[str]:
         path = Path(f.path)
         current = path.read_bytes() if path.exists() else None
         if data is not None and data != current:
+            refuse_symlink(path)  # the rule of `target add`: no write through a symlink
             writes[path] = data
     if dry_run or not writes:
         return [str(p) for p in writes]

@@ -73,6 +73,7 @@ from ledger.store.apply import drift_in
 from ledger.store.apply import read_targets
 from ledger.store.txn import WriterLock
 from ledger.store.workspace import utc_now
+from ledger.store.workspace import refuse_symlinked_targets
 
 Progress = Callable[[str], None]
 
@@ -161,6 +162,7 @@ def bisect(s: Session, opts: Options, cwd: Path, progress: Progress = lambda _: 
     if opts.dry_run:
         return result
     with WriterLock(s.ws, s.command):
+        refuse_symlinked_targets(s.ws)
         _preflight(s, selection)
         run = _Run(s, opts, spec, selection, bid, cwd, progress)
         result.record = run.record

@@ -121,8 +121,10 @@ def check(ws: Workspace) -> list[Finding]:
     found += _check_bisect(ws, running)
     found += _check_restart(ws, running)
     # Mid-operation, files differ from the ledger because of that operation: drift and
-    # uncommitted changes are checked once it is finished (--repair, or any command).
-    pending = any(f.check in INTERRUPTED and f.fix is not None for f in found) or running
+    # uncommitted changes are checked once it is finished (--repair, or any command).  A
+    # record that nothing will act on (a damaged intent, set aside by --repair) explains
+    # no difference: the targets are checked through it, whatever else is wrong.
+    pending = any(f.check in INTERRUPTED and f.repair in PUTS_BACK for f in found) or running
     entries, problems = check_entries(ws)
     found += problems
     found += check_patches(ws, entries)
@@ -167,6 +169,10 @@ def _in_repair_order(fixable: list[Finding]) -> list[Finding]:
 
 
 INTERRUPTED = ("intent", "bisect", "restart")
+# The repairs of an interrupted command that move target files (see check()).
+BISECT_BACK = "restore its starting state"
+RESTART_BACK = "roll the change back"
+PUTS_BACK = (FINISH, BISECT_BACK, RESTART_BACK)
 
 
 def _check_bisect(ws: Workspace, running: bool) -> list[Finding]:
@@ -182,7 +188,7 @@ def _check_bisect(ws: Workspace, running: bool) -> list[Finding]:
         return [Finding("bisect", str(path), f"{what} is running now", "wait")]
     return [Finding("bisect", str(path), f"{what} was interrupted mid-search",
                     "`ledger doctor --repair` or `ledger bisect reset` puts its starting "
-                    "configuration back (its record is kept)", "restore its starting state",
+                    "configuration back (its record is kept)", BISECT_BACK,
                     lambda: _recover_bisect(ws))]
 
 
@@ -209,7 +215,7 @@ def _check_restart(ws: Workspace, running: bool) -> list[Finding]:
         return [Finding("restart", str(path), f"{what} is running now", "wait")]
     return [Finding("restart", str(path), f"{what} was interrupted before its health check "
                     "passed", "`ledger doctor --repair` (or any ledger command) rolls the "
-                    "change back; then check `ledger status --live`", "roll the change back",
+                    "change back; then check `ledger status --live`", RESTART_BACK,
                     lambda: _recover_restart(ws))]
 
 

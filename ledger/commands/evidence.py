@@ -213,11 +213,16 @@ def run_ab(
 def add_evidence(
     s, ref: str, files: Sequence[str], side: str, concurrency: int | None = None,
     metric: str = "output_throughput", rate: float | None = None,
+    workload: Sequence[str] = (), allow_mismatch: Sequence[str] = (),
 ) -> dict:
     """Import bench results the operator ran elsewhere as side A or B of ``ref``.
 
     ``concurrency`` / ``rate``: the load point of results that say neither.
+    ``workload``: ``KEY=VALUE`` items keeping only the results of one workload of a file
+    that holds several; ``allow_mismatch``: workload fields in which A and B may differ.
     """
+    from ledger.evidence.workload import parse_selection
+
     from ledger.evidence.store import import_evidence
     from ledger.evidence.view import knob_context
 
@@ -227,7 +232,8 @@ def add_evidence(
         summary = import_evidence(
             ws.root, e.id, [Path(f) for f in files], side, concurrency=concurrency,
             rate=rate, metric=metric, engine_commit=current_engine_commit(ws),
-            context=knob_context(ws, e),
+            context=knob_context(ws, e), select=parse_selection(workload),
+            allow_mismatch=allow_mismatch,
         )
         _commit_evidence(ws, e, f"evidence add {e.id} side {side}: {summary.get('headline', '')}")
     return summary
@@ -235,18 +241,22 @@ def add_evidence(
 
 def check_evidence_files(
     ws: Workspace, ref: str, files: Sequence[str], concurrency: int | None = None,
-    rate: float | None = None,
+    rate: float | None = None, workload: Sequence[str] = (),
 ) -> dict:
     """Parse result files as `evidence add` would, storing nothing (for --dry-run)."""
-    from ledger.evidence.importers import load_result_file
+    from ledger.evidence.importers import read_result_file
     from ledger.evidence.load import of_row
+    from ledger.evidence.workload import parse_selection
 
     e = ws.resolve(ref)
+    select = parse_selection(workload)
     out = []
     for f in files:
-        shape, rows = load_result_file(Path(f), concurrency, rate)
+        parsed = read_result_file(Path(f), concurrency, rate, select=select)
+        shape, rows = parsed.shape, parsed.rows
         points = sorted({of_row(r) for r in rows})
         out.append({"path": str(f), "shape": shape, "rows": len(rows),
+                    "workload": parsed.workload, "origin": parsed.origin,
                     "load": points[0].kind,
                     "points": [p.label for p in points],
                     "concurrency": [int(p.value) for p in points if p.kind == "concurrency"]})
@@ -261,7 +271,7 @@ def show_evidence(ws: Workspace, ref: str) -> dict:
     e = ws.resolve(ref)
     info = evidence_for(ws, e)
     return {"entry": e.id, "title": e.title, "headline": info.headline, "stale": info.stale,
-            "runs": load_summaries(ws.root, e.id)}
+            "stale_why": list(info.stale_why), "runs": load_summaries(ws.root, e.id)}
 
 
 def _commit_evidence(ws: Workspace, e: Entry, message: str) -> None:

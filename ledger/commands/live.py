@@ -42,6 +42,7 @@ from ledger.store import wsgit
 from ledger.store.apply import Applied
 from ledger.store.txn import WriterLock
 from ledger.store.txn import sha256_or_none
+from ledger.store.workspace import refuse_symlinked_targets
 
 
 @dataclass
@@ -117,6 +118,7 @@ def run_mutation(s: Session, mutate: Callable[[bool], Applied], *, restart: bool
         if lock.notice:
             s.notices.append(lock.notice)
         s.ws.reload()
+        refuse_symlinked_targets(s.ws)
         s.locked = True
         try:
             return _mutate_and_restart(s, mutate)

@@ -15,6 +15,9 @@ from ledger.commands.catalog import class_warnings
 from ledger.commands.catalog import knob_registry
 from ledger.commands.live import LiveOutcome
 from ledger.commands.live import restartable
+from ledger.commands.record_past import Past
+from ledger.commands.record_past import refuse_inversion
+from ledger.commands.record_past import refuse_not_reverted
 from ledger.commands.session import Session
 from ledger.commands.session import writing
 from ledger.core import planner
@@ -123,11 +126,15 @@ def check_config_key(engine: str, key: str, value: str | None) -> list[str]:
     return []
 
 
-def new_entry(s: Session, *, kind: str, cls: str, title: str, why: str, adopt: bool, **fields) -> Entry:
+def new_entry(s: Session, *, kind: str, cls: str, title: str, why: str, adopt: bool,
+              when: str = "", **fields) -> Entry:
+    """A new entry, its history one record (or adopt) action; ``when``: the real time of
+    the change where it is not now (``--when``, an adopted commit's date)."""
     entries = s.ws.entries()
     if not title or not title.strip():
         raise InvalidValue("--title must not be empty")
-    action = Action(at=s.now, action="adopt" if adopt else "record", why=why, command=s.command)
+    action = Action(at=s.now, action="adopt" if adopt else "record", why=why, command=s.command,
+                    when=when)
     return Entry(
         id=new_entry_id(e.id for e in entries),
         seq=planner.next_seq(entries),
@@ -167,8 +174,14 @@ def record_knob(
     force: bool = False,
     dry_run: bool = False,
     at: int | str | None = None,
+    past: Past = Past(),
 ) -> Recorded:
     """Change a knob in a target and record it; or, with ``adopt``, record a change made by hand.
+
+    ``past`` (ledger.commands.record_past): the real time of the change, and a change
+    already reverted by hand (recorded ``reverted``, its base the file's value, nothing
+    written).  A perf entry whose change is a revert is refused (the inversion trap,
+    ledger.core.inversion) unless ``past.not_a_revert``.
 
     ``knob`` may be a launch flag (``--cuda-graph-max-bs``).  ``at`` selects places in a
     bash script: a line, or ``"all"``; without it a knob with several places (or one
@@ -177,6 +190,7 @@ def record_knob(
     :func:`ledger.core.planner.plan_record`."""
     warnings = _check_record_args(s, target, knob, value, cls, adopt, before, before_given,
                                   no_validate, at)
+    past = past.checked(s.now, adopt=adopt, at=at)
     with writing(s, dry_run):
         t = s.ws.target(target)  # as ledger.yaml says under the lock
         entries = s.ws.entries()
@@ -196,18 +210,39 @@ def record_knob(
             entry_before = _adopted_before(tf, layer, knob, value, before)
         else:
             entry_before = _before_now(tf, layer, knob, force, drifts, value)
+        if past.already_reverted:
+            refuse_not_reverted(tf, knob, entry_before, value)
         if entry_before == value:
             raise Refused(f"{knob} in {target} is already {value_text(value, quote=True)}: "
                           "nothing to record")
-        entry = new_entry(s, kind="knob", cls=cls, title=title, why=why, adopt=adopt,
+        refuse_inversion(tf, layer, knob=knob, before=entry_before, after=value, cls=cls,
+                         adopt=adopt, title=title, past=past)
+        entry = new_entry(s, kind="knob", cls=cls, title=title, why=why,
+                          adopt=adopt or past.already_reverted, when=past.when,
                           target=target, knob=knob, before=entry_before, after=value,
                           **_where(tf, entries, knob, entry_before, value, adopt))
-        message = f"record {cls} {knob}={value_text(value, quote=True)} in {target}: " \
-                  f"{entry.title}\n\n- {entry.id} [{cls}] {entry.title}\n"
+        entry = past.taken_back(entry, at=s.now, command=s.command)
+        message = _record_message(entry, value, past)
         applied = apply_plan(s.ws, planner.plan_record(entry, adopt=adopt), command=s.command,
                              now=s.now, message=message, force=force, dry_run=dry_run,
                              files={target: tf}, drifts=drifts)
         return Recorded(applied.changed[-1], applied, warnings)
+
+
+def _record_message(entry: Entry, value: str | None, past: Past) -> str:
+    """The workspace commit's message; ``When:`` trailers carry the real dates (``ledger
+    log`` shows and orders by them; the commit's own time stays the record time)."""
+    head = f"record {entry.cls} {entry.knob}={value_text(value, quote=True)} in {entry.target}"
+    if past.already_reverted:
+        head += " (already reverted)"
+    body = f"- {entry.id} [{entry.cls}] {entry.title}\n"
+    return f"{head}: {entry.title}\n\n{body}{when_trailers(entry.history)}"
+
+
+def when_trailers(history) -> str:
+    """``When: TIME`` for the earliest real date of these actions (none without one)."""
+    dates = sorted(a.when for a in history if a.when)
+    return f"\nWhen: {dates[0]}\n" if dates else ""
 
 
 def _where(tf, entries, knob: str, before: str | None, value: str | None,

@@ -15,6 +15,7 @@ from typing import Sequence
 
 from ledger.core import planner
 from ledger.core.model import Entry
+from ledger.core.when import dated_log
 from ledger.errors import LedgerError
 from ledger.evidence.view import evidence_for
 from ledger.store import wsgit
@@ -72,7 +73,7 @@ def build_model(ws: Workspace):
     return RenderModel(title=ws.root.name, entries=list(entries), targets=targets,
                        evidence=evidence, stale=stale, patch_stats=patch_stats,
                        bisects=bisect_views(ws, {e.id for e in entries}),
-                       log=wsgit.log(ws.root))
+                       log=dated_log(wsgit.log(ws.root)))
 
 
 def bisect_views(ws: Workspace, known: set[str]) -> list[dict]:

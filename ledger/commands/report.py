@@ -54,7 +54,7 @@ def show_entry(ws: Workspace, ref: str) -> dict:
     e = ws.resolve(ref)
     ev = evidence_for(ws, e)
     d = entry_row(ws, e, ev)
-    d["history"] = [a.to_dict() for a in e.history]
+    d["history"] = [a.to_dict() for a in e.timeline()]  # in the order things happened
     d["evidence_summary"] = ev.summary
     d["bisects"] = _bisects_of(ws, e)
     if e.kind == "patch":
@@ -224,7 +224,7 @@ def off_the_table(ws: Workspace, with_files: bool = False) -> OffTable:
         action = revert_action(e)
         row["reverted_why"] = revert_reason(e)
         row["health_failure"] = health_failure(e)
-        row["reverted_at"] = action.at if action else ""
+        row["reverted_at"] = action.happened if action else ""
         out.reverted[e.cls].append(row)
     expected = planner.expected_knobs(entries)
     files, out.errors = _readable_targets(ws, [t for t, _ in expected])
@@ -286,4 +286,9 @@ def _describe_entry_change(old: Entry | None, new: Entry | None) -> dict:
 
 
 def workspace_log(ws: Workspace, limit: int | None = None) -> list[dict]:
-    return wsgit.log(ws.root, limit)
+    """The workspace's commits, newest first by when things happened: a commit whose
+    message carries ``When: TIME`` (a change recorded with ``--when``, an adopted commit's
+    date) has ``when`` and sorts by it; its ``time`` stays the record time."""
+    from ledger.core.when import dated_log
+
+    return dated_log(wsgit.log(ws.root, limit))

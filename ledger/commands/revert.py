@@ -34,14 +34,24 @@ def revert(
     why: str = "",
     force: bool = False,
     dry_run: bool = False,
+    when: str = "",
 ) -> Applied:
-    """Revert entries by id, or every applied entry of a class (--perf-only = --class perf)."""
+    """Revert entries by id, or every applied entry of a class (--perf-only = --class perf).
+    ``when``: the revert's real time where it is not now (``--when``)."""
     cls = _class_selector(refs, perf_only, cls)
+    when = _when(s, when)
     with writing(s, dry_run):
         entries = s.ws.entries()
         chosen = _resolve_all(s, refs) if refs else planner.select(entries, cls=cls, state="applied")
-        plan = planner.plan_revert(entries, chosen, why=why, at=s.now, command=s.command)
-        return _apply(s, plan, why, force, dry_run)
+        plan = planner.plan_revert(entries, chosen, why=why, at=s.now, command=s.command,
+                                   when=when)
+        return _apply(s, plan, why, force, dry_run, when)
+
+
+def _when(s: Session, when: str) -> str:
+    from ledger.core.when import parse_when
+
+    return parse_when(when, s.now) if when else ""
 
 
 @restartable
@@ -78,24 +88,28 @@ def restore(
 
 
 @restartable
-def suspect(s: Session, ref: str, why: str, force: bool = False, dry_run: bool = False) -> Applied:
+def suspect(s: Session, ref: str, why: str, force: bool = False, dry_run: bool = False,
+            when: str = "") -> Applied:
     """Revert an entry and mark it suspected, with the hypothesis written down."""
     if not why.strip():
         raise UsageError("suspect needs --why: write the hypothesis down")
+    when = _when(s, when)
     with writing(s, dry_run):
         entries = s.ws.entries()
         plan = planner.plan_revert(entries, [s.ws.resolve(ref)], why=why, at=s.now,
-                                   command=s.command, suspect=True)
-        return _apply(s, plan, why, force, dry_run)
+                                   command=s.command, suspect=True, when=when)
+        return _apply(s, plan, why, force, dry_run, when)
 
 
-def clear(s: Session, ref: str, why: str, dry_run: bool = False) -> Applied:
+def clear(s: Session, ref: str, why: str, dry_run: bool = False, when: str = "") -> Applied:
     """Exonerate a suspect (does not re-apply it: `restore` does)."""
     if not why.strip():
         raise UsageError("clear needs --why: say what exonerated it")
+    when = _when(s, when)
     with writing(s, dry_run):
-        plan = planner.plan_clear(s.ws.resolve(ref), why=why, at=s.now, command=s.command)
-        return _apply(s, plan, why, False, dry_run)
+        plan = planner.plan_clear(s.ws.resolve(ref), why=why, at=s.now, command=s.command,
+                                  when=when)
+        return _apply(s, plan, why, False, dry_run, when)
 
 
 def amend(s: Session, ref: str, why: str, of: str | None = None, dry_run: bool = False) -> Applied:
@@ -117,11 +131,20 @@ def _class_selector(refs: Sequence[str], perf_only: bool, cls: str | None) -> st
     return check_class(cls) if cls is not None else None
 
 
-def _apply(s: Session, plan: planner.Plan, why: str, force: bool, dry_run: bool) -> Applied:
+def _apply(s: Session, plan: planner.Plan, why: str, force: bool, dry_run: bool,
+           when: str = "") -> Applied:
+    """Carry out ``plan``; a revert that adds a knob back (its entry had removed it) says
+    so in the result (ledger.core.inversion.knobs_added), dry run or not."""
+    from ledger.core.inversion import knobs_added
     from ledger.store.patch_entries import engine_step_for
 
     message = commit_message(plan.op, why, [new for _, new in plan.changes])
-    return apply_plan(
+    if when:
+        message += f"\nWhen: {when}\n"
+    applied = apply_plan(
         s.ws, plan, command=s.command, now=s.now, message=message, force=force,
         dry_run=dry_run, engine=lambda entries, p: engine_step_for(s.ws, entries, p),
     )
+    if plan.op in ("revert", "suspect"):
+        applied.notices += knobs_added(plan.changes, plan.knob_edits)
+    return applied

@@ -40,6 +40,7 @@ from ledger.store.workspace import Config
 from ledger.store.workspace import Workspace
 from ledger.store.workspace import dump_config
 from ledger.store.workspace import read_text
+from ledger.store.workspace import refuse_symlinked_targets
 
 GITIGNORE_NAME = ".gitignore"
 
@@ -75,7 +76,7 @@ def add_root(s: Session, name: str, directory: str, cwd: Path, *, local: bool = 
     """Declare root ``name`` (or set this machine's directory for it) and rewrite the
     absolute paths under it as ``NAME:PATH`` (see the module doc)."""
     check_root_name(name, "root name")
-    with writing(s, dry_run) as ws:
+    with writing(s, dry_run, new_config=True) as ws:
         written, _ = _written_dir(directory, cwd, ws.root)
         declared = name in ws.config.roots
         if declared and not local:
@@ -94,6 +95,7 @@ def add_root(s: Session, name: str, directory: str, cwd: Path, *, local: bool = 
         after = _with_local(ws, config, local_roots)
         here = after.roots.directory(name)
         rewritten = _rewrite(after, config, name)
+        refuse_symlinked_targets(after)
         result = RootAdded(name, written, local, str(here), rewritten, dry_run=dry_run)
         if dry_run:
             return result

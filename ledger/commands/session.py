@@ -37,6 +37,7 @@ from ledger.store.workspace import Config
 from ledger.store.workspace import Workspace
 from ledger.store.workspace import dump_config
 from ledger.store.workspace import read_text
+from ledger.store.workspace import refuse_symlinked_targets
 from ledger.store.workspace import utc_now
 
 
@@ -99,21 +100,27 @@ def _recover_restart(ws: Workspace, session: Session) -> str | None:
 
 
 @contextmanager
-def writing(s: Session, dry_run: bool = False) -> Iterator[Workspace]:
+def writing(s: Session, dry_run: bool = False, new_config: bool = False) -> Iterator[Workspace]:
     """The writer lock (none for a dry run, which writes nothing), then the workspace
-    read again, so what the command modifies is what is on disk now."""
-    if dry_run:
-        yield s.ws
-        return
-    if s.locked:  # held for a mutation and its --restart (ledger.commands.live)
+    read again, so what the command modifies is what is on disk now.
+
+    The targets of the ``ledger.yaml`` just read are checked by the rule of ``target add``
+    (:func:`~ledger.store.workspace.refuse_symlinked_targets`), so no write lands through a
+    symlink written there by hand or pulled from a colleague.  ``new_config``: the command
+    writes a new ``ledger.yaml`` (target add/set, root add, pull) and checks that one
+    instead — so it can also be what repairs a bad path."""
+    if dry_run or s.locked:  # s.locked: held for a mutation and its --restart (commands.live)
+        if not new_config:
+            refuse_symlinked_targets(s.ws)
         yield s.ws
         return
     with WriterLock(s.ws, s.command) as lock:
         if lock.notice:
             s.notices.append(lock.notice)
         s.ws.reload()
+        if not new_config:
+            refuse_symlinked_targets(s.ws)
         yield s.ws
-
 
 
 def edit_config(s: Session, message: str, change: Callable[[Config], None],
@@ -123,10 +130,12 @@ def edit_config(s: Session, message: str, change: Callable[[Config], None],
     ``change`` edits the config it is given in place (and may raise to refuse); the
     file keeps the operator's comments.  Returns the workspace commit.  ``commit_also``:
     workspace files committed with it as they are (a manifest ``target add`` put under
-    management inside the workspace).
+    management inside the workspace).  The changed targets are checked as every writer
+    checks them (:func:`writing`).
     """
-    with writing(s) as ws:
+    with writing(s, new_config=True) as ws:
         change(ws.config)
+        refuse_symlinked_targets(Workspace.with_config(ws.root, ws.config))
         text = dump_config(ws.config, read_text(ws.config_path))
         txn = Transaction(ws, s.command, s.now)
         return txn.execute(message=message, ledger_writes={CONFIG_NAME: text.encode()},

@@ -80,6 +80,7 @@ from ledger.store.workspace import ENTRIES_NAME
 from ledger.store.workspace import Workspace
 from ledger.store.entries_file import entries_bytes
 from ledger.store.workspace import parse_config_text
+from ledger.store.workspace import refuse_symlinked_targets
 from ledger.store.entries_file import parse_entries
 
 RENDERED = (".md", ".html")
@@ -106,7 +107,7 @@ def pull(s: Session, remote: str | None = None, *, drop: Sequence[str] = (),
          force: bool = False, dry_run: bool = False) -> Pulled:
     """Fetch, merge the ledger, and bring this machine's files to it (see the module doc)."""
     root = s.ws.root
-    with writing(s, dry_run) as ws:
+    with writing(s, dry_run, new_config=True) as ws:
         name = gitsync.check_remote(root, remote)
         branch = gitsync.current_branch(root)
         if not dry_run:
@@ -165,6 +166,7 @@ def _apply_merge(s: Session, ws: Workspace, where: tuple[str, str], sides, merge
     config = parse_config_text(writes[CONFIG_NAME].decode("utf-8"), CONFIG_NAME) \
         if writes.get(CONFIG_NAME) else ws.config
     mws = Workspace.with_config(root, config)
+    refuse_symlinked_targets(mws)  # the merged ledger.yaml, as every writer checks it
     local = {e.id for e in sides[1]} - {e.id for e in sides[0]} - {e.id for e in sides[2]}
     universe = list(merged.entries) + [e for e in sides[1] if e.id in merged.dropped]
     targets = target_writes(mws, sides[1], sides[2], merged.entries, universe, force=force)

@@ -117,23 +117,35 @@ class Action:
     why: str = ""
     # The workspace command that did it, e.g. "revert --perf-only".
     command: str = ""
+    # When it really happened, where that is not ``at`` (``--when``, a commit's date, a
+    # backup's): history is ordered by it (ledger.core.when).  "" for "at ``at``".
+    when: str = ""
 
     def __post_init__(self) -> None:
         if self.action not in ACTIONS:
             raise InvalidValue(f"unknown history action {self.action!r}")
 
+    @property
+    def happened(self) -> str:
+        """When the action happened: ``when`` where given, else ``at``."""
+        return self.when or self.at
+
     def to_dict(self) -> dict[str, Any]:
-        return {"at": self.at, "action": self.action, "why": self.why, "command": self.command}
+        d = {"at": self.at, "action": self.action, "why": self.why, "command": self.command}
+        if self.when:  # absent otherwise: ledgers without real dates keep their bytes
+            d["when"] = self.when
+        return d
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "Action":
         at, action = _text(d["at"]), _text(d["action"])
-        why, command = d.get("why"), d.get("command")
+        why, command, when = d.get("why"), d.get("command"), d.get("when")
         return _built(cls, {
             "at": at,
             "action": action,
             "why": why if type(why) is str else str(why or ""),
             "command": command if type(command) is str else str(command or ""),
+            "when": when if type(when) is str else str(when or ""),
         })
 
 
@@ -279,6 +291,17 @@ class Entry:
 
     def last_action(self) -> Action | None:
         return self.history[-1] if self.history else None
+
+    def timeline(self) -> list[Action]:
+        """The history in the order things happened (real dates first, record order
+        between equal times); ``history`` itself stays in record order."""
+        return [a for _, a in sorted(enumerate(self.history),
+                                     key=lambda ia: (ia[1].happened, ia[0]))]
+
+    @property
+    def made(self) -> str:
+        """When the change was made: its first action's real time (else ``recorded``)."""
+        return self.history[0].happened if self.history else self.recorded
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {

@@ -229,6 +229,9 @@ def plan_record(entry: Entry, *, adopt: bool = False) -> Plan:
     """
     edits: dict[KnobKey, tuple[str | None, str | None]] = {}
     flips: tuple[Entry, ...] = ()
+    # An entry recorded already reverted (``--already-reverted``: made and taken back by
+    # hand before the ledger knew) changes nothing either: the files hold its base.
+    adopt = adopt or not entry.applied
     if entry.kind == "knob" and not adopt:
         edits = {key: (layer[0].before, entry.after) for key, layer in knob_layers([entry]).items()}
     elif entry.kind == "patch" and not adopt:
@@ -244,12 +247,15 @@ def plan_revert(
     at: str,
     command: str,
     suspect: bool = False,
+    when: str = "",
 ) -> Plan:
-    """Revert ``selected`` (already-reverted ones are skipped; ``suspect`` marks them)."""
+    """Revert ``selected`` (already-reverted ones are skipped; ``suspect`` marks them).
+    ``when``: the real time of the revert where it is not ``at`` (``--when``)."""
     changes = []
     skipped = []
     for e in selected:
-        action = Action(at=at, action="suspect" if suspect else "revert", why=why, command=command)
+        action = Action(at=at, action="suspect" if suspect else "revert", why=why, command=command,
+                        when=when)
         if suspect:
             new = e.with_action(action, state="reverted", suspicion="suspected", suspect_why=why)
             changes.append((e, new))
@@ -306,6 +312,7 @@ def plan_restore(
     force: bool = False,
     require_evidence: bool = False,
     verdicts: Mapping[str, str | None] | None = None,
+    when: str = "",
 ) -> Plan:
     """Re-apply ``selected`` entries that are reverted and allowed back (rules above)."""
     changes = []
@@ -327,7 +334,7 @@ def plan_restore(
             continue
         # Without a reason given, a cleared suspect comes back for the reason it was cleared.
         reason = why or (f"cleared: {e.clear_why}" if e.suspicion == "cleared" else "")
-        action = Action(at=at, action="restore", why=reason, command=command)
+        action = Action(at=at, action="restore", why=reason, command=command, when=when)
         changes.append((e, e.with_action(action, state="applied")))
     if refused:
         lines = "\n  ".join(f"{s.entry.id} {s.entry.title}: {s.reason}" for s in refused)
@@ -336,12 +343,13 @@ def plan_restore(
     return Plan("restore", tuple(changes), tuple(skipped), edits, flips)
 
 
-def plan_clear(entry: Entry, *, why: str, at: str, command: str) -> Plan:
+def plan_clear(entry: Entry, *, why: str, at: str, command: str, when: str = "") -> Plan:
     """Exonerate a suspect.  The entry stays reverted: clearing is not restoring."""
     if not entry.suspected:
         raise Refused(f"entry {entry.id} ({entry.title}) is not under suspicion")
     new = entry.with_action(
-        Action(at=at, action="clear", why=why, command=command), suspicion="cleared", clear_why=why
+        Action(at=at, action="clear", why=why, command=command, when=when),
+        suspicion="cleared", clear_why=why,
     )
     return Plan("clear", ((entry, new),))
 

@@ -37,10 +37,13 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import dataclass
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 from typing import Iterable
 from typing import Mapping
+from typing import Sequence
 
 from ledger.errors import EvidenceError
 from ledger.errors import FileError
@@ -48,6 +51,15 @@ from ledger.evidence.load import CONCURRENCY
 from ledger.evidence.load import RATE
 from ledger.evidence.load import LoadPoint
 from ledger.evidence.load import parse_rate
+from ledger.evidence.workload import differing
+from ledger.evidence.workload import key_id
+from ledger.evidence.workload import label
+from ledger.evidence.workload import matches
+from ledger.evidence.workload import normal
+from ledger.evidence.workload import raw_value
+from ledger.evidence.workload import show
+from ledger.evidence.workload import source_name
+from ledger.evidence.workload import workload_of
 
 CORE_KEYS = frozenset({"output_throughput", "request_throughput"})
 SHAPES: dict[str, frozenset[str]] = {
@@ -58,9 +70,12 @@ SHAPES: dict[str, frozenset[str]] = {
         {"output_throughput", "median_ttft_ms", "median_itl_ms", "completed", "duration",
          "total_output_tokens_retokenized"}
     ),
+    # Flattened by ledger.evidence.tools from the tool's own layout.
+    "aiperf": frozenset({"aiperf_version", "output_throughput", "request_throughput"}),
 }
 # The keys that tell the shapes apart when the core keys are all there (in this order).
 MARKERS = {
+    "aiperf": "aiperf_version",
     "engine": "output_digest",
     "vllm": "total_token_throughput",
     "sglang": "input_throughput",
@@ -85,6 +100,11 @@ def detect_shape(obj: Mapping[str, Any]) -> str | None:
 
 def read_objects(path: Path) -> list[dict[str, Any]]:
     """The JSON objects in ``path``: one document (vLLM, possibly pretty-printed) or JSON lines."""
+    return parse_objects(read_text(path), str(path))
+
+
+def read_text(path: Path) -> str:
+    """The text of a result file (refused when too large, unreadable or not UTF-8)."""
     where = str(path)
     try:
         if path.stat().st_size > MAX_FILE_BYTES:
@@ -96,11 +116,16 @@ def read_objects(path: Path) -> list[dict[str, Any]]:
         raise ImportFormatError(where, f"cannot read: {e.strerror or e}") from e
     except UnicodeDecodeError as e:
         raise ImportFormatError(where, "not UTF-8 text: not a JSON result file") from e
-    return parse_objects(text, where)
+    return text
 
 
 def parse_objects(text: str, where: str) -> list[dict[str, Any]]:
     """Parse one JSON object or JSON lines from ``text``; ``where`` names it in errors."""
+    return [obj for _, obj in parse_located(text, where)]
+
+
+def parse_located(text: str, where: str) -> list[tuple[str, dict[str, Any]]]:
+    """``(where[:line], object)`` for one JSON document or each JSON line of ``text``."""
     if not text.strip():
         raise ImportFormatError(where, "empty file: no results")
     try:
@@ -108,12 +133,12 @@ def parse_objects(text: str, where: str) -> list[dict[str, Any]]:
     except json.JSONDecodeError:
         whole = None
     if isinstance(whole, dict):
-        return [whole]
+        return [(where, whole)]
     if whole is not None:
         raise ImportFormatError(
             where, f"expected JSON objects, found a JSON {type(whole).__name__}"
         )
-    objs: list[dict[str, Any]] = []
+    objs: list[tuple[str, dict[str, Any]]] = []
     for lineno, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
@@ -123,7 +148,7 @@ def parse_objects(text: str, where: str) -> list[dict[str, Any]]:
             raise ImportFormatError(f"{where}:{lineno}", f"not JSON ({e.msg})") from e
         if not isinstance(obj, dict):
             raise ImportFormatError(f"{where}:{lineno}", "expected a JSON object on each line")
-        objs.append(obj)
+        objs.append((f"{where}:{lineno}", obj))
     return objs
 
 
@@ -151,14 +176,16 @@ def load_point(
     where: str,
     concurrency: int | None = None,
     rate: float | None = None,
+    axis: str | None = None,
 ) -> LoadPoint:
-    """The load point of one result (see the module docstring)."""
+    """The load point of one result (see the module docstring); ``axis`` (from
+    :func:`choose_axis`) says which of its load parameters is the sweep's."""
     if concurrency is not None:
         return LoadPoint(CONCURRENCY, float(concurrency))
     if rate is not None:
         return LoadPoint(RATE, float(rate))
     value = obj.get("max_concurrency")
-    if value is not None:
+    if value is not None and axis != RATE:
         if (
             isinstance(value, bool)
             or not isinstance(value, (int, float))
@@ -198,6 +225,175 @@ def _check_overrides(where: str, concurrency: int | None, rate: float | None) ->
         raise ImportFormatError(where, f"rate override must be > 0 (or inf), got {rate!r}")
 
 
+@dataclass
+class Parsed:
+    """One file's (or one bench run's) results: their shape, rows, workload key, and what
+    the file says of where and how it was measured (``origin``: host, date, tool version)."""
+
+    shape: str
+    rows: list[dict[str, Any]]
+    workload: dict[str, Any]
+    origin: dict[str, Any] = field(default_factory=dict)
+
+
+def nearest_format(obj: Mapping[str, Any], shapes: tuple[str, ...] = tuple(SHAPES)) -> str:
+    """``nearest known format: vllm (lacks total_token_throughput)``: the shape whose keys
+    the object has most of, and what it lacks of them."""
+    def share(name: str) -> float:
+        return len(SHAPES[name] & obj.keys()) / len(SHAPES[name])
+
+    best = max(shapes, key=share)
+    if share(best) == 0:
+        return f"nearest known format: none shares a key ({', '.join(shapes)} are known)"
+    lacks = ", ".join(sorted(SHAPES[best] - obj.keys()))
+    return f"nearest known format: {best} (lacks {lacks})"
+
+
+def _shape_of(here: str, obj: Mapping[str, Any], shapes: tuple[str, ...]) -> str:
+    found = detect_shape(obj)
+    if found is None or found not in shapes:
+        expected = "; ".join(f"{s}: {', '.join(sorted(SHAPES[s]))}" for s in shapes)
+        raise ImportFormatError(
+            here,
+            f"unknown result shape, {nearest_format(obj, shapes)}; expected the keys of "
+            f"one of [{expected}]; found: {', '.join(sorted(obj)) or 'no keys'}",
+        )
+    return found
+
+
+def choose_axis(
+    located: Sequence[tuple[str, Mapping[str, Any]]],
+    concurrency: int | None = None,
+    rate: float | None = None,
+    rate_cap: int | None = None,
+) -> str:
+    """The sweep axis of results imported together: ``concurrency`` or ``rate``.
+
+    An override (``--concurrency`` / ``--rate``) decides.  Results that all set
+    ``max_concurrency`` are a concurrency sweep, unless they share one cap and vary the
+    request rate (a rate sweep under one ``--max-concurrency``), or they join a rate
+    sweep under that very cap (``rate_cap``) and each says its rate.  Results that set no
+    cap are a rate sweep; a file mixing the two is refused.
+    """
+    if concurrency is not None:
+        return CONCURRENCY
+    if rate is not None:
+        return RATE
+    caps = [normal(obj.get("max_concurrency")) for _, obj in located]
+    rates = [parse_rate(obj.get("request_rate")) for _, obj in located]
+    capped = [c is not None for c in caps]
+    if not any(capped):
+        return RATE
+    if not all(capped):
+        first = located[capped.index(not capped[0])][0]
+        raise ImportFormatError(
+            first, f"mixes {CONCURRENCY} and {RATE} load points in one import (some "
+            "results set max_concurrency, some do not); import them separately (or give "
+            "--concurrency / --rate)")
+    all_rated = all(r is not None for r in rates)
+    one_cap = len(set(caps)) == 1
+    if all_rated and one_cap and (caps[0] == rate_cap or len(set(rates)) > 1):
+        return RATE
+    return CONCURRENCY
+
+
+def _select(located, selection: Mapping[str, str] | None, where: str):
+    if not selection:
+        return located
+    chosen = [(here, obj) for here, obj in located if matches(obj, selection)]
+    if not chosen:
+        said = "; ".join(
+            f"{k}: " + ", ".join(sorted({show(normal(raw_value(o, k))) for _, o in located}))
+            for k in selection)
+        raise ImportFormatError(where, "no result matches --workload "
+                                + " ".join(f"{k}={v}" for k, v in selection.items())
+                                + f"; the file has {said}")
+    return chosen
+
+
+def _places(heres: Sequence[str]) -> str:
+    """``f.jsonl:1-5`` for consecutive lines of one file, else the places joined."""
+    lines = [h.rpartition(":") for h in heres]
+    if all(sep and n.isdigit() and f == lines[0][0] for f, sep, n in lines):
+        nums = [int(n) for _, _, n in lines]
+        if nums == list(range(nums[0], nums[0] + len(nums))) and len(nums) > 1:
+            return f"{lines[0][0]}:{nums[0]}-{nums[-1]}"
+    return ", ".join(heres)
+
+
+def _one_workload(located, keys, shape: str, where: str) -> dict[str, Any]:
+    """The one workload key of ``located``'s results, or a refusal naming each workload."""
+    groups: dict[tuple, list[int]] = {}
+    for i, key in enumerate(keys):
+        groups.setdefault(key_id(key), []).append(i)
+    if len(groups) == 1:
+        return keys[0]
+    firsts = [keys[idx[0]] for idx in groups.values()]
+    shown = differing(firsts)
+    lines = [f"  {label(keys[idx[0]], shown, shape)}: "
+             f"{_places([located[i][0] for i in idx])} ({len(idx)} result(s))"
+             for idx in groups.values()]
+    first = keys[next(iter(groups.values()))[0]]
+    pick = " ".join(f"--workload {source_name(shape, n, first)}={show(first.get(n))}"
+                    for n in shown if first.get(n) is not None)
+    raise ImportFormatError(
+        where,
+        f"holds {len(groups)} workloads, which are not repeats of one another (they differ "
+        f"in {', '.join(source_name(shape, n) for n in shown)}):\n" + "\n".join(lines)
+        + f"\nimport one at a time, e.g. with {pick or '--workload KEY=VALUE'}",
+    )
+
+
+def origin_of(obj: Mapping[str, Any], shape: str) -> dict[str, Any]:
+    """What a result says of where and how it was measured: the tool's version, the date,
+    the command and the host, where the file has them (else nothing)."""
+    if isinstance(obj.get("origin"), Mapping):
+        found = dict(obj["origin"])
+    else:
+        info = obj.get("server_info") if isinstance(obj.get("server_info"), Mapping) else {}
+        found = {"tool": shape, "version": info.get("version"), "date": obj.get("date"),
+                 "host": obj.get("host") or obj.get("hostname")}
+    return {k: v for k, v in found.items() if isinstance(v, (str, int, float)) and v != ""}
+
+
+def parse_results(
+    located: Sequence[tuple[str, Mapping[str, Any]]],
+    where: str,
+    concurrency: int | None = None,
+    rate: float | None = None,
+    *,
+    shapes: tuple[str, ...] = tuple(SHAPES),
+    select: Mapping[str, str] | None = None,
+    rate_cap: int | None = None,
+    axis: str | None = None,
+) -> Parsed:
+    """Turn located result objects into rows of one shape and one workload.
+
+    ``select``: ``--workload KEY=VALUE`` pairs keeping only the results that have them;
+    results of several workloads left after it are refused, each named with its places.
+    ``rate_cap``: the cap of the rate sweep these join (see :func:`choose_axis`);
+    ``axis``: the sweep axis, when chosen over several files already.
+    """
+    _check_overrides(where, concurrency, rate)
+    if not located:
+        raise ImportFormatError(where, "no results in the file")
+    shape = _shape_of(located[0][0], located[0][1], shapes)
+    for here, obj in located[1:]:
+        found = _shape_of(here, obj, shapes)
+        if found != shape:
+            raise ImportFormatError(here, f"mixes {shape} and {found} results in one file")
+    located = _select(located, select, where)
+    axis = axis or choose_axis(located, concurrency, rate, rate_cap)
+    keys = [workload_of(obj, shape, axis) for _, obj in located]
+    workload = _one_workload(located, keys, shape, where)
+    rows = []
+    for here, obj in located:
+        row = _metrics(obj, shape)
+        row.update(load_point(obj, here, concurrency, rate, axis).to_row())
+        rows.append(row)
+    return Parsed(shape, rows, workload, origin_of(located[0][1], shape))
+
+
 def rows_from_objects(
     objs: Iterable[Mapping[str, Any]],
     where: str,
@@ -205,38 +401,67 @@ def rows_from_objects(
     shapes: tuple[str, ...] = tuple(SHAPES),
     rate: float | None = None,
 ) -> tuple[str, list[dict[str, Any]]]:
-    """Turn parsed result objects into rows; every object must have the same shape."""
-    _check_overrides(where, concurrency, rate)
-    shape: str | None = None
-    kind: str | None = None
-    rows: list[dict[str, Any]] = []
-    for i, obj in enumerate(objs, 1):
-        here = f"{where} (object {i})"
-        found = detect_shape(obj)
-        if found is None or found not in shapes:
-            expected = "; ".join(f"{s}: {', '.join(sorted(SHAPES[s]))}" for s in shapes)
-            raise ImportFormatError(
-                here,
-                "unknown result shape; expected the keys of one of "
-                f"[{expected}]; found: {', '.join(sorted(obj)) or 'no keys'}",
-            )
-        if shape is not None and found != shape:
-            raise ImportFormatError(here, f"mixes {shape} and {found} results in one file")
-        shape = found
-        point = load_point(obj, here, concurrency, rate)
-        if kind is not None and point.kind != kind:
-            raise ImportFormatError(
-                here,
-                f"mixes {kind} and {point.kind} load points in one file; import them "
-                "separately (or give --concurrency / --rate)",
-            )
-        kind = point.kind
-        row = _metrics(obj, found)
-        row.update(point.to_row())
-        rows.append(row)
-    if not rows:
-        raise ImportFormatError(where, "no results in the file")
-    return str(shape), rows
+    """``(shape, rows)`` of parsed result objects (see :func:`parse_results`)."""
+    located = [(f"{where} (object {i})", obj) for i, obj in enumerate(objs, 1)]
+    parsed = parse_results(located, where, concurrency, rate, shapes=shapes)
+    return parsed.shape, parsed.rows
+
+
+def read_result_file(
+    path: Path,
+    concurrency: int | None = None,
+    rate: float | None = None,
+    *,
+    select: Mapping[str, str] | None = None,
+    rate_cap: int | None = None,
+) -> Parsed:
+    """Detect the shape of a bench result file and parse it (see :func:`parse_results`)."""
+    path = Path(path)
+    return parse_results(located_file(path), str(path), concurrency, rate,
+                         select=select, rate_cap=rate_cap)
+
+
+def located_file(path: Path) -> list[tuple[str, dict[str, Any]]]:
+    """``(place, flat result)`` for each result in ``path``: JSON or JSON lines, an AIPerf
+    CSV, or an AIPerf artifact directory (its summary, with the digest of its outputs)."""
+    from ledger.evidence import tools
+
+    path = Path(path)
+    if path.is_dir():
+        summary = path / tools.AIPERF_SUMMARY
+        if not summary.is_file():
+            raise ImportFormatError(str(path), f"a directory, and no {tools.AIPERF_SUMMARY} "
+                                    "in it (an AIPerf artifact directory): give a result file")
+        located = located_file(summary)
+        digest = tools.outputs_digest(path / tools.AIPERF_OUTPUTS)
+        if digest:
+            for _, obj in located:
+                obj["output_digest"] = digest
+        return located
+    where = str(path)
+    text = read_text(path)
+    doc = tools.aiperf_csv_document(text)
+    if doc is not None:
+        return [(where, tools.aiperf_result(doc))]
+    return [(here, tools.aiperf_result(obj) if tools.is_aiperf(obj) else obj)
+            for here, obj in parse_located(text, where)]
+
+
+def read_result_files(
+    paths: Sequence[Path],
+    concurrency: int | None = None,
+    rate: float | None = None,
+    *,
+    select: Mapping[str, str] | None = None,
+    rate_cap: int | None = None,
+) -> list[Parsed]:
+    """Parse result files imported together: one sweep axis for all of them (files of one
+    rate each, under one ``--max-concurrency`` cap, are a rate sweep together)."""
+    located = [(str(p), located_file(Path(p))) for p in paths]
+    chosen = [obj for _, objs in located for obj in objs if not select or matches(obj[1], select)]
+    axis = choose_axis(chosen, concurrency, rate, rate_cap) if chosen else None
+    return [parse_results(objs, where, concurrency, rate, select=select, axis=axis)
+            for where, objs in located]
 
 
 def load_result_file(
@@ -247,8 +472,8 @@ def load_result_file(
     ``concurrency`` / ``rate``: the load point of every result in the file, overriding
     what the file says (for files that say neither).
     """
-    path = Path(path)
-    return rows_from_objects(read_objects(path), str(path), concurrency, rate=rate)
+    parsed = read_result_file(path, concurrency, rate)
+    return parsed.shape, parsed.rows
 
 
 def parse_engine_json(text: str, where: str) -> list[dict[str, Any]]:

@@ -54,8 +54,8 @@ from envknobs.registry import check_knob_name
 from envknobs.registry import check_knob_value
 from ledger.errors import EvidenceError
 from ledger.evidence.importers import ImportFormatError
-from ledger.evidence.importers import parse_objects
-from ledger.evidence.importers import rows_from_objects
+from ledger.evidence.importers import parse_located
+from ledger.evidence.importers import parse_results
 from ledger.evidence.load import CONCURRENCY
 from ledger.evidence.load import RATE
 from ledger.evidence.load import LoadPoint
@@ -295,6 +295,7 @@ def run_alternating(
     started, t0 = now_iso(), time.monotonic()
     rows: list[dict[str, Any]] = []
     devices: set[str] = set()
+    workloads: dict[str, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory(prefix="ledger-ab-") as tmpdir:
         tmp = Path(tmpdir)
         env_files = {side.name: _env_file(tmp, side) for side in (side_a, side_b)}
@@ -306,7 +307,8 @@ def run_alternating(
             env = _side_environ(side)
             _run_once(argv, Path(side.engine_dir), env, tmp / "stderr.txt", timeout_s)
             if repeat is not None:
-                row, device = _read_result(out, point, argv)
+                row, device, key = _read_result(out, point, argv)
+                _same_workload(workloads, side.name, key, label)
                 if device:
                     devices.add(device)
                 rows.append({"side": side.name, **point.to_row(), "repeat": repeat, **row})
@@ -317,6 +319,7 @@ def run_alternating(
     meta = _meta(command, side_a, side_b, points, runs, started)
     meta["device"] = ", ".join(sorted(devices)) or None
     meta["warmup_per_side"] = 1 if warmup else 0
+    meta["workload"] = workloads
     return AbResult(rows=rows, meta=meta, started=started, finished=meta["finished"])
 
 
@@ -368,29 +371,31 @@ def _side_environ(side: Side) -> dict[str, str]:
 
 def _read_result(
     out: Path, point: LoadPoint, argv: list[str]
-) -> tuple[dict[str, Any], str | None]:
-    """The metrics row for ``point`` from a run's JSON, and the device it reports (if any)."""
+) -> tuple[dict[str, Any], str | None, dict[str, Any]]:
+    """The metrics row for ``point`` from a run's JSON, the device it reports (if any),
+    and its workload key."""
     try:
         text = out.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
         raise EvidenceError(f"bench wrote no readable result to {out}: {shlex.join(argv)}") from e
     where = f"bench output of {shlex.join(argv)}"
     try:
-        objs = parse_objects(text, where)
+        located = parse_located(text, where)
+        objs = [obj for _, obj in located]
         # Any known shape: the bundled engine's, sglang bench_serving's or vLLM's.  A
         # single result that does not say its load point ran at the one we asked for.
         says = [k for k in ("max_concurrency", "request_rate") if objs[0].get(k) is not None]
         single = len(objs) == 1 and (
             not says if point.kind == RATE else "max_concurrency" not in says
         )
-        found = rows_from_objects(
-            objs, where,
+        parsed = parse_results(
+            located, where,
             int(point.value) if single and point.kind == CONCURRENCY else None,
             rate=point.value if single and point.kind == RATE else None,
-        )[1]
+        )
     except ImportFormatError as e:
         raise EvidenceError(str(e)) from e
-    matching = [(r, o) for r, o in zip(found, objs, strict=True) if of_row(r) == point]
+    matching = [(r, o) for r, o in zip(parsed.rows, objs, strict=True) if of_row(r) == point]
     if len(matching) != 1:
         raise EvidenceError(
             f"bench output has {len(matching)} result(s) for {point.kind} "
@@ -401,7 +406,22 @@ def _read_result(
     row.pop(CONCURRENCY, None)
     row.pop(RATE, None)
     device = obj.get("device")
-    return row, (str(device) if device is not None else None)
+    return row, (str(device) if device is not None else None), parsed.workload
+
+
+def _same_workload(keys: dict[str, dict[str, Any]], side: str, key: dict[str, Any],
+                   label: str) -> None:
+    """The runs of one side are repeats: each must measure the side's one workload."""
+    from ledger.evidence.workload import compare_sides
+    from ledger.evidence.workload import mismatch_text
+
+    if side not in keys:
+        keys[side] = key
+        return
+    diff = compare_sides(keys[side], key)
+    if diff:
+        raise EvidenceError(f"{label}: the bench measured another workload than the side's "
+                            f"earlier runs: {mismatch_text(diff, ('before', 'now'))}")
 
 
 def _meta(

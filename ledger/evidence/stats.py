@@ -413,10 +413,60 @@ def _pct(x: float | None) -> str:
     return "n/a" if x is None else f"{x:+.1f}"
 
 
+VERDICT_RULE = (
+    f"a load point is a gain (regression) when the Holm-adjusted two-sided Mann-Whitney "
+    f"p < {ALPHA:g} and the {CONFIDENCE:.0%} bootstrap CI of the median's change lies "
+    f"wholly above (below) 0 in the metric's good direction; inconclusive with fewer than "
+    f"{MIN_RUNS} runs a side; neutral otherwise.  The entry: regression if any point is "
+    "one, else gain if any is, else neutral"
+)
+COMPACT_AFTER = 4  # more load points than this are summed up as a range
+
+
+def neutral_reason(cell: Mapping[str, Any], warnings: Iterable[str] = ()) -> str | None:
+    """Why a cell is ``neutral`` or ``inconclusive`` (None for a gain or a regression):
+    too few runs to conclude, a CI that crosses 0, or a p-value that is not small enough."""
+    verdict = cell.get("verdict")
+    n_a, n_b = cell.get("n_a", 0), cell.get("n_b", 0)
+    if verdict == "inconclusive":
+        return f"n={n_a}/{n_b}: fewer than {MIN_RUNS} runs a side"
+    if verdict != "neutral":
+        return None
+    if any("cannot reach" in w for w in warnings):
+        return f"n={n_a}/{n_b} cannot reach p<{ALPHA:g}"
+    lo, hi = cell.get("ci_low_pct"), cell.get("ci_high_pct")
+    if lo is not None and hi is not None and lo <= 0 <= hi:
+        return "CI crosses 0"
+    p = cell.get("p_adjusted", cell.get("p_value"))
+    if p is not None and p >= ALPHA:
+        return f"Holm p {p:.3g} >= {ALPHA:g}"
+    return "the CI and the p-value disagree on the direction"
+
+
+def _others(analysis: Mapping[str, Any], point: LoadPoint) -> str:
+    """The other load points' changes: ``, +5.7% @c96``, or a range over many points."""
+    metric = analysis["metric"]
+    cells = [(of_row(b), b["metrics"][metric]) for b in analysis["by_concurrency"]
+             if metric in b["metrics"]]
+    rest = [(p, c) for p, c in cells if p != point]
+    if not rest:
+        return ""
+    if len(cells) <= COMPACT_AFTER:
+        return "".join(f", {_pct(c['delta_pct'])}{'%' if c['delta_pct'] is not None else ''}"
+                       f" @{p.label}" for p, c in rest)
+    deltas = [c["delta_pct"] for _, c in cells if c["delta_pct"] is not None]
+    span = f"{_pct(min(deltas))}..{_pct(max(deltas))}%" if deltas else "n/a"
+    first, last = cells[0][0].label, cells[-1][0].label
+    last = last.removeprefix("rate ") if first.startswith("rate ") else last.lstrip("c")
+    return f", {span} over {first}..{last} ({len(cells)} points)"
+
+
 def format_headline(analysis: Mapping[str, Any] | None) -> str:
     """One line for `ledger show/list/diff/restore`, e.g.
-    ``gain +12.8% output_throughput @c64 (CI +9.1..+16.0%, n=5/5, outputs identical)``,
-    or ``… @rate 4 (…)`` for a request-rate sweep.
+    ``gain +12.8% output_throughput @c64 (CI +9.1..+16.0%, n=5/5), +5.7% @c96; outputs
+    identical``: the most telling load point with its CI and run counts (and, when it is
+    not a gain or a regression, why: ``n=4/4 cannot reach p<0.05``), then every other
+    point's change (a range past four points), then what the outputs did.
     """
     if not analysis:
         return "no evidence"
@@ -430,9 +480,12 @@ def format_headline(analysis: Mapping[str, Any] | None) -> str:
         ci = "CI n/a"
     else:
         ci = f"CI {_pct(cell['ci_low_pct'])}..{_pct(cell['ci_high_pct'])}%"
+    why = neutral_reason(cell, analysis.get("warnings") or ())
+    runs = why if why and why.startswith("n=") else f"n={cell['n_a']}/{cell['n_b']}"
+    extra = f", {why}" if why and not why.startswith("n=") else ""
     return (
-        f"{verdict} {delta} {metric} @{point.label} "
-        f"({ci}, n={cell['n_a']}/{cell['n_b']}, outputs {outputs})"
+        f"{verdict} {delta} {metric} @{point.label} ({ci}, {runs}{extra})"
+        f"{_others(analysis, point)}; outputs {outputs}"
     )
 
 
@@ -440,6 +493,8 @@ __all__ = [
     "ALPHA",
     "MIN_RUNS",
     "PRIMARY_METRIC",
+    "VERDICT_RULE",
+    "neutral_reason",
     "analyze",
     "compare_metric",
     "entry_verdict",

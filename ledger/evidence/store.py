@@ -249,12 +249,18 @@ def save_evidence(
     started: str,
     finished: str,
     run_id: str | None = None,
+    workload: Mapping[str, Any] | None = None,
+    notes: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """Judge ``rows`` and store them as a new run; return the summary written."""
+    """Judge ``rows`` and store them as a new run; return the summary written.
+
+    ``workload``: the run's workload key (see :func:`summary_workload`); ``notes``:
+    warnings to keep in the summary beside the statistics' own."""
     from ledger.evidence.stats import analyze
 
     run_id = run_id or new_run_id()
     analysis = analyze(rows, metric)
+    analysis["warnings"] = [*analysis.get("warnings", []), *notes]
     summary = build_summary(
         analysis,
         entry=entry_id,
@@ -264,6 +270,7 @@ def save_evidence(
         context=context,
         started=started,
         finished=finished,
+        workload=workload,
     )
     full_meta = {"entry": entry_id, "run_id": run_id, "source": source, **meta}
     full_meta.setdefault("engine_commit", engine_commit)
@@ -280,9 +287,21 @@ def record_ab(
     engine_commit: str | None = None,
     context: Mapping[str, str | None] | None = None,
 ) -> dict[str, Any]:
-    """Store a :class:`ledger.evidence.runner.AbResult` as a new ``ab`` run; return its summary."""
+    """Store a :class:`ledger.evidence.runner.AbResult` as a new ``ab`` run; return its summary.
+
+    A and B run one bench template, so they differ only by the entry; when the entry
+    changes what the bench reports of its workload (a model, a dataset), the summary
+    warns of it rather than refusing: that difference is what was measured."""
+    from ledger.evidence.workload import compare_sides
+    from ledger.evidence.workload import mismatch_text
+    from ledger.evidence.workload import summary_workload
+
     meta = dict(result.meta)
     meta.setdefault("engine_commit", engine_commit)
+    keys = meta.get("workload") or {}
+    diff = compare_sides(keys.get("A"), keys.get("B"))
+    notes = [f"the sides' benches report different workloads: {mismatch_text(diff)}"] \
+        if diff else []
     return save_evidence(
         ws_root,
         entry_id,
@@ -294,6 +313,8 @@ def record_ab(
         context=context,
         started=result.started,
         finished=result.finished,
+        workload=summary_workload(keys.get("A"), keys.get("B")),
+        notes=notes,
     )
 
 
@@ -313,19 +334,23 @@ def _join_rows(rows: list[dict[str, Any]], imported: list[dict[str, Any]], parse
     for r in rows:
         key = (r["side"], of_row(r))
         next_repeat[key] = max(next_repeat.get(key, 0), r["repeat"] + 1)
-    for path, shape, new_rows in parsed:
-        for r in new_rows:
+    for path, result in parsed:
+        for r in result.rows:
             key = (side, of_row(r))
             rows.append({"side": side, "repeat": next_repeat.get(key, 0), **r})
             next_repeat[key] = next_repeat.get(key, 0) + 1
-        imported.append(
-            {"path": str(path.resolve()), "shape": shape, "side": side, "rows": len(new_rows)}
-        )
+        imported.append({"path": str(path.resolve()), "shape": result.shape, "side": side,
+                         "rows": len(result.rows), **_origin_meta(result.origin)})
+
+
+def _origin_meta(origin: Mapping[str, Any]) -> dict[str, Any]:
+    return {"origin": dict(origin)} if origin else {}
 
 
 def _refuse_mixed_load(rows: list[dict[str, Any]], parsed) -> None:
     """A rate sweep and a concurrency sweep never share a run."""
-    kinds = {of_row(r).kind for r in rows} | {of_row(r).kind for _, _, new in parsed for r in new}
+    kinds = {of_row(r).kind for r in rows}
+    kinds |= {of_row(r).kind for _, result in parsed for r in result.rows}
     if len(kinds) > 1:
         raise EvidenceError(
             "these results are measured at "
@@ -333,6 +358,16 @@ def _refuse_mixed_load(rows: list[dict[str, Any]], parsed) -> None:
             + " load points (with the entry's latest import): a rate sweep and a "
             "concurrency sweep are separate evidence; import them separately"
         )
+
+
+def _rate_sweep_cap(rows: Sequence[Mapping[str, Any]], keys: Mapping[str, Any],
+                    side: str) -> int | None:
+    """The --max-concurrency cap of the rate sweep new results join (None if none)."""
+    if not rows or of_row(rows[0]).kind != "rate":
+        return None
+    caps = {k.get("max_concurrency") for k in keys.values() if isinstance(k, Mapping)}
+    caps.discard(None)
+    return caps.pop() if len(caps) == 1 else None
 
 
 def import_evidence(
@@ -348,6 +383,8 @@ def import_evidence(
     new_run: bool = False,
     now: datetime | None = None,
     rate: float | None = None,
+    select: Mapping[str, str] | None = None,
+    allow_mismatch: Sequence[str] = (),
 ) -> dict[str, Any]:
     """Import bench result files for one side; return the summary of the run written.
 
@@ -355,27 +392,40 @@ def import_evidence(
     Unless ``new_run``, the rows join the entry's latest import run (see module docs);
     a rate sweep does not join a concurrency sweep (nor the reverse).
     ``concurrency`` / ``rate``: the load point of results that do not say it.
+    ``select``: ``--workload KEY=VALUE`` pairs picking one workload of a file holding
+    several.  The files of a side must measure one workload, and A and B the same one,
+    but for the fields in ``allow_mismatch`` (see :mod:`ledger.evidence.workload`).
     """
-    from ledger.evidence.importers import load_result_file
+    from ledger.evidence.importers import read_result_files
+    from ledger.evidence.workload import check_allow
+    from ledger.evidence.workload import check_sides
+    from ledger.evidence.workload import side_workloads
 
     if side not in ("A", "B"):
         raise EvidenceError(f"side must be A or B, got {side!r}")
+    allow = check_allow(allow_mismatch)
     files = [Path(f) for f in files]
     if not files:
         raise EvidenceError("no result files to import")
-    parsed = [(f, *load_result_file(f, concurrency, rate)) for f in files]
-
     previous = None if new_run else _latest_import(ws_root, entry_id)
     rows: list[dict[str, Any]] = []
     imported: list[dict[str, Any]] = []
     started = now_iso(now)
+    old_meta: dict[str, Any] = {}
     if previous:
         rows, old_meta, old_summary = load_run(ws_root, entry_id, previous)
         imported = list(old_meta.get("files") or [])
         started = str(old_summary.get("started") or started)
+    cap = _rate_sweep_cap(rows, old_meta.get("workload") or {}, side)
+    parsed = list(zip(files, read_result_files(files, concurrency, rate, select=select,
+                                               rate_cap=cap), strict=True))
     _refuse_mixed_load(rows, parsed)
+    keys = side_workloads(parsed, side, old_meta.get("workload") or {})
+    allow = sorted(set(allow) | set(old_meta.get("allowed_mismatch") or []))
+    workload = check_sides(keys, allow)
     _join_rows(rows, imported, parsed, side)
-    meta = {"files": imported, "supersedes": previous, **host_info()}
+    meta = {"files": imported, "supersedes": previous, "workload": keys,
+            **({"allowed_mismatch": allow} if allow else {}), "importer": host_info()}
     summary = save_evidence(
         ws_root,
         entry_id,
@@ -388,6 +438,7 @@ def import_evidence(
         started=started,
         finished=now_iso(now),
         run_id=new_run_id(now),
+        workload=workload,
     )
     if previous:
         # The merged run is safely in place; readers already skip the old one.

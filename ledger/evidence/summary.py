@@ -3,7 +3,8 @@
 Pure (no files).  The schema is the contract with the render engineer and the CLI::
 
     entry, run_id, source (ab|import), metric, higher_is_better, verdict, outputs,
-    engine_commit, context {KNOB: value}, started, finished, headline, load,
+    warnings, engine_commit, context {KNOB: value}, started, finished, headline, load,
+    workload {tool, backend, dataset, input_len, …} (absent in older files),
     by_concurrency: [{concurrency, n_a, n_b, metrics: {name: {median_a, median_b,
         delta_pct, ci_low_pct, ci_high_pct, p_value, p_adjusted, verdict,
         higher_is_better, n_a, n_b}}}]
@@ -80,10 +81,23 @@ def build_summary(
     context: Mapping[str, str | None] | None,
     started: str,
     finished: str,
+    workload: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The summary.yaml mapping (fixed key order) for an :func:`stats.analyze` result."""
+    """The summary.yaml mapping (fixed key order) for an :func:`stats.analyze` result.
+
+    ``workload``: what was measured (see :mod:`ledger.evidence.workload`), kept when given.
+    """
     if source not in SOURCES:
         raise ValueError(f"source must be one of {SOURCES}, got {source!r}")
+    blocks = [
+        {
+            **of_row(block).to_row(),
+            "n_a": int(block["n_a"]),
+            "n_b": int(block["n_b"]),
+            "metrics": {name: _cell(c) for name, c in sorted(block["metrics"].items())},
+        }
+        for block in analysis["by_concurrency"]
+    ]
     return {
         "entry": entry,
         "run_id": run_id,
@@ -100,18 +114,11 @@ def build_summary(
         },
         "started": started,
         "finished": finished,
-        # From the unrounded analysis, so the headline never shows a double rounding.
-        "headline": format_headline(analysis),
+        # From the stored (rounded) numbers, as the table is: one CI everywhere.
+        "headline": format_headline({**analysis, "by_concurrency": blocks}),
         "load": analysis.get("load", CONCURRENCY),
-        "by_concurrency": [
-            {
-                **of_row(block).to_row(),
-                "n_a": int(block["n_a"]),
-                "n_b": int(block["n_b"]),
-                "metrics": {name: _cell(c) for name, c in sorted(block["metrics"].items())},
-            }
-            for block in analysis["by_concurrency"]
-        ],
+        **({"workload": dict(workload)} if workload else {}),
+        "by_concurrency": blocks,
     }
 
 
@@ -137,22 +144,38 @@ def is_stale(
     engine_commit: str | None,
     context: Mapping[str, str | None] | None,
 ) -> bool:
-    """True when the evidence no longer describes the live setup.
+    """True when the evidence no longer describes the live setup (see :func:`stale_reasons`)."""
+    return bool(stale_reasons(summary, engine_commit, context))
 
-    Stale when it was recorded at another engine commit (unknown on either side is not
-    proof of a change), or when any other knob of the target had another value (``None``
-    = unset; a knob present on one side only counts as a change).
-    """
+
+def _shown(value: str | None) -> str:
+    return "(unset)" if value is None else value
+
+
+def stale_reasons(
+    summary: Mapping[str, Any],
+    engine_commit: str | None,
+    context: Mapping[str, str | None] | None,
+) -> list[str]:
+    """What differs between the evidence and the live setup, each as ``what then → now``:
+    ``engine commit 1a2b3c4 → 5d6e7f8`` when it was recorded at another engine commit
+    (unknown on either side is not proof of a change), ``--mem-fraction-static 0.85 →
+    0.90`` for each other knob of the target with another value (``(unset)`` on the
+    side that lacks it).  Empty when the evidence still describes the live setup."""
+    reasons = []
     recorded = summary.get("engine_commit")
     if recorded and engine_commit and not _same_commit(str(recorded), engine_commit):
-        return True
+        reasons.append(f"engine commit {str(recorded)[:12]} → {engine_commit[:12]}")
     if context is None:
-        return False
+        return reasons
     then = {
         str(k): (None if v is None else str(v)) for k, v in (summary.get("context") or {}).items()
     }
     now = {str(k): (None if v is None else str(v)) for k, v in context.items()}
-    return any(then.get(k) != now.get(k) for k in then.keys() | now.keys())
+    for k in sorted(then.keys() | now.keys()):
+        if then.get(k) != now.get(k):
+            reasons.append(f"{k} {_shown(then.get(k))} → {_shown(now.get(k))}")
+    return reasons
 
 
-__all__ = ["SOURCES", "build_summary", "headline", "is_stale"]
+__all__ = ["SOURCES", "build_summary", "headline", "is_stale", "stale_reasons"]

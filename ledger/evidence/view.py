@@ -22,10 +22,15 @@ class EvidenceInfo:
     verdict: str | None
     stale: bool
     summary: dict | None
+    stale_why: tuple[str, ...] = ()  # what differs, ``what then → now`` each
 
     @property
     def text(self) -> str:
-        return f"[stale] {self.headline}" if self.stale else self.headline
+        """The headline, marked ``[stale]`` and ended with what differs when it is."""
+        if not self.stale:
+            return self.headline
+        why = f" (stale: {'; '.join(self.stale_why)})" if self.stale_why else ""
+        return f"[stale] {self.headline}{why}"
 
 
 NONE = EvidenceInfo(NO_EVIDENCE, None, False, None)
@@ -53,8 +58,11 @@ def evidence_for(ws: Workspace, entry: Entry, context: dict | None = None) -> Ev
         engine_commit = recorded_at
     if context is None:
         context = knob_context(ws, entry)
-    stale = store.is_stale(summary, engine_commit, context)
-    return EvidenceInfo(store.headline(summary), summary.get("verdict"), stale, summary)
+    from ledger.evidence.summary import stale_reasons
+
+    why = tuple(stale_reasons(summary, engine_commit, context))
+    return EvidenceInfo(store.headline(summary), summary.get("verdict"), bool(why), summary,
+                        why)
 
 
 def _engine_git(ws: Workspace):

@@ -148,9 +148,10 @@ def entry_view(model: RenderModel, entry: Entry, chart_svg: str | None) -> dict[
         {"file": name, "added": int(added), "removed": int(removed)}
         for name, added, removed in model.patch_stats.get(entry.id, ())
     ]
-    history = [
-        {"at": when(a.at), "at_raw": a.at, "action": a.action, "why": a.why, "command": a.command}
-        for a in entry.history
+    history = [  # in the order things happened (real dates: ledger.core.when)
+        {"at": when(a.happened), "at_raw": a.happened, "recorded": when(a.at) if a.when else "",
+         "action": a.action, "why": a.why, "command": a.command}
+        for a in entry.timeline()
     ]
     return {
         "id": entry.id,
@@ -166,11 +167,13 @@ def entry_view(model: RenderModel, entry: Entry, chart_svg: str | None) -> dict[
         "suspect_why": entry.suspect_why,
         "clear_why": entry.clear_why,
         "recorded": when(entry.recorded),
+        "made": when(entry.made),
+        "made_raw": entry.made,
         "last_action": last.action if last else "record",
         # A record's reason is the entry's why; a later action without one says nothing.
         "last_why": (last.why if last else "") or (entry.why if not last or last.action in
                                                      ("record", "adopt") else ""),
-        "last_at": when(last.at) if last else when(entry.recorded),
+        "last_at": when(last.happened) if last else when(entry.recorded),
         "revert_why": "" if entry.applied else revert_reason(entry),
         "health_failure": None if entry.applied else health_failure(entry),
         "restore": None if entry.applied else _restore_plan(entry, evidence),
@@ -200,7 +203,9 @@ def entry_view(model: RenderModel, entry: Entry, chart_svg: str | None) -> dict[
 def build_views(model: RenderModel, charts: Mapping[str, str]) -> dict[str, Any]:
     """The template context shared by every output: entries, groups, knobs, timeline."""
     views = [entry_view(model, e, charts.get(e.id)) for e in model.entries]
-    newest_first = sorted(views, key=lambda v: v["seq"], reverse=True)
+    # Newest first by when the change was made (--when, an adopted commit's date), then
+    # record order: a history brought in late sorts where it happened.
+    newest_first = sorted(views, key=lambda v: (v["made_raw"], v["seq"]), reverse=True)
     titles = {v["id"]: v["title"] for v in views}
     failed = {v["id"] for v in views if v["health_failure"] is not None}
 

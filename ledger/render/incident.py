@@ -41,7 +41,7 @@ def incident_views(views: list[dict[str, Any]], entries: Iterable[Entry],
     """The three answers of the first screen, newest entry first in each."""
     by_id = {e.id: e for e in entries}
     off, held, cleared = [], [], []
-    for v in sorted(views, key=lambda v: v["seq"], reverse=True):
+    for v in sorted(views, key=lambda v: (v["made_raw"], v["seq"]), reverse=True):
         e = by_id[v["id"]]
         if v["suspicion"] == "cleared" and v["applied"]:
             cleared.append({**v, "cleared_by": _exonerating_bisects(e.id, bisects),
@@ -70,12 +70,13 @@ def _exonerating_bisects(entry_id: str, bisects: list[Mapping[str, Any]]) -> lis
 def _last_at(e: Entry, action: str) -> str:
     for a in reversed(e.history):
         if a.action == action:
-            return when_exact(a.at)
+            return when_exact(a.happened)
     return ""
 
 
 def timeline(log: list[Mapping[str, Any]], entries: list[Entry]) -> list[dict[str, Any]]:
-    """One event per workspace commit, newest first (``ledger log`` order)."""
+    """One event per workspace commit, newest first (``ledger log`` order: by the
+    commit's ``When:`` date where it has one, see ledger.core.when.dated_log)."""
     if not log:
         return _history_timeline(entries)
     titles = {e.id: (e.title, e.cls) for e in entries}
@@ -91,7 +92,7 @@ def timeline(log: list[Mapping[str, Any]], entries: list[Entry]) -> list[dict[st
                 details.append(line.removeprefix("- "))
         ids += [i for i in _SUBJECT_ENTRY.findall(subject) if i in titles]
         events.append({
-            "at": when_exact(c.get("time")),
+            "at": when_exact(c.get("when") or c.get("time")),
             "sha": str(c.get("sha", ""))[:10],
             "action": _kind(subject),
             "subject": subject,
@@ -112,8 +113,8 @@ def _history_timeline(entries: Iterable[Entry]) -> list[dict[str, Any]]:
     events = []
     for entry in entries:
         for index, action in enumerate(entry.history):
-            events.append(((action.at, entry.seq, index), {
-                "at": when_exact(action.at), "sha": "", "action": action.action,
+            events.append(((action.happened, entry.seq, index), {
+                "at": when_exact(action.happened), "sha": "", "action": action.action,
                 "subject": action.action, "detail": action.why,
                 "entries": [{"id": entry.id, "title": entry.title, "cls": entry.cls}],
             }))

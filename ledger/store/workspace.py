@@ -483,14 +483,30 @@ def load_roots(root: Path, config: Config, config_path: Path, local_path: Path) 
     return Roots(root, dict(config.roots), local, dict(os.environ), config_line, local_lines)
 
 
-def check_target_file(path: Path) -> None:
-    """A managed file must exist, be a regular file, and not be a symlink."""
+def refuse_symlink(path: Path, named: str = "") -> None:
+    """The rule of ``target add``: a managed file is not a symlink (``named``: where the
+    path was written, added to the message)."""
     if path.is_symlink():
         raise TargetError(
             str(path),
             "is a symlink; manage the file it points to instead "
-            f"({os.path.realpath(path)}) so writes cannot land somewhere unexpected",
+            f"({os.path.realpath(path)}) so writes cannot land somewhere unexpected{named}",
         )
+
+
+def refuse_symlinked_targets(ws: "Workspace") -> None:
+    """Every target of ``ws.config`` whose file is on this machine, checked with
+    :func:`refuse_symlink`: what a writer checks when it loads ``ledger.yaml`` (a path
+    edited by hand or pulled from a colleague), before it plans anything.  A symlinked
+    *directory* on the way is allowed, as ``target add`` allows it: writes land in the
+    directory it resolves to, beside the file, and a deployment often links one."""
+    for name, path in sorted(ws.target_paths_here().items()):
+        refuse_symlink(path, f" (target {name} in {CONFIG_NAME})")
+
+
+def check_target_file(path: Path) -> None:
+    """A managed file must exist, be a regular file, and not be a symlink."""
+    refuse_symlink(path)
     if not path.exists():
         raise TargetError(str(path), "does not exist")
     if not path.is_file():

@@ -88,7 +88,13 @@ def test_evidence_becomes_stale_when_other_knobs_change(bench_ws, ledger):
     r = ledger("-C", root, "record", "knob", "s", "FAKE_NOISE=0.2", "--class", "bugfix",
                "--title", "noisier", "--no-validate")
     assert r.exit_code == 0
-    assert "[stale]" in ledger("-C", root, "list").stdout
+    out = ledger("-C", root, "list").stdout
+    assert "[stale]" in out
+    # It names what differs (not "another engine commit", which did not change).
+    r = ledger("-C", root, "evidence", "show", entry)
+    assert "[stale: FAKE_NOISE" in r.stdout and "→ 0.2]" in r.stdout
+    assert "engine commit" not in r.stdout
+    assert "(stale: FAKE_NOISE" in ledger("-C", root, "show", entry).stdout
 
 
 def test_import_and_bad_files(bench_ws, ledger, tmp_path):

@@ -93,3 +93,34 @@ def test_ab_sweeps_request_rates(story, ledger):
     assert r.exit_code == 1 and "not both" in r.stderr
     r = ledger(*story.args("ab", entry, "--rate", "2", "--dry-run"))
     assert r.exit_code == 1 and "{rate}" in r.stderr
+
+
+REAL = Path(__file__).resolve().parents[1] / "evidence" / "fixtures" / "real"
+
+
+def test_a_real_mixed_dataset_jsonl_is_refused_then_imported_one_workload_at_a_time(
+        story, ledger, tmp_path):
+    entry = record(ledger, story)
+    mixed = REAL / "sglang-bench_serving-llama_3_3_70b_online_output.jsonl"
+    r = ledger(*story.args("evidence", "add", entry, str(mixed), "--side", "A"))
+    assert r.exit_code == 1 and r.stderr.startswith("error: ")
+    assert "differ in dataset_name" in r.stderr and "--workload dataset_name=random" in r.stderr
+    assert not (Path(story.root) / "evidence" / entry).exists()
+    r = ledger(*story.args("evidence", "add", entry, str(mixed), "--side", "A", "--workload",
+                           "dataset_name=random", "--dry-run"))
+    assert r.exit_code == 0, r.stderr
+    assert "5 row(s) at request rate 1,2,4,8,16" in r.stdout
+    r = ledger(*story.args("evidence", "add", entry, str(mixed), "--side", "A", "--workload",
+                           "dataset_name=random", "--json"))
+    assert r.exit_code == 0, r.stderr
+    blocks = {b["rate"]: b for b in r.json()["by_concurrency"]}
+    assert blocks[4.0]["metrics"]["output_throughput"]["median_a"] == 2047.91  # not 1396.99
+    assert r.json()["workload"]["dataset"] == "random"
+    # The sharegpt runs are not repeats of side A's random ones.
+    r = ledger(*story.args("evidence", "add", entry, str(mixed), "--side", "A", "--workload",
+                           "dataset_name=sharegpt"))
+    assert r.exit_code == 1 and "dataset random (before) vs sharegpt (this file)" in r.stderr
+    r = ledger(*story.args("evidence", "add", entry, str(mixed), "--side", "B", "--workload",
+                           "dataset_name=sharegpt"))
+    assert r.exit_code == 1 and "dataset random (A) vs sharegpt (B)" in r.stderr
+    assert "--allow-mismatch dataset" in r.stderr

@@ -55,6 +55,32 @@ def error_on_rows_fed_alike(run: tuple[list, list[list[int]]],
                (steps[1][fed_alike] - ref_steps[1][fed_alike]).abs().max().item())
 
 
+def write_hf_checkpoint(path, family: str = "llama", seed: int = 1234, std: float = 0.08,
+                        **config):
+    """A small Llama (or Qwen2) written by transformers' ``save_pretrained`` into ``path``,
+    its weights widened from the default init (attention far from uniform, so comparisons
+    bite); ``config`` sets the model's sizes.  Returns the transformers model."""
+    import torch
+    import transformers
+
+    torch.manual_seed(seed)
+    config_cls, causal_lm = {
+        "llama": (transformers.LlamaConfig, transformers.LlamaForCausalLM),
+        "qwen2": (transformers.Qwen2Config, transformers.Qwen2ForCausalLM)}[family]
+    settings = {"rms_norm_eps": 1e-5, "tie_word_embeddings": False, "eos_token_id": None,
+                "bos_token_id": None, "pad_token_id": None, **config}
+    model = causal_lm(config_cls(**settings))
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "norm" in name:
+                p.uniform_(0.5, 1.5)
+            else:
+                p.normal_(0, 0.2 if "embed" in name else std)
+    model = model.float().eval()
+    model.save_pretrained(path, safe_serialization=True)
+    return model
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

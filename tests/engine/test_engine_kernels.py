@@ -21,6 +21,7 @@ from engine.model.attention_ops import reference_attention
 from tests.engine.conftest import REPO
 from tests.engine.conftest import error_on_rows_fed_alike
 from tests.engine.conftest import step_logits
+from tests.engine.conftest import write_hf_checkpoint
 
 transformers = pytest.importorskip("transformers")
 
@@ -321,24 +322,10 @@ def test_on_refuses_a_machine_that_cannot_build_and_auto_says_why(tmp_path):
 def _write_llama(tmp_path, seed: int = 7, family: str = "llama"):
     """A small Llama (or Qwen2: q/k/v biases) with head_dim 64 (what the kernels take),
     written by transformers."""
-    torch.manual_seed(seed)
-    config, causal_lm = {"llama": (transformers.LlamaConfig, transformers.LlamaForCausalLM),
-                         "qwen2": (transformers.Qwen2Config, transformers.Qwen2ForCausalLM)}[family]
-    cfg = config(
-        vocab_size=320, hidden_size=256, intermediate_size=352, num_hidden_layers=3,
-        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512,
-        rope_theta=10000.0, rms_norm_eps=1e-5, tie_word_embeddings=False, eos_token_id=None,
-        bos_token_id=None, pad_token_id=None)
-    model = causal_lm(cfg)
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if "norm" in name:
-                p.uniform_(0.5, 1.5)
-            else:
-                p.normal_(0, 0.2 if "embed" in name else 0.06)
-    model = model.float().eval()
-    model.save_pretrained(tmp_path, safe_serialization=True)
-    return model
+    return write_hf_checkpoint(
+        tmp_path, family, seed=seed, std=0.06, vocab_size=320, hidden_size=256,
+        intermediate_size=352, num_hidden_layers=3, num_attention_heads=4,
+        num_key_value_heads=2, max_position_embeddings=512, rope_theta=10000.0)
 
 
 PROMPTS = [[5, 17, 42, 99, 3, 250, 7], [64, 128, 11, 0, 299], list(range(1, 40)), [9]]

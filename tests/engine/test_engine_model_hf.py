@@ -8,33 +8,16 @@ import torch
 from engine.core.llm import LLMEngine
 from engine.core.scheduler import ScheduledBatch
 from engine.core.sequence import SamplingParams
+from tests.engine.conftest import write_hf_checkpoint
 
 transformers = pytest.importorskip("transformers")
 
 
 def _write_checkpoint(tmp_path, arch: str):
-    torch.manual_seed(1234)
-    common = {"vocab_size": 300, "hidden_size": 64, "intermediate_size": 160,
-              "num_hidden_layers": 3, "num_attention_heads": 8, "num_key_value_heads": 2,
-              "max_position_embeddings": 256, "rope_theta": 5000.0, "rms_norm_eps": 1e-5,
-              "tie_word_embeddings": False, "eos_token_id": None, "bos_token_id": None,
-              "pad_token_id": None}
-    if arch == "llama":
-        cfg = transformers.LlamaConfig(**common)
-        model = transformers.LlamaForCausalLM(cfg)
-    else:
-        cfg = transformers.Qwen2Config(**common)
-        model = transformers.Qwen2ForCausalLM(cfg)
-    # Default init is small; widen it so attention is far from uniform and the test bites.
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if "norm" not in name:
-                p.normal_(0, 0.2 if "embed" in name else 0.08)
-            else:
-                p.uniform_(0.5, 1.5)
-    model = model.float().eval()
-    model.save_pretrained(tmp_path, safe_serialization=True)
-    return model
+    return write_hf_checkpoint(
+        tmp_path, arch, seed=1234, std=0.08, vocab_size=300, hidden_size=64,
+        intermediate_size=160, num_hidden_layers=3, num_attention_heads=8,
+        num_key_value_heads=2, max_position_embeddings=256, rope_theta=5000.0)
 
 
 @pytest.mark.parametrize("arch,backend", [("llama", "auto"), ("llama", "aten"),

@@ -44,6 +44,42 @@ def test_generator_reads_types_defaults_choices_aliases_and_deprecations():
     assert vflags["--block-size"]["choices"] == ["1", "8", "16", "32"]  # Literal alias
 
 
+def test_generator_reads_vllms_frontend_flags():
+    """``vllm serve``'s own flags: ``make_arg_parser``'s calls and the frontend dataclasses."""
+    _, vl = release_catalog("vllm", FIXTURES / "vllm")
+    flags = {f["name"]: f for f in vl["flags"]}
+    assert flags["--port"]["type"] == "int" and flags["--port"]["default"] == 8000
+    assert flags["--api-key"]["nargs"] == "+"
+    assert flags["--uvicorn-log-level"]["choices"][:2] == ["critical", "error"]
+    assert flags["--uvicorn-log-level"]["default"] == "info"
+    assert flags["--enable-log-deltas"]["default"] is True  # from the in-module base class
+    assert flags["--enable-log-deltas"]["negatable"] is True  # BooleanOptionalAction
+    assert flags["--allowed-origins"]["nargs"] is None  # json.loads, nargs deleted
+    assert flags["--middleware"]["nargs"] is None  # action="append"
+    assert flags["--api-key"]["doc"].startswith("If provided, the server will require")
+    assert flags["--api-server-count"]["aliases"] == ["-asc"]
+    assert flags["--headless"]["default"] is False
+    assert flags["--enable-prefix-caching"]["negatable"] is True  # **cache_kwargs: --no-x too
+    assert flags["--enforce-eager"]["negatable"] is False  # a literal store_true
+    assert "--not-a-serve-flag" not in flags  # another function's parser
+
+
+def test_committed_vllm_release_knows_its_frontend_flags():
+    assert release_default("vllm==0.34.0", "--port") == 8000
+    assert release_default("vllm==0.34.0", "--uvicorn-log-level") == "info"
+    for flag in ("--api-key", "--host", "--served-model-name", "--api-server-count"):
+        assert release_warnings("vllm==0.34.0", flag, "x" if flag != "--api-server-count" else "2") == []
+    with pytest.raises(KnobError, match="not a valid int"):
+        release_warnings("vllm==0.34.0", "--port", "http")
+    _, flags, _ = load_release("vllm", "0.34.0")
+    assert flags.get("--enable-prefix-caching").negatable  # `**{**cache_kwargs[...], ...}`
+    assert flags.get("--enable-log-deltas").negatable and not flags.get("--headless").negatable
+    assert release_warnings("vllm==0.34.0", "--no-enable-prefix-caching", None) == []
+    assert "unknown to vLLM 0.34.0" in release_warnings("vllm==0.34.0", "--no-headless", None)[0]
+    text = (Path(__file__).parents[2] / "envknobs" / "catalogs" / "releases" / "vllm-0.34.0.yaml").read_text()
+    assert text.count('\n  - name: "--') >= 320  # 260 engine flags + 67 frontend ones
+
+
 def test_committed_releases_cover_env_vars_and_flags(capsys):
     for engine in ("sglang", "vllm"):
         releases = bundled_releases(engine)

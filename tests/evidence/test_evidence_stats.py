@@ -10,10 +10,13 @@ import sys
 import pytest
 
 from ledger.errors import EvidenceError
+from ledger.evidence.stats import VERDICT_RULE
 from ledger.evidence.stats import _holm
 from ledger.evidence.stats import analyze
 from ledger.evidence.stats import entry_verdict
 from ledger.evidence.stats import format_headline
+from ledger.evidence.stats import neutral_reason
+from ledger.evidence.summary import build_summary
 from ledger.evidence.stats import metric_direction
 from tests.evidence import fake_bench
 
@@ -146,10 +149,39 @@ def test_headline_format_and_no_evidence():
     line = format_headline(a)
     assert re.fullmatch(
         r"gain \+\d+\.\d% output_throughput @c(1|64) "
-        r"\(CI \+\d+\.\d\.\.\+\d+\.\d%, n=5/5, outputs identical\)",
+        r"\(CI \+\d+\.\d\.\.\+\d+\.\d%, n=5/5\), \+\d+\.\d% @c(1|64); outputs identical",
         line,
     ), line
     assert format_headline(None) == "no evidence"
+
+
+def test_a_neutral_headline_says_why_and_shows_every_load_point():
+    # 4 vs 4 runs at two concurrencies: even a perfect split gives Holm p = 2 x 0.029.
+    a = analyze(fake_ab(2, +0.13, runs=4, noise=0.005, concurrencies=(64, 96)))
+    line = format_headline(a)
+    assert a["verdict"] == "neutral"
+    assert "n=4/4 cannot reach p<0.05)" in line and "@c64" in line and "@c96" in line
+    cells = [b["metrics"]["output_throughput"] for b in a["by_concurrency"]]
+    assert all(neutral_reason(c, a["warnings"]).startswith("n=4/4 cannot") for c in cells)
+    # With enough runs but noise, the reason is the data's.
+    noisy = analyze(fake_ab(3, +0.01, runs=5, noise=0.05, concurrencies=(64,)))
+    assert noisy["verdict"] == "neutral" and "CI crosses 0" in format_headline(noisy)
+
+
+def test_many_load_points_are_summed_up_as_a_range():
+    a = analyze(fake_ab(4, +0.10, runs=3, concurrencies=(1, 2, 4, 8, 16, 32)))
+    line = format_headline(a)
+    assert re.search(r", [+-]\d+\.\d\.\.[+-]\d+\.\d% over c1\.\.32 \(6 points\); outputs", line)
+
+
+def test_the_headline_and_the_table_show_one_ci():
+    a = analyze(fake_ab(5, +0.128, concurrencies=(64,)))
+    summary = build_summary(a, entry="e0001", run_id="20261204T000000Z-abcd", source="ab",
+                            engine_commit=None, context=None, started="s", finished="f")
+    cell = summary["by_concurrency"][0]["metrics"]["output_throughput"]
+    ci = f"CI {cell['ci_low_pct']:+.1f}..{cell['ci_high_pct']:+.1f}%"
+    assert ci in summary["headline"]
+    assert "Mann-Whitney" in VERDICT_RULE and "Holm" in VERDICT_RULE
 
 
 def test_headline_shows_the_regressing_concurrency():

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from dataclasses import field
 
 from envknobs.formats.common import FormatError
+from envknobs.formats.common.text import MAX_NESTING
 from envknobs.formats.common.text import line_of
 
 _METACHARS = frozenset(" \t\r\n;&|()<>")
@@ -64,8 +65,6 @@ class Lexed:
     heredocs: list[tuple[int, int]] = field(default_factory=list)  # body spans
 
 
-# Deepest $(...) / ${...} nesting the lexer follows before refusing the file.
-MAX_NESTING = 100
 
 
 class _Lexer:

@@ -22,6 +22,7 @@ from envknobs.formats.common import FormatError
 from envknobs.formats.bash.lexer import Token
 from envknobs.formats.bash.lexer import Word
 from envknobs.formats.bash.lexer import lex
+from envknobs.formats.common.text import MAX_NESTING
 from envknobs.formats.common.text import line_of
 
 Scope = tuple[tuple[str, int], ...]
@@ -109,6 +110,7 @@ class _Parser:
         self.scope: list[tuple[str, int]] = []
         self.simples: list[Simple] = []
         self.functions: dict[str, FuncDef] = {}
+        self.depth = 0  # compound commands open around the parse position
 
     # -- helpers ----------------------------------------------------------------------
     def peek(self) -> Token | None:
@@ -219,6 +221,18 @@ class _Parser:
         return Pipe(parts)
 
     def parse_command(self) -> object:
+        """One command; compound commands nested deeper than :data:`MAX_NESTING` (each
+        level a recursion of this parser) are refused, as the lexer refuses ``$(...)``."""
+        if self.depth > MAX_NESTING:
+            raise FormatError(f"line {self.line()}: compound commands (if, loops, case, "
+                              f"( ), {{ }}, functions) nested more than {MAX_NESTING} deep")
+        self.depth += 1
+        try:
+            return self._parse_command()
+        finally:
+            self.depth -= 1
+
+    def _parse_command(self) -> object:
         tok = self.peek()
         if tok is None:
             raise self.fail("expected a command")
@@ -371,7 +385,7 @@ class _Parser:
     def _function_body(self, name: str) -> FuncDef:
         self.skip_newlines()
         with self.scoped("function", self.line()):
-            body = self.parse_command()
+            body = self._parse_command()  # one level with its definition
         node = FuncDef(name, body)
         self.functions[name] = node
         return node

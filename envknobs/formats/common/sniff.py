@@ -27,6 +27,7 @@ import functools
 import re
 
 from envknobs.formats.common import FormatError
+from envknobs.formats.common.text import MAX_NESTING
 
 _SECTION = re.compile(
     r"[ \t]*\[(Unit|Service|Install|Socket|Timer|Path|Mount|Automount|Swap|Slice|Scope)\][ \t]*\Z"
@@ -67,15 +68,44 @@ def _structured(doc: object) -> bool:
     return False
 
 
+LIBYAML_TOO_DEEP = "exceeded maximum nesting depth"  # libyaml's own limit (1000 levels)
+
+
+class _TooDeep(int):
+    """The line where a YAML text nests deeper than :data:`MAX_NESTING`."""
+
+
+def _too_deep(yaml, text: str, loader) -> _TooDeep | None:
+    """Where ``text``'s YAML nests past the limit every reader has, from the parser's
+    events (a loop, not the composer's recursion); None when it does not."""
+    depth = 0
+    for event in yaml.parse(text, Loader=loader):
+        if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+            depth += 1
+            if depth > MAX_NESTING:
+                return _TooDeep(event.start_mark.line + 1)
+        elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+            depth -= 1
+    return None
+
+
 def _yaml_docs(text: str) -> list[object] | None:
-    """The YAML documents of ``text`` when it is structured YAML, else None."""
+    """The YAML documents of ``text`` when it is structured YAML, else None; for YAML
+    nested too deeply to read, ``[_TooDeep(line)]``."""
     if not _YAMLISH.search(text):
         return None
     import yaml  # PyYAML: the reader kubectl-like tools and compose use (YAML 1.1)
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
+        deep = _too_deep(yaml, text, loader)
+        if deep is not None:
+            return [deep]
         docs = [d for d in yaml.load_all(text, Loader=loader) if d is not None]
+    except yaml.MarkedYAMLError as e:
+        if e.problem == LIBYAML_TOO_DEEP and e.problem_mark is not None:
+            return [_TooDeep(e.problem_mark.line + 1)]  # its scanner looked ahead that far
+        return None
     except yaml.YAMLError:
         return None
     except (ValueError, TypeError, RecursionError):  # odd scalars PyYAML cannot build
@@ -116,6 +146,10 @@ def foreign_content(text: str, fmt: str, bindings: tuple[int, ...] = ()) -> str 
     docs = _yaml_docs(text)
     if docs is None:
         return None
+    if isinstance(docs[0], _TooDeep):
+        return (f"line {docs[0]}: YAML nested more than {MAX_NESTING} deep, deeper than the "
+                f"ledger reads in any format; as a {fmt} file a knob added to it would take "
+                "no effect")
     return (f"this is {_yaml_advice(docs)}; as a {fmt} file a knob added to it would "
             f"take no effect")
 

@@ -9,6 +9,14 @@ from envknobs.registry import check_knob_name
 from envknobs.registry import check_knob_value
 
 
+# The deepest nesting any reader of a target follows before refusing the file: ``$(...)``
+# and compound commands in bash, mappings and sequences in YAML (dotenv has none).  No
+# serve script or manifest comes near it (a Deployment is ~12 deep, a CRD schema ~40);
+# each level is a recursion of the reader, and a file past it is refused naming its line
+# rather than ending in a RecursionError.
+MAX_NESTING = 100
+
+
 def line_of(text: str, pos: int) -> int:
     """1-based line number of offset ``pos``."""
     return text.count("\n", 0, pos) + 1

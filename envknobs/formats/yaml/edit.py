@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 
 from ruamel.yaml import YAML
+from ruamel.yaml.composer import Composer
 from ruamel.yaml.error import MarkedYAMLError
 from ruamel.yaml.error import YAMLError
 from ruamel.yaml.nodes import MappingNode
@@ -23,6 +24,7 @@ from ruamel.yaml.nodes import ScalarNode
 from ruamel.yaml.nodes import SequenceNode
 
 from envknobs.formats.common import FormatError
+from envknobs.formats.common.text import MAX_NESTING
 from envknobs.formats.common.text import line_of
 from envknobs.formats.common.text import line_start
 from envknobs.formats.yaml.scalar import NULL_TAG
@@ -32,10 +34,37 @@ _KEY_RE = re.compile(r"[A-Za-z0-9_-]+\Z")
 _STEP_RE = re.compile(r'\.?([A-Za-z0-9_-]+)|\[(\d+)\]|\["((?:[^"\\]|\\.)*)"\]')
 
 
+class _NestingComposer(Composer):
+    """ruamel's composer (one recursion per level), refusing mappings and lists nested
+    deeper than :data:`MAX_NESTING`."""
+
+    nesting = 0
+
+    def _deeper(self, compose, anchor):  # type: ignore[no-untyped-def]
+        if self.nesting >= MAX_NESTING:
+            mark = self.parser.peek_event().start_mark
+            raise FormatError(f"line {mark.line + 1}: mappings and lists nested more than "
+                              f"{MAX_NESTING} deep")
+        self.nesting += 1
+        try:
+            return compose(anchor)
+        finally:
+            self.nesting -= 1
+
+    def compose_sequence_node(self, anchor):  # type: ignore[no-untyped-def]
+        return self._deeper(super().compose_sequence_node, anchor)
+
+    def compose_mapping_node(self, anchor):  # type: ignore[no-untyped-def]
+        return self._deeper(super().compose_mapping_node, anchor)
+
+
 def compose_all(text: str) -> list[Node | None]:
-    """Every document of ``text`` as a node tree (None for an empty document)."""
+    """Every document of ``text`` as a node tree (None for an empty document); nesting
+    deeper than :data:`MAX_NESTING` is refused (the walks over the tree recurse too)."""
+    yaml = YAML(typ="safe", pure=True)
+    yaml.Composer = _NestingComposer
     try:
-        return list(YAML(typ="safe", pure=True).compose_all(text))
+        return list(yaml.compose_all(text))
     except MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
         where = f"line {mark.line + 1}: " if mark is not None else ""
