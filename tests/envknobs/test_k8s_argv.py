@@ -59,7 +59,7 @@ CASES = [
     (ALL_IN_COMMAND, "vllm-openai", "--max-num-seqs", "32", [], ["--max-num-seqs", "32"]),
     (FLOW_ARGS, "vllm", "--max-num-seqs", "32", ["--max-num-seqs=64"], ["--max-num-seqs=32"]),
     (FLOW_ARGS, "vllm", "--gpu-memory-utilization", "0.9", [],
-     ["--max-num-seqs=64", "--enforce-eager", "--gpu-memory-utilization", "0.9"]),
+     ["--max-num-seqs=64", "--enforce-eager", "--gpu-memory-utilization=0.9"]),
 ]
 
 

@@ -72,6 +72,7 @@ from envknobs.formats.yaml.edit import format_path
 from envknobs.formats.yaml.edit import insert_at_line
 from envknobs.formats.yaml.edit import last_content_end
 from envknobs.formats.yaml.edit import parse_path
+from envknobs.formats.yaml.edit import remove_pair
 from envknobs.formats.yaml.edit import scalar_text
 from envknobs.formats.yaml.edit import splice_source
 from envknobs.formats.yaml.edit import splice_value
@@ -402,24 +403,8 @@ class YamlMapFormat(FlagPlaces, TargetFormat):
             return text
         key, node = pairs[knob]
         self._check_editable(text, m, key, node, knob)
-        before = self.parse(text)
-        if m.node is not None and m.node.flow_style:
-            items = [p for p in m.node.value]
-            k = next(i for i, (kk, _) in enumerate(items) if kk is key)
-            if k + 1 < len(items):
-                start, end = key.start_mark.index, items[k + 1][0].start_mark.index
-            elif k > 0:
-                start, end = items[k - 1][1].end_mark.index, node.end_mark.index
-            else:
-                start, end = key.start_mark.index, node.end_mark.index
-        else:
-            last = node if node.end_mark.index > node.start_mark.index else key
-            start = line_start(text, key.start_mark.index)
-            end = line_end(text, last_content_end(text, last))
-            if end >= len(text) and not text.endswith("\n") and start > 0:
-                start -= 2 if start > 1 and text[start - 2] == "\r" else 1
-        out = text[:start] + text[end:]
-        return verified(before, self.parse(out), knob, None, out)
+        out = remove_pair(text, m.node, key, node)  # type: ignore[arg-type]
+        return verified(self.parse(text), self.parse(out), knob, None, out)
 
 
 __all__ = ["KEY_RE", "KeyCheck", "YamlMapFormat", "check_key_name", "key_checker"]
