@@ -395,12 +395,14 @@ def list_argv(seq: SequenceNode, engine: str | None = None) -> Argv:
     return Argv(tokens, {"args": seq}, engine, scan_flags(words, flag_lookup(engine)))
 
 
-def edit_list_flag(text: str, seq: SequenceNode, knob: str, value: str | None) -> str:
-    """``text`` with flag ``knob`` set (None: removed) in a bare list of argument words."""
+def edit_list_flag(text: str, seq: SequenceNode, knob: str, value: str | None,
+                   engine: str | None = None) -> str:
+    """``text`` with flag ``knob`` set (None: removed) in a bare list of argument words,
+    spelled and typed by ``engine``'s catalog (None: any engine's)."""
     from envknobs.flags import canonical_flag
     from envknobs.formats.bash.analysis import flag_lookup
 
-    argv = list_argv(seq)
-    flag = flag_lookup(None)(knob)
+    argv = list_argv(seq, engine)
+    flag = flag_lookup(engine)(knob)
     knob = flag.name if flag is not None else canonical_flag(knob)  # type: ignore[attr-defined]
     return unset_flag(text, argv, knob) if value is None else set_flag(text, argv, knob, value, flag)

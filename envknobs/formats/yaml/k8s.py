@@ -127,8 +127,8 @@ class _Container:
         return self.found.address
 
 
-def _container(found: Found) -> _Container:
-    env_pair = get(found.node, "env")
+def _container(found: Found, key: str = "env") -> _Container:
+    env_pair = get(found.node, key)
     env_key, env = env_pair if env_pair else (None, None)
     items: list[_Item] = []
     if isinstance(env, SequenceNode):
@@ -145,7 +145,7 @@ def _container(found: Found) -> _Container:
                 )
     elif env is not None and scalar_text(env) != "":
         raise FormatError(
-            f"line {env.start_mark.line + 1}: env of container {found.address} is not a list"
+            f"line {env.start_mark.line + 1}: {key} of container {found.address} is not a list"
         )
     return _Container(found, env_key, env, items)
 

@@ -8,7 +8,8 @@ Two real shapes:
 * an env map inside a bigger file, ``decode_environment: {SGLANG_X: "1"}`` in a recipe:
   the mapping at a key path (``decode_environment``, ``envs.decode``, ``jobs[0].env``);
   a docker-compose ``environment:`` there may also be a list of ``- K=V`` strings
-  (an env map only, see :mod:`envknobs.formats.yaml.envlist`);
+  (an env map only, see :mod:`envknobs.formats.yaml.envlist`), and a Helm values ``env:``
+  a Kubernetes list of ``name``/``value`` items (:mod:`envknobs.formats.yaml.helmenv`);
 * a list of server argument words at a key path of a Helm values file (``extraArgs:
   ["--max-num-seqs", "32"]``, ``vllm_args``), with ``--flags``: its knobs are ``--flag``
   names, read and edited as a container's ``args:`` (:mod:`envknobs.formats.yaml.argv`).
@@ -65,6 +66,8 @@ from envknobs.formats.yaml.argv import edit_list_flag
 from envknobs.formats.yaml.argv import flag_values
 from envknobs.formats.yaml.argv import list_argv
 from envknobs.formats.yaml.envlist import list_values
+from envknobs.formats.yaml.helmenv import EnvListAt
+from envknobs.formats.yaml.helmenv import is_name_value_list
 from envknobs.formats.yaml.envlist import set_in_list
 from envknobs.formats.yaml.envlist import unset_in_list
 from envknobs.formats.yaml.edit import compose_all
@@ -158,8 +161,9 @@ class YamlMapFormat(FlagPlaces, TargetFormat):
 
     def __init__(
         self, key_path: str | None = None, check_key: KeyCheck | None = None,
-        strings: bool = False,
+        strings: bool = False, engine: str | None = None,
     ) -> None:
+        self.engine = engine  # whose flag catalog spells the flags (None: any engine's)
         self.steps = parse_path(key_path) if key_path else ()
         self.key_path = format_path(self.steps)
         self.check_key = check_key
@@ -224,26 +228,40 @@ class YamlMapFormat(FlagPlaces, TargetFormat):
             pairs[key] = (k, v)
         return pairs
 
+    def _env_items(self, text: str) -> EnvListAt | None:
+        """The k8s reader of a name/value env list at the key path (Helm values), or None."""
+        if not self.steps:
+            return None
+        m = self._locate(text)
+        if m.service is None and is_name_value_list(m.node, self.steps[-1]):
+            return EnvListAt(self.steps)
+        return None
+
     def parse(self, text: str) -> dict[str, str]:
         """Key -> value text for every scalar value of the map."""
+        if (env := self._env_items(text)) is not None:
+            return env.parse(text)
         m = self._locate(text)
         if m.service is not None:
             return compose_flags(text, m.service, str(self.steps[1]))
         if isinstance(m.node, SequenceNode):
-            return list_values(m.node) if self.strings else flag_values(list_argv(m.node))
+            return list_values(m.node) if self.strings else \
+                flag_values(list_argv(m.node, self.engine))
         pairs = self._pairs(m)
         return {k: scalar_text(v) for k, (_, v) in pairs.items() if isinstance(v, ScalarNode)}
 
     def summary(self, text: str) -> Summary:
         """Each knob with the line it is on (one place each; for an argument list or a
         compose command, the occurrence that takes effect)."""
+        if (env := self._env_items(text)) is not None:
+            return env.summary(text)
         m = self._locate(text)
         if m.service is not None:
             name = str(self.steps[1])
             rows, notes = compose_places(text, m.service, name)
             return line_summary(text, rows, f"argv of compose service {name}", notes=notes)
         if isinstance(m.node, SequenceNode) and not self.strings:
-            argv = list_argv(m.node)
+            argv = list_argv(m.node, self.engine)
             last = {u.knob: u for u in argv.uses}
             rows = [(k, argv.line(text, u), u.value) for k, u in last.items()]
             notes = repeated_note(argv.uses, lambda i: line_of(
@@ -272,7 +290,7 @@ class YamlMapFormat(FlagPlaces, TargetFormat):
         from envknobs.flags import canonical_flag
         from envknobs.formats.bash.analysis import flag_lookup
 
-        flag = flag_lookup(None)(knob)
+        flag = flag_lookup(self.engine)(knob)
         return flag.name if flag is not None else canonical_flag(knob)  # type: ignore[attr-defined]
 
     def _compose_edit(self, text: str, m: _Map, knob: str, value: str | None) -> str:
@@ -293,6 +311,8 @@ class YamlMapFormat(FlagPlaces, TargetFormat):
 
     def source(self, text: str, knob: str) -> str | None:
         """The exact text after ``knob:`` (to the end of its value), or None."""
+        if (env := self._env_items(text)) is not None:
+            return env.source(text, knob)
         m = self._locate(text)
         if isinstance(m.node, SequenceNode) or m.service is not None:
             return None
@@ -319,6 +339,8 @@ class YamlMapFormat(FlagPlaces, TargetFormat):
     def set(self, text: str, knob: str, value: str, source: str | None = None) -> str:
         """Set ``knob`` to ``value`` (typed as the file has it); ``source``: see the docstring."""
         self._check_args(knob, value)
+        if (env := self._env_items(text)) is not None:
+            return env.set(text, knob, value, source=source)
         m = self._locate(text)
         if m.service is not None:
             return self._compose_edit(text, m, knob, value)
@@ -326,8 +348,13 @@ class YamlMapFormat(FlagPlaces, TargetFormat):
         if before.get(knob) == value:
             return text
         if isinstance(m.node, SequenceNode):
-            out = set_in_list(text, m.node, knob, value) if self.strings else \
-                edit_list_flag(text, m.node, knob, value)
+            if self.strings:
+                out = set_in_list(text, m.node, knob, value)
+            else:
+                knob = self.canonical(text, knob)
+                if before.get(knob) == value:
+                    return text
+                out = edit_list_flag(text, m.node, knob, value, self.engine)
             return verified(before, self.parse(out), knob, value, out)
         pairs = self._pairs(m)
         attempts = []
@@ -391,12 +418,16 @@ class YamlMapFormat(FlagPlaces, TargetFormat):
     def unset(self, text: str, knob: str) -> str:
         """Remove ``knob`` from the map (same text if it is absent)."""
         self._check_args(knob)
+        if (env := self._env_items(text)) is not None:
+            return env.unset(text, knob)
         m = self._locate(text)
         if m.service is not None:
             return self._compose_edit(text, m, knob, None)
         if isinstance(m.node, SequenceNode):
+            if not self.strings:
+                knob = self.canonical(text, knob)
             out = unset_in_list(text, m.node, knob) if self.strings else \
-                edit_list_flag(text, m.node, knob, None)
+                edit_list_flag(text, m.node, knob, None, self.engine)
             return out if out == text else verified(self.parse(text), self.parse(out), knob, None, out)
         pairs = self._pairs(m)
         if knob not in pairs:
