@@ -26,9 +26,13 @@ string), a plain value stays plain where YAML 1.1 and 1.2 readers agree on what 
 turns into a number or bool by accident (``fa3`` → ``3`` is written ``"3"``).  A value the
 two YAML versions read differently (``no``, ``on``, ``0777``, ``1e3``) is quoted.  A new
 key goes after the map's last key, in the map's indentation (or inside ``{...}``), its
-value in the style most of its neighbours use.  With ``strings`` (an env map: the process
-gets every value as a string) a new key's value is always written as a string, quoted
-where YAML would read it as anything else (``"512"``).  ``unset`` removes the key's lines.
+value typed as the flag catalog or its neighbours say (``maxNumSeqs: 32`` in a Helm
+values map, not ``"32"``; see :mod:`envknobs.formats.yaml.newvalue`); with ``strings`` (an
+env map: the process gets every value as a string) a new env var's value is always a
+string, quoted where YAML would read it as anything else (``"512"``).  In a ``--config``
+map, ``x`` and ``no-x`` are one argument: an edit of one while the other is written is
+refused with its line (:func:`envknobs.formats.yaml.keys.negation_conflict`).
+``unset`` removes the key's lines.
 Bytes outside the edit (comments, order, blank lines, other keys) are untouched, and
 :meth:`YamlMapFormat.source` / ``set(..., source=S)`` put a value's original text back
 verbatim, as the k8s format does.
@@ -56,9 +60,9 @@ from envknobs.formats.common import FormatError
 from envknobs.formats.common import TargetFormat
 from envknobs.formats.yaml.keys import KEY_RE
 from envknobs.formats.yaml.keys import check_key_name
+from envknobs.formats.yaml.keys import negation_conflict
 from envknobs.formats.common.text import line_end
 from envknobs.formats.common.text import line_of
-from envknobs.formats.common.text import line_start
 from envknobs.formats.common.text import newline_of
 from envknobs.formats.common.text import verified
 from envknobs.formats.yaml.edit import column
@@ -67,6 +71,7 @@ from envknobs.formats.yaml.argv import flag_values
 from envknobs.formats.yaml.argv import list_argv
 from envknobs.formats.yaml.envlist import list_values
 from envknobs.formats.yaml.helmenv import EnvListAt
+from envknobs.formats.yaml.newvalue import new_scalar
 from envknobs.formats.yaml.helmenv import is_name_value_list
 from envknobs.formats.yaml.envlist import set_in_list
 from envknobs.formats.yaml.envlist import unset_in_list
@@ -133,24 +138,17 @@ class _Map:
     service: MappingNode | None = None  # a compose service, for services.NAME.command
 
 
-def _typed(
-    value: str, old: ScalarNode | None, style: str | None, quote: str | None, strings: bool
-) -> str:
-    """``value`` rendered with the typing rules of the module docstring."""
+def _typed(value: str, old: ScalarNode, quote: str | None) -> str:
+    """``value`` replacing the scalar ``old``, keeping its type (the module docstring);
+    a new key's value: :func:`envknobs.formats.yaml.newvalue.new_scalar`."""
     check_yaml_text(value)
-    if old is None and strings:
-        return render(value, style, quote)
-    if old is not None and old.style in (SINGLE, DOUBLE):
+    if old.style in (SINGLE, DOUBLE):
         return quoted(value, old.style)
     tag = plain_tag(value)
     if tag == NULL_TAG:  # `~` or `null` asked for as text: plain, it would read back as ""
         tag = None
-    if old is not None:
-        if tag is None or (resolved_tag(old) == STR_TAG and tag != STR_TAG):
-            return quoted(value, quote)
-        return value
-    if style in (SINGLE, DOUBLE) or tag is None:
-        return quoted(value, style or quote or DOUBLE)
+    if tag is None or (resolved_tag(old) == STR_TAG and tag != STR_TAG):
+        return quoted(value, quote)
     return value
 
 
@@ -269,7 +267,9 @@ class YamlMapFormat(FlagPlaces, TargetFormat):
             return line_summary(text, rows, self._where(), notes=notes)
         lines = self._lines(text, m)
         rows = [(k, lines.get(k, 0), v) for k, v in self.parse(text).items()]
-        return line_summary(text, rows, self._where())
+        both = [] if self.strings else [negation_conflict(k, lines) for k in lines
+                                        if k.startswith("no-") and k[3:] in lines]
+        return line_summary(text, rows, self._where(), notes=both)
 
     def _lines(self, text: str, m: _Map) -> dict[str, int]:
         if isinstance(m.node, SequenceNode):
@@ -357,6 +357,7 @@ class YamlMapFormat(FlagPlaces, TargetFormat):
                 out = edit_list_flag(text, m.node, knob, value, self.engine)
             return verified(before, self.parse(out), knob, value, out)
         pairs = self._pairs(m)
+        self._check_negation(text, pairs, knob)
         attempts = []
         if knob in pairs:
             key, node = pairs[knob]
@@ -364,13 +365,14 @@ class YamlMapFormat(FlagPlaces, TargetFormat):
             if source is not None:
                 attempts.append(lambda: splice_source(text, key, node, source))
             style_, quote = neighbour_style(v for _, v in pairs.values())
-            rendered = _typed(value, node, style_, quote, self.strings)
+            rendered = _typed(value, node, quote)
             attempts.append(lambda: splice_value(text, key, node, rendered))
         else:
             if source is not None and "\n" not in source:
                 attempts.append(lambda: self._add(text, m, pairs, knob, f":{source}"))
             style_, quote = neighbour_style(v for _, v in pairs.values())
-            rendered = _typed(value, None, style_, quote, self.strings)
+            scalars = [v for _, v in pairs.values() if isinstance(v, ScalarNode)]
+            rendered = new_scalar(value, knob, scalars, style_, quote, self.strings, self.engine)
             attempts.append(lambda: self._add(text, m, pairs, knob, f": {rendered}"))
         for i, attempt in enumerate(attempts):
             out = attempt()
@@ -380,6 +382,15 @@ class YamlMapFormat(FlagPlaces, TargetFormat):
                 if i == len(attempts) - 1:
                     raise
         raise AssertionError("unreachable")
+
+    def _check_negation(self, text: str, pairs: dict, knob: str) -> None:
+        """A ``--config`` file's ``x`` and ``no-x`` are one argument (env maps: no such)."""
+        if self.strings:
+            return
+        lines = {k: line_of(text, key.start_mark.index) for k, (key, _) in pairs.items()}
+        why = negation_conflict(knob, lines)
+        if why is not None:
+            raise FormatError(why)
 
     def _check_editable(self, text: str, m: _Map, key: ScalarNode, node: Node, knob: str) -> None:
         line = line_of(text, key.start_mark.index)
@@ -430,6 +441,7 @@ class YamlMapFormat(FlagPlaces, TargetFormat):
                 edit_list_flag(text, m.node, knob, None, self.engine)
             return out if out == text else verified(self.parse(text), self.parse(out), knob, None, out)
         pairs = self._pairs(m)
+        self._check_negation(text, pairs, knob)
         if knob not in pairs:
             return text
         key, node = pairs[knob]
