@@ -201,3 +201,44 @@ def test_unset_of_a_flag_the_script_computes_removes_it():
     out = fmt.unset(text, "--model")
     script = yaml.safe_load(out)["spec"]["containers"][0]["command"][2]
     assert script == "vllm serve --max-num-seqs 64 --port 8000"
+
+
+FOLDED_SCRIPT = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: sglang-decode
+spec:
+  template:
+    spec:
+      containers:
+        - name: sglang
+          image: lmsysorg/sglang:latest
+          command: ["/bin/sh", "-c"]
+          args:
+            - >
+              python3 -m sglang.launch_server
+              --model-path Qwen/Qwen2.5-7B-Instruct
+              --tp-size 2
+              --port 30000
+"""
+
+
+def test_a_folded_script_is_read_with_each_flags_line_and_an_edit_is_refused_by_line():
+    """A `- >` block under `sh -c`: YAML folds it into one line, which bash runs; the
+    flags are read from those words and shown on the lines they are written on; an edit
+    is refused naming the block (write it as `|` to edit it), never taking no effect."""
+    (script,) = _container(FOLDED_SCRIPT)["args"]
+    words = subprocess.run(["bash", "-c", 'python3() { printf "%s\\n" "$@"; }\n' + script],
+                           capture_output=True, text=True, check=True, timeout=30).stdout.split()
+    fmt = get_format("k8s", container="sglang")
+    flags = {k: v for k, v in fmt.parse(FOLDED_SCRIPT).items() if k.startswith("--")}
+    assert flags == dict(zip(words[2::2], words[3::2]))
+    lines = FOLDED_SCRIPT.splitlines()
+    for knob in flags:
+        (place,) = fmt.summary(FOLDED_SCRIPT).get(knob).places
+        assert lines[place.line - 1].strip().startswith(knob)
+    for edit in (lambda: fmt.set(FOLDED_SCRIPT, "--tp-size", "4"),
+                 lambda: fmt.unset(FOLDED_SCRIPT, "--port")):
+        with pytest.raises(FormatError, match="line 13: .*folded.*`\\|` block"):
+            edit()

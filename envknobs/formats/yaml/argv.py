@@ -382,8 +382,25 @@ def flag_lines(text: str, container: MappingNode, label: str) -> dict[str, int]:
         return {}
     node = argv.script.node
     first = line_of(text, node.start_mark.index) + (1 if node.style in ("|", ">") else 0) - 1
-    return {k.knob: first + k.places[-1].line for k in summary.knobs
-            if k.knob.startswith("-") and k.places}
+    found = {k.knob: first + k.places[-1].line for k in summary.knobs
+             if k.knob.startswith("-") and k.places}
+    if node.style != "|" and "\n" in text[node.start_mark.index:node.end_mark.index].strip():
+        found.update(_folded_lines(text, node, set(found)))
+    return found
+
+
+def _folded_lines(text: str, node: ScalarNode, knobs: set[str]) -> dict[str, int]:
+    """The lines of flags in a folded (``>``) or plain multi-line script: folding joins
+    its lines into one, so the bash reader's line is the first; each flag word is found
+    where it is written (a script the word reader cannot map keeps those lines)."""
+    from envknobs.formats.yaml.strwords import ScalarWords
+
+    try:
+        words = ScalarWords(text, node, "the shell script")
+        return {w.raw.partition("=")[0]: words.line(i) for i, w in enumerate(words.words)
+                if w.raw.partition("=")[0] in knobs}
+    except FormatError:
+        return {}
 
 
 def list_argv(seq: SequenceNode, engine: str | None = None) -> Argv:
