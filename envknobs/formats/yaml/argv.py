@@ -50,6 +50,7 @@ from envknobs.formats.yaml.edit import last_content_end
 from envknobs.formats.yaml.scalar import neighbour_style
 from envknobs.formats.yaml.scalar import node_style
 from envknobs.formats.yaml.scalar import render
+from envknobs.formats.yaml.strwords import refolded
 
 _SHELLS = frozenset({"sh", "bash", "dash", "ash", "zsh"})
 _DASH_C = re.compile(r"-[a-z]*c[a-z]*\Z")
@@ -291,9 +292,13 @@ def replace_script(text: str, tok: Token, new: str) -> str:
         for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, old, lines, autojunk=False).get_opcodes():
             out += body[i1:i2] if op == "equal" else [pad + ln if ln else "" for ln in lines[j1:j2]]
         return text[:header_end] + "\n".join(out) + text[end:]
-    if "\n" in node.value or node.style == ">":
+    if node.style == ">" or (node.style is None and "\n" in text[
+            node.start_mark.index:node.end_mark.index]):
+        return refolded(text, node, new, "the shell script")
+    if "\n" in node.value:
         raise FormatError(f"line {line_of(text, node.start_mark.index)}: the shell script "
-                          "is a multi-line folded scalar; write it as a `|` block to edit it")
+                          "is a quoted string over several lines; write it as a `|` block "
+                          "to edit it")
     return _replace(text, tok, new)
 
 
