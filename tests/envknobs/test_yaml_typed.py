@@ -125,3 +125,24 @@ def test_through_the_cli_typed_string_and_negated(tmp_path, ledger):
                   "bash").exit_code == 0
     r = ledger(*C, "record", "knob", "sh", "A=2", "--string", "--class", "perf", "--title", "y")
     assert r.exit_code == 2 and "every value is a string" in r.stderr, r.stderr
+
+
+def test_a_flag_name_is_refused_in_a_config_map_not_written_as_a_dashed_key():
+    fmt = get_format("yaml-map", engine="vllm")
+    for edit in (lambda: fmt.set(CONFIG, "--max-num-seqs", "32"),
+                 lambda: fmt.unset(CONFIG, "--port")):
+        with pytest.raises(FormatError, match="it is the key 'max-num-seqs'|it is the key 'port'"):
+            edit()
+
+
+def test_record_flag_on_a_config_file_is_refused_not_written_as_a_dashed_key(tmp_path, ledger):
+    root = tmp_path / "ws"
+    assert ledger("init", str(root), "--root", f"tmp={tmp_path}").exit_code == 0
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text(CONFIG)
+    C = ["-C", str(root)]
+    assert ledger(*C, "target", "add", "cfg", str(cfg), "--format", "yaml-map", "--flags",
+                  "vllm").exit_code == 0
+    r = ledger(*C, "record", "flag", "cfg", "--max-num-seqs=32", "--class", "perf", "--title", "t")
+    assert r.exit_code == 1 and "record knob TARGET max-num-seqs=VALUE" in r.stderr, r.stderr
+    assert cfg.read_text() == CONFIG

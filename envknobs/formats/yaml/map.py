@@ -384,7 +384,14 @@ class YamlMapFormat(FlagPlaces, TargetFormat):
         raise AssertionError("unreachable")
 
     def _check_negation(self, text: str, pairs: dict, knob: str) -> None:
-        """A ``--config`` file's ``x`` and ``no-x`` are one argument (env maps: no such)."""
+        """A ``--config`` file's ``x`` and ``no-x`` are one argument (env maps: no such);
+        a ``--flag`` is no key of a map (vLLM and SGLang read ``x: v`` as ``--x v``, so a
+        ``--x`` key would be a flag nobody has)."""
+        if is_flag_name(knob):
+            key = knob.lstrip("-")
+            raise FormatError(f"{self._where()} is a map of keys, not a launch command: "
+                              f"{knob} has no place there (in a --config file it is the key "
+                              f"{key!r}: record knob TARGET {key}=VALUE)")
         if self.strings:
             return
         lines = {k: line_of(text, key.start_mark.index) for k, (key, _) in pairs.items()}
