@@ -33,6 +33,15 @@ vllmConfig:
 """
 
 
+VLLM_ARGS = """\
+role:
+  name: decode
+  vllm_args:
+    served_model_name: "llama"
+    tokenizer_mode: "hf"
+"""
+
+
 def vllm_config(text: str) -> dict:
     return yaml.safe_load(text)["servingEngineSpec"]["modelSpec"][0]["vllmConfig"]
 
@@ -45,12 +54,16 @@ def vllm_config(text: str) -> dict:
     (QUOTED, "vllmConfig", "servedModelName", "123", 'servedModelName: "123"', str),  # a str flag
     (QUOTED, "vllmConfig", "myReplicas", "3", 'myReplicas: 3', int),  # no evidence: as typed
     ('a:\n  port: "8000"\n  replicas: "2"\n', "a", "workers", "3", 'workers: "3"', str),
+    # a `vllm_args` map of server arguments in snake case, as deployment configs keep them
+    (VLLM_ARGS, "role.vllm_args", "max_num_seqs", "32", "max_num_seqs: 32", int),
+    (VLLM_ARGS, "role.vllm_args", "enable_chunked_prefill", "true",
+     "enable_chunked_prefill: true", bool),
 ])
 def test_a_new_value_takes_the_type_the_catalog_or_its_neighbours_say(
         text, path, key, value, written, kind):
     fmt = get_format("yaml-map", key_path=path, strings=True)  # no --flags: the CLI default
     out = fmt.set(text, key, value)
-    assert f"  {written}" in out.splitlines() or f"      {written}" in out.splitlines(), out
+    assert any(ln.strip() == written for ln in out.splitlines()), out
     got = yaml.safe_load(out)
     for step in path.replace("[0]", ".0").split("."):
         got = got[int(step)] if step.isdigit() else got[step]
