@@ -66,6 +66,7 @@ def get_format(
     key_path: str | None = None,
     check_key: Callable[[str], None] | None = None,
     strings: bool = False,
+    engine: str | None = None,
 ) -> TargetFormat:
     """The format called ``name``.
 
@@ -74,7 +75,8 @@ def get_format(
     not unique; see :mod:`envknobs.formats.yaml.containers`.  ``key_path`` is where the map of
     a ``yaml-map`` target is (None: the whole file), ``check_key`` validates its keys
     (a flag catalog lookup raising KnobError), ``strings`` says its values are env
-    strings (new values are always written as strings).  Raises :class:`FormatError` for an
+    strings (new values are always written as strings), ``engine`` (``sglang``/``vllm``)
+    whose flag catalog spells and types its flags.  Raises :class:`FormatError` for an
     unknown format, a ``k8s`` format without a container, or an option given to a
     format that does not take it.
     """
@@ -93,7 +95,7 @@ def get_format(
     if name == "yaml-map":
         from envknobs.formats.yaml.map import YamlMapFormat
 
-        return YamlMapFormat(key_path, check_key, strings)
+        return YamlMapFormat(key_path, check_key, strings, engine)
     if key_path is not None or check_key is not None:
         raise FormatError(f"a key path is only meaningful for yaml-map targets, not {name}")
     if name == "bash":

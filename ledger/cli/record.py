@@ -22,6 +22,12 @@ def record() -> None:
     """Record a change: a knob in a target, or a patch to the engine."""
 
 
+def string_option(f):
+    return click.option("--string", "as_string", is_flag=True,
+                        help="YAML targets: write the value as a string (\"32\"), not typed "
+                        "as its neighbours or the flag catalog say.")(f)
+
+
 def record_options(f):
     f = click.option("--why", default="", help="Why the change was made.")(f)
     f = click.option("--title", required=True, help="One line: what the change is.")(f)
@@ -93,6 +99,7 @@ def selection(at_line: int | None, all_places: bool) -> int | str | None:
 @record_options
 @place_options
 @click.option("--unset", is_flag=True, help="Remove the knob (give KNOB alone).")
+@string_option
 @click.option("--adopt", is_flag=True, help="Record a change already made by hand.")
 @click.option("--before", help="With --adopt: the value before the hand edit.")
 @click.option("--before-unset", is_flag=True, help="With --adopt: the knob was unset before.")
@@ -101,8 +108,8 @@ def selection(at_line: int | None, all_places: bool) -> int | str | None:
 @json_option
 @dry_run_option
 @click.pass_context
-def record_knob(ctx, target_name, assignment, cls, title, why, at_line, all_places, unset, adopt,
-                before, before_unset, when, already_reverted, reverted_when, reverted_why,
+def record_knob(ctx, target_name, assignment, cls, title, why, at_line, all_places, unset,
+                as_string, adopt, before, before_unset, when, already_reverted, reverted_when, reverted_why,
                 suspected, not_a_revert, no_validate, force, restart, json_out,
                 dry_run) -> None:
     """Change KNOB in TARGET (with backup) and record the entry.
@@ -146,7 +153,7 @@ def record_knob(ctx, target_name, assignment, cls, title, why, at_line, all_plac
     r = do_record(ctx.find_object(State).session(ctx), target=target_name, knob=knob,
                   value=value, cls=cls, title=title, why=why, adopt=adopt, before=before,
                   before_given=before is not None or before_unset, no_validate=no_validate,
-                  force=force, dry_run=dry_run, at=at, restart=restart,
+                  force=force, dry_run=dry_run, at=at, restart=restart, string=as_string,
                   past=past_of(when, already_reverted, reverted_when, reverted_why, suspected,
                                not_a_revert))
     _report(ctx, r, adopt, json_out, dry_run, r.live)
@@ -220,13 +227,14 @@ any env knob."""
 @record_options
 @place_options
 @click.option("--unset", is_flag=True, help="Remove the flag from the launch command.")
+@string_option
 @past_options
 @check_options
 @json_option
 @dry_run_option
 @click.pass_context
 def record_flag(ctx, target_name, flag_words, cls, title, why, at_line, all_places, unset,
-                when, already_reverted, reverted_when, reverted_why, suspected, not_a_revert,
+                as_string, when, already_reverted, reverted_when, reverted_why, suspected, not_a_revert,
                 no_validate, force, restart, json_out, dry_run) -> None:
     from ledger.commands.record import record_knob as do_record
 
@@ -234,7 +242,7 @@ def record_flag(ctx, target_name, flag_words, cls, title, why, at_line, all_plac
     at = selection(at_line, all_places)
     r = do_record(ctx.find_object(State).session(ctx), target=target_name, knob=flag,
                   value=value, cls=cls, title=title, why=why, no_validate=no_validate,
-                  force=force, dry_run=dry_run, at=at, restart=restart,
+                  force=force, dry_run=dry_run, at=at, restart=restart, string=as_string,
                   past=past_of(when, already_reverted, reverted_when, reverted_why, suspected,
                                not_a_revert))
     _report(ctx, r, False, json_out, dry_run, r.live)

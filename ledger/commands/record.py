@@ -173,8 +173,12 @@ def record_knob(
     dry_run: bool = False,
     at: int | str | None = None,
     past: Past = Past(),
+    string: bool = False,
 ) -> Recorded:
     """Change a knob in a target and record it; or, with ``adopt``, record a change made by hand.
+
+    ``string`` (``--string``): in a YAML target, write the new value as a string (quoted)
+    whatever its neighbours or the flag catalog say (:mod:`envknobs.formats.yaml.newvalue`).
 
     ``past`` (ledger.commands.record_past): the real time of the change, and a change
     already reverted by hand (recorded ``reverted``, its base the file's value, nothing
@@ -188,6 +192,7 @@ def record_knob(
     :func:`ledger.core.planner.plan_record`."""
     warnings = _check_record_args(s, target, knob, value, cls, adopt, before, before_given,
                                   no_validate, at)
+    _check_string(s.ws.target(target), string, value, adopt)
     past = past.checked(s.now, adopt=adopt, at=at)
     with writing(s, dry_run):
         t = s.ws.target(target)  # as ledger.yaml says under the lock
@@ -211,7 +216,7 @@ def record_knob(
         entry = new_entry(s, kind="knob", cls=cls, title=title, why=why,
                           adopt=adopt or past.already_reverted, when=past.when,
                           target=target, knob=knob, before=entry_before, after=value,
-                          **_where(tf, entries, knob, entry_before, value, adopt))
+                          **_where(tf, entries, knob, entry_before, value, adopt, string))
         entry = past.taken_back(entry, at=s.now, command=s.command)
         message = _record_message(entry, value, past)
         applied = apply_plan(s.ws, planner.plan_record(entry, adopt=adopt), command=s.command,
@@ -259,11 +264,27 @@ def when_trailers(history) -> str:
     return f"\nWhen: {dates[0]}\n" if dates else ""
 
 
+def _check_string(t: Target, string: bool, value: str | None, adopt: bool) -> None:
+    if not string:
+        return
+    if t.format not in ("yaml-map", "k8s"):
+        raise UsageError(f"--string is for YAML targets; in {t.name} ({t.format}) every "
+                         "value is a string already")
+    if value is None or adopt:
+        raise UsageError("--string says how to write a new value; it does not go with "
+                         "--unset or --adopt")
+
+
 def _where(tf, entries, knob: str, before: str | None, value: str | None,
-           adopt: bool) -> dict:
+           adopt: bool, string: bool = False) -> dict:
     """The entry's anchor (where the knob's line sits while present, so a later revert
-    or restore puts it back there) and the exact texts of its values and lines."""
-    after_text = edit_target(tf, {knob: value}).decode("utf-8", "surrogateescape")
+    or restore puts it back there) and the exact texts of its values and lines;
+    ``string``: the value written as a YAML string (its source is the quoted text)."""
+    from envknobs.formats.yaml.scalar import double_quoted
+
+    sources = {knob: " " + double_quoted(value)} if string and value is not None else None
+    after_text = edit_target(tf, {knob: value}, sources=sources).decode(
+        "utf-8", "surrogateescape")
     holding = tf.text if value is None else after_text
     anchor = anchor_in(tf, holding, knob, layer_anchors(entries).get(tf.target.name))
     texts = _exact_texts(tf.target, tf.text, after_text, knob, before, value, adopt)

@@ -29,6 +29,7 @@ from ledger.store.entries_file import entries_bytes
 from ledger.store.targets import TargetFile
 from ledger.store.targets import edit_target
 from ledger.store.targets import read_target
+from ledger.store.targets import parse_target
 from ledger.store.targets import remember_target
 from ledger.store.txn import Transaction
 from ledger.store.workspace import ENTRIES_NAME
@@ -126,12 +127,16 @@ def new_target_bytes(
     out = {}
     for target, knob_values in sorted(by_target.items()):
         tf = files[target]
+        old = tf.raw
+        if tf.path in out:  # another target of this file was edited first: edit its result
+            old = out[tf.path][0]
+            tf = parse_target(tf.target, tf.path, out[tf.path][1])
         texts = {k: (sources or {}).get((target, k)) for k in knob_values}
         blocks = {k: (lines or {}).get((target, k)) for k in knob_values}
         new = edit_target(tf, knob_values, anchors.get(target), places.get(target), texts,
                           blocks)
         if new != tf.raw:
-            out[tf.path] = (tf.raw, new)
+            out[tf.path] = (old, new)
             # Kept for the next command while the edit's verification is at hand (keyed
             # by content: a command that then fails leaves only an unused cache file).
             remember_target(tf.target, tf.path, new)

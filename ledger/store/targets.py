@@ -113,7 +113,8 @@ def target_format(target: Target):
         # Keys are checked against the flag catalog when recorded (with --no-validate
         # to bypass it), not on every edit: a revert must never be refused for its key.
         # Without flags the map is an env map: the process gets strings.
-        return get_format("yaml-map", key_path=target.key_path, strings=not target.flags)
+        return get_format("yaml-map", key_path=target.key_path, strings=not target.flags,
+                          engine=target.flags)
     return get_format(target.format, container=target.container)
 
 

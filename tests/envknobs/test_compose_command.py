@@ -323,3 +323,35 @@ def test_a_flag_unset_from_a_string_command_goes_back_in_its_place(tmp_path, led
     assert "--port" in argv(unset)
     assert ledger(*C, "revert", "--perf-only", "--why", "x").exit_code == 0
     assert f.read_text() == text
+
+
+QUOTED_SCRIPT = """\
+services:
+  sglang:
+    image: lmsysorg/sglang:latest
+    command: >
+      sh -c "python3 -m sglang.launch_server
+      --model-path Qwen/Qwen2.5-7B-Instruct
+      --tp 2
+      --port 30000"
+"""
+
+
+@pytest.mark.parametrize(("knob", "value", "want"), [
+    ("--tp", "4", {"--tp": "4"}), ("--port", None, {}), ("--enable-metrics", "true",
+                                                         {"--enable-metrics": None})])
+def test_a_quoted_sh_c_script_over_several_lines_is_edited_in_place(knob, value, want):
+    """OPEA-style `sh -c "..."` folded over lines: only the changed line moves."""
+    f = fmt(QUOTED_SCRIPT)
+    out = f.set(QUOTED_SCRIPT, knob, value) if value else f.unset(QUOTED_SCRIPT, knob)
+    got = flags(argv(out))
+    assert all(got.get(k, "absent") == v for k, v in want.items()) and (value or knob not in got)
+    before, after = QUOTED_SCRIPT.splitlines(), out.splitlines()
+    assert len([ln for ln in after if ln not in before]) <= 1
+    # (a removed last line hands its closing quote to the line before it)
+    assert len([ln for ln in before if ln not in after]) <= (1 if value else 2)
+    assert len(after) == len(before) - (0 if value else 1)
+    if value == "4":
+        assert f.set(out, knob, "2") == QUOTED_SCRIPT
+    if value == "true":
+        assert f.unset(out, knob) == QUOTED_SCRIPT

@@ -59,7 +59,7 @@ CASES = [
     (ALL_IN_COMMAND, "vllm-openai", "--max-num-seqs", "32", [], ["--max-num-seqs", "32"]),
     (FLOW_ARGS, "vllm", "--max-num-seqs", "32", ["--max-num-seqs=64"], ["--max-num-seqs=32"]),
     (FLOW_ARGS, "vllm", "--gpu-memory-utilization", "0.9", [],
-     ["--max-num-seqs=64", "--enforce-eager", "--gpu-memory-utilization", "0.9"]),
+     ["--max-num-seqs=64", "--enforce-eager", "--gpu-memory-utilization=0.9"]),
 ]
 
 
@@ -201,3 +201,84 @@ def test_unset_of_a_flag_the_script_computes_removes_it():
     out = fmt.unset(text, "--model")
     script = yaml.safe_load(out)["spec"]["containers"][0]["command"][2]
     assert script == "vllm serve --max-num-seqs 64 --port 8000"
+
+
+FOLDED_SCRIPT = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: sglang-decode
+spec:
+  template:
+    spec:
+      containers:
+        - name: sglang
+          image: lmsysorg/sglang:latest
+          command: ["/bin/sh", "-c"]
+          args:
+            - >
+              python3 -m sglang.launch_server
+              --model-path Qwen/Qwen2.5-7B-Instruct
+              --tp-size 2
+              --port 30000
+"""
+
+
+def _folded_words(text: str) -> list[str]:
+    """The words bash passes the launcher of the folded script (as PyYAML folds it)."""
+    (script,) = _container(text)["args"]
+    return subprocess.run(["bash", "-c", 'python3() { printf "%s\\n" "$@"; }\n' + script],
+                          capture_output=True, text=True, check=True, timeout=30).stdout.split()
+
+
+def test_a_folded_script_is_read_with_each_flags_line():
+    """A `- >` block under `sh -c`: YAML folds it into one line, which bash runs; the
+    flags are read from those words and shown on the lines they are written on."""
+    words = _folded_words(FOLDED_SCRIPT)
+    fmt = get_format("k8s", container="sglang")
+    flags = {k: v for k, v in fmt.parse(FOLDED_SCRIPT).items() if k.startswith("--")}
+    assert flags == dict(zip(words[2::2], words[3::2]))
+    lines = FOLDED_SCRIPT.splitlines()
+    for knob in flags:
+        (place,) = fmt.summary(FOLDED_SCRIPT).get(knob).places
+        assert lines[place.line - 1].strip().startswith(knob)
+
+
+@pytest.mark.parametrize(("flag", "value", "run", "gone"), [
+    ("--tp-size", "4", ["--tp-size", "4"], ["2"]),
+    ("--cuda-graph-max-bs", "128", ["--cuda-graph-max-bs", "128"], []),
+    ("--port", None, [], ["--port", "30000"]),
+    ("--model-path", None, [], ["--model-path", "Qwen/Qwen2.5-7B-Instruct"]),
+])
+def test_a_folded_script_is_edited_where_its_words_are_written(flag, value, run, gone):
+    fmt = get_format("k8s", container="sglang")
+    out = fmt.set(FOLDED_SCRIPT, flag, value) if value else fmt.unset(FOLDED_SCRIPT, flag)
+    before, after = _folded_words(FOLDED_SCRIPT), _folded_words(out)
+    assert _has_run(after, run) and not any(w in after for w in gone)
+    assert [w for w in after if w not in run] == [w for w in before if w not in gone + run]
+    removed, added = changed_lines(FOLDED_SCRIPT, out)
+    assert len(removed) <= 1 and len(added) <= 1  # the other lines keep their bytes
+    old = fmt.parse(FOLDED_SCRIPT).get(flag)
+    if value is not None:
+        back = fmt.set(out, flag, old) if old is not None else fmt.unset(out, flag)
+        assert back == FOLDED_SCRIPT
+
+
+def test_a_folded_script_through_the_cli_reverts_byte_identical(tmp_path, ledger):
+    root = tmp_path / "ws"
+    assert ledger("init", str(root), "--root", f"tmp={tmp_path}").exit_code == 0
+    f = tmp_path / "decode.yaml"
+    f.write_text(FOLDED_SCRIPT)
+    C = ["-C", str(root)]
+    r = ledger(*C, "target", "add", "d", str(f), "--format", "k8s", "--container", "sglang")
+    assert r.exit_code == 0, r.stderr
+    for i, words in enumerate([("--model-path", "--unset"), ("--tp-size=4",), ("--enable-metrics",)]):
+        r = ledger(*C, "record", "flag", "d", *words, "--class", "perf", "--title", f"s{i}")
+        assert r.exit_code == 0, r.stderr
+    applied = f.read_text()
+    assert _folded_words(applied) == ["-m", "sglang.launch_server", "--tp-size", "4", "--port",
+                                      "30000", "--enable-metrics"]
+    assert ledger(*C, "revert", "--perf-only", "--why", "x").exit_code == 0
+    assert f.read_text() == FOLDED_SCRIPT
+    assert ledger(*C, "restore", "--perf-only").exit_code == 0
+    assert f.read_text() == applied

@@ -50,6 +50,7 @@ from envknobs.formats.yaml.edit import last_content_end
 from envknobs.formats.yaml.scalar import neighbour_style
 from envknobs.formats.yaml.scalar import node_style
 from envknobs.formats.yaml.scalar import render
+from envknobs.formats.yaml.strwords import refolded
 
 _SHELLS = frozenset({"sh", "bash", "dash", "ash", "zsh"})
 _DASH_C = re.compile(r"-[a-z]*c[a-z]*\Z")
@@ -291,9 +292,13 @@ def replace_script(text: str, tok: Token, new: str) -> str:
         for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, old, lines, autojunk=False).get_opcodes():
             out += body[i1:i2] if op == "equal" else [pad + ln if ln else "" for ln in lines[j1:j2]]
         return text[:header_end] + "\n".join(out) + text[end:]
-    if "\n" in node.value or node.style == ">":
+    if node.style == ">" or (node.style is None and "\n" in text[
+            node.start_mark.index:node.end_mark.index]):
+        return refolded(text, node, new, "the shell script")
+    if "\n" in node.value:
         raise FormatError(f"line {line_of(text, node.start_mark.index)}: the shell script "
-                          "is a multi-line folded scalar; write it as a `|` block to edit it")
+                          "is a quoted string over several lines; write it as a `|` block "
+                          "to edit it")
     return _replace(text, tok, new)
 
 
@@ -382,8 +387,25 @@ def flag_lines(text: str, container: MappingNode, label: str) -> dict[str, int]:
         return {}
     node = argv.script.node
     first = line_of(text, node.start_mark.index) + (1 if node.style in ("|", ">") else 0) - 1
-    return {k.knob: first + k.places[-1].line for k in summary.knobs
-            if k.knob.startswith("-") and k.places}
+    found = {k.knob: first + k.places[-1].line for k in summary.knobs
+             if k.knob.startswith("-") and k.places}
+    if node.style != "|" and "\n" in text[node.start_mark.index:node.end_mark.index].strip():
+        found.update(_folded_lines(text, node, set(found)))
+    return found
+
+
+def _folded_lines(text: str, node: ScalarNode, knobs: set[str]) -> dict[str, int]:
+    """The lines of flags in a folded (``>``) or plain multi-line script: folding joins
+    its lines into one, so the bash reader's line is the first; each flag word is found
+    where it is written (a script the word reader cannot map keeps those lines)."""
+    from envknobs.formats.yaml.strwords import ScalarWords
+
+    try:
+        words = ScalarWords(text, node, "the shell script")
+        return {w.raw.partition("=")[0]: words.line(i) for i, w in enumerate(words.words)
+                if w.raw.partition("=")[0] in knobs}
+    except FormatError:
+        return {}
 
 
 def list_argv(seq: SequenceNode, engine: str | None = None) -> Argv:
@@ -395,12 +417,14 @@ def list_argv(seq: SequenceNode, engine: str | None = None) -> Argv:
     return Argv(tokens, {"args": seq}, engine, scan_flags(words, flag_lookup(engine)))
 
 
-def edit_list_flag(text: str, seq: SequenceNode, knob: str, value: str | None) -> str:
-    """``text`` with flag ``knob`` set (None: removed) in a bare list of argument words."""
+def edit_list_flag(text: str, seq: SequenceNode, knob: str, value: str | None,
+                   engine: str | None = None) -> str:
+    """``text`` with flag ``knob`` set (None: removed) in a bare list of argument words,
+    spelled and typed by ``engine``'s catalog (None: any engine's)."""
     from envknobs.flags import canonical_flag
     from envknobs.formats.bash.analysis import flag_lookup
 
-    argv = list_argv(seq)
-    flag = flag_lookup(None)(knob)
+    argv = list_argv(seq, engine)
+    flag = flag_lookup(engine)(knob)
     knob = flag.name if flag is not None else canonical_flag(knob)  # type: ignore[attr-defined]
     return unset_flag(text, argv, knob) if value is None else set_flag(text, argv, knob, value, flag)

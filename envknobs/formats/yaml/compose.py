@@ -45,6 +45,7 @@ from envknobs.formats.yaml.argv import script_index
 from envknobs.formats.yaml.edit import get
 from envknobs.formats.yaml.edit import scalar_text
 from envknobs.formats.yaml.strwords import ScalarWords
+from envknobs.formats.yaml.strwords import refolded
 from envknobs.formats.yaml.strwords import literal_word
 from envknobs.formats.yaml.strwords import requoted
 from envknobs.formats.yaml.strwords import shell_word
@@ -241,8 +242,12 @@ def _edit_script(text: str, a: ComposeArgv, knob: str, value: str | None) -> str
         return text
     if w.part.tokens is not None:
         return replace_script(text, w.part.tokens[w.index], new)
-    sw = w.part.words.words[w.index]  # type: ignore[union-attr]
-    return w.part.words.replaced([(sw.start, sw.end, requoted(new, sw.raw))])  # type: ignore[union-attr]
+    words = w.part.words
+    sw = words.words[w.index]  # type: ignore[union-attr]
+    if words.multi:  # the quoted script spans lines: change only what changed, in place
+        value = words.value[: sw.start] + requoted(new, sw.raw) + words.value[sw.end :]  # type: ignore[union-attr]
+        return refolded(text, words.node, value, f"{w.part.key} of {a.label}")  # type: ignore[union-attr]
+    return words.replaced([(sw.start, sw.end, requoted(new, sw.raw))])  # type: ignore[union-attr]
 
 
 def compose_places(text: str, service: MappingNode, label: str):

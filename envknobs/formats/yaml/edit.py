@@ -25,6 +25,7 @@ from ruamel.yaml.nodes import SequenceNode
 
 from envknobs.formats.common import FormatError
 from envknobs.formats.common.text import MAX_NESTING
+from envknobs.formats.common.text import line_end
 from envknobs.formats.common.text import line_of
 from envknobs.formats.common.text import line_start
 from envknobs.formats.yaml.scalar import NULL_TAG
@@ -201,6 +202,28 @@ def parse_path(path: str) -> tuple[PathStep, ...]:
     return tuple(steps)
 
 
+def remove_pair(text: str, mapping: MappingNode, key: ScalarNode, node: Node) -> str:
+    """``text`` without the pair ``key: node`` of ``mapping``: its lines in a block map
+    (a file's last line keeps the file's missing final newline), its item and one comma
+    in a flow map."""
+    if mapping.flow_style:
+        items = list(mapping.value)
+        k = next(i for i, (kk, _) in enumerate(items) if kk is key)
+        if k + 1 < len(items):
+            start, end = key.start_mark.index, items[k + 1][0].start_mark.index
+        elif k > 0:
+            start, end = items[k - 1][1].end_mark.index, node.end_mark.index
+        else:
+            start, end = key.start_mark.index, node.end_mark.index
+    else:
+        last = node if node.end_mark.index > node.start_mark.index else key
+        start = line_start(text, key.start_mark.index)
+        end = line_end(text, last_content_end(text, last))
+        if end >= len(text) and not text.endswith("\n") and start > 0:
+            start -= 2 if start > 1 and text[start - 2] == "\r" else 1
+    return text[:start] + text[end:]
+
+
 def walk_path(root: Node | None, steps: tuple[PathStep, ...]) -> Node | None:
     """The node at ``steps`` under ``root``, or None if the path leads nowhere."""
     node = root
@@ -226,6 +249,7 @@ __all__ = [
     "last_content_end",
     "line",
     "parse_path",
+    "remove_pair",
     "scalar_text",
     "splice_source",
     "splice_value",

@@ -8,8 +8,8 @@ words change live here once:
 * the occurrence that takes effect (the last: argparse) is the one edited; ``--x=v`` keeps
   its ``=``, a split value word is replaced, an ``nargs`` run is replaced as a whole;
 * a switch is present or absent (``--no-x`` where the catalog says it is negatable);
-* a new flag goes after the last word, in the form most flags there use (``--x=v``, or the
-  flag and its value as two words); ``unset`` removes every occurrence and its value words.
+* a new flag goes after the last word, in the form most flags with a value there use
+  (``--x=v``, or the flag and its value as two words; switches do not vote); ``unset`` removes every occurrence and its value words.
 """
 
 from __future__ import annotations
@@ -62,7 +62,8 @@ def set_flag(text: str, words: Words, uses: list[FlagUse], knob: str, value: str
     last = words.count - 1
     if switch or value == "true" and flag is None:
         return words.insert_after(text, last, [knob]) if value == "true" else text
-    equals = sum(u.form == "equals" for u in uses) > len(uses) / 2
+    valued = [u for u in uses if u.form in ("equals", "space")]  # switches have no form
+    equals = sum(u.form == "equals" for u in valued) > len(valued) / 2
     new = [f"{knob}={value}"] if equals else [knob, *(value.split(" ") if getattr(
         flag, "nargs", None) else [value])]
     return words.insert_after(text, last, new)

@@ -46,6 +46,7 @@ intended knob changed.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from dataclasses import field
 
 from ruamel.yaml.nodes import MappingNode
 from ruamel.yaml.nodes import Node
@@ -62,6 +63,12 @@ from envknobs.formats.yaml.argv import edit_container_flag
 from envknobs.formats.yaml.argv import flag_lines
 from envknobs.formats.yaml.argv import script_env
 from envknobs.formats.yaml.containers import Found
+from envknobs.formats.yaml.envfrom import EnvSource
+from envknobs.formats.yaml.envfrom import check_shared
+from envknobs.formats.yaml.envfrom import env_sources
+from envknobs.formats.yaml.envfrom import refuse_unread
+from envknobs.formats.yaml.envfrom import source_values
+from envknobs.formats.yaml.envfrom import unread
 from envknobs.formats.yaml.containers import check_address
 from envknobs.formats.yaml.containers import find_containers
 from envknobs.formats.yaml.containers import locate
@@ -80,6 +87,7 @@ from envknobs.formats.yaml.edit import dash_before
 from envknobs.formats.yaml.edit import get
 from envknobs.formats.yaml.edit import insert_at_line
 from envknobs.formats.yaml.edit import last_content_end
+from envknobs.formats.yaml.edit import remove_pair
 from envknobs.formats.yaml.edit import scalar_text
 from envknobs.formats.yaml.edit import splice_source
 from envknobs.formats.yaml.edit import splice_value
@@ -108,6 +116,7 @@ class _Container:
     env_key: ScalarNode | None
     env: Node | None
     items: list[_Item]
+    sources: list[EnvSource] = field(default_factory=list)  # envFrom
 
     @property
     def node(self) -> MappingNode:
@@ -118,8 +127,8 @@ class _Container:
         return self.found.address
 
 
-def _container(found: Found) -> _Container:
-    env_pair = get(found.node, "env")
+def _container(found: Found, key: str = "env") -> _Container:
+    env_pair = get(found.node, key)
     env_key, env = env_pair if env_pair else (None, None)
     items: list[_Item] = []
     if isinstance(env, SequenceNode):
@@ -136,7 +145,7 @@ def _container(found: Found) -> _Container:
                 )
     elif env is not None and scalar_text(env) != "":
         raise FormatError(
-            f"line {env.start_mark.line + 1}: env of container {found.address} is not a list"
+            f"line {env.start_mark.line + 1}: {key} of container {found.address} is not a list"
         )
     return _Container(found, env_key, env, items)
 
@@ -150,8 +159,15 @@ def _values(c: _Container) -> dict[str, str]:
     return found
 
 
+def _from_sources(c: _Container) -> dict[str, tuple[str, EnvSource, ScalarNode]]:
+    """The knobs ``envFrom`` ConfigMaps of the file give the container (``env:`` wins)."""
+    named = {it.name for it in c.items}
+    return {k: v for k, v in source_values(c.sources).items() if k not in named}
+
+
 def _knobs(c: _Container) -> dict[str, str]:
-    return {**_values(c), **container_flags(c.node, c.label)}
+    sourced = {k: v for k, (v, _, _) in _from_sources(c).items()}
+    return {**sourced, **_values(c), **container_flags(c.node, c.label)}
 
 
 def _block_offset(text: str, c: _Container) -> int:
@@ -176,8 +192,11 @@ class K8sFormat(FlagPlaces, TargetFormat):
         self.container = check_address(container)
 
     def _locate(self, text: str) -> _Container:
-        found, _ = locate(self.container, compose_all(text))
-        return _container(found)
+        docs = compose_all(text)
+        found, every = locate(self.container, docs)
+        c = _container(found)
+        c.sources = env_sources(found, docs, every)
+        return c
 
     def containers(self, text: str) -> list[Found]:
         """Every container in ``text``, each with its shortest working ``address``."""
@@ -197,9 +216,19 @@ class K8sFormat(FlagPlaces, TargetFormat):
         c = self._locate(text)
         lines = {it.name: line_of(text, it.node.start_mark.index) for it in c.items}
         lines.update(flag_lines(text, c.node, c.label))
-        rows = [(knob, lines.get(knob, 0), value) for knob, value in _knobs(c).items()]
-        return line_summary(text, rows, f"env of container {c.label}",
-                            f"argv of container {c.label}")
+        sourced = _from_sources(c)
+        knobs = _knobs(c)
+        refs = [(it.name, lines[it.name], None) for it in c.items
+                if it.from_ref and it.name not in knobs]  # valueFrom: named, computed
+        rows = [(k, lines.get(k, 0), v) for k, v in knobs.items() if k not in sourced]
+        own = line_summary(text, rows + refs, f"env of container {c.label}",
+                           f"argv of container {c.label}")
+        extra = [line_summary(text, [(k, line_of(text, key.start_mark.index), v)],
+                              f"{src.label} (envFrom of container {c.label})").knobs[0]
+                 for k, (v, src, key) in sourced.items()]
+        hidden = [f"env of container {c.label} may also come from {s.label} (envFrom, line "
+                  f"{s.line}), not in this file" for s in unread(c.sources)]
+        return Summary(tuple(extra) + own.knobs, own.launches, tuple(hidden) + own.notes)
 
     def canonical(self, text: str, knob: str) -> str:
         """A flag as the container's engine catalog spells it; an env name as given."""
@@ -235,6 +264,11 @@ class K8sFormat(FlagPlaces, TargetFormat):
         """The exact source text of ``knob``'s value (after ``value:``), or None."""
         c = self._locate(text)
         item = next((it for it in reversed(c.items) if it.name == knob), None)
+        sourced = _from_sources(c).get(knob)
+        if item is None and sourced is not None:
+            key = sourced[2]
+            start, end = value_span(text, key, get(sourced[1].data, key.value)[1])  # type: ignore[index]
+            return text[start:end]
         if item is None or item.from_ref or item.value is None or item.value_key is None:
             return None
         start, end = value_span(text, item.value_key, item.value)
@@ -269,7 +303,11 @@ class K8sFormat(FlagPlaces, TargetFormat):
         self._refuse_shadowed(text, c, knob)
         before = _knobs(c)
         item = next((it for it in reversed(c.items) if it.name == knob), None)
+        sourced = _from_sources(c).get(knob)
+        if item is None and sourced is not None:
+            return self._set_sourced(text, knob, value, source, sourced, before)
         if item is None:
+            refuse_unread(knob, c.label, c.sources)
             if source is not None and "\n" not in source:
                 exact = self._try(before, knob, value, lambda: self._add(text, c, knob, source))
                 if exact is not None:
@@ -290,6 +328,25 @@ class K8sFormat(FlagPlaces, TargetFormat):
         _, quote = neighbour_style(it.value for it in c.items)
         rendered = render(value, node_style(item.value), quote)
         out = splice_value(text, item.value_key, item.value, rendered)
+        return verified(before, self.parse(out), knob, value, out)
+
+    def _set_sourced(self, text: str, knob: str, value: str, source: str | None,
+                     sourced: tuple[str, EnvSource, ScalarNode], before: dict) -> str:
+        """Set a knob in the ``data:`` of the ConfigMap it comes from (a string)."""
+        old, src, key = sourced
+        if old == value:
+            return text
+        check_shared(knob, src)
+        node = get(src.data, key.value)[1]  # type: ignore[index]
+        if node.anchor or not isinstance(node, ScalarNode):
+            raise FormatError(f"line {line_of(text, key.start_mark.index)}: {knob} in "
+                              f"{src.label} is not a plain value; edit it by hand")
+        if source is not None:
+            exact = self._try(before, knob, value, lambda: splice_source(text, key, node, source))
+            if exact is not None:
+                return exact
+        _, quote = neighbour_style(v for _, v in src.data.value)  # type: ignore[union-attr]
+        out = splice_value(text, key, node, render(value, node_style(node), quote))
         return verified(before, self.parse(out), knob, value, out)
 
     def _try(self, before: dict, knob: str, value: str, edit) -> str | None:
@@ -372,8 +429,22 @@ class K8sFormat(FlagPlaces, TargetFormat):
         c = self._locate(text)
         self._refuse_shadowed(text, c, knob)
         doomed = [it for it in c.items if it.name == knob]
+        sourced = source_values(c.sources).get(knob)
+        if not doomed and sourced is not None:
+            _, src, key = sourced
+            check_shared(knob, src)
+            node = get(src.data, key.value)[1]  # type: ignore[index]
+            out = remove_pair(text, src.data, key, node)  # type: ignore[arg-type]
+            return verified(_knobs(c), self.parse(out), knob, None, out)
         if not doomed:
+            refuse_unread(knob, c.label, c.sources)
             return text
+        if sourced is not None:
+            raise FormatError(
+                f"line {line_of(text, doomed[0].node.start_mark.index)}: removing {knob} from "
+                f"the env: list of container {c.label} lets the value of {sourced[1].label} "
+                f"(line {line_of(text, sourced[2].start_mark.index)}) take effect; unset it "
+                "there too by hand, or record the value you want")
         for it in doomed:
             self._check_editable(text, c, it, knob)
         env = c.env

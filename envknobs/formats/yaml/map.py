@@ -8,7 +8,8 @@ Two real shapes:
 * an env map inside a bigger file, ``decode_environment: {SGLANG_X: "1"}`` in a recipe:
   the mapping at a key path (``decode_environment``, ``envs.decode``, ``jobs[0].env``);
   a docker-compose ``environment:`` there may also be a list of ``- K=V`` strings
-  (an env map only, see :mod:`envknobs.formats.yaml.envlist`);
+  (an env map only, see :mod:`envknobs.formats.yaml.envlist`), and a Helm values ``env:``
+  a Kubernetes list of ``name``/``value`` items (:mod:`envknobs.formats.yaml.helmenv`);
 * a list of server argument words at a key path of a Helm values file (``extraArgs:
   ["--max-num-seqs", "32"]``, ``vllm_args``), with ``--flags``: its knobs are ``--flag``
   names, read and edited as a container's ``args:`` (:mod:`envknobs.formats.yaml.argv`).
@@ -25,9 +26,13 @@ string), a plain value stays plain where YAML 1.1 and 1.2 readers agree on what 
 turns into a number or bool by accident (``fa3`` → ``3`` is written ``"3"``).  A value the
 two YAML versions read differently (``no``, ``on``, ``0777``, ``1e3``) is quoted.  A new
 key goes after the map's last key, in the map's indentation (or inside ``{...}``), its
-value in the style most of its neighbours use.  With ``strings`` (an env map: the process
-gets every value as a string) a new key's value is always written as a string, quoted
-where YAML would read it as anything else (``"512"``).  ``unset`` removes the key's lines.
+value typed as the flag catalog or its neighbours say (``maxNumSeqs: 32`` in a Helm
+values map, not ``"32"``; see :mod:`envknobs.formats.yaml.newvalue`); with ``strings`` (an
+env map: the process gets every value as a string) a new env var's value is always a
+string, quoted where YAML would read it as anything else (``"512"``).  In a ``--config``
+map, ``x`` and ``no-x`` are one argument: an edit of one while the other is written is
+refused with its line (:func:`envknobs.formats.yaml.keys.negation_conflict`).
+``unset`` removes the key's lines.
 Bytes outside the edit (comments, order, blank lines, other keys) are untouched, and
 :meth:`YamlMapFormat.source` / ``set(..., source=S)`` put a value's original text back
 verbatim, as the k8s format does.
@@ -55,9 +60,9 @@ from envknobs.formats.common import FormatError
 from envknobs.formats.common import TargetFormat
 from envknobs.formats.yaml.keys import KEY_RE
 from envknobs.formats.yaml.keys import check_key_name
+from envknobs.formats.yaml.keys import negation_conflict
 from envknobs.formats.common.text import line_end
 from envknobs.formats.common.text import line_of
-from envknobs.formats.common.text import line_start
 from envknobs.formats.common.text import newline_of
 from envknobs.formats.common.text import verified
 from envknobs.formats.yaml.edit import column
@@ -65,6 +70,9 @@ from envknobs.formats.yaml.argv import edit_list_flag
 from envknobs.formats.yaml.argv import flag_values
 from envknobs.formats.yaml.argv import list_argv
 from envknobs.formats.yaml.envlist import list_values
+from envknobs.formats.yaml.helmenv import EnvListAt
+from envknobs.formats.yaml.newvalue import new_scalar
+from envknobs.formats.yaml.helmenv import is_name_value_list
 from envknobs.formats.yaml.envlist import set_in_list
 from envknobs.formats.yaml.envlist import unset_in_list
 from envknobs.formats.yaml.edit import compose_all
@@ -72,6 +80,7 @@ from envknobs.formats.yaml.edit import format_path
 from envknobs.formats.yaml.edit import insert_at_line
 from envknobs.formats.yaml.edit import last_content_end
 from envknobs.formats.yaml.edit import parse_path
+from envknobs.formats.yaml.edit import remove_pair
 from envknobs.formats.yaml.edit import scalar_text
 from envknobs.formats.yaml.edit import splice_source
 from envknobs.formats.yaml.edit import splice_value
@@ -129,24 +138,17 @@ class _Map:
     service: MappingNode | None = None  # a compose service, for services.NAME.command
 
 
-def _typed(
-    value: str, old: ScalarNode | None, style: str | None, quote: str | None, strings: bool
-) -> str:
-    """``value`` rendered with the typing rules of the module docstring."""
+def _typed(value: str, old: ScalarNode, quote: str | None) -> str:
+    """``value`` replacing the scalar ``old``, keeping its type (the module docstring);
+    a new key's value: :func:`envknobs.formats.yaml.newvalue.new_scalar`."""
     check_yaml_text(value)
-    if old is None and strings:
-        return render(value, style, quote)
-    if old is not None and old.style in (SINGLE, DOUBLE):
+    if old.style in (SINGLE, DOUBLE):
         return quoted(value, old.style)
     tag = plain_tag(value)
     if tag == NULL_TAG:  # `~` or `null` asked for as text: plain, it would read back as ""
         tag = None
-    if old is not None:
-        if tag is None or (resolved_tag(old) == STR_TAG and tag != STR_TAG):
-            return quoted(value, quote)
-        return value
-    if style in (SINGLE, DOUBLE) or tag is None:
-        return quoted(value, style or quote or DOUBLE)
+    if tag is None or (resolved_tag(old) == STR_TAG and tag != STR_TAG):
+        return quoted(value, quote)
     return value
 
 
@@ -157,8 +159,9 @@ class YamlMapFormat(FlagPlaces, TargetFormat):
 
     def __init__(
         self, key_path: str | None = None, check_key: KeyCheck | None = None,
-        strings: bool = False,
+        strings: bool = False, engine: str | None = None,
     ) -> None:
+        self.engine = engine  # whose flag catalog spells the flags (None: any engine's)
         self.steps = parse_path(key_path) if key_path else ()
         self.key_path = format_path(self.steps)
         self.check_key = check_key
@@ -223,26 +226,40 @@ class YamlMapFormat(FlagPlaces, TargetFormat):
             pairs[key] = (k, v)
         return pairs
 
+    def _env_items(self, text: str) -> EnvListAt | None:
+        """The k8s reader of a name/value env list at the key path (Helm values), or None."""
+        if not self.steps:
+            return None
+        m = self._locate(text)
+        if m.service is None and is_name_value_list(m.node, self.steps[-1]):
+            return EnvListAt(self.steps)
+        return None
+
     def parse(self, text: str) -> dict[str, str]:
         """Key -> value text for every scalar value of the map."""
+        if (env := self._env_items(text)) is not None:
+            return env.parse(text)
         m = self._locate(text)
         if m.service is not None:
             return compose_flags(text, m.service, str(self.steps[1]))
         if isinstance(m.node, SequenceNode):
-            return list_values(m.node) if self.strings else flag_values(list_argv(m.node))
+            return list_values(m.node) if self.strings else \
+                flag_values(list_argv(m.node, self.engine))
         pairs = self._pairs(m)
         return {k: scalar_text(v) for k, (_, v) in pairs.items() if isinstance(v, ScalarNode)}
 
     def summary(self, text: str) -> Summary:
         """Each knob with the line it is on (one place each; for an argument list or a
         compose command, the occurrence that takes effect)."""
+        if (env := self._env_items(text)) is not None:
+            return env.summary(text)
         m = self._locate(text)
         if m.service is not None:
             name = str(self.steps[1])
             rows, notes = compose_places(text, m.service, name)
             return line_summary(text, rows, f"argv of compose service {name}", notes=notes)
         if isinstance(m.node, SequenceNode) and not self.strings:
-            argv = list_argv(m.node)
+            argv = list_argv(m.node, self.engine)
             last = {u.knob: u for u in argv.uses}
             rows = [(k, argv.line(text, u), u.value) for k, u in last.items()]
             notes = repeated_note(argv.uses, lambda i: line_of(
@@ -250,7 +267,9 @@ class YamlMapFormat(FlagPlaces, TargetFormat):
             return line_summary(text, rows, self._where(), notes=notes)
         lines = self._lines(text, m)
         rows = [(k, lines.get(k, 0), v) for k, v in self.parse(text).items()]
-        return line_summary(text, rows, self._where())
+        both = [] if self.strings else [negation_conflict(k, lines) for k in lines
+                                        if k.startswith("no-") and k[3:] in lines]
+        return line_summary(text, rows, self._where(), notes=both)
 
     def _lines(self, text: str, m: _Map) -> dict[str, int]:
         if isinstance(m.node, SequenceNode):
@@ -271,7 +290,7 @@ class YamlMapFormat(FlagPlaces, TargetFormat):
         from envknobs.flags import canonical_flag
         from envknobs.formats.bash.analysis import flag_lookup
 
-        flag = flag_lookup(None)(knob)
+        flag = flag_lookup(self.engine)(knob)
         return flag.name if flag is not None else canonical_flag(knob)  # type: ignore[attr-defined]
 
     def _compose_edit(self, text: str, m: _Map, knob: str, value: str | None) -> str:
@@ -292,6 +311,8 @@ class YamlMapFormat(FlagPlaces, TargetFormat):
 
     def source(self, text: str, knob: str) -> str | None:
         """The exact text after ``knob:`` (to the end of its value), or None."""
+        if (env := self._env_items(text)) is not None:
+            return env.source(text, knob)
         m = self._locate(text)
         if isinstance(m.node, SequenceNode) or m.service is not None:
             return None
@@ -318,6 +339,8 @@ class YamlMapFormat(FlagPlaces, TargetFormat):
     def set(self, text: str, knob: str, value: str, source: str | None = None) -> str:
         """Set ``knob`` to ``value`` (typed as the file has it); ``source``: see the docstring."""
         self._check_args(knob, value)
+        if (env := self._env_items(text)) is not None:
+            return env.set(text, knob, value, source=source)
         m = self._locate(text)
         if m.service is not None:
             return self._compose_edit(text, m, knob, value)
@@ -325,10 +348,16 @@ class YamlMapFormat(FlagPlaces, TargetFormat):
         if before.get(knob) == value:
             return text
         if isinstance(m.node, SequenceNode):
-            out = set_in_list(text, m.node, knob, value) if self.strings else \
-                edit_list_flag(text, m.node, knob, value)
+            if self.strings:
+                out = set_in_list(text, m.node, knob, value)
+            else:
+                knob = self.canonical(text, knob)
+                if before.get(knob) == value:
+                    return text
+                out = edit_list_flag(text, m.node, knob, value, self.engine)
             return verified(before, self.parse(out), knob, value, out)
         pairs = self._pairs(m)
+        self._check_negation(text, pairs, knob)
         attempts = []
         if knob in pairs:
             key, node = pairs[knob]
@@ -336,13 +365,14 @@ class YamlMapFormat(FlagPlaces, TargetFormat):
             if source is not None:
                 attempts.append(lambda: splice_source(text, key, node, source))
             style_, quote = neighbour_style(v for _, v in pairs.values())
-            rendered = _typed(value, node, style_, quote, self.strings)
+            rendered = _typed(value, node, quote)
             attempts.append(lambda: splice_value(text, key, node, rendered))
         else:
             if source is not None and "\n" not in source:
                 attempts.append(lambda: self._add(text, m, pairs, knob, f":{source}"))
             style_, quote = neighbour_style(v for _, v in pairs.values())
-            rendered = _typed(value, None, style_, quote, self.strings)
+            scalars = [v for _, v in pairs.values() if isinstance(v, ScalarNode)]
+            rendered = new_scalar(value, knob, scalars, style_, quote, self.strings, self.engine)
             attempts.append(lambda: self._add(text, m, pairs, knob, f": {rendered}"))
         for i, attempt in enumerate(attempts):
             out = attempt()
@@ -352,6 +382,22 @@ class YamlMapFormat(FlagPlaces, TargetFormat):
                 if i == len(attempts) - 1:
                     raise
         raise AssertionError("unreachable")
+
+    def _check_negation(self, text: str, pairs: dict, knob: str) -> None:
+        """A ``--config`` file's ``x`` and ``no-x`` are one argument (env maps: no such);
+        a ``--flag`` is no key of a map (vLLM and SGLang read ``x: v`` as ``--x v``, so a
+        ``--x`` key would be a flag nobody has)."""
+        if is_flag_name(knob):
+            key = knob.lstrip("-")
+            raise FormatError(f"{self._where()} is a map of keys, not a launch command: "
+                              f"{knob} has no place there (in a --config file it is the key "
+                              f"{key!r}: record knob TARGET {key}=VALUE)")
+        if self.strings:
+            return
+        lines = {k: line_of(text, key.start_mark.index) for k, (key, _) in pairs.items()}
+        why = negation_conflict(knob, lines)
+        if why is not None:
+            raise FormatError(why)
 
     def _check_editable(self, text: str, m: _Map, key: ScalarNode, node: Node, knob: str) -> None:
         line = line_of(text, key.start_mark.index)
@@ -390,36 +436,25 @@ class YamlMapFormat(FlagPlaces, TargetFormat):
     def unset(self, text: str, knob: str) -> str:
         """Remove ``knob`` from the map (same text if it is absent)."""
         self._check_args(knob)
+        if (env := self._env_items(text)) is not None:
+            return env.unset(text, knob)
         m = self._locate(text)
         if m.service is not None:
             return self._compose_edit(text, m, knob, None)
         if isinstance(m.node, SequenceNode):
+            if not self.strings:
+                knob = self.canonical(text, knob)
             out = unset_in_list(text, m.node, knob) if self.strings else \
-                edit_list_flag(text, m.node, knob, None)
+                edit_list_flag(text, m.node, knob, None, self.engine)
             return out if out == text else verified(self.parse(text), self.parse(out), knob, None, out)
         pairs = self._pairs(m)
+        self._check_negation(text, pairs, knob)
         if knob not in pairs:
             return text
         key, node = pairs[knob]
         self._check_editable(text, m, key, node, knob)
-        before = self.parse(text)
-        if m.node is not None and m.node.flow_style:
-            items = [p for p in m.node.value]
-            k = next(i for i, (kk, _) in enumerate(items) if kk is key)
-            if k + 1 < len(items):
-                start, end = key.start_mark.index, items[k + 1][0].start_mark.index
-            elif k > 0:
-                start, end = items[k - 1][1].end_mark.index, node.end_mark.index
-            else:
-                start, end = key.start_mark.index, node.end_mark.index
-        else:
-            last = node if node.end_mark.index > node.start_mark.index else key
-            start = line_start(text, key.start_mark.index)
-            end = line_end(text, last_content_end(text, last))
-            if end >= len(text) and not text.endswith("\n") and start > 0:
-                start -= 2 if start > 1 and text[start - 2] == "\r" else 1
-        out = text[:start] + text[end:]
-        return verified(before, self.parse(out), knob, None, out)
+        out = remove_pair(text, m.node, key, node)  # type: ignore[arg-type]
+        return verified(self.parse(text), self.parse(out), knob, None, out)
 
 
 __all__ = ["KEY_RE", "KeyCheck", "YamlMapFormat", "check_key_name", "key_checker"]

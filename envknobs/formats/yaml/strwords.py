@@ -73,11 +73,12 @@ def _lex_words(value: str, where: str) -> list[StrWord]:
 class ScalarWords:
     """The shell words of a string scalar and edits of them (see the module docstring)."""
 
-    def __init__(self, text: str, node: ScalarNode, what: str) -> None:
+    def __init__(self, text: str, node: ScalarNode, what: str, lex: bool = True) -> None:
         self.text, self.node = text, node
         self.value: str = node.value
         self.where = f"line {node.start_mark.line + 1}: {what}"
-        self.words = _lex_words(self.value, self.where)
+        # lex=False: only where the value's characters are written (a shell script)
+        self.words = _lex_words(self.value, self.where) if lex else []
         self.end = last_content_end(text, node) if node.style in ("|", ">") else node.end_mark.index
         self.multi = line_of(text, node.start_mark.index) != line_of(text, max(self.end - 1, 0))
         self._segments: list[_Segment] | None = None
@@ -230,6 +231,43 @@ class ScalarWords:
                               "empty; edit it by hand")
         raise FormatError(f"{self.where}: the words to remove share no line with their "
                           "neighbours; edit it by hand")
+
+
+def refolded(text: str, node: ScalarNode, new: str, what: str) -> str:
+    """``text`` with the folded (``>``) or plain multi-line scalar ``node`` holding ``new``:
+    each change of the value (a character diff) is made where those characters are
+    written, so the lines it does not touch keep their bytes.  A change that starts on the
+    blank folding made of a line break starts at the end of the line before it (a removed
+    flag takes its line break with it); one that ends there ends at the next line's start.
+    A new line break cannot be written into a folded scalar: refused."""
+    import difflib
+
+    sw = ScalarWords(text, node, what, lex=False)
+    segs = sw.segments
+
+    def at(pos: int, start: bool) -> int:
+        for seg in segs:
+            if seg.at <= pos <= seg.at + seg.size:
+                return seg.src + pos - seg.at
+        before = [g for g in segs if g.at + g.size < pos]
+        after = [g for g in segs if g.at > pos]
+        if (start or not after) and before:
+            return before[-1].src + before[-1].size
+        if after:
+            return after[0].src
+        raise FormatError(f"{sw.where}: cannot tell where its words are written; edit it by hand")
+
+    out = text
+    ops = difflib.SequenceMatcher(None, node.value, new, autojunk=False).get_opcodes()
+    for _, i1, i2, j1, j2 in reversed([op for op in ops if op[0] != "equal"]):
+        piece = new[j1:j2]
+        if "\n" in piece:
+            raise FormatError(f"{sw.where}: the edit would add a line break to a folded "
+                              "scalar; write it as a `|` block to edit it")
+        a = at(i1, True)
+        b = at(i2, False) if i2 > i1 else a
+        out = out[:a] + piece + out[max(a, b):]
+    return out
 
 
 def _lines_at(text: str, start: int, end: int) -> list[tuple[int, str]]:
