@@ -370,6 +370,16 @@ def _rate_sweep_cap(rows: Sequence[Mapping[str, Any]], keys: Mapping[str, Any],
     return caps.pop() if len(caps) == 1 else None
 
 
+def _run_joined(ws_root: Path, entry_id: str, previous: str | None, started: str):
+    """What an import joins: the previous import run's rows, files, meta and start time
+    (nothing, and ``started``, when it starts a new run)."""
+    if not previous:
+        return [], [], {}, started
+    rows, old_meta, old_summary = load_run(ws_root, entry_id, previous)
+    return (rows, list(old_meta.get("files") or []), old_meta,
+            str(old_summary.get("started") or started))
+
+
 def import_evidence(
     ws_root: Path,
     entry_id: str,
@@ -408,14 +418,7 @@ def import_evidence(
     if not files:
         raise EvidenceError("no result files to import")
     previous = None if new_run else _latest_import(ws_root, entry_id)
-    rows: list[dict[str, Any]] = []
-    imported: list[dict[str, Any]] = []
-    started = now_iso(now)
-    old_meta: dict[str, Any] = {}
-    if previous:
-        rows, old_meta, old_summary = load_run(ws_root, entry_id, previous)
-        imported = list(old_meta.get("files") or [])
-        started = str(old_summary.get("started") or started)
+    rows, imported, old_meta, started = _run_joined(ws_root, entry_id, previous, now_iso(now))
     cap = _rate_sweep_cap(rows, old_meta.get("workload") or {}, side)
     parsed = list(zip(files, read_result_files(files, concurrency, rate, select=select,
                                                rate_cap=cap), strict=True))
@@ -427,18 +430,9 @@ def import_evidence(
     meta = {"files": imported, "supersedes": previous, "workload": keys,
             **({"allowed_mismatch": allow} if allow else {}), "importer": host_info()}
     summary = save_evidence(
-        ws_root,
-        entry_id,
-        rows,
-        meta,
-        source="import",
-        metric=metric,
-        engine_commit=engine_commit,
-        context=context,
-        started=started,
-        finished=now_iso(now),
-        run_id=new_run_id(now),
-        workload=workload,
+        ws_root, entry_id, rows, meta, source="import", metric=metric,
+        engine_commit=engine_commit, context=context, started=started,
+        finished=now_iso(now), run_id=new_run_id(now), workload=workload,
     )
     if previous:
         # The merged run is safely in place; readers already skip the old one.
