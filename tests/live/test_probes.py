@@ -11,6 +11,7 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler
 from http.server import ThreadingHTTPServer
+from pathlib import Path
 
 import pytest
 
@@ -29,6 +30,12 @@ def sleeper(tmp_path):
         proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", tag],
                                 env={"PATH": "/usr/bin:/bin", **(env or {})})
         procs.append(proc)
+        # Until the child has exec'd, /proc shows the forking parent's command line: a
+        # probe must see the sleeper, so wait for its own argv (a loaded machine is slow).
+        deadline = time.monotonic() + 10
+        cmdline = Path(f"/proc/{proc.pid}/cmdline")
+        while tag.encode() not in cmdline.read_bytes() and time.monotonic() < deadline:
+            time.sleep(0.01)
         return proc
 
     yield start
