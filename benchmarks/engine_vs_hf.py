@@ -17,7 +17,10 @@ Each (dtype, c) runs ``--pairs`` pairs of engine then HF back to back (A B A B .
 a noisy neighbour hits both sides alike; the table prints each side's median tok/s and
 the median of the per-pair ratios, the load average over the pairs, and ``eng/roof``:
 the engine against the roofline of the whole run (prefill + decode steps; each step is
-max(bytes / bandwidth, flops / matmul rate), both measured here in the dtype).
+max(bytes / bandwidth, flops / matmul rate), both measured here in the dtype); and
+``step/bw``: the engine's decode steps, bytes they must read over their time, as a
+fraction of this machine's memory bandwidth (benchmarks/roofline.py, which prints it
+alone: the same code).
 
 ``--busy``: the same at c16/c32 with a spin loop pinned on one core.  The engine is then
 built after the spinner starts, with ``ENGINE_NUM_THREADS`` from the environment (default
@@ -43,6 +46,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from roofline import measure_machine  # noqa: E402
 from roofline import roofline_run_tok_s  # noqa: E402
+from roofline import timed_generate  # noqa: E402
 
 from engine.tools.bench import make_prompts  # noqa: E402
 from engine.config import ModelConfig  # noqa: E402
@@ -121,14 +125,14 @@ def hf_tok_s(model, prompts: list[list[int]], c: int, out_len: int, threads: int
         return len(prompts) * out_len / (time.perf_counter() - t)
 
 
-def engine_tok_s(engine: LLMEngine, prompts: list[list[int]], c: int, out_len: int) -> float:
+def engine_tok_s(engine: LLMEngine, prompts: list[list[int]], c: int, out_len: int,
+                 bw: float) -> tuple[float, float]:
+    """(tok/s, the decode steps' fraction of the bandwidth roofline, benchmarks/roofline.py)."""
     torch.set_num_threads(engine.num_threads)
-    params = SamplingParams(out_len, ignore_eos=True)
     engine.generate(prompts[:1], SamplingParams(2, ignore_eos=True))  # warm-up
     engine.scheduler.max_running = c
-    t = time.perf_counter()
-    engine.generate(prompts, params)
-    return len(prompts) * out_len / (time.perf_counter() - t)
+    seconds, steps = timed_generate(engine, prompts, out_len)
+    return len(prompts) * out_len / seconds, steps.bandwidth_fraction(bw)
 
 
 def build_engine(args, dtype_name: str, num_threads: int) -> LLMEngine:
@@ -139,30 +143,33 @@ def build_engine(args, dtype_name: str, num_threads: int) -> LLMEngine:
     return LLMEngine(knobs, preset=args.preset)
 
 
-def pairs(args, eng: LLMEngine, hf, c: int, hf_threads: int) -> tuple[list[float], list[float],
-                                                                        float]:
-    """``--pairs`` interleaved (engine, HF) runs; and the mean 1-min load average over them."""
+def pairs(args, eng: LLMEngine, hf, c: int, hf_threads: int, bw: float
+          ) -> tuple[list[float], list[float], list[float], float]:
+    """``--pairs`` interleaved (engine, HF) runs: engine tok/s, HF tok/s, the engine's
+    decode steps' bandwidth fractions, and the mean 1-min load average over them."""
     n = args.num_prompts if c >= 8 else min(args.num_prompts, 4 * c)
     prompts = make_prompts(n, args.input_len, min(eng.cfg.vocab_size, 256), seed=c)
-    ours, theirs, loads = [], [], []
+    ours, theirs, fracs, loads = [], [], [], []
     for _ in range(args.pairs):
-        ours.append(engine_tok_s(eng, prompts, c, args.output_len))
+        tok_s, frac = engine_tok_s(eng, prompts, c, args.output_len, bw)
+        ours.append(tok_s)
+        fracs.append(frac)
         theirs.append(hf_tok_s(hf, prompts, c, args.output_len, hf_threads))
         loads.append(os.getloadavg()[0])
-    return ours, theirs, statistics.fmean(loads)
+    return ours, theirs, fracs, statistics.fmean(loads)
 
 
-def print_row(label: str, ours: list[float], theirs: list[float], load: float,
-              roof: float) -> None:
+def print_row(label: str, ours: list[float], theirs: list[float], fracs: list[float],
+              load: float, roof: float) -> None:
     ratios = [a / b for a, b in zip(ours, theirs)]
     eng, hf = statistics.median(ours), statistics.median(theirs)
     print(f"{label:>10} {eng:>9.1f} {hf:>9.1f} {statistics.median(ratios):>6.2f}x "
-          f"{min(ratios):>5.2f}-{max(ratios):<5.2f} {roof:>9.1f} {eng / roof:>7.0%} "
-          f"{load:>6.2f}", flush=True)
+          f"{min(ratios):>5.2f}-{max(ratios):<5.2f} {statistics.median(fracs):>7.0%} "
+          f"{roof:>9.1f} {eng / roof:>7.0%} {load:>6.2f}", flush=True)
 
 
-HEADER = (f"{'conc':>10} {'engine':>9} {'hf':>9} {'eng/hf':>7} {'range':>11} {'roofline':>9} "
-          f"{'eng/roof':>8} {'load1':>6}")
+HEADER = (f"{'conc':>10} {'engine':>9} {'hf':>9} {'eng/hf':>7} {'range':>11} {'step/bw':>7} "
+          f"{'roofline':>9} {'eng/roof':>8} {'load1':>6}")
 
 
 def spin_on(cpu: int) -> subprocess.Popen:
@@ -183,10 +190,10 @@ def run_dtype(args, dtype_name: str, concs: list[int]) -> None:
           f"threads both sides, bandwidth {bw / 1e9:.1f} GB/s, matmul {fl / 1e9:.0f} GFLOP/s")
     print(HEADER)
     for c in concs:
-        ours, theirs, load = pairs(args, eng, hf, c, eng.num_threads)
+        ours, theirs, fracs, load = pairs(args, eng, hf, c, eng.num_threads, bw)
         roof = roofline_run_tok_s(eng.cfg, c, args.input_len, args.output_len,
                                   eng.runner.dtype.itemsize, bw, fl)
-        print_row(f"c{c}", ours, theirs, load, roof)
+        print_row(f"c{c}", ours, theirs, fracs, load, roof)
 
 
 def run_busy(args, dtype_name: str, concs: list[int]) -> None:
@@ -208,8 +215,8 @@ def run_busy(args, dtype_name: str, concs: list[int]) -> None:
                                       eng.runner.dtype.itemsize, bw, fl)
             for t in hf_threads:
                 label = f"c{c} hf@{t}"
-                ours, theirs, load = pairs(args, eng, hf, c, t)
-                print_row(label, ours, theirs, load, roof)
+                ours, theirs, fracs, load = pairs(args, eng, hf, c, t, bw)
+                print_row(label, ours, theirs, fracs, load, roof)
     finally:
         spinner.kill()
         spinner.wait()

@@ -1,30 +1,70 @@
 """The measured roofline the engine benchmarks compare with (this machine, one dtype).
 
-Per decode step: max(bytes / bandwidth, flops / matmul rate), bytes = weights + KV read,
-flops = 2 x params x batch (+ attention); :func:`roofline_run_tok_s` adds the prefill of
-the prompts, which both sides' tok/s include.
+    python benchmarks/roofline.py [--model DIR] [--dtypes float32,bfloat16]
+                                  [--concurrency 1,16] [--runs 3] [--threads 2]
+
+prints, per dtype and concurrency, what fraction of this machine's memory bandwidth the
+engine's decode steps reach: the bytes a decode step must read (every weight but the
+embedding table, whose B rows are read instead, plus each sequence's K and V at its
+current context, every layer) over the step's measured time (``LLMEngine.on_step``: the
+whole step, scheduling and sampling included), against :func:`measure_bandwidth`.
+``of roof`` is the same step against max(bytes / bandwidth, flops / matmul rate): past a
+few sequences a step's GEMMs are compute-bound here, so that is the bar a step can reach.
+Model: as benchmarks/engine_vs_hf.py (a fresh ~30M Llama by default).  The workload:
+``c`` prompts of 32 tokens, 64 new tokens each, ``--runs`` runs (medians printed).
+
+The whole-run roofline of engine_vs_hf.py (:func:`roofline_run_tok_s`): per decode step
+max(bytes / bandwidth, flops / matmul rate), bytes = weights + KV read, flops = 2 x params
+x batch (+ attention), plus the prefill of the prompts, which both sides' tok/s include.
 """
 
 from __future__ import annotations
 
+import argparse
+import statistics
+import tempfile
 import time
+from pathlib import Path
 
 import torch
 
 from engine.config import ModelConfig
 
+# STREAM's rule: arrays well past the last-level cache (32 MiB here), so what is timed
+# is DRAM, not cache.
+STREAM_BYTES = 256 << 20
+
+
+def measure_bandwidth(nbytes: int = STREAM_BYTES, repeats: int = 10) -> float:
+    """This machine's memory bandwidth in bytes/s, STREAM-like, with torch's current threads.
+
+    Two kernels over ``nbytes`` arrays filled with data first (an untouched ``empty``
+    reads the kernel's shared zero page, i.e. cache: that once measured 127 GB/s here):
+    a float32 ``sum`` (bytes read / time, the traffic of a decode step, which reads its
+    weights) and a ``copy_`` (read + written bytes / time, STREAM's copy).  Each is timed
+    ``repeats`` times; the best time of each counts and the higher bandwidth of the two
+    is returned: the strictest bar the machine itself showed.
+    """
+    a = torch.ones(nbytes // 4)
+    b = torch.zeros_like(a)
+
+    def best(fn) -> float:
+        fn()
+        times = []
+        for _ in range(repeats):
+            t = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - t)
+        return min(times)
+
+    read = nbytes / best(a.sum)
+    copy = 2 * nbytes / best(lambda: b.copy_(a))
+    return max(read, copy)
+
 
 def measure_machine(dtype: torch.dtype) -> tuple[float, float]:
     """(memory bandwidth bytes/s, matmul flop/s) in ``dtype`` on this machine."""
-    a = torch.empty(64 << 20, dtype=torch.uint8)
-    b = torch.empty_like(a)
-    b.copy_(a)
-    best = float("inf")
-    for _ in range(10):
-        t = time.perf_counter()
-        b.copy_(a)
-        best = min(best, time.perf_counter() - t)
-    bw = 2 * a.numel() / best  # read + write
+    bw = measure_bandwidth()
     n = 2048
     x = torch.randn(n, n).to(dtype)
     y = torch.randn(n, n).to(dtype)
@@ -46,15 +86,31 @@ def measure_machine(dtype: torch.dtype) -> tuple[float, float]:
     return bw, flops
 
 
+def decode_weight_params(cfg: ModelConfig) -> int:
+    """Parameters a decode step reads in full: all but the embedding table (a lookup of
+    one row per sequence); a tied table is read whole anyway, as the LM head."""
+    return cfg.num_params - (0 if cfg.tie_word_embeddings else cfg.vocab_size * cfg.hidden_size)
+
+
+def decode_step_bytes(cfg: ModelConfig, contexts: list[int], itemsize: int) -> int:
+    """Bytes a decode step must read: weights, each sequence's embedding row, and the K
+    and V of every layer at each sequence's ``contexts`` positions before its new token."""
+    kv_per_position = cfg.num_layers * 2 * cfg.num_kv_heads * cfg.head_dim
+    return itemsize * (decode_weight_params(cfg) + len(contexts) * cfg.hidden_size
+                       + kv_per_position * sum(contexts))
+
+
+def decode_step_flops(cfg: ModelConfig, contexts: list[int]) -> int:
+    """GEMM flops of a decode step (embedding excluded), attention over ``contexts``."""
+    attn = 4 * sum(contexts) * cfg.num_layers * cfg.num_heads * cfg.head_dim
+    return 2 * decode_weight_params(cfg) * len(contexts) + attn
+
+
 def roofline_tok_s(cfg: ModelConfig, batch: int, ctx: int, itemsize: int, bw: float,
                    flops: float) -> float:
-    # The embedding is a lookup (no FLOPs, one row read); the LM head is a real GEMM.
-    params = cfg.num_params - cfg.vocab_size * cfg.hidden_size
-    kv_bytes = batch * ctx * cfg.num_layers * 2 * cfg.num_kv_heads * cfg.head_dim * itemsize
-    step_bytes = params * itemsize + kv_bytes
-    step_flops = 2 * params * batch + 4 * batch * ctx * cfg.num_layers * cfg.num_heads \
-        * cfg.head_dim
-    return batch / max(step_bytes / bw, step_flops / flops)
+    step = max(decode_step_bytes(cfg, [ctx] * batch, itemsize) / bw,
+               decode_step_flops(cfg, [ctx] * batch) / flops)
+    return batch / step
 
 
 def roofline_run_tok_s(cfg: ModelConfig, batch: int, input_len: int, output_len: int,
@@ -75,3 +131,100 @@ def roofline_run_tok_s(cfg: ModelConfig, batch: int, input_len: int, output_len:
     steps = sum(batch / roofline_tok_s(cfg, batch, input_len + i, itemsize, bw, flops)
                 for i in range(1, output_len))
     return batch * output_len / (prefill + steps)
+
+
+class DecodeSteps:
+    """An ``LLMEngine.on_step`` observer: the bytes, flops and seconds of each decode step."""
+
+    def __init__(self, cfg: ModelConfig, itemsize: int) -> None:
+        self.cfg = cfg
+        self.itemsize = itemsize
+        self.steps: list[tuple[int, int, float]] = []  # (bytes, flops, seconds)
+
+    def __call__(self, batch, seconds: float) -> None:
+        if batch.is_prefill:
+            return
+        # After the step: each sequence's KV now holds its new token too, so the step
+        # read num_computed - 1 positions (plus the token itself, computed in the step).
+        contexts = [s.num_computed - 1 for s in batch.seqs]
+        self.steps.append((decode_step_bytes(self.cfg, contexts, self.itemsize),
+                           decode_step_flops(self.cfg, contexts), seconds))
+
+    @property
+    def seconds(self) -> float:
+        return sum(s for _, _, s in self.steps)
+
+    def bandwidth_fraction(self, bw: float) -> float:
+        """Bytes the decode steps read / their time, as a fraction of ``bw``."""
+        return sum(b for b, _, _ in self.steps) / self.seconds / bw
+
+    def roof_fraction(self, bw: float, flops: float) -> float:
+        """The steps' roofline time (max of bytes / bw and flops / rate) / their time."""
+        return sum(max(b / bw, f / flops) for b, f, _ in self.steps) / self.seconds
+
+
+def timed_generate(engine, prompts: list[list[int]], out_len: int) -> tuple[float, DecodeSteps]:
+    """Run ``prompts`` to ``out_len`` new tokens each (EOS ignored): (seconds, its steps)."""
+    from engine.core.sequence import SamplingParams
+
+    steps = DecodeSteps(engine.cfg, engine.runner.dtype.itemsize)
+    engine.on_step = steps
+    try:
+        t = time.perf_counter()
+        engine.generate(prompts, SamplingParams(out_len, ignore_eos=True))
+        return time.perf_counter() - t, steps
+    finally:
+        engine.on_step = None
+
+
+def run_dtype(args, model_dir: str, dtype_name: str) -> None:
+    from engine.core.llm import LLMEngine
+    from engine.knobs import EngineKnobs
+    from engine.tools.bench import make_prompts
+
+    eng = LLMEngine(EngineKnobs(dtype=dtype_name, num_pages=2048, max_running_requests=256,
+                                num_threads=args.threads), model_dir=model_dir)
+    bw, fl = measure_machine(eng.runner.dtype)
+    print(f"\n== {dtype_name}: {eng.num_threads} threads, ops {eng.model.ops.describe()}; "
+          f"bandwidth {bw / 1e9:.1f} GB/s (STREAM-like, best of sum and copy over "
+          f"{STREAM_BYTES >> 20} MiB), matmul {fl / 1e9:.0f} GFLOP/s")
+    print(f"{'conc':>6} {'step ms':>8} {'MB/step':>8} {'GB/s':>6} {'of bw':>6} {'range':>9} "
+          f"{'of roof':>7}")
+    for c in [int(x) for x in args.concurrency.split(",")]:
+        prompts = make_prompts(c, args.input_len, min(eng.cfg.vocab_size, 256), seed=c)
+        timed_generate(eng, prompts[:1], 2)  # warm-up
+        eng.scheduler.max_running = c
+        runs = [timed_generate(eng, prompts, args.output_len)[1] for _ in range(args.runs)]
+        fracs = [r.bandwidth_fraction(bw) for r in runs]
+        step_s = statistics.median(r.seconds / len(r.steps) for r in runs)
+        step_b = statistics.fmean(b for b, _, _ in runs[0].steps)
+        print(f"{'c' + str(c):>6} {step_s * 1e3:>8.3f} {step_b / 1e6:>8.1f} "
+              f"{step_b / step_s / 1e9:>6.1f} {statistics.median(fracs):>6.0%} "
+              f"{min(fracs):>4.0%}-{max(fracs):<4.0%} "
+              f"{statistics.median(r.roof_fraction(bw, fl) for r in runs):>7.0%}", flush=True)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", help="checkpoint directory (default: a fresh 30M Llama)")
+    ap.add_argument("--dtypes", default="float32,bfloat16")
+    ap.add_argument("--concurrency", default="1,16")
+    ap.add_argument("--input-len", type=int, default=32)
+    ap.add_argument("--output-len", type=int, default=64)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--threads", type=int, default=2, help="torch threads (0 = the engine's "
+                    "start-up choice)")
+    args = ap.parse_args()
+    from engine_vs_hf import write_unseen_llama
+
+    with tempfile.TemporaryDirectory(prefix="unseen-llama-") as tmp:
+        model = args.model or str(write_unseen_llama(Path(tmp)))
+        print(f"torch {torch.__version__}; model {model}; c prompts x {args.input_len} "
+              f"tokens, {args.output_len} new, {args.runs} runs", flush=True)
+        for d in args.dtypes.split(","):
+            run_dtype(args, model, d)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

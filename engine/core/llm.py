@@ -12,6 +12,7 @@ from collections.abc import Callable
 from engine.core.block_manager import BlockManager
 from engine.config import EngineError
 from engine.knobs import EngineKnobs
+from engine.core.scheduler import ScheduledBatch
 from engine.core.scheduler import Scheduler
 from engine.core.sequence import SamplingParams
 from engine.core.sequence import Sequence
@@ -54,6 +55,9 @@ class LLMEngine:
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
         self._stop = False
+        # Called as on_step(batch, seconds) after each step (benchmarks/roofline.py times
+        # the decode steps with it); None: nothing is called.
+        self.on_step: Callable[[ScheduledBatch, float], None] | None = None
 
     @property
     def dtype_name(self) -> str:
@@ -86,6 +90,7 @@ class LLMEngine:
 
     def step(self) -> bool:
         """Run one scheduled batch; False when there was nothing to run."""
+        began = time.perf_counter()
         batch = self.scheduler.schedule()
         if batch is None:
             return False
@@ -94,7 +99,10 @@ class LLMEngine:
             if seq.start_time is None:
                 seq.start_time = now
         tokens = self.runner.run(batch)
-        self.scheduler.postprocess(batch, tokens, time.perf_counter())
+        done = time.perf_counter()
+        self.scheduler.postprocess(batch, tokens, done)
+        if self.on_step is not None:
+            self.on_step(batch, time.perf_counter() - began)
         return True
 
     def generate(self, prompts: list[list[int]], params: SamplingParams) -> list[Sequence]:
