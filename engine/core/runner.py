@@ -39,6 +39,9 @@ class ModelRunner:
                                     dtype=self.dtype, device=self.device)
         self.k_caches = list(self.kv_cache[:, 0])
         self.v_caches = list(self.kv_cache[:, 1])
+        # Row of slot 0 of each (layer, K|V) in the flat cache [layers * 2 * slots, Hkv * D]:
+        # a decode step adds its new tokens' slots to it (kept, not rebuilt every step).
+        self._layer_slot_rows = torch.arange(cfg.num_layers * 2).view(-1, 1) * slots
         for layer, k, v in zip(model.layers, self.k_caches, self.v_caches):
             layer.self_attn.k_cache = k
             layer.self_attn.v_cache = v
@@ -91,46 +94,52 @@ class ModelRunner:
         splits = num_kv_splits(len(seqs), self.cfg.num_kv_heads, max(lens),
                                self.knobs.decode_target_ctas or self.auto_target_ctas)
         self.last_num_splits = splits
-        step = None
         if splits == 1 or self.model.ops.splits_dense_decode:
             # The fused kernel splits over the dense blocks itself; eager torch splits only
             # on the gather path.
-            step = self.dense.plan(tuple((s.seq_id, s.num_preemptions) for s in seqs), lens)
+            key = tuple((s.seq_id, s.num_preemptions) for s in seqs)
         else:
             self.dense.invalidate()
+            return self._forward(*self._prepare_decode(batch, lens, splits), None)
+        # The step's integers in one host tensor [3, B]: each sequence's last token, its
+        # position (len - 1: the block positions before it) and the cache slot it goes to
+        # (one conversion, not one per row; each row is contiguous).
+        host = torch.tensor([self._last_token_ids(seqs), [n - 1 for n in lens],
+                             self._last_slots(seqs, lens)])
+        ids, positions, slots = host[0], host[1], host[2]
+        step = self.dense.plan(key, lens, positions)
         if step is None:
             return self._forward(*self._prepare_decode(batch, lens, splits), None)
-        P, D = self.page_size, self.cfg.head_dim
+        D, Hkv = self.cfg.head_dim, self.cfg.num_kv_heads
         blocks = self.dense.blocks
         assert blocks is not None
         if step.fresh:
-            # All layers' K and V context in one gather: row (layer, k|v) of the flat
-            # cache is offset by its slot array's rows.
-            tables = self._block_tables(seqs, -(-step.cap // P))
-            index = decode_kv_index(tables, step.cap, P, self.cfg.num_kv_heads)
-            offsets = torch.arange(blocks.shape[0] * 2) * (self.num_slots
-                                                            * self.cfg.num_kv_heads)
-            index = self._to_device((offsets.view(-1, 1) + index.view(1, -1)).view(-1))
-            torch.index_select(self.kv_cache.view(-1, D), 0, index, out=blocks.view(-1, D))
+            self._gather_blocks(seqs, step.cap, blocks)
         ops = self.model.ops
         # Attention reads the len - 1 positions before each new token, plus the token
         # (the eager path as a mask over the block, the fused kernel from the lengths).
-        positions = torch.tensor(lens) - 1
         bias = None
         if ops.reads_decode_bias:
             bias = self._to_device(split_k_bias(positions, step.cap, 1).view(
                 len(seqs), 1, 1, step.cap))
-        ids, positions = (self._to_device(t) for t in (self._last_tokens(seqs), positions))
+        ids, positions = self._to_device(ids), self._to_device(positions)
         logits, new_kv = self.model.decode_dense(ids, positions, self.dense.k, self.dense.v,
                                                  bias, splits)
         # The new K/V of every layer: into the paged cache and the dense blocks.
-        slots = torch.tensor(self._last_slots(seqs, lens))
-        where = torch.arange(blocks.shape[0] * 2).view(-1, 1) * self.num_slots + slots
-        Hkv = self.cfg.num_kv_heads
+        where = self._layer_slot_rows + slots  # [layers * 2, B]
         ops.copy_rows_(self.kv_cache.view(-1, Hkv * D), self._to_device(where.view(-1)),
                        new_kv.view(-1, Hkv * D))
         ops.copy_rows_(blocks.view(-1, D), self._to_device(step.rows), new_kv.view(-1, D))
         return logits
+
+    def _gather_blocks(self, seqs, cap: int, blocks: torch.Tensor) -> None:
+        """All layers' K and V context into the dense blocks in one gather: row
+        (layer, k|v) of the flat cache is offset by its slot array's rows."""
+        P, D, Hkv = self.page_size, self.cfg.head_dim, self.cfg.num_kv_heads
+        index = decode_kv_index(self._block_tables(seqs, -(-cap // P)), cap, P, Hkv)
+        offsets = torch.arange(blocks.shape[0] * 2) * (self.num_slots * Hkv)
+        index = self._to_device((offsets.view(-1, 1) + index.view(1, -1)).view(-1))
+        torch.index_select(self.kv_cache.view(-1, D), 0, index, out=blocks.view(-1, D))
 
     def _last_slots(self, seqs, lens: list[int]) -> list[int]:
         """The cache slot of each sequence's newest token (position ``len - 1``).
@@ -141,10 +150,9 @@ class ModelRunner:
         return [s.block_table[(n - 1) // P] * P + (n - 1) % P for s, n in zip(seqs, lens)]
 
     @staticmethod
-    def _last_tokens(seqs) -> torch.Tensor:
+    def _last_token_ids(seqs) -> list[int]:
         # The last token of each sequence (``Sequence.tokens`` would copy the whole list).
-        return torch.tensor([s.output_ids[-1] if s.output_ids else s.prompt_ids[-1]
-                             for s in seqs])
+        return [s.output_ids[-1] if s.output_ids else s.prompt_ids[-1] for s in seqs]
 
     @staticmethod
     def _block_tables(seqs, width: int) -> torch.Tensor:
@@ -192,7 +200,7 @@ class ModelRunner:
         ctx.kv_index = decode_kv_index(self._block_tables(seqs, -(-(S * C) // P)), S * C, P,
                                        Hkv)
         ctx.kv_buffers = self._kv_buffers((len(seqs), Hkv, S, C, self.cfg.head_dim))
-        return self._last_tokens(seqs), lens_t - 1, ctx
+        return torch.tensor(self._last_token_ids(seqs)), lens_t - 1, ctx
 
     def _kv_buffers(self, shape: tuple[int, ...]) -> tuple[torch.Tensor, torch.Tensor]:
         """Two [B, Hkv, S, C, D] views of the persistent decode gather workspace."""

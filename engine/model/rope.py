@@ -24,16 +24,29 @@ class RotaryEmbedding(nn.Module):
         # rotate_half(x) * sin == swap_halves(x) * [-sin_lo, sin_hi]: the sign is folded into
         # the table (exact in IEEE arithmetic), saving a negation per call.
         signed_sin = torch.cat((-sin[:, :half], sin[:, half:]), dim=-1)
-        # Tables in float32; cast to the activation dtype per step (as HF does).
+        # Tables in float32 (as HF keeps them); see _tables_in for the activation dtype.
         self.register_buffer("cos", emb.cos(), persistent=False)
         self.register_buffer("signed_sin", signed_sin, persistent=False)
+        # (the float32 cos it was made from, cos, signed sin) in the activation dtype
+        self._cast: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None
 
     def tables(self, positions: torch.Tensor, dtype: torch.dtype
                ) -> tuple[torch.Tensor, torch.Tensor]:
         """cos, signed sin for ``positions`` [N] -> two [N, 1, D] tensors in ``dtype``."""
-        cos = self.cos[positions].unsqueeze(1).to(dtype)
-        sin = self.signed_sin[positions].unsqueeze(1).to(dtype)
-        return cos, sin
+        cos, sin = self._tables_in(dtype)
+        return cos[positions].unsqueeze(1), sin[positions].unsqueeze(1)
+
+    def _tables_in(self, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+        """The whole tables in ``dtype``, cast once and kept: the same values as casting
+        the looked-up rows each step (as HF does) without two casts a step, for a copy
+        of the tables in ``dtype`` (half their float32 size in bf16); remade whenever the
+        float32 tables are replaced (``.to``, ``.float``)."""
+        if self.cos.dtype == dtype:
+            return self.cos, self.signed_sin
+        cast = self._cast
+        if cast is None or cast[0] is not self.cos or cast[1].dtype != dtype:
+            cast = self._cast = (self.cos, self.cos.to(dtype), self.signed_sin.to(dtype))
+        return cast[1], cast[2]
 
 
 def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
