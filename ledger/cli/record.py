@@ -143,6 +143,8 @@ def record_knob(ctx, target_name, assignment, cls, title, why, at_line, all_plac
                          f"{assignment}`")
     at = selection(at_line, all_places)
     if "," in target_name:
+        if as_string:
+            raise UsageError("--string writes one YAML target's value; name one target")
         return _record_targets(ctx, target_name, knob, value, at, cls=cls, title=title,
                                why=why, adopt=adopt, before=before,
                                before_given=before is not None or before_unset,

@@ -122,13 +122,16 @@ def test_a_refusal_in_one_target_changes_no_file(pair, ledger):
     r = ledger("-C", ws, "record", "knob", "decode,prefill", f"{CTAS}=512", "--class",
                "perf", "--title", "CTAS 512", "--force")
     assert r.exit_code == 1 and "in prefill is already '512': leave that target out" in r.stderr
+    start = _texts(files)
     for args, message in ((["decode,,prefill"], "separated by commas"),
                           (["decode,decode"], "decode named twice"),
                           (["decode,prefill", "--at", "5"], "name one target"),
+                          (["decode,decode-k8s", "--string"], "name one target"),
                           (["decode,nope"], "nope")):
         r = ledger("-C", ws, "record", "knob", args[0], f"{CTAS}=512", *args[1:], "--class",
                    "perf", "--title", "t")
         assert r.exit_code in (1, 2) and message in r.stderr, (args, r.stderr)
+        assert _texts(files) == start and len(ledger("-C", ws, "list", "--json").json()) == 1
 
 
 @pytest.mark.parametrize("point", ["after-targets", "after-ledger-files"])
