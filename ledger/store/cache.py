@@ -21,8 +21,8 @@ The rules:
   workspace, and nothing pulled from a colleague ever lands in the cache; it is the
   user's own directory (like ``~/.cache`` for any tool), which is why a cached file may
   be loaded with ``pickle``;
-* at most ``KEEP`` files per kind are kept: the oldest are removed when a new one is
-  written.  The key holds the content, so one cache serves every workspace.
+* at most ``KEEP`` files per kind are kept: when a write passes that, the oldest are
+  removed (down to 7/8 of it, so a full cache is not sorted on every write).  The key holds the content, so one cache serves every workspace.
 """
 
 from __future__ import annotations
@@ -117,16 +117,30 @@ def store(kind: str, key: str, value: Any) -> None:
             pass
 
 
+_COUNTS: dict[Path, int] = {}  # files per cache directory, as this process last counted
+
+
 def _prune(directory: Path, keep: str) -> None:
+    """Past ``KEEP`` files, remove the oldest down to 7/8 of it.  The directory is
+    listed on a command's first write and whenever its own writes may have taken it past
+    ``KEEP``: a command writing 100 target analyses lists it once, not 100 times, and a
+    full cache is not listed and sorted on every write."""
+    count = _COUNTS.get(directory)
+    if count is not None and count < KEEP:
+        _COUNTS[directory] = count + 1
+        return
     names = [n for n in os.listdir(directory) if n.endswith(".pickle")]
     if len(names) <= KEEP:
+        _COUNTS[directory] = len(names)
         return
+    floor = KEEP - KEEP // 8
+    _COUNTS[directory] = floor
     def mtime(name: str) -> int:
         try:
             return (directory / name).stat().st_mtime_ns
         except OSError:
             return 0
-    for name in sorted(names, key=mtime)[: len(names) - KEEP]:
+    for name in sorted(names, key=mtime)[: len(names) - floor]:
         if name != keep:
             try:
                 (directory / name).unlink()

@@ -123,3 +123,28 @@ def test_a_batch_of_changes_is_read_and_verified_once(monkeypatch):
     out = BASH.edit_many(DECODE_SCRIPT, {k: "77" for k in knobs})
     assert seen.texts == [DECODE_SCRIPT, out]  # the script, then the edit's verification
     assert all(BASH.parse(out)[k] == "77" for k in knobs)
+
+
+@pytest.mark.parametrize("name", sorted(SCRIPTS))
+def test_every_knob_removed_at_once_equals_one_at_a_time(name):
+    text = SCRIPTS[name]
+    edits = {k.knob: None for k in BASH.summary(text).knobs}
+    one, batch = _one_at_a_time(text, edits), _batch(text, edits)
+    if isinstance(one, Exception):
+        assert isinstance(batch, Exception) and str(batch) == str(one)
+    else:
+        assert batch == one
+
+
+def test_removals_on_lines_of_their_own_are_read_and_verified_once(monkeypatch):
+    text = "#!/bin/bash\nexport A=1\nexport B=2  # perf\nexport C=3\nexec python -m sglang.launch_server --port 1\n"
+    seen = _Counting(monkeypatch)
+    out = BASH.edit_many(text, {"A": None, "C": None, "D": None})
+    assert out == "#!/bin/bash\nexport B=2  # perf\nexec python -m sglang.launch_server --port 1\n"
+    assert seen.texts == [text, out]
+
+
+def test_removals_sharing_a_statement_go_one_at_a_time_as_before():
+    text = "#!/bin/bash\nexport A=1 B=2\nexec python -m sglang.launch_server --port 1\n"
+    assert BASH.edit_many(text, {"A": None, "B": None}) == _one_at_a_time(text, {"A": None, "B": None})
+    assert "export" not in BASH.edit_many(text, {"A": None, "B": None})

@@ -101,6 +101,20 @@ def test_old_files_are_pruned(own_cache, monkeypatch):
     assert len(kept) == 3 and cache.load("targets", f"{5:064x}") == 5
 
 
+def test_a_full_cache_is_pruned_to_seven_eighths_and_not_listed_on_every_write(own_cache, monkeypatch):
+    monkeypatch.setattr(cache, "KEEP", 16)
+    listed = []
+    real = cache.os.listdir
+    monkeypatch.setattr(cache.os, "listdir", lambda d: listed.append(d) or real(d))
+    for i in range(17):
+        cache.store("targets", f"{i:064x}", i)
+    assert len(cache.cached_files()) == 14 and cache.load("targets", f"{16:064x}") == 16
+    assert len(listed) == 2  # the first write and the one past KEEP
+    for i in range(17, 19):
+        cache.store("targets", f"{i:064x}", i)
+    assert len(listed) == 2 and len(cache.cached_files()) == 16
+
+
 def test_a_read_only_command_changes_nothing_in_the_workspace(story, ledger):
     _record(story, ledger)
     before = tree(story.root, story.script)

@@ -71,6 +71,7 @@ from envknobs.formats.bash.select import Selection
 from envknobs.formats.bash.select import apply_changes
 from envknobs.formats.bash.select import apply_edits
 from envknobs.formats.bash.select import remove_everywhere
+from envknobs.formats.bash.select import remove_many
 from envknobs.formats.bash.select import select
 from envknobs.formats.bash.select import verify_added
 from envknobs.formats.bash.summary import insertion_point
@@ -224,14 +225,18 @@ class BashFormat(TargetFormat):
         self, text: str, edits: Mapping[str, str | None],
         sources: Mapping[str, str | None] | None = None,
     ) -> str:
-        """Removals one at a time, then every change in one pass when each changed knob
-        has one place (:func:`~.select.apply_changes`: the same text as setting them one
-        at a time, read and verified once); else the changes one at a time."""
+        """Removals, then changes, each in one pass where it can be
+        (:func:`~.select.remove_many`, :func:`~.select.apply_changes`: the same text as
+        editing one knob at a time, read and verified once); else one at a time."""
         for knob, value in edits.items():
             _check(knob, value)
-        for knob, value in edits.items():
-            if value is None:
-                text = self.unset(text, knob)
+        removals = [k for k, v in edits.items() if v is None]
+        if len(removals) > 1:
+            out = self._remove_many(text, removals)
+            if out is not None:
+                text, removals = out, []
+        for knob in removals:
+            text = self.unset(text, knob)
         changes = {k: v for k, v in edits.items() if v is not None}
         if len(changes) > 1:
             a = _read(text)
@@ -242,6 +247,27 @@ class BashFormat(TargetFormat):
         for knob, value in changes.items():
             text = self.set(text, knob, value)
         return text
+
+    def _remove_many(self, text: str, knobs: list[str]) -> str | None:
+        """``unset`` of each knob in one pass, or None where that cannot be shown to
+        write what removing them one at a time writes (a knob in a string of flags, an
+        alias, a refusal: those go one at a time).  An absent knob leaves the text as is."""
+        a = _read(text)
+        names = [resolve_knob(a, k) for k in knobs]
+        if names != list(knobs) or len(set(names)) != len(names):
+            return None
+        present = []
+        for knob in names:
+            if is_flag_name(knob) and string_uses(a, knob):
+                return None
+            try:
+                if not is_flag_name(knob):
+                    refuse_holder(a, knob)
+                if select(a, knob, None, "unset").sites:
+                    present.append(knob)
+            except FormatError:
+                return None
+        return remove_many(a, present) if present else text
 
     def removed(self, text: str, knob: str) -> str:
         """What ``unset`` without a selection writes, not re-read: the lines it takes

@@ -283,6 +283,13 @@ def _expected(a: Analysis, state: KnobState, done: dict[str, PlaceEdit]) -> tupl
 
 def remove_everywhere(a: Analysis, knob: str) -> str:
     """``unset`` without a selection: the one place and the dead assignments behind it."""
+    cuts, _ = _removal_cuts(a, knob)
+    return _cut(a.text, cuts)
+
+
+def _removal_cuts(a: Analysis, knob: str) -> tuple[list[tuple[int, int, bool]], set[int]]:
+    """What :func:`remove_everywhere` takes out of ``a.text`` (spans, each a whole
+    statement's lines or one word), and the assignment statements (by id) it touches."""
     text = a.text
     defs = {id(d): d for v in a.visits for d in v.state.hist if d.name == knob and d.kind != "unset"}
     cuts: list[tuple[int, int, bool]] = []
@@ -302,14 +309,52 @@ def remove_everywhere(a: Analysis, knob: str) -> str:
         else:
             cuts.extend((*removal_span(text, d.word.start, d.word.end, lines=False), False) for d in group)
     state = a.knobs.get(knob)
+    touched = set(by_statement)
     for site in state.places if state else []:
         if site.kind in _LAUNCH_KINDS:
             if site.kind == "docker-env":
                 _env_file_refusal([a.launches[site.launch - 1]], knob, text)  # type: ignore[operator]
             cuts.append((*launch_word_cut(text, site), False))
+    return cuts, touched
+
+
+def _cut(text: str, cuts: list[tuple[int, int, bool]]) -> str:
     out = text
     for start, end, whole in sorted(set(cuts), key=lambda c: -c[0]):
         out = remove_lines(out, start, end) if whole else out[:start] + out[end:]
+    return out
+
+
+def remove_many(a: Analysis, knobs: list[str]) -> str | None:
+    """Several knobs removed as :func:`remove_everywhere` removes each, in one pass over
+    ``a.text`` and verified once: every removed knob reaches no launch, every other knob
+    reads as before on every path.  None when the removals touch a common statement or
+    line (removing them one at a time could then write other text) or a check fails:
+    the caller then removes one at a time, which says precisely why."""
+    all_cuts: list[tuple[int, int, bool]] = []
+    seen_lines: set[int] = set()
+    seen_statements: set[int] = set()
+    for knob in knobs:
+        try:
+            cuts, statements = _removal_cuts(a, knob)
+        except FormatError:
+            return None
+        lines = {n for start, end, _ in cuts for n in range(line_of(a.text, start), line_of(a.text, end) + 1)}
+        if lines & seen_lines or statements & seen_statements:
+            return None
+        seen_lines |= lines
+        seen_statements |= statements
+        all_cuts += cuts
+    out = _cut(a.text, all_cuts)
+    after = analyse(out)
+    old, new = fingerprints(a), fingerprints(after)
+    gone = set(knobs)
+    if any(old.get(k) != new.get(k) for k in set(old) | set(new) if k not in gone):
+        return None
+    for knob in knobs:
+        st = after.knobs.get(knob)
+        if st is not None and any(e is not None and e[2] != "unset" for _, s in fingerprint(st) for e in s):
+            return None
     return out
 
 
