@@ -148,3 +148,16 @@ def test_removals_sharing_a_statement_go_one_at_a_time_as_before():
     text = "#!/bin/bash\nexport A=1 B=2\nexec python -m sglang.launch_server --port 1\n"
     assert BASH.edit_many(text, {"A": None, "B": None}) == _one_at_a_time(text, {"A": None, "B": None})
     assert "export" not in BASH.edit_many(text, {"A": None, "B": None})
+
+
+def test_removals_and_changes_together_are_read_and_verified_once(monkeypatch):
+    text = ("#!/bin/bash\nexport A=1\nexport B=2  # perf\nexport C=3\n"
+            "exec python -m sglang.launch_server --port 1 \\\n    --tp 2\n")
+    seen = _Counting(monkeypatch)
+    edits = {"A": None, "B": "20", "--tp": "4", "C": None}
+    out = BASH.edit_many(text, edits)
+    assert out == ("#!/bin/bash\nexport B=20  # perf\n"
+                   "exec python -m sglang.launch_server --port 1 \\\n    --tp 4\n")
+    assert seen.texts == [text, out]
+    monkeypatch.undo()
+    assert out == _one_at_a_time(text, edits)

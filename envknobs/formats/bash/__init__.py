@@ -68,10 +68,9 @@ from envknobs.formats.bash.analysis import Analysis
 from envknobs.formats.bash.analysis import analyse
 from envknobs.formats.bash.analysis import flag_lookup
 from envknobs.formats.bash.select import Selection
-from envknobs.formats.bash.select import apply_changes
 from envknobs.formats.bash.select import apply_edits
 from envknobs.formats.bash.select import remove_everywhere
-from envknobs.formats.bash.select import remove_many
+from envknobs.formats.bash.select import edit_batch
 from envknobs.formats.bash.select import select
 from envknobs.formats.bash.select import verify_added
 from envknobs.formats.bash.summary import insertion_point
@@ -225,39 +224,43 @@ class BashFormat(TargetFormat):
         self, text: str, edits: Mapping[str, str | None],
         sources: Mapping[str, str | None] | None = None,
     ) -> str:
-        """Removals, then changes, each in one pass where it can be
-        (:func:`~.select.remove_many`, :func:`~.select.apply_changes`: the same text as
-        editing one knob at a time, read and verified once); else one at a time."""
+        """Every removal and change in one pass, read and verified once, where that is
+        sure to write what editing one knob at a time writes (:func:`~.select.edit_batch`);
+        else the removals in one pass, then the changes in one pass, else one at a time
+        (which says precisely why an edit is refused)."""
         for knob, value in edits.items():
             _check(knob, value)
         removals = [k for k, v in edits.items() if v is None]
+        changes = {k: v for k, v in edits.items() if v is not None}
+        if len(edits) > 1:
+            out = self._batch(text, removals, changes)
+            if out is not None:
+                return out
         if len(removals) > 1:
-            out = self._remove_many(text, removals)
+            out = self._batch(text, removals, {})
             if out is not None:
                 text, removals = out, []
         for knob in removals:
             text = self.unset(text, knob)
-        changes = {k: v for k, v in edits.items() if v is not None}
         if len(changes) > 1:
-            a = _read(text)
-            batch = {resolve_knob(a, k): v for k, v in changes.items()}
-            out = apply_changes(a, batch) if len(batch) == len(changes) else None
+            out = self._batch(text, [], changes)
             if out is not None:
                 return out
         for knob, value in changes.items():
             text = self.set(text, knob, value)
         return text
 
-    def _remove_many(self, text: str, knobs: list[str]) -> str | None:
-        """``unset`` of each knob in one pass, or None where that cannot be shown to
-        write what removing them one at a time writes (a knob in a string of flags, an
-        alias, a refusal: those go one at a time).  An absent knob leaves the text as is."""
+    def _batch(self, text: str, removals: list[str], changes: dict[str, str]) -> str | None:
+        """:func:`~.select.edit_batch` of these edits, or None where it cannot be shown to
+        write what one knob at a time writes: a knob in a string of flags, two names of
+        one flag, a refusal.  A removal of an absent knob is no edit."""
         a = _read(text)
-        names = [resolve_knob(a, k) for k in knobs]
-        if names != list(knobs) or len(set(names)) != len(names):
+        removals = [resolve_knob(a, k) for k in removals]
+        changes = {resolve_knob(a, k): v for k, v in changes.items()}
+        if len({*removals, *changes}) != len(removals) + len(changes):
             return None
         present = []
-        for knob in names:
+        for knob in removals:
             if is_flag_name(knob) and string_uses(a, knob):
                 return None
             try:
@@ -267,7 +270,7 @@ class BashFormat(TargetFormat):
                     present.append(knob)
             except FormatError:
                 return None
-        return remove_many(a, present) if present else text
+        return edit_batch(a, present, changes)
 
     def removed(self, text: str, knob: str) -> str:
         """What ``unset`` without a selection writes, not re-read: the lines it takes

@@ -171,47 +171,6 @@ def apply_edits(a: Analysis, knob: str, edits: list[PlaceEdit], remove_all: bool
     return _verify(a, analyse(out), knob, expected, put_backs)
 
 
-def apply_changes(a: Analysis, changes: dict[str, str]) -> str | None:
-    """Several knobs, each with one place that takes effect, given new values in one
-    pass over ``a.text`` and verified once: every edited knob reads as asked on every
-    path, every other knob as before.  None when the batch cannot be made that way
-    (a knob without a single place, splices that overlap, or a verification that does
-    not hold): the caller then edits one knob at a time, which says precisely why."""
-    splices: list[tuple[int, int, str]] = []
-    expected: dict[str, tuple] = {}
-    for knob, value in changes.items():
-        state = a.knobs.get(knob)
-        if state is None or len(state.places) != 1 or state.conditional:
-            return None
-        site = state.places[0]
-        if site.kind == "unset" or site.computed:
-            return None
-        try:
-            found, put_backs, done = _splices(a, knob, [PlaceEdit(state.key(site), value)])
-        except FormatError:
-            return None  # one at a time, the same edit says why
-        if put_backs:
-            return None
-        splices += found
-        expected[knob] = _expected(a, state, done)
-    spans = sorted(splices)
-    if any(b[0] < a_[1] for a_, b in zip(spans, spans[1:])):
-        return None
-    out = _spliced(a.text, splices)
-    if out == a.text:
-        return out
-    after = analyse(out)
-    old, new = fingerprints(a), fingerprints(after)
-    for k in set(old) | set(new):
-        want = expected.get(k)
-        if want is None:
-            if old.get(k) != new.get(k):
-                return None
-        elif _absent_as_none(new.get(k)) != _absent_as_none(want):
-            return None
-    return out
-
-
 def _splices(a: Analysis, knob: str, edits: list[PlaceEdit]):
     """The text replacements of ``edits`` in ``a.text``, the places to put back at their
     anchors, and the edits by place key."""
@@ -284,7 +243,7 @@ def _expected(a: Analysis, state: KnobState, done: dict[str, PlaceEdit]) -> tupl
 def remove_everywhere(a: Analysis, knob: str) -> str:
     """``unset`` without a selection: the one place and the dead assignments behind it."""
     cuts, _ = _removal_cuts(a, knob)
-    return _cut(a.text, cuts)
+    return _applied(a.text, cuts)
 
 
 def _removal_cuts(a: Analysis, knob: str) -> tuple[list[tuple[int, int, bool]], set[int]]:
@@ -318,43 +277,100 @@ def _removal_cuts(a: Analysis, knob: str) -> tuple[list[tuple[int, int, bool]], 
     return cuts, touched
 
 
-def _cut(text: str, cuts: list[tuple[int, int, bool]]) -> str:
-    out = text
-    for start, end, whole in sorted(set(cuts), key=lambda c: -c[0]):
-        out = remove_lines(out, start, end) if whole else out[:start] + out[end:]
-    return out
+def edit_batch(a: Analysis, removals: list[str], changes: dict[str, str]) -> str | None:
+    """Several knobs removed (as :func:`remove_everywhere` removes each) and others given
+    new values, in one pass over ``a.text`` and verified once: every removed knob
+    reaches no launch, every changed one reads as asked on every path, every other knob
+    as before.  A changed knob must have one place that takes effect.
 
-
-def remove_many(a: Analysis, knobs: list[str]) -> str | None:
-    """Several knobs removed as :func:`remove_everywhere` removes each, in one pass over
-    ``a.text`` and verified once: every removed knob reaches no launch, every other knob
-    reads as before on every path.  None when the removals touch a common statement or
-    line (removing them one at a time could then write other text) or a check fails:
-    the caller then removes one at a time, which says precisely why."""
-    all_cuts: list[tuple[int, int, bool]] = []
-    seen_lines: set[int] = set()
-    seen_statements: set[int] = set()
-    for knob in knobs:
+    None when the batch cannot be made that way: a removal sharing a statement or a
+    line with another edit (one at a time could then write other text), a changed knob
+    without a single place, splices that overlap, a refusal, or a verification that does
+    not hold.  The caller then edits one knob at a time, which says precisely why."""
+    text = a.text
+    edits: list[tuple[int, int, str | bool]] = []  # (start, end, new text | whole lines?)
+    removed_lines: set[int] = set()
+    statements: set[int] = set()
+    for knob in removals:
         try:
-            cuts, statements = _removal_cuts(a, knob)
+            cuts, touched = _removal_cuts(a, knob)
         except FormatError:
             return None
-        lines = {n for start, end, _ in cuts for n in range(line_of(a.text, start), line_of(a.text, end) + 1)}
-        if lines & seen_lines or statements & seen_statements:
+        lines = _lines(text, cuts)
+        if lines & removed_lines or touched & statements:
             return None
-        seen_lines |= lines
-        seen_statements |= statements
-        all_cuts += cuts
-    out = _cut(a.text, all_cuts)
+        removed_lines |= lines
+        statements |= touched
+        edits += cuts
+    found = _change_splices(a, changes)
+    if found is None:
+        return None
+    splices, expected = found
+    if removed_lines & _lines(text, splices):
+        return None
+    spans = sorted(splices)
+    if any(b[0] < a_[1] for a_, b in zip(spans, spans[1:])):
+        return None
+    out = _applied(text, edits + splices)
+    if out == text:
+        return out
     after = analyse(out)
     old, new = fingerprints(a), fingerprints(after)
-    gone = set(knobs)
-    if any(old.get(k) != new.get(k) for k in set(old) | set(new) if k not in gone):
-        return None
-    for knob in knobs:
+    gone = set(removals)
+    for k in set(old) | set(new):
+        if k in gone:
+            continue
+        want = expected.get(k)
+        if want is None:
+            if old.get(k) != new.get(k):
+                return None
+        elif _absent_as_none(new.get(k)) != _absent_as_none(want):
+            return None
+    for knob in removals:
         st = after.knobs.get(knob)
         if st is not None and any(e is not None and e[2] != "unset" for _, s in fingerprint(st) for e in s):
             return None
+    return out
+
+
+def _change_splices(a: Analysis, changes: dict[str, str]):
+    """The splices giving each knob of ``changes`` its value at its one place, and what
+    each then reads as; None where a knob has not one plain place."""
+    splices: list[tuple[int, int, str]] = []
+    expected: dict[str, tuple] = {}
+    for knob, value in changes.items():
+        state = a.knobs.get(knob)
+        if state is None or len(state.places) != 1 or state.conditional:
+            return None
+        site = state.places[0]
+        if site.kind == "unset" or site.computed:
+            return None
+        try:
+            found, put_backs, done = _splices(a, knob, [PlaceEdit(state.key(site), value)])
+        except FormatError:
+            return None  # one at a time, the same edit says why
+        if put_backs:
+            return None
+        splices += found
+        expected[knob] = _expected(a, state, done)
+    return splices, expected
+
+
+def _lines(text: str, spans) -> set[int]:
+    return {n for start, end, _ in spans for n in range(line_of(text, start), line_of(text, end) + 1)}
+
+
+def _applied(text: str, edits: list[tuple[int, int, str | bool]]) -> str:
+    """``edits`` made from the last to the first: a text replaces its span, ``True``
+    removes the span's whole lines, ``False`` the span."""
+    out = text
+    for start, end, new in sorted(set(edits), key=lambda c: -c[0]):
+        if new is True:
+            out = remove_lines(out, start, end)
+        elif new is False:
+            out = out[:start] + out[end:]
+        else:
+            out = out[:start] + new + out[end:]
     return out
 
 
