@@ -16,6 +16,7 @@ imported inside commands, so ``ledger --help`` stays fast.
 
 from __future__ import annotations
 
+import gc
 import sys
 
 import click
@@ -210,5 +211,12 @@ for command in (init, target, root, record, adopt, list_cmd, show, status, diff,
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Console-script entry point."""
+    """Console-script entry point.
+
+    One command is a short process that loads the whole ledger (10,000 entries are some
+    40,000 objects, none of them garbage): with the cyclic collector's default threshold
+    it walks them again and again while they load, a third of a ``status`` at that size.
+    The first generation is collected every 100,000 allocations instead (as mypy's main
+    does); reference counting frees everything else as always."""
+    gc.set_threshold(100_000, 20, 20)
     cli.main(args=argv, prog_name="ledger")

@@ -1,9 +1,10 @@
 """A local cache of what is costly to derive from files that rarely change.
 
-Two things are derived again by every command and cost most of a read-only command at
-scale (10,000 entries over 100 serve scripts): the entries parsed and validated from
-``entries.jsonl``, and each target file's analysis (its knobs, places and launches).
-Both are a pure function of bytes, so they are kept in the user's cache directory
+Three things are derived again by every command and cost most of a read-only command
+at scale (10,000 entries over 100 serve scripts): the entries parsed and validated from
+``entries.jsonl``, ``ledger.yaml`` as the YAML loader reads it, and each target file's
+analysis (its knobs, places and launches).
+Each is a pure function of bytes, so they are kept in the user's cache directory
 (``$LEDGER_CACHE_DIR``, else ``$XDG_CACHE_HOME/knob-ledger``, else
 ``~/.cache/knob-ledger``; ``LEDGER_CACHE_DIR=`` (empty) turns the cache off) keyed by
 the SHA-256 of those bytes — together with everything else the result depends on (the

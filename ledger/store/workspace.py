@@ -181,10 +181,21 @@ _LOADED: dict[str, Any] = {}
 
 
 def _safe_load(text: str):
+    """What the safe loader makes of ``text``; kept in the local cache
+    (:mod:`ledger.store.cache`) by the text's hash: the pure-Python loader takes some 50 ms
+    over a ledger.yaml of 100 targets, on every command."""
     if text not in _LOADED:
-        from ruamel.yaml import YAML
+        from ledger.store import cache
 
-        data = YAML(typ="safe", pure=True).load(text)
+        key = cache.key_of("config", text)
+        found = cache.load("config", key)
+        if isinstance(found, tuple) and len(found) == 1:
+            data = found[0]
+        else:
+            from ruamel.yaml import YAML
+
+            data = YAML(typ="safe", pure=True).load(text)
+            cache.store("config", key, (data,))
         _LOADED.clear()
         _LOADED[text] = data
     return copy.deepcopy(_LOADED[text])
