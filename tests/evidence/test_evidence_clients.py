@@ -26,6 +26,7 @@ GUIDELLM = REAL / "guidellm-benchmarks-concurrent4.json"
 LLMPERF = REAL / "llmperf-groq_70b_summary.json"
 LLMPERF_REQUESTS = REAL / "llmperf-groq_70b_individual_responses.json"
 ONE_BATCH_SERVER = REAL / "sglang-bench_one_batch_server-result.jsonl"
+OFFLINE = REAL / "sglang-bench_offline_throughput-temp_result.json"
 
 
 def test_genai_perf_carries_metrics_load_point_and_workload_from_input_config():
@@ -224,21 +225,17 @@ def test_vllm_files_with_generated_texts_store_outputs_identical_not_unknown(tmp
         "20261204-211918", "20261204-211925"]
 
 
-def test_a_bench_offline_throughput_line_is_a_rate_inf_point_of_its_backend(tmp_path):
-    # No real bench_offline_throughput result file was found to copy, and the bench needs
-    # SGLang's engine (torch): this line has exactly the keys SGLang's
-    # throughput_test_once writes (python/sglang/bench_offline_throughput.py).
-    line = {"backend": "engine", "successful_requests": 1000, "total_latency": 40.0,
-            "total_input_tokens": 200000, "total_output_tokens": 100000,
-            "request_throughput": 25.0, "input_throughput": 5000.0,
-            "output_throughput": 2500.0, "total_throughput": 7500.0}
-    f = tmp_path / "offline.jsonl"
-    f.write_text(json.dumps(line) + "\n")
-    parsed = read_result_file(f)
+def test_a_bench_offline_throughput_line_is_a_rate_inf_point_of_its_backend():
+    # A real --result-filename line of SGLang's bench_offline_throughput (README: llm-42).
+    line = json.loads(OFFLINE.read_text())
+    parsed = read_result_file(OFFLINE)
     assert parsed.shape == "sglang-offline"
     (row,) = parsed.rows
-    assert row["rate"] == float("inf") and row["output_throughput"] == 2500.0
-    assert row["completed"] == 1000 and row["duration"] == 40.0
+    assert row["rate"] == float("inf")
+    assert row["output_throughput"] == line["output_throughput"] == 4957.089220765828
+    assert row["request_throughput"] == line["request_throughput"]
+    assert row["completed"] == line["successful_requests"] == 1000
+    assert row["duration"] == line["total_latency"] == 25.604340440011583
     assert parsed.workload["tool"] == "sglang bench_offline_throughput"
     assert parsed.workload["backend"] == "engine"
 
