@@ -235,7 +235,7 @@ def main() -> int:
     ap.add_argument("--pairs", type=int, default=3, help="interleaved engine/HF pairs (>= 3)")
     ap.add_argument("--threads", type=int, default=2, help="torch threads, both sides "
                     "(0 = the engine's start-up choice)")
-    ap.add_argument("--linear-backend", default="auto", choices=("auto", "aten", "onednn"))
+    ap.add_argument("--linear-backend", default="auto", choices=("auto", "aten", "onednn", "kernels"))
     ap.add_argument("--busy", action="store_true", help="also run with one core kept busy")
     ap.add_argument("--busy-only", action="store_true", help="only the busy case")
     args = ap.parse_args()

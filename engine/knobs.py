@@ -33,9 +33,11 @@ REGISTRY.declare(
     "ENGINE_LINEAR_BACKEND", "str", "auto",
     doc="GEMM path of the projections: onednn = weights prepacked once for oneDNN (up to "
         "2x faster at decode batch sizes; fp32 results differ from aten in the last bits); "
-        "aten = plain F.linear; auto = onednn when torch has it, and for bf16 batches of up "
-        "to 64 rows the fused CPU kernels' GEMM where ENGINE_CPU_KERNELS put them in use.",
-    class_hint="perf", choices=("auto", "aten", "onednn"),
+        "aten = plain F.linear; kernels = onednn, and for bf16 batches of up to 64 rows the "
+        "fused CPU kernels' GEMM where ENGINE_CPU_KERNELS put them in use; auto = kernels, "
+        "but on a CPU with AMX the kernels' GEMM only up to 3 rows (oneDNN's AMX tiles are "
+        "faster from there).",
+    class_hint="perf", choices=("auto", "aten", "onednn", "kernels"),
 )
 REGISTRY.declare(
     "ENGINE_CPU_KERNELS", "str", "auto",

@@ -16,7 +16,10 @@ from engine.config import EngineError
 from engine.config import ModelConfig
 from engine.config import load_hf_config
 from engine.config import preset_config
+from engine.model.linear import AMX_SMALL_BATCH_ROWS
+from engine.model.linear import SMALL_BATCH_ROWS
 from engine.model.linear import Linear
+from engine.model.linear import cpu_has_amx
 from engine.model.llama import LlamaForCausalLM
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
@@ -70,19 +73,34 @@ def build_model(preset: str | None, model_dir: str | None, dtype_knob: str = "au
                 module.prepack()
     # The ops around the GEMMs: the fused CPU kernels where ENGINE_CPU_KERNELS allows.
     model.ops = select_ops(cpu_kernels, cfg, target, dtype)
-    if isinstance(model.ops, FusedCpuOps) and dtype == torch.bfloat16 and linear_backend == "auto":
+    rows = kernel_gemm_rows(linear_backend)
+    if isinstance(model.ops, FusedCpuOps) and dtype == torch.bfloat16 and rows:
         # Decode-sized bf16 batches: the kernels' GEMM (oneDNN keeps the large ones).
         for module in model.modules():
             if isinstance(module, Linear):
-                module.pack_vnni()
+                module.pack_vnni(rows)
     return model, cfg
+
+
+def kernel_gemm_rows(backend: str) -> int:
+    """Up to how many rows a bf16 projection runs the fused kernels' GEMM (where they are
+    in use) under ``ENGINE_LINEAR_BACKEND``: ``kernels`` up to 64; ``auto`` the same, but
+    on a CPU with AMX only up to 3, where oneDNN's tiles win (engine.model.linear's
+    measurements); ``onednn`` and ``aten`` never.  Decided by the CPU, not timed at load,
+    so one machine always computes the same bits."""
+    if backend == "kernels":
+        return SMALL_BATCH_ROWS
+    if backend == "auto":
+        return AMX_SMALL_BATCH_ROWS if cpu_has_amx() else SMALL_BATCH_ROWS
+    return 0
 
 
 def use_onednn(backend: str, dtype: torch.dtype) -> bool:
     """Whether ``ENGINE_LINEAR_BACKEND`` asks for prepacked oneDNN weights here.
 
-    ``auto`` packs float32 and bfloat16 (the dtypes oneDNN packs on CPU) when torch was
-    built with oneDNN; ``aten`` is the plain ``F.linear`` path (the escape hatch).
+    ``auto``, ``onednn`` and ``kernels`` pack float32 and bfloat16 (the dtypes oneDNN packs
+    on CPU) when torch was built with oneDNN; ``aten`` is the plain ``F.linear`` path (the
+    escape hatch).
     """
     if backend == "aten" or not torch.backends.mkldnn.is_available():
         return False

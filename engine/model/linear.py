@@ -14,6 +14,15 @@ accumulation): measured against oneDNN's packed GEMM on the 30M Llama's projecti
 17% less time at 16 rows and 5% at 32 (36% at 1 row); oneDNN stays for prefill-sized
 batches, where it is 12% faster.  A row's result there does not depend on the other rows
 (one summation order for every batch of up to 64 rows).
+
+A CPU with AMX (Intel Sapphire Rapids and later) changes the answer: torch's oneDNN runs
+bf16 GEMMs on AMX tiles, whose time barely grows with the rows, while the kernels' AVX-512
+dot products grow linearly.  Measured on such a 2-core Xeon over the 30M Llama's five
+projection shapes (kernels / oneDNN): 1 row 131/256 us, 2 rows 180/225, 4 rows 277/224,
+16 rows 1103/436, 64 rows 4159/600.  There ``auto`` keeps the kernels' GEMM for up to
+:data:`AMX_SMALL_BATCH_ROWS` rows only (``ENGINE_LINEAR_BACKEND=kernels`` keeps it up to 64
+rows anyway).  oneDNN's AMX path gives ``F.linear``'s bits, which are not batch-invariant
+themselves (a row's bits depend on the row count), so neither is a bf16 decode there.
 """
 
 from __future__ import annotations
@@ -27,6 +36,18 @@ PACK_BATCH_HINT = 32
 # Up to this many rows a bf16 projection runs the fused kernels' GEMM when packed for it
 # (engine.model.kernels: faster than oneDNN at decode batch sizes, slower at prefill ones).
 SMALL_BATCH_ROWS = 64
+# ... and on a CPU with AMX, where oneDNN's tiles are faster from 3-4 rows on (see above).
+AMX_SMALL_BATCH_ROWS = 3
+
+
+def cpu_has_amx() -> bool:
+    """Whether this CPU runs oneDNN's bf16 GEMMs on AMX tiles (and Linux lets this process
+    use them): torch's own check, which also asks the kernel for the tile state."""
+    init_amx = getattr(torch._C._cpu, "_init_amx", None)  # torch >= 2.3
+    try:
+        return bool(init_amx()) if init_amx is not None else False
+    except RuntimeError:
+        return False
 
 
 class Linear(nn.Linear):
@@ -35,12 +56,14 @@ class Linear(nn.Linear):
         self.packed: torch.Tensor | None = None
         self.vnni: torch.Tensor | None = None  # the kernels' bf16 layout, see pack_vnni
         self.vnni_bias: torch.Tensor | None = None  # the bias as the kernel adds it (fp32)
+        self.vnni_rows = 0  # up to this many rows x runs the kernels' GEMM (see pack_vnni)
 
-    def pack_vnni(self) -> bool:
+    def pack_vnni(self, max_rows: int = SMALL_BATCH_ROWS) -> bool:
         """Also pack a bf16 weight for the fused kernels' small-batch GEMM (built kernels
         only); False where its shape does not allow it (out % 16, in % 2) or the CPU has
         no AVX512-BF16 (the kernels then lack the GEMM).  A third copy of the weight: the
-        price of the fastest GEMM at both batch sizes."""
+        price of the fastest GEMM at both batch sizes.  Batches of up to ``max_rows`` rows
+        (at most :data:`SMALL_BATCH_ROWS`) run it, larger ones oneDNN or ``F.linear``."""
         out_f, in_f = self.weight.shape
         if (self.weight.dtype != torch.bfloat16 or out_f % 16 or in_f % 2
                 or not hasattr(torch.ops.knob_engine, "pack_bf16_vnni")):
@@ -49,6 +72,7 @@ class Linear(nn.Linear):
             self.vnni = torch.ops.knob_engine.pack_bf16_vnni(self.weight.detach())
             if self.bias is not None:
                 self.vnni_bias = self.bias.detach().float().contiguous()
+        self.vnni_rows = min(max_rows, SMALL_BATCH_ROWS)
         return True
 
     def prepack(self) -> None:
@@ -59,7 +83,7 @@ class Linear(nn.Linear):
 
     def small_batch(self, x: torch.Tensor) -> bool:
         """Whether x runs the fused kernels' GEMM (packed, bf16 rows, few enough of them)."""
-        return (self.vnni is not None and x.dim() == 2 and x.shape[0] <= SMALL_BATCH_ROWS
+        return (self.vnni is not None and x.dim() == 2 and x.shape[0] <= self.vnni_rows
                 and x.dtype == torch.bfloat16 and x.stride(1) == 1)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:

@@ -7,6 +7,8 @@ has them all is a failure, not a skip (``load()`` must return None).
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -17,6 +19,7 @@ from engine.core.llm import LLMEngine
 from engine.core.sequence import SamplingParams
 from engine.model.kernels import FusedCpuOps
 from engine.model.kernels import TorchOps
+from engine.model.linear import Linear
 from engine.model.attention_ops import reference_attention
 from tests.engine.conftest import REPO
 from tests.engine.conftest import error_on_rows_fed_alike
@@ -381,17 +384,22 @@ def test_split_k_in_the_kernel_gives_the_unsplit_tokens(tmp_path, knobs):
 
 
 @needs_kernels
-@pytest.mark.parametrize("family,ctas", [("llama", 1), ("qwen2", 1), ("llama", 64)])
+@pytest.mark.parametrize("family,ctas,dtype,backend", [
+    ("llama", 1, "bfloat16", "kernels"), ("qwen2", 1, "bfloat16", "kernels"),
+    ("llama", 64, "bfloat16", "kernels"), ("llama", 1, "bfloat16", "onednn"),
+    ("qwen2", 1, "bfloat16", "onednn"), ("llama", 64, "float32", "auto"),
+    ("qwen2", 1, "float32", "onednn")])
 def test_the_one_call_decoder_stack_gives_the_bits_of_the_layer_loop(tmp_path, knobs, family,
-                                                                      ctas):
-    """bf16 with every kernel: the decode step's C++ stack against the Python loop over the
-    same kernels, logits bit for bit on every step (Qwen2's q/k/v biases; split-K)."""
-    if not hasattr(torch.ops.knob_engine, "decode_layers_bf16"):
+                                                                      ctas, dtype, backend):
+    """Every kernel, with the kernels' bf16 GEMM or oneDNN's (bf16, fp32): the decode
+    step's C++ stack against the Python loop over the same ops, logits bit for bit on every
+    step (Qwen2's q/k/v biases; split-K)."""
+    if backend == "kernels" and not hasattr(torch.ops.knob_engine, "linear_bf16"):
         pytest.skip("this CPU has no AVX512-BF16: the kernels were built without the GEMM")
     _write_llama(tmp_path, family=family)
     runs, calls = {}, []
     for stacked in (True, False):
-        eng = LLMEngine(knobs.replace(dtype="bfloat16", cpu_kernels="on",
+        eng = LLMEngine(knobs.replace(dtype=dtype, cpu_kernels="on", linear_backend=backend,
                                       decode_target_ctas=ctas), model_dir=str(tmp_path))
         ops = eng.model.ops
         if stacked:
@@ -409,6 +417,39 @@ def test_the_one_call_decoder_stack_gives_the_bits_of_the_layer_loop(tmp_path, k
     (steps, ids), (ref_steps, ref_ids) = runs[True], runs[False]
     assert ids == ref_ids
     assert all(torch.equal(a, b) for a, b in zip(steps, ref_steps))
+
+
+@needs_kernels
+@pytest.mark.parametrize("backend,amx,rows", [("auto", False, 64), ("auto", True, 3),
+                                              ("kernels", True, 64), ("onednn", False, 0)])
+def test_the_linear_backend_decides_up_to_which_batch_the_kernels_gemm_runs(
+        tmp_path, knobs, monkeypatch, backend, amx, rows):
+    """ENGINE_LINEAR_BACKEND with the CPU's AMX answer: the kernels' GEMM (and the one-call
+    stack) up to that many rows, oneDNN's packed GEMM above."""
+    if not hasattr(torch.ops.knob_engine, "linear_bf16"):
+        pytest.skip("this CPU has no AVX512-BF16: the kernels were built without the GEMM")
+    import engine.weights
+
+    monkeypatch.setattr(engine.weights, "cpu_has_amx", lambda: amx)
+    _write_llama(tmp_path)
+    eng = LLMEngine(knobs.replace(dtype="bfloat16", cpu_kernels="on", linear_backend=backend),
+                    model_dir=str(tmp_path))
+    linears = [m for m in eng.model.modules() if isinstance(m, Linear)]
+    assert {m.vnni_rows for m in linears} == {rows}
+    assert all(m.packed is not None for m in linears)  # oneDNN for the larger batches
+    qkv = eng.model.layers[0].self_attn.qkv_proj
+    for n in (1, 3, 4, 16, 64, 65):
+        x = torch.zeros(n, qkv.in_features, dtype=torch.bfloat16)
+        assert qkv.small_batch(x) == (n <= rows), n
+
+
+def test_cpu_has_amx_is_torchs_answer_or_false():
+    from engine.model.linear import cpu_has_amx
+
+    flags = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
+    assert isinstance(cpu_has_amx(), bool)
+    if "amx_bf16" not in flags.split():
+        assert not cpu_has_amx()
 
 
 @needs_kernels

@@ -18,11 +18,12 @@ SGLang's and vLLM's CPU backends fuse:
 - ``copy_rows_`` (the decode step's K/V row scatter into the paged cache and the blocks);
 - ``argmax_rows`` (greedy sampling over float32 logits: torch's is element by element);
 - ``linear_bf16`` on a ``pack_bf16_vnni`` weight: a bf16 GEMM for decode-sized batches
-  (AVX512-BF16 only; engine.model.linear uses it up to 64 rows), and
+  (AVX512-BF16 only; engine.model.linear says up to how many rows it runs), and
   ``linear_bf16_silu``, the gate/up projection with SwiGLU in its epilogue;
-- ``decode_layers_bf16``: where every projection runs that GEMM, a bf16 decode step's
-  whole decoder stack in one call (the same kernels in the same order, the same bits as
-  the per-layer loop; the ~64 Python and dispatcher trips of a step cost ~1 ms at c32).
+- ``decode_layers``: where every projection runs that GEMM, or every one oneDNN's
+  prepacked GEMM (float32 or bfloat16), a decode step's whole decoder stack in one call
+  (the same ops in the same order, the same bits as the per-layer loop; the ~64 Python
+  and dispatcher trips of a step cost ~1 ms at c32).
 
 Every kernel has a torch reference, :class:`TorchOps` (the eager code the step ran
 before, shared with the prefill path), used where the kernels are not built and compared
@@ -270,43 +271,64 @@ class FusedCpuOps(TorchOps):
 
     @staticmethod
     def decode_stack(layers, x, cos, sin, k_blocks, v_blocks, lens, splits):
-        """One C++ call for a bf16 batch whose every projection runs the kernels' GEMM:
-        the same kernels in the same order as the loop (the same bits), without its ~8
-        Python and dispatcher trips a layer."""
-        first = layers[0]
-        if not first.self_attn.qkv_proj.small_batch(x):
+        """One C++ call for a batch whose every projection runs the kernels' bf16 GEMM, or
+        every one oneDNN's prepacked GEMM (float32 or bfloat16): the same ops in the same
+        order as the loop (the same bits), without its ~8 Python and dispatcher trips a
+        layer.  Projections on plain ``F.linear`` (ENGINE_LINEAR_BACKEND=aten) keep the loop."""
+        qkv = layers[0].self_attn.qkv_proj
+        if qkv.small_batch(x):
+            onednn = False
+        elif qkv.packed is not None and x.dim() == 2 and x.dtype == qkv.packed.dtype:
+            onednn = True
+        else:
             return None
-        weights = _stack_weights(layers)
+        weights = _stack_weights(layers, onednn)
         if weights is None:
             return None
-        attn = first.self_attn
-        return torch.ops.knob_engine.decode_layers_bf16(
+        attn = layers[0].self_attn
+        return torch.ops.knob_engine.decode_layers(
             x, *weights, k_blocks, v_blocks, lens, cos, sin, attn.num_heads, attn.num_kv_heads,
-            first.input_layernorm.eps, attn.scale, splits)
+            layers[0].input_layernorm.eps, attn.scale, splits, onednn)
 
 
-def _stack_weights(layers) -> tuple | None:
-    """The weight lists of decode_layers_bf16 for a decoder stack (an nn.ModuleList),
-    kept on it from its first step (a step's ~140 module attribute reads cost 0.1 ms) and
-    remade if its weights were repacked; None where a projection is not packed for it."""
-    qkv0 = layers[0].self_attn.qkv_proj.vnni
-    cached = getattr(layers, "_decode_stack_weights", None)
-    if cached is not None and cached[0] is qkv0:
+def _stack_weights(layers, onednn: bool) -> tuple | None:
+    """The weight lists of decode_layers for a decoder stack (an nn.ModuleList), oneDNN's
+    packed weights or the kernels' VNNI ones, kept on it from its first step (a step's
+    ~140 module attribute reads cost 0.1 ms) and remade if its weights were repacked; None
+    where a projection would not take the same GEMM as the first layer's qkv (the loop
+    then runs, each Linear choosing its own)."""
+    qkv0 = layers[0].self_attn.qkv_proj
+    key = qkv0.packed if onednn else qkv0.vnni
+    cache = getattr(layers, "_decode_stack_weights", None)
+    if cache is None:
+        cache = layers._decode_stack_weights = {}
+    cached = cache.get(onednn)
+    if cached is not None and cached[0] is key:
         return cached[1]
     attn = [layer.self_attn for layer in layers]
     mlp = [layer.mlp for layer in layers]
+    qkvs = [a.qkv_proj for a in attn]
     unbiased = [m for a, f in zip(attn, mlp) for m in (a.o_proj, f.gate_up_proj, f.down_proj)]
+    linears = qkvs + unbiased
     weights = None
-    if (hasattr(torch.ops.knob_engine, "decode_layers_bf16")
-            and all(a.qkv_proj.vnni is not None for a in attn)
-            and all(m.vnni is not None and m.vnni_bias is None for m in unbiased)):
-        # (only qkv may have a bias, Qwen2's: the call passes no other)
+    # (only qkv may have a bias, Qwen2's: the call passes no other)
+    same_path = (all(m.vnni_rows == qkv0.vnni_rows for m in linears)
+                 and all(m.bias is None for m in unbiased))
+    if onednn:
+        same_path = same_path and all(m.packed is not None
+                                      and m.packed.dtype == qkv0.packed.dtype for m in linears)
+        take, bias = (lambda m: m.packed), (lambda m: m.bias)
+    else:
+        same_path = (same_path and hasattr(torch.ops.knob_engine, "linear_bf16")
+                     and all(m.vnni is not None for m in linears))
+        take, bias = (lambda m: m.vnni), (lambda m: m.vnni_bias)
+    if same_path and hasattr(torch.ops.knob_engine, "decode_layers"):
         weights = ([layer.input_layernorm.weight for layer in layers],
-                   [a.qkv_proj.vnni for a in attn], [a.qkv_proj.vnni_bias for a in attn],
-                   [a.o_proj.vnni for a in attn],
+                   [take(m) for m in qkvs], [bias(m) for m in qkvs],
+                   [take(a.o_proj) for a in attn],
                    [layer.post_attention_layernorm.weight for layer in layers],
-                   [f.gate_up_proj.vnni for f in mlp], [f.down_proj.vnni for f in mlp])
-    layers._decode_stack_weights = (qkv0, weights)
+                   [take(f.gate_up_proj) for f in mlp], [take(f.down_proj) for f in mlp])
+    cache[onednn] = (key, weights)
     return weights
 
 

@@ -12,6 +12,8 @@
 // -march=native on the machine that runs it; registered as torch.ops.knob_engine.*.
 
 #include <ATen/ATen.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/core/stack.h>
 #include <ATen/Parallel.h>
 #include <ATen/cpu/vec/vec.h>
 #include <torch/library.h>
@@ -725,31 +727,76 @@ at::Tensor linear_bf16_silu(const at::Tensor& x, const at::Tensor& wp,
   return y;
 }
 
+#endif  // __AVX512BF16__
+
 // ---------------------------------------------------------------------------------------
-// The decoder stack of a bf16 dense decode step in one call: DecoderLayer.decode_dense's
-// ops, layer after layer, the same functions in the same order (so the same bits) without
-// the ~8 trips a layer makes through Python, nn.Module and the dispatcher (measured at
-// c32 on the 30M Llama: ~1 ms of a ~7.5 ms step).  x [B, hidden] is the residual stream
-// (updated in place); per layer: the two norm weights, the packed qkv (with its optional
-// bias), o, gate/up and down weights, and the K and V blocks [B, Hkv, cap, D].  Returns
-// the last layer's MLP output (for the final norm to add) and the new token's K and V of
-// every layer, [layers, 2, B, Hkv, D].
-std::tuple<at::Tensor, at::Tensor> decode_layers_bf16(
+// torch's oneDNN GEMM on a weight prepacked by mkldnn::_reorder_linear_weight, called as
+// engine.model.linear.Linear.forward calls it (mkldnn::_linear_pointwise, no fused
+// activation): the same op, so the same bits.  Boxed, so this file does not depend on how
+// one torch release spells the op's C++ signature.
+at::Tensor onednn_linear(const at::Tensor& x, const at::Tensor& packed,
+                         const c10::optional<at::Tensor>& bias) {
+  static const c10::OperatorHandle op =
+      c10::Dispatcher::singleton().findSchemaOrThrow("mkldnn::_linear_pointwise", "");
+  torch::jit::Stack stack;
+  stack.reserve(6);
+  stack.emplace_back(x);
+  stack.emplace_back(packed);
+  stack.emplace_back(bias.has_value() ? c10::IValue(*bias) : c10::IValue());
+  stack.emplace_back(std::string("none"));
+  stack.emplace_back(c10::List<c10::optional<at::Scalar>>());
+  stack.emplace_back(c10::IValue());
+  op.callBoxed(&stack);
+  return stack[0].toTensor();
+}
+
+// One projection of the stack below: the kernels' GEMM (VNNI-packed weight) or oneDNN's.
+at::Tensor project(const at::Tensor& x, const at::Tensor& w,
+                   const c10::optional<at::Tensor>& bias, bool onednn) {
+  if (onednn) return onednn_linear(x, w, bias);
+#if defined(__AVX512BF16__)
+  return linear_bf16(x, w, bias);
+#else
+  TORCH_CHECK(false, "decode_layers: built without AVX512-BF16, the kernels' GEMM is missing");
+#endif
+}
+
+at::Tensor gate_up_silu(const at::Tensor& x, const at::Tensor& w, bool onednn) {
+  if (onednn) return silu_mul(onednn_linear(x, w, {}));
+#if defined(__AVX512BF16__)
+  return linear_bf16_silu(x, w, {});
+#else
+  TORCH_CHECK(false, "decode_layers: built without AVX512-BF16, the kernels' GEMM is missing");
+#endif
+}
+
+// ---------------------------------------------------------------------------------------
+// The decoder stack of a dense decode step in one call: DecoderLayer.decode_dense's ops,
+// layer after layer, the same functions in the same order (so the same bits) without the
+// ~8 trips a layer makes through Python, nn.Module and the dispatcher (measured at c32 on
+// the 30M Llama: ~1 ms of a ~7.5 ms step).  x [B, hidden] is the residual stream (updated
+// in place); per layer: the two norm weights, the qkv weight (with its optional bias), o,
+// gate/up and down weights, and the K and V blocks [B, Hkv, cap, D].  ``onednn``: every
+// weight is prepacked for oneDNN (float32 or bfloat16), else VNNI-packed for the kernels'
+// bf16 GEMM (and the qkv bias float32, as that GEMM takes it).  Returns the last layer's
+// MLP output (for the final norm to add) and the new token's K and V of every layer,
+// [layers, 2, B, Hkv, D].
+std::tuple<at::Tensor, at::Tensor> decode_layers(
     at::Tensor x, at::TensorList in_norm, at::TensorList qkv_w,
     const c10::List<c10::optional<at::Tensor>>& qkv_bias, at::TensorList o_w,
     at::TensorList post_norm, at::TensorList gate_up_w, at::TensorList down_w,
     at::TensorList k_blocks, at::TensorList v_blocks, const at::Tensor& lens,
     const at::Tensor& cos, const at::Tensor& sin, int64_t heads, int64_t kv_heads, double eps,
-    double scale, int64_t splits) {
+    double scale, int64_t splits, bool onednn) {
   const int64_t L = static_cast<int64_t>(in_norm.size());
   TORCH_CHECK(L > 0 && qkv_w.size() == in_norm.size() && qkv_bias.size() == in_norm.size()
                   && o_w.size() == in_norm.size() && post_norm.size() == in_norm.size()
                   && gate_up_w.size() == in_norm.size() && down_w.size() == in_norm.size()
                   && k_blocks.size() == in_norm.size() && v_blocks.size() == in_norm.size(),
-              "decode_layers_bf16: one of each weight and block per layer");
+              "decode_layers: one of each weight and block per layer");
   TORCH_CHECK(x.dim() == 2 && x.is_contiguous() && heads > 0 && kv_heads > 0
                   && heads % kv_heads == 0 && k_blocks[0].dim() == 4,
-              "decode_layers_bf16: x [B, hidden] contiguous, heads a multiple of kv_heads");
+              "decode_layers: x [B, hidden] contiguous, heads a multiple of kv_heads");
   const int64_t B = x.size(0), D = k_blocks[0].size(3);
   const int64_t q_size = heads * D, kv_size = kv_heads * D;
   auto new_kv = at::empty({L, 2, B, kv_heads, D}, x.options());
@@ -757,8 +804,8 @@ std::tuple<at::Tensor, at::Tensor> decode_layers_bf16(
   for (int64_t l = 0; l < L; ++l) {
     at::Tensor h = l == 0 ? rmsnorm_common(x, nullptr, in_norm[l], eps)
                           : rmsnorm_common(x, &delta, in_norm[l], eps);
-    at::Tensor qkv = linear_bf16(h, qkv_w[l], qkv_bias.get(l));
-    TORCH_CHECK(qkv.size(1) == q_size + 2 * kv_size, "decode_layers_bf16: layer ", l,
+    at::Tensor qkv = project(h, qkv_w[l], qkv_bias.get(l), onednn);
+    TORCH_CHECK(qkv.size(1) == q_size + 2 * kv_size, "decode_layers: layer ", l,
                 ": qkv of ", qkv.size(1), " columns for ", heads, "/", kv_heads, " heads of ", D);
     rope_(qkv, cos, sin, heads + kv_heads, D);
     const at::Tensor q = qkv.narrow(1, 0, q_size).view({B, heads, D});
@@ -766,16 +813,14 @@ std::tuple<at::Tensor, at::Tensor> decode_layers_bf16(
     const at::Tensor v = qkv.narrow(1, q_size + kv_size, kv_size).view({B, kv_heads, D});
     const at::Tensor a = dense_decode_attention(q, k, v, k_blocks[l], v_blocks[l], lens, scale,
                                                 splits);
-    const at::Tensor o = linear_bf16(a.view({B, q_size}), o_w[l], {});
+    const at::Tensor o = project(a.view({B, q_size}), o_w[l], {}, onednn);
     const at::Tensor h2 = rmsnorm_common(x, &o, post_norm[l], eps);
-    delta = linear_bf16(linear_bf16_silu(h2, gate_up_w[l], {}), down_w[l], {});
+    delta = project(gate_up_silu(h2, gate_up_w[l], onednn), down_w[l], {}, onednn);
     new_kv[l][0].copy_(k);
     new_kv[l][1].copy_(v);
   }
   return {delta, new_kv};
 }
-
-#endif  // __AVX512BF16__
 
 }  // namespace
 
@@ -792,11 +837,11 @@ TORCH_LIBRARY(knob_engine, m) {
   m.def("pack_bf16_vnni(Tensor w) -> Tensor");
   m.def("linear_bf16(Tensor x, Tensor wp, Tensor? bias) -> Tensor");
   m.def("linear_bf16_silu(Tensor x, Tensor wp, Tensor? bias) -> Tensor");
-  m.def("decode_layers_bf16(Tensor(a!) x, Tensor[] in_norm, Tensor[] qkv, Tensor?[] qkv_bias, "
+#endif
+  m.def("decode_layers(Tensor(a!) x, Tensor[] in_norm, Tensor[] qkv, Tensor?[] qkv_bias, "
         "Tensor[] o, Tensor[] post_norm, Tensor[] gate_up, Tensor[] down, Tensor[] k_blocks, "
         "Tensor[] v_blocks, Tensor lens, Tensor cos, Tensor sin, int heads, int kv_heads, "
-        "float eps, float scale, int splits) -> (Tensor, Tensor)");
-#endif
+        "float eps, float scale, int splits, bool onednn) -> (Tensor, Tensor)");
 }
 
 TORCH_LIBRARY_IMPL(knob_engine, CPU, m) {
@@ -811,6 +856,12 @@ TORCH_LIBRARY_IMPL(knob_engine, CPU, m) {
   m.impl("pack_bf16_vnni", &pack_bf16_vnni);
   m.impl("linear_bf16", &linear_bf16);
   m.impl("linear_bf16_silu", &linear_bf16_silu);
-  m.impl("decode_layers_bf16", &decode_layers_bf16);
 #endif
+  m.impl("decode_layers", &decode_layers);
+}
+
+// oneDNN's prepacked float32 weights are MkldnnCPU tensors: the stack takes them too (it
+// hands them only to mkldnn::_linear_pointwise).
+TORCH_LIBRARY_IMPL(knob_engine, MkldnnCPU, m) {
+  m.impl("decode_layers", &decode_layers);
 }
