@@ -23,6 +23,7 @@ REAL = Path(__file__).parent / "fixtures" / "real"
 T0 = datetime(2026, 12, 2, 16, 1, 2, tzinfo=timezone.utc)
 GENAI = REAL / "genai-perf-profile_export_genai_perf.json"
 GUIDELLM = REAL / "guidellm-benchmarks-concurrent4.json"
+GUIDELLM_03_YAML = REAL / "guidellm-0.3.0-benchmarks-engine-concurrent2-4.yaml"
 LLMPERF = REAL / "llmperf-groq_70b_summary.json"
 LLMPERF_REQUESTS = REAL / "llmperf-groq_70b_individual_responses.json"
 ONE_BATCH_SERVER = REAL / "sglang-bench_one_batch_server-result.jsonl"
@@ -83,14 +84,43 @@ def test_guidellm_output_digest_is_of_the_texts_ordered_by_prompt():
 
 
 def test_a_guidellm_report_written_as_yaml_reads_as_its_json(tmp_path):
-    # guidellm writes one report model as .json or .yaml; this YAML is the real JSON
-    # report dumped as YAML here (no guidellm YAML file was found to copy).
+    # guidellm writes one report model as .json or .yaml; this YAML is the real 0.5 JSON
+    # report dumped as YAML here (the real 0.3 YAML report is read by the test below).
     as_yaml = tmp_path / "benchmarks.yaml"
     yaml = YAML(typ="safe", pure=True)
     yaml.width = 1 << 30  # ruamel's line folding of plain scalars mangles "\\ )" in texts
     with as_yaml.open("w") as f:
         yaml.dump(json.loads(GUIDELLM.read_text()), f)
     assert read_result_file(as_yaml).rows == read_result_file(GUIDELLM).rows
+
+
+def test_a_real_guidellm_0_3_yaml_report_is_a_sweep_of_its_benchmarks():
+    """guidellm 0.3.0's own --output-path benchmarks.yaml (made here against the engine):
+    no metadata, each benchmark carrying its args, worker and request loader."""
+    doc = YAML(typ="safe", pure=True).load(GUIDELLM_03_YAML.read_text())
+    parsed = read_result_file(GUIDELLM_03_YAML)
+    assert parsed.shape == "guidellm"
+    assert [r["concurrency"] for r in parsed.rows] == [2, 4]  # args.strategy.streams
+    for row, bench in zip(parsed.rows, doc["benchmarks"]):
+        metrics = bench["metrics"]
+        ttft = metrics["time_to_first_token_ms"]["successful"]
+        assert row["median_ttft_ms"] == ttft["median"]
+        assert row["p99_ttft_ms"] == ttft["percentiles"]["p99"]
+        assert row["mean_e2e_latency_ms"] == pytest.approx(
+            metrics["request_latency"]["successful"]["mean"] * 1000)
+        assert row["output_throughput"] == \
+            metrics["output_tokens_per_second"]["successful"]["mean"]
+        assert row["completed"] == bench["request_totals"]["successful"] == 12
+        assert row["failed"] == 0
+        done = sorted(bench["requests"]["successful"],
+                      key=lambda r: (json.dumps(r["prompt"], sort_keys=True), r["output"]))
+        assert row["output_digest"] == texts_digest([r["output"] for r in done])
+    assert parsed.workload["backend"] == "openai_http"  # worker.backend_type
+    assert parsed.workload["dataset"] == "prompt_tokens=24,output_tokens=8"
+    assert parsed.workload["num_prompts"] == 12  # args.max_number
+    assert parsed.workload["model"] == doc["benchmarks"][0]["worker"]["backend_model"]
+    assert parsed.origin["tool"] == "guidellm" and "version" not in parsed.origin
+    assert parsed.origin["date"].startswith("2026-12-05T16:25")
 
 
 def test_llmperf_summary_carries_seconds_as_ms_the_concurrency_and_the_timestamp():

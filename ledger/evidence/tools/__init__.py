@@ -101,7 +101,8 @@ def whole_document(text: str, where: str) -> Located | None:
         except json.JSONDecodeError:
             return None
         return [(where, llmperf.requests_result(whole))] if llmperf.is_requests(whole) else None
-    if "guidellm_version" in text and not text.lstrip().startswith("{"):
+    if (("guidellm_version" in text or "generative_benchmark" in text)
+            and not text.lstrip().startswith("{")):
         report = _yaml(text)
         if guidellm.is_report(report):
             return flat_results(where, dict(report))

@@ -21,6 +21,13 @@ sweep (one flat result per benchmark, placed as ``FILE (benchmark N)``).  Per be
 * workload - ``args.model``, ``args.backend``, ``args.data`` (the dataset: a file or a
   synthetic spec such as ``prompt_tokens=256,output_tokens=128``), ``args.max_requests``;
 * origin - ``metadata.guidellm_version`` and ``platform``, the benchmark's start time.
+
+guidellm 0.3's report (JSON or YAML) has no ``metadata`` and no top-level ``args``: each
+benchmark (``type_: generative_benchmark``) carries its own - the load point in
+``args.strategy``, the backend and model in ``worker`` (``backend_type``,
+``backend_model``), the dataset in ``request_loader.data``, ``args.max_number`` requests,
+the totals in ``request_totals``, each request's ``prompt`` beside its ``output``, and
+``request_samples`` set where it sampled.  It names no version, so its origin has none.
 """
 
 from __future__ import annotations
@@ -40,9 +47,19 @@ PERCENTILES = ("p90", "p95", "p99")
 
 
 def is_report(doc: Any) -> bool:
-    return (isinstance(doc, Mapping) and isinstance(doc.get("benchmarks"), list)
-            and isinstance(doc.get("metadata"), Mapping)
-            and "guidellm_version" in doc["metadata"])
+    if not (isinstance(doc, Mapping) and isinstance(doc.get("benchmarks"), list)):
+        return False
+    meta = doc.get("metadata")
+    return ((isinstance(meta, Mapping) and "guidellm_version" in meta)
+            or _is_v03(doc))
+
+
+def _is_v03(doc: Mapping[str, Any]) -> bool:
+    """A guidellm 0.3 report: benchmarks only, each a generative_benchmark with its args."""
+    benches = doc["benchmarks"]
+    return "metadata" not in doc and bool(benches) and all(
+        isinstance(b, Mapping) and b.get("type_") == "generative_benchmark"
+        and isinstance(b.get("args"), Mapping) for b in benches)
 
 
 def _load(strategy: Mapping[str, Any]) -> dict[str, Any]:
@@ -57,7 +74,7 @@ def _load(strategy: Mapping[str, Any]) -> dict[str, Any]:
     return {"max_concurrency": None, "request_rate": strategy.get("rate")}
 
 
-def _metrics(metrics: Mapping[str, Any]) -> dict[str, Any]:
+def _metrics(metrics: Mapping[str, Any], totals: Mapping[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for theirs, (ours, scale) in METRICS.items():
         stats = (metrics.get(theirs) or {}).get("successful") or {}
@@ -72,12 +89,13 @@ def _metrics(metrics: Mapping[str, Any]) -> dict[str, Any]:
                                 .get("successful") or {}).get("mean")
     out["request_throughput"] = ((metrics.get("requests_per_second") or {})
                                  .get("successful") or {}).get("mean")
-    totals = metrics.get("request_totals") or {}
     out["completed"], out["failed"] = totals.get("successful"), totals.get("errored")
     return out
 
 
 def _prompt(request: Mapping[str, Any]) -> str:
+    if "prompt" in request:  # guidellm 0.3 keeps the prompt beside the output
+        return json.dumps(request["prompt"], sort_keys=True)
     try:
         body = json.loads(request.get("request_args") or "{}").get("body") or {}
     except (TypeError, ValueError, AttributeError):
@@ -96,17 +114,29 @@ def _digest(bench: Mapping[str, Any], sampled: bool) -> str | None:
 
 
 def benchmark_result(doc: Mapping[str, Any], bench: Mapping[str, Any]) -> dict[str, Any]:
-    """One flat result from one benchmark of a guidellm report."""
-    args, meta = doc.get("args") or {}, doc.get("metadata") or {}
-    data = args.get("data")
+    """One flat result from one benchmark of a guidellm report (0.4 on, or 0.3)."""
+    if _is_v03(doc):
+        args, meta = bench["args"], {}
+        worker, loader = bench.get("worker") or {}, bench.get("request_loader") or {}
+        strategy, totals = args.get("strategy"), bench.get("request_totals")
+        sampled = bench.get("request_samples") is not None
+        backend, model = worker.get("backend_type"), worker.get("backend_model")
+        data, num_prompts = loader.get("data"), args.get("max_number")
+    else:
+        args, meta = doc.get("args") or {}, doc.get("metadata") or {}
+        strategy = (bench.get("config") or {}).get("strategy")
+        totals = (bench.get("metrics") or {}).get("request_totals")
+        sampled = bool(args.get("sample_requests"))
+        backend, model = args.get("backend"), args.get("model")
+        data, num_prompts = args.get("data"), args.get("max_requests")
     return {
         "guidellm": meta.get("guidellm_version") or True,
-        **_metrics(bench.get("metrics") or {}),
-        **_load((bench.get("config") or {}).get("strategy") or {}),
-        "generated_digest": _digest(bench, bool(args.get("sample_requests"))),
-        "workload": {"backend": args.get("backend"), "model": args.get("model"),
+        **_metrics(bench.get("metrics") or {}, totals or {}),
+        **_load(strategy or {}),
+        "generated_digest": _digest(bench, sampled),
+        "workload": {"backend": backend, "model": model,
                      "dataset": ",".join(map(str, data)) if isinstance(data, list) else data,
-                     "num_prompts": args.get("max_requests")},
+                     "num_prompts": num_prompts},
         "origin": {"tool": "guidellm", "version": meta.get("guidellm_version"),
                    "platform": meta.get("platform"),
                    "date": unix_date(bench.get("start_time"))},
