@@ -50,14 +50,13 @@ def _print_applied(applied, verb: str, ctx, json_out: bool, infinitive: str = ""
             _live_exit(ctx, live)
         return
     done = f"would {infinitive or verb}" if applied.dry_run else verb
-    if not applied.changed:
-        click.echo(f"nothing to {infinitive or verb}")
-    for e in applied.changed:
-        click.echo(f"{done} {e.id} [{e.cls}] {safe(e.title)}  ({safe(change_text(e))})")
-    for k in applied.skipped:
-        click.echo(f"skipped {k.entry.id} [{k.entry.cls}] {safe(k.entry.title)}: {safe(k.reason)}")
-    for note in applied.notices:
-        click.echo(f"note: {safe(note)}")
+    lines = [f"nothing to {infinitive or verb}"] if not applied.changed else []
+    lines += [f"{done} {e.id} [{e.cls}] {safe(e.title)}  ({safe(change_text(e))})"
+              for e in applied.changed]
+    lines += [f"skipped {k.entry.id} [{k.entry.cls}] {safe(k.entry.title)}: {safe(k.reason)}"
+              for k in applied.skipped]
+    lines += [f"note: {safe(note)}" for note in applied.notices]
+    _echo_lines(lines)
     print_files(applied, applied.dry_run)
     if live is not None:
         print_live(ctx, live)
@@ -122,17 +121,23 @@ def restore(ctx, refs, perf_only, include_suspects, force, require_evidence, why
     _print_applied(applied, "restored", ctx, json_out, "restore", applied.live)
 
 
+def _echo_lines(lines: list[str]) -> None:
+    """One write for a command's rows (a bulk revert prints thousands of them)."""
+    if lines:
+        click.echo("\n".join(lines))
+
+
 def _print_restore(applied) -> None:
     prefix = "would restore" if applied.dry_run else "restored"
-    if not applied.changed:
-        click.echo("nothing to restore")
+    lines = ["nothing to restore"] if not applied.changed else []
     for e in applied.changed:
-        click.echo(f"{prefix} {e.id} [{e.cls}] {safe(e.title)}  ({safe(change_text(e))})")
-        click.echo(f"    evidence: {safe(applied.evidence.get(e.id, 'no evidence'))}")
+        lines.append(f"{prefix} {e.id} [{e.cls}] {safe(e.title)}  ({safe(change_text(e))})")
+        lines.append(f"    evidence: {safe(applied.evidence.get(e.id, 'no evidence'))}")
     for k in applied.skipped:
-        click.echo(f"held back {k.entry.id} [{k.entry.cls}] {safe(k.entry.title)}: "
-                   f"{safe(k.reason)}")
-        click.echo(f"    evidence: {safe(applied.evidence.get(k.entry.id, 'no evidence'))}")
+        lines.append(f"held back {k.entry.id} [{k.entry.cls}] {safe(k.entry.title)}: "
+                     f"{safe(k.reason)}")
+        lines.append(f"    evidence: {safe(applied.evidence.get(k.entry.id, 'no evidence'))}")
+    _echo_lines(lines)
     stale_note(list(applied.evidence.values()))
     print_files(applied, applied.dry_run)
 

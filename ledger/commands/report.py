@@ -140,19 +140,20 @@ def status(ws: Workspace) -> Status:
     expected = planner.expected_knobs(entries)
     files, errors = _readable_targets(ws, [t for t, _ in expected])
     live_of = {key: files[key[0]].live(key[1]) for key in expected if key[0] in files}
-    ambiguous = {key for key in live_of if files[key[0]].ambiguity(key[1]) is not None}
+    ambiguous = {key: found for key in live_of
+                 if (found := files[key[0]].ambiguity(key[1])) is not None}
     paths = {name: str(tf.path) for name, tf in files.items()}
     checked = {k: v for k, v in live_of.items() if k not in ambiguous}
     st = Status(drift=planner.find_drift(entries, checked, paths), errors=errors)
     patch_live = _patch_liveness(ws, entries, st.errors)
     defaults = knob_defaults(ws, entries)
     for e in entries:
-        default = defaults.get((e.target, e.knob))
+        default = defaults.get((e.target, e.knob)) if defaults else None
         row = {"id": e.id, "slug": e.slug, "class": e.cls, "kind": e.kind, "title": e.title,
                "state": e.state, "display_state": display_state(e), "suspicion": e.suspicion,
                "change": change_text(e, default), "default": default}
         if e.kind == "knob":
-            row.update(_knob_row(e, expected, live_of, files))
+            _knob_row(row, e, expected, live_of, ambiguous)
         else:
             live = patch_live.get(e.id)
             row.update(live=live, ok=live is not None and live == e.applied)
@@ -160,17 +161,19 @@ def status(ws: Workspace) -> Status:
     return st
 
 
-def _knob_row(e: Entry, expected: dict, live_of: dict, files: dict) -> dict:
-    """``live_state``: ok, drift, unreadable, or — for a knob with no single value in the
-    file — conditional / repeated, with the lines of its places (never ok)."""
-    keys = planner.entry_keys(e)
-    row = {"target": e.target, "knob": e.knob, "at": e.at, "lines": list(e.place_lines),
-           "expected": expected[keys[0]], "live": live_of.get(keys[0])}
-    tf = files.get(e.target)
+def _knob_row(row: dict, e: Entry, expected: dict, live_of: dict, ambiguous: dict) -> None:
+    """Fill in ``row``'s ``live_state``: ok, drift, unreadable, or — for a knob with no
+    single value in the file — conditional / repeated, with the lines of its places
+    (never ok).  ``ambiguous``: the summaries of the keys with no single value."""
+    keys = planner.entry_keys(e) if e.places or e.also else ((e.target, e.knob),)
+    first = keys[0]
+    row.update(target=e.target, knob=e.knob, at=e.at,
+               lines=list(e.place_lines) if e.places else [],
+               expected=expected[first], live=live_of.get(first))
     if any(k not in live_of for k in keys):
         state = "unreadable"
-    elif not e.places and tf is not None and tf.ambiguity(e.knob) is not None:
-        found = tf.ambiguity(e.knob)
+    elif not e.places and first in ambiguous:
+        found = ambiguous[first]
         state, row["lines"] = found.state, list(found.lines)
         row["places"] = [p.to_dict() for p in found.places]
     elif all(live_of[k] == expected[k] for k in keys):
@@ -181,7 +184,6 @@ def _knob_row(e: Entry, expected: dict, live_of: dict, files: dict) -> dict:
         row["expected"] = {k[1]: expected[k] for k in keys}
         row["live"] = {k[1]: live_of.get(k) for k in keys}
     row.update(live_state=state, unreadable=state == "unreadable", ok=state == "ok")
-    return row
 
 
 def _patch_liveness(ws: Workspace, entries: Sequence[Entry], errors: list[str]) -> dict:
