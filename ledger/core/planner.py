@@ -60,12 +60,13 @@ def target_view(e: Entry, name: str, other: Mapping) -> Entry:
                    **{k: other.get(k) for k in _ALSO_FIELDS})
 
 
-# The last entries :func:`knob_layers` grouped, and their layers.  One command asks for
+# The last entries :func:`knob_layers` grouped, with their layers.  One command asks for
 # the layers of the same entries many times (drift, anchors, order, expected values, the
-# plan): at 10,000 entries grouping them is ~25 ms each time.  Entries are frozen, so the
-# same objects in the same order have the same layers; the entries are held here, so
-# their ids cannot be reused while the memo stands.
-_LAST_LAYERS: tuple[tuple[Entry, ...], dict[KnobKey, list[Entry]]] | None = None
+# plan), and of two lists in turn (the ledger before and after its change): at 10,000
+# entries grouping them is ~25 ms each time.  Entries are frozen, so the same objects in
+# the same order have the same layers; the entries are held here, so their ids cannot be
+# reused while they are remembered.
+_LAST_LAYERS: list[tuple[tuple[Entry, ...], dict[KnobKey, list[Entry]]]] = []
 
 
 def knob_layers(entries: Iterable[Entry]) -> dict[KnobKey, list[Entry]]:
@@ -75,14 +76,13 @@ def knob_layers(entries: Iterable[Entry]) -> dict[KnobKey, list[Entry]]:
     keyed ``knob@place``, as a view whose ``before`` is that place's own old value; so
     each place reverts to exactly what it held.  The caller gets its own dict and lists.
     """
-    global _LAST_LAYERS
     given = tuple(entries)
-    last = _LAST_LAYERS
-    if last is not None and len(last[0]) == len(given) and all(
-            a is b for a, b in zip(last[0], given)):
-        return {key: list(layer) for key, layer in last[1].items()}
-    layers = _group_layers(given)
-    _LAST_LAYERS = (given, layers)
+    for seen, layers in _LAST_LAYERS:
+        if len(seen) == len(given) and all(a is b for a, b in zip(seen, given)):
+            break
+    else:
+        layers = _group_layers(given)
+        _LAST_LAYERS[:] = [(given, layers), *_LAST_LAYERS[:1]]
     return {key: list(layer) for key, layer in layers.items()}
 
 

@@ -237,9 +237,8 @@ def edit_target(
         fmt.refuse_outside(str(tf.path), text, [split_place(k)[0] for k in edits])
         text = _edit_places(fmt, text, edits, places or {})
         text = fmt.edit_many(text, {k: plain[k] for k in (*removals, *changes)}, sources)
-        for knob in additions:
-            text = _add(fmt, text, knob, plain[knob], anchors or {},
-                        source=(sources or {}).get(knob), lines=(lines or {}).get(knob))
+        text = _add_all(fmt, text, {k: plain[k] for k in additions}, anchors or {},
+                        sources or {}, lines or {})
     except AmbiguousKnob as e:
         raise ambiguous(e, tf.path) from e
     except FormatError as e:
@@ -265,6 +264,23 @@ def _edit_places(fmt, text: str, edits: Mapping[str, str | None], places: Mappin
     for knob, place_edits in by_knob.items():
         text = fmt.edit_places(text, knob, place_edits)
     return text
+
+
+def _add_all(fmt, text: str, values: Mapping[str, str], anchors: Mapping[str, dict | None],
+             sources: Mapping[str, str | None], lines: Mapping[str, str | None]) -> str:
+    """Absent knobs back in, in order: each run of knobs with no anchor, exact text or
+    lines of their own (which ``_add`` would give to ``fmt.set`` as they are) goes to
+    ``fmt.add_many`` together, which may add them in one pass."""
+    run: dict[str, str] = {}
+    for knob, value in values.items():
+        if anchors.get(knob) or sources.get(knob) is not None or lines.get(knob) is not None:
+            text = fmt.add_many(text, run) if run else text
+            run = {}
+            text = _add(fmt, text, knob, value, anchors, source=sources.get(knob),
+                        lines=lines.get(knob))
+        else:
+            run[knob] = value
+    return fmt.add_many(text, run) if run else text
 
 
 def _add(fmt, text: str, knob: str, value: str, anchors: Mapping[str, dict | None],

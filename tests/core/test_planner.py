@@ -186,3 +186,20 @@ def test_plan_record_of_a_patch_puts_it_on_top_of_the_stack():
     plan = planner.plan_record(p)
     assert plan.patch_flips == (p,) and plan.knob_edits == {}
     assert [e.id for e in plan.new_entries([patch(1, "perf")])] == ["p0000001", "p0000003"]
+
+
+def test_knob_layers_remembered_per_list_of_entries_never_shared():
+    """The layers of the last entries grouped are remembered: each caller still gets its
+    own lists, and another list (a new entry, a changed state) gets its own layers."""
+    a = [knob(1, "perf", "1", "2"), knob(2, "perf", "2", "3"), knob(3, "perf", None, "x", name="J")]
+    first = planner.knob_layers(a)
+    first[("decode", "K")].append("mine")  # a caller changing its copy
+    again = planner.knob_layers(list(a))
+    assert [e.id for e in again[("decode", "K")]] == ["e0000001", "e0000002"]
+    b = [a[0], a[1].with_action(Action(AT, "revert"), state="reverted"), a[2]]
+    assert planner.expected_knobs(b)[("decode", "K")] == "2"
+    assert planner.expected_knobs(a)[("decode", "K")] == "3"
+    c = [*a, knob(4, "perf", "3", "4")]
+    assert planner.expected_knobs(c)[("decode", "K")] == "4"
+    assert planner.expected_knobs(a[:2])[("decode", "K")] == "3"
+    assert ("decode", "J") not in planner.knob_layers(a[:2])

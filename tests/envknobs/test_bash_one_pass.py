@@ -161,3 +161,83 @@ def test_removals_and_changes_together_are_read_and_verified_once(monkeypatch):
     assert seen.texts == [text, out]
     monkeypatch.undo()
     assert out == _one_at_a_time(text, edits)
+
+
+# -- absent knobs added together (a restore putting back knobs the revert took out) ----
+
+# Shapes where a new knob's place is decided differently: no export yet (before the first
+# command), exports only after a function, no trailing newline, CRLF, indented exports,
+# nothing but assignments, an `unset` of a knob being added, a docker launch (`-e`).
+ADD_SHAPES = {
+    "exports": "#!/bin/bash\nexport A=1\nexport B=2  # perf\nexec python -m sglang.launch_server --port 1\n",
+    "no export": "#!/bin/bash\nset -e\nMODEL=/m\npython -m sglang.launch_server --model $MODEL\n",
+    "no newline": "export A=1\nexec python -m sglang.launch_server --port 1",
+    "only assignments": "# env only\nFOO=1\nBAR=2",
+    "crlf": "#!/bin/bash\r\nexport A=1\r\nexec python -m sglang.launch_server --port 1\r\n",
+    "indented": "  export A=1\n  exec python -m sglang.launch_server --port 1\n",
+    "unset": "#!/bin/bash\nexport A=1\nunset NEW_1\nexec python -m sglang.launch_server --port 1\n",
+    "empty": "",
+}
+
+
+def _added_one_at_a_time(text: str, values: dict[str, str]) -> str | Exception:
+    try:
+        for knob, value in values.items():
+            text = BASH.set(text, knob, value)
+        return text
+    except FormatError as e:
+        return e
+
+
+def _added_together(text: str, values: dict[str, str]) -> str | Exception:
+    try:
+        return BASH.add_many(text, values)
+    except FormatError as e:
+        return e
+
+
+@settings(max_examples=80, derandomize=True, deadline=None)
+@given(data=st.data())
+def test_absent_knobs_added_together_equal_one_at_a_time(data):
+    scripts = {**SCRIPTS, **ADD_SHAPES}
+    text = scripts[data.draw(st.sampled_from(sorted(scripts)))]
+    present = {k.knob for k in BASH.summary(text).knobs}
+    names = [n for n in ("NEW_1", "NEW_2", "NEW_3", "SGLANG_X", "A", "MODEL_NAME") if n not in present]
+    chosen = data.draw(st.lists(st.sampled_from(names), min_size=1, max_size=4, unique=True))
+    values = {k: data.draw(st.sampled_from(["1", "a b", "$HOME", "'q'", "0.9", ""])) for k in chosen}
+    one, together = _added_one_at_a_time(text, values), _added_together(text, values)
+    if isinstance(one, Exception):
+        assert isinstance(together, Exception) and str(together) == str(one)
+    else:
+        assert together == one
+
+
+@pytest.mark.parametrize("name", sorted({**SCRIPTS, **ADD_SHAPES}))
+def test_three_absent_knobs_in_every_shape_equal_one_at_a_time(name):
+    text = {**SCRIPTS, **ADD_SHAPES}[name]
+    values = {"NEW_1": "1", "NEW_2": "two words", "NEW_3": "3"}
+    one, together = _added_one_at_a_time(text, values), _added_together(text, values)
+    if isinstance(one, Exception):
+        assert isinstance(together, Exception) and str(together) == str(one)
+    else:
+        assert together == one
+        assert all(BASH.parse(together)[k] == v for k, v in values.items())
+
+
+def test_absent_knobs_added_together_are_read_and_verified_once(monkeypatch):
+    text = ADD_SHAPES["exports"]
+    seen = _Counting(monkeypatch)
+    out = BASH.add_many(text, {"C": "3", "D": "4", "E": "5"})
+    assert seen.texts == [text, out]
+    assert out == ("#!/bin/bash\nexport A=1\nexport B=2  # perf\nexport C=3\nexport D=4\n"
+                   "export E=5\nexec python -m sglang.launch_server --port 1\n")
+
+
+def test_an_unset_of_a_knob_being_added_goes_one_at_a_time(monkeypatch):
+    text = ADD_SHAPES["unset"]
+    seen = _Counting(monkeypatch)
+    out = BASH.add_many(text, {"NEW_1": "1", "NEW_2": "2"})
+    assert len(seen.texts) > 2  # not the one pass: a new line goes after the `unset`
+    monkeypatch.undo()
+    assert out == _added_one_at_a_time(text, {"NEW_1": "1", "NEW_2": "2"})
+    assert BASH.parse(out)["NEW_1"] == "1"

@@ -64,6 +64,7 @@ from envknobs.flags import check_flag_name
 from envknobs.flags import is_flag_name
 from envknobs.formats.common import FormatError
 from envknobs.formats.common import TargetFormat
+from envknobs.formats.bash.additions import add_batch
 from envknobs.formats.bash.analysis import Analysis
 from envknobs.formats.bash.analysis import analyse
 from envknobs.formats.bash.analysis import flag_lookup
@@ -247,6 +248,18 @@ class BashFormat(TargetFormat):
             if out is not None:
                 return out
         for knob, value in changes.items():
+            text = self.set(text, knob, value)
+        return text
+
+    def add_many(self, text: str, values: Mapping[str, str]) -> str:
+        """Absent knobs added in one pass and read once where they all go where ``set``
+        puts a new top-level knob (:func:`~.additions.add_batch`); else one at a time."""
+        for knob, value in values.items():
+            _check(knob, value)
+        out = add_batch(_read(text), values) if len(values) > 1 else None
+        if out is not None:
+            return out
+        for knob, value in values.items():
             text = self.set(text, knob, value)
         return text
 

@@ -14,8 +14,9 @@ default that is right for a format without them, so callers never probe with
   ``set_exact``; the default keeps no source and renders the value;
 * ``removed``: the text ``unset`` gives, for a caller that only looks at which lines go
   (the default is ``unset`` itself; bash skips its verification re-read);
-* batch edits (``edit_many``): one pass over the file for many knobs; the default edits
-  them one at a time (removals first, then changes), which gives the same text;
+* batch edits (``edit_many``, ``add_many``): one pass over the file for many knobs; the
+  default edits them one at a time (removals first, then changes; additions in order),
+  which gives the same text;
 * ``outside_notes``: what other files the target names give the process (a unit's
   ``EnvironmentFile=``; with the target's ``path``, the files beside it that also count:
   a unit's drop-ins), read now -- never cached with the file's own summary, since
@@ -123,6 +124,13 @@ class TargetFormat:
         for knob, value in edits.items():
             if value is not None:
                 text = self.set_exact(text, knob, value, (sources or {}).get(knob))
+        return text
+
+    def add_many(self, text: str, values: Mapping[str, str]) -> str:
+        """``set`` each knob of ``values``, all absent from the file, in order; a format
+        may add them in one pass (same text)."""
+        for knob, value in values.items():
+            text = self.set(text, knob, value)
         return text
 
 
