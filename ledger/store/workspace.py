@@ -155,16 +155,18 @@ def parse_config_text(text: str, path: str) -> Config:
     again with the round-trip loader, which knows the line of every key.  Nesting deeper
     than any parser's recursion (``[[[[…``) is refused as such, not crashed on.
     """
-    from ruamel.yaml import YAMLError
-
     try:
         data = _safe_load(text)
-    except YAMLError as e:
-        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
-        raise ConfigError(path, f"not valid YAML: {problem}", _mark_line(e)) from e
     except RecursionError:
         raise ConfigError(path, "nested too deeply to be a ledger config") from None
-    except Exception as e:  # ruamel's own failures on odd input (a bad tag, a bad date…)
+    except Exception as e:
+        # ruamel is imported here, not up front: a cached ledger.yaml never needs it
+        from ruamel.yaml import YAMLError
+
+        if isinstance(e, YAMLError):
+            problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+            raise ConfigError(path, f"not valid YAML: {problem}", _mark_line(e)) from e
+        # ruamel's own failures on odd input (a bad tag, a bad date…)
         raise ConfigError(path, f"not a readable YAML file ({type(e).__name__}: {e})") from e
     try:
         return _config_from(data, path, lambda *keys: None)
