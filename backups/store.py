@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Iterable
 
 from backups.fsio import atomic_write
+from backups.fsio import write_many
 
 
 class BackupError(Exception):
@@ -149,6 +150,7 @@ class BackupStore:
 
         ``backup_id``: an id reserved with :meth:`new_id` (default: a new one)."""
         files = []
+        blobs: dict[Path, bytes] = {}
         self.objects.mkdir(parents=True, exist_ok=True)
         for p in paths:
             path = Path(p).absolute()
@@ -159,9 +161,11 @@ class BackupStore:
             digest = sha256_bytes(data)
             blob = self.objects / digest
             if _size_or_none(blob) != len(data):
-                atomic_write(blob, data, 0o600)
+                blobs[blob] = data
             mode = stat.S_IMODE(os.stat(path).st_mode)
             files.append(BackedUpFile(str(path), digest, mode, len(data)))
+        # every copy durable before the manifest that names them (one sync for many)
+        write_many(blobs, {blob: 0o600 for blob in blobs})
         bid = self.check_id(backup_id) if backup_id else self.new_id(time)
         backup = Backup(bid, time, command, tuple(files))
         bdir = self.root / backup.id

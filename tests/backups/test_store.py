@@ -125,3 +125,23 @@ def test_the_callers_error_class_is_raised(tmp_path):
     unreadable.mkdir()
     with pytest.raises(LedgerBackupError, match="cannot read for backup"):
         store.snapshot([unreadable], command="x", time=T1)
+
+
+def test_a_snapshot_of_many_files_holds_each_ones_bytes_and_leaves_no_temporaries(store, tmp_path):
+    """Past the batch threshold the copies are written together with one sync (a bulk
+    revert backs up a hundred scripts): each object still holds exactly its file, read
+    back by content, shared where two files are the same, with no temporary left."""
+    many = {}
+    for i in range(40):
+        p = tmp_path / "scripts" / f"serve_{i:02d}.sh"
+        p.parent.mkdir(exist_ok=True)
+        p.write_bytes(f"#!/bin/bash\nexport K={i % 30}\n".encode())
+        many[i] = p
+    b = store.snapshot(many.values(), command="revert --perf-only", time=T1)
+    for p in many.values():
+        f = b.file(p)
+        assert store.content(f) == p.read_bytes()
+        assert stat.S_IMODE((store.objects / f.sha256).stat().st_mode) == 0o600
+    assert len(list(store.objects.iterdir())) == 30  # ten files share their content
+    assert not [c for c in store.objects.iterdir() if c.name.startswith(".")]
+    assert store.load(b.id) == b
