@@ -49,6 +49,40 @@ def test_aiperf_csv_has_the_same_numbers_and_needs_its_load_point():
         assert row[key] == pytest.approx(js[key], abs=0.006)  # the CSV rounds to 2 places
 
 
+
+def _csv_cells(path: Path) -> dict[tuple[str, str], float]:
+    """(metric, column) -> number of AIPerf's CSV export: its per-request table and its
+    two-column summary table (as column "Value")."""
+    import csv
+
+    cells: dict[tuple[str, str], float] = {}
+    header: list[str] = []
+    for line in csv.reader(path.read_text().splitlines()):
+        if not line:
+            header = []
+        elif not header:
+            header = line
+        else:
+            for column, cell in zip(header[1:], line[1:]):
+                if cell:
+                    cells[(line[0], column)] = float(cell)
+    return cells
+
+
+def test_aiperf_csv_values_are_the_csvs_own_cells():
+    cells = _csv_cells(AIPERF / "profile_export_aiperf.csv")
+    row = read_result_file(AIPERF / "profile_export_aiperf.csv", concurrency=4).rows[0]
+    assert row["output_throughput"] == cells[("Output Token Throughput (tokens/sec)", "Value")]
+    assert row["request_throughput"] == cells[("Request Throughput (requests/sec)", "Value")]
+    assert row["completed"] == cells[("Completed Requests (Success + Error)", "Value")] == 16
+    assert row["duration"] == cells[("Benchmark Duration (sec)", "Value")]
+    ttft = "Time to First Token (ms)"
+    assert [row[f"{s}_ttft_ms"] for s in ("mean", "median", "p90", "p99", "std")] == [
+        cells[(ttft, c)] for c in ("avg", "p50", "p90", "p99", "std")]
+    assert row["p95_itl_ms"] == cells[("Inter Chunk Latency (ms)", "p95")]
+    assert row["mean_tpot_ms"] == cells[("Inter Token Latency (ms)", "avg")]
+    assert row["p99_e2e_latency_ms"] == cells[("Request Latency (ms)", "p99")]
+
 def test_an_aiperf_artifact_directory_gives_the_output_digest():
     parsed = read_result_file(AIPERF)
     digest = parsed.rows[0]["output_digest"]
