@@ -367,10 +367,15 @@ class Entry:
         return d
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "Entry":
+    def from_dict(cls, d: Mapping[str, Any], shared: dict[Action, Action] | None = None,
+                  ) -> "Entry":
         """An entry from its JSON object (what ``to_dict`` wrote): text fields are taken
         as text (a non-text value is converted, as ``str`` would), missing optional ones
-        get their defaults, and the entry is validated (``__post_init__``)."""
+        get their defaults, and the entry is validated (``__post_init__``).
+
+        ``shared``: equal history actions already built, reused (actions are frozen): a
+        bulk revert gives thousands of entries one and the same action, and the cached
+        ledger then holds it once, not once per entry."""
         get = d.get
         values: dict[str, Any] = {
             "id": _text(d["id"]), "seq": int(d["seq"]), "kind": _text(d["kind"]),
@@ -390,7 +395,9 @@ class Entry:
         also = get("also")
         values["also"] = dict(also) if isinstance(also, dict) else None
         values["files"] = tuple(map(_text, get("files") or ()))
-        values["history"] = tuple(map(Action.from_dict, get("history") or ()))
+        history = map(Action.from_dict, get("history") or ())
+        values["history"] = tuple(history) if shared is None else tuple(
+            shared.setdefault(a, a) for a in history)
         return _built(cls, values)
 
 ENGINE_SPEC_RE = re.compile(r"(sglang|vllm)==[0-9][A-Za-z0-9.+-]*\Z")

@@ -285,9 +285,10 @@ def plan_revert(
     ``when``: the real time of the revert where it is not ``at`` (``--when``)."""
     changes = []
     skipped = []
+    # one action for every entry this command reverts (the same line in each history)
+    action = Action(at=at, action="suspect" if suspect else "revert", why=why, command=command,
+                    when=when)
     for e in selected:
-        action = Action(at=at, action="suspect" if suspect else "revert", why=why, command=command,
-                        when=when)
         if suspect:
             new = e.with_action(action, state="reverted", suspicion="suspected", suspect_why=why)
             changes.append((e, new))
@@ -350,6 +351,7 @@ def plan_restore(
     changes = []
     skipped = []
     refused = []
+    actions: dict[str, Action] = {}
     for e in selected:
         if e.applied:
             skipped.append(Skip(e, "already applied"))
@@ -366,8 +368,10 @@ def plan_restore(
             continue
         # Without a reason given, a cleared suspect comes back for the reason it was cleared.
         reason = why or (f"cleared: {e.clear_why}" if e.suspicion == "cleared" else "")
-        action = Action(at=at, action="restore", why=reason, command=command, when=when)
-        changes.append((e, e.with_action(action, state="applied")))
+        if reason not in actions:  # one action per reason, shared by the entries it restores
+            actions[reason] = Action(at=at, action="restore", why=reason, command=command,
+                                     when=when)
+        changes.append((e, e.with_action(actions[reason], state="applied")))
     if refused:
         lines = "\n  ".join(f"{s.entry.id} {s.entry.title}: {s.reason}" for s in refused)
         raise Refused(f"not restoring:\n  {lines}")

@@ -23,12 +23,13 @@ def parse_entries(text: str, where: str) -> list[Entry]:
     out = []
     ids: dict[str, int] = {}
     seqs: dict[int, int] = {}
+    shared: dict = {}  # equal history actions, built once (Entry.from_dict)
     # Split on "\n" only: str.splitlines() also breaks at U+0085/U+2028/U+2029, which
     # json.dumps(ensure_ascii=False) leaves unescaped inside a value.
     for lineno, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
-        entry = _entry_from_line(line, where, lineno)
+        entry = _entry_from_line(line, where, lineno, shared)
         if entry.id in ids:
             raise ConfigError(where, f"id {entry.id} is also used on line {ids[entry.id]}", lineno)
         if entry.seq in seqs:
@@ -40,7 +41,7 @@ def parse_entries(text: str, where: str) -> list[Entry]:
     return out
 
 
-def _entry_from_line(line: str, where: str, lineno: int) -> Entry:
+def _entry_from_line(line: str, where: str, lineno: int, shared: dict | None = None) -> Entry:
     try:
         data = json.loads(line)
     except json.JSONDecodeError as e:
@@ -53,7 +54,7 @@ def _entry_from_line(line: str, where: str, lineno: int) -> Entry:
     if problem:
         raise ConfigError(where, problem, lineno)
     try:
-        return Entry.from_dict(data)
+        return Entry.from_dict(data, shared)
     except KeyError as e:
         raise ConfigError(where, f"entry is missing field {e.args[0]!r}", lineno) from None
     except (TypeError, ValueError, OverflowError) as e:

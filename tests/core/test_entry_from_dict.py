@@ -109,3 +109,26 @@ def test_from_dict_equals_the_constructor_path_on_any_values(base, changes, hist
     if isinstance(d.get("history"), list):
         d["history"] = [{**a, "why": history_why} for a in d["history"]]
     assert _outcome(Entry.from_dict, d) == _outcome(_reference_from_dict, d)
+
+
+def test_equal_history_actions_are_built_once_across_the_ledger():
+    """A bulk revert writes one action into thousands of histories: read back, those are
+    one object (so the cached ledger holds it once), equal to what was written, and an
+    action that differs in any field is its own."""
+    from ledger.store.entries_file import entries_bytes
+    from ledger.store.entries_file import parse_entries
+
+    revert = Action("2026-12-03T00:00:00Z", "revert", "suspect", "revert --perf-only")
+    other = Action("2026-12-03T00:00:00Z", "revert", "suspect!", "revert --perf-only")
+    entries = [Entry(id=f"e{i:04d}", seq=i, kind="knob", cls="perf", title=f"t{i}", slug=f"t{i}",
+                     recorded="2026-12-01T00:00:00Z", target="decode", knob=f"SGLANG_K{i}",
+                     before="1", after="2", state="reverted",
+                     history=(Action(f"2026-12-01T00:00:0{i}Z", "record"),
+                              other if i == 3 else revert))
+               for i in range(1, 6)]
+    back = parse_entries(entries_bytes(entries).decode(), "entries.jsonl")
+    assert back == entries
+    reverts = [e.history[1] for e in back]
+    assert len({id(a) for a in reverts}) == 2  # `revert` once, `other` once
+    assert reverts[0] is reverts[1] is reverts[3] and reverts[2] is not reverts[0]
+    assert len({id(e.history[0]) for e in back}) == 5  # records at their own times

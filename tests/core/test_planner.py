@@ -203,3 +203,14 @@ def test_knob_layers_remembered_per_list_of_entries_never_shared():
     assert planner.expected_knobs(c)[("decode", "K")] == "4"
     assert planner.expected_knobs(a[:2])[("decode", "K")] == "3"
     assert ("decode", "J") not in planner.knob_layers(a[:2])
+
+
+def test_one_command_writes_one_action_into_every_history_it_changes():
+    entries = [knob(i, "perf", str(i), str(i + 1), name=f"K{i}") for i in range(1, 4)]
+    plan = planner.plan_revert(entries, entries, why="incident", at=AT, command="revert --perf-only")
+    actions = [new.history[-1] for _, new in plan.changes]
+    assert actions[0] is actions[1] is actions[2] and actions[0].action == "revert"
+    back = plan.new_entries(entries)
+    plan = planner.plan_restore(back, back, why="", at=AT, command="restore", explicit=False)
+    actions = [new.history[-1] for _, new in plan.changes]
+    assert actions[0] is actions[1] is actions[2] and actions[0].action == "restore"
