@@ -92,15 +92,20 @@ def engine_findings(ws, target, text: str | None) -> list[str]:
             "none is used; declare one with `engine:` for the target in ledger.yaml"]
 
 
+def _unset_side(e) -> bool:
+    """Whether a knob entry has an unset side (before, after, or a place's before)."""
+    if e.before is None or e.after is None:
+        return True
+    return bool(e.places) and any(p.get("before") is None for p in e.places.values())
+
+
 def knob_defaults(ws, entries) -> dict[tuple[str, str], object]:
     """(target, knob) -> the engine's default, for the knob entries with an unset side.
 
     The target's engine release (:func:`engine_of`) decides (envknobs.catalog_release);
     else the bundled catalogs.  Catalogs load only when some entry has an unset side.
     """
-    wanted = {(e.target, e.knob) for e in entries
-              if e.kind == "knob" and (e.before is None or e.after is None
-                                       or any(p.get("before") is None for p in (e.places or {}).values()))}
+    wanted = {(e.target, e.knob) for e in entries if e.kind == "knob" and _unset_side(e)}
     if not wanted:
         return {}
     from envknobs.catalog_release import default_of

@@ -170,13 +170,14 @@ def _knob_row(row: dict, e: Entry, expected: dict, live_of: dict, ambiguous: dic
     row.update(target=e.target, knob=e.knob, at=e.at,
                lines=list(e.place_lines) if e.places else [],
                expected=expected[first], live=live_of.get(first))
-    if any(k not in live_of for k in keys):
+    if first not in live_of if len(keys) == 1 else any(k not in live_of for k in keys):
         state = "unreadable"
     elif not e.places and first in ambiguous:
         found = ambiguous[first]
         state, row["lines"] = found.state, list(found.lines)
         row["places"] = [p.to_dict() for p in found.places]
-    elif all(live_of[k] == expected[k] for k in keys):
+    elif live_of[first] == expected[first] if len(keys) == 1 else all(
+            live_of[k] == expected[k] for k in keys):
         state = "ok"
     else:
         state = "drift"
