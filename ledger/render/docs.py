@@ -165,6 +165,7 @@ def entry_view(model: RenderModel, entry: Entry, chart_svg: str | None) -> dict[
     """Everything the templates show about one entry, as display-ready values."""
     evidence = _evidence_view(model, entry)
     last = entry.last_action()
+    failure = None if entry.applied else health_failure(entry)
     stats = [
         {"file": name, "added": int(added), "removed": int(removed)}
         for name, added, removed in model.patch_stats.get(entry.id, ())
@@ -181,7 +182,9 @@ def entry_view(model: RenderModel, entry: Entry, chart_svg: str | None) -> dict[
         "cls": entry.cls,
         "kind": entry.kind,
         "status": status_word(entry),
-        "state_label": display_state(entry),
+        # A value the health gate rolled back is held back as *failed its health check*
+        # wherever its state shows (it is also suspected: `ledger list` says so).
+        "state_label": "failed its health check" if failure else display_state(entry),
         "applied": entry.applied,
         "suspicion": entry.suspicion,
         "why": entry.why,
@@ -196,7 +199,7 @@ def entry_view(model: RenderModel, entry: Entry, chart_svg: str | None) -> dict[
                                                      ("record", "adopt") else ""),
         "last_at": when(last.happened) if last else when(entry.recorded),
         "revert_why": "" if entry.applied else revert_reason(entry),
-        "health_failure": None if entry.applied else health_failure(entry),
+        "health_failure": failure,
         "restore": None if entry.applied else _restore_plan(entry, evidence),
         "target": entry.target,
         "knob": entry.knob,
