@@ -161,6 +161,13 @@ def _default(value: Any) -> str | None:
     return None if value is None else default_text(value)
 
 
+def _history_view(entry: Entry) -> list[dict[str, Any]]:
+    """The entry's actions in the order things happened (real dates: ledger.core.when)."""
+    return [{"at": when(a.happened), "at_raw": a.happened,
+             "recorded": when(a.at) if a.when else "", "action": a.action, "why": a.why,
+             "command": a.command} for a in entry.timeline()]
+
+
 def entry_view(model: RenderModel, entry: Entry, chart_svg: str | None) -> dict[str, Any]:
     """Everything the templates show about one entry, as display-ready values."""
     evidence = _evidence_view(model, entry)
@@ -170,11 +177,7 @@ def entry_view(model: RenderModel, entry: Entry, chart_svg: str | None) -> dict[
         {"file": name, "added": int(added), "removed": int(removed)}
         for name, added, removed in model.patch_stats.get(entry.id, ())
     ]
-    history = [  # in the order things happened (real dates: ledger.core.when)
-        {"at": when(a.happened), "at_raw": a.happened, "recorded": when(a.at) if a.when else "",
-         "action": a.action, "why": a.why, "command": a.command}
-        for a in entry.timeline()
-    ]
+    history = _history_view(entry)
     return {
         "id": entry.id,
         "seq": entry.seq,
