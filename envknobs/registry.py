@@ -179,5 +179,8 @@ class Registry:
         return len(self._knobs)
 
     def closest(self, name: str, n: int = 3) -> list[str]:
-        """Known names closest to ``name`` (for "unknown knob, did you mean ...")."""
-        return difflib.get_close_matches(name, list(self._knobs), n=n, cutoff=0.6)
+        """Known names closest to ``name`` (for "unknown knob, did you mean ..."); case
+        is no difference (``engine_num_pages`` finds ``ENGINE_NUM_PAGES``)."""
+        upper = {k.upper(): k for k in self._knobs}
+        found = difflib.get_close_matches(name.upper(), list(upper), n=n, cutoff=0.6)
+        return [upper[f] for f in found]

@@ -180,9 +180,9 @@ def clear(ctx, ref, why, when, json_out, dry_run) -> None:
 @click.command()
 @click.argument("ref", metavar="ID")
 @click.option("--why", required=True, help="The reason as it should read.")
-@click.option("--of", "of", type=click.Choice(["record", "suspect", "clear"]),
-              help="Whose reason: the record's why, the suspect's hypothesis or the clear's "
-                   "reason [default: the latest of them].")
+@click.option("--of", "of", type=click.Choice(["record", "suspect", "clear", "revert"]),
+              help="Whose reason: the record's why, the suspect's hypothesis, the clear's "
+                   "reason or the latest revert's [default: the latest of them].")
 @json_option
 @dry_run_option
 @click.pass_context

@@ -14,6 +14,8 @@ from ledger.commands.catalog import class_warnings
 from ledger.commands.catalog import engine_of
 from ledger.commands.catalog import file_spelling
 from ledger.commands.catalog import knob_registry
+from ledger.commands.knob_names import did_you_mean
+from ledger.commands.knob_names import new_name_warnings
 from ledger.commands.live import LiveOutcome
 from ledger.commands.live import restartable
 from ledger.commands.record_past import Past
@@ -202,7 +204,7 @@ def record_knob(
         knob = canonical_knob(tf, knob)
         spec = engine_of(s.ws, t, tf.text)
         knob, notes = file_spelling(tf, knob, spec)
-        warnings += notes
+        warnings += notes + new_name_warnings(tf, knob, value)
         if at is not None:
             done = record_at(s, tf, entries, knob=knob, value=value, at=at, cls=cls,
                              title=title, why=why, force=force, dry_run=dry_run,
@@ -241,8 +243,9 @@ def before_in(tf, entries, knob: str, value: str | None, before: str | None, *,
     if past.already_reverted:
         refuse_not_reverted(tf, knob, found, value)
     if found == value:
-        raise Refused(f"{knob} in {tf.target.name} is already {value_text(value, quote=True)}: "
-                      + ("leave that target out" if several else "nothing to record"))
+        hint = did_you_mean(tf, knob) if value is None else ""
+        raise Refused(f"{knob} in {tf.target.name} is already {value_text(value, quote=True)}"
+                      f"{hint}: " + ("leave that target out" if several else "nothing to record"))
     refuse_inversion(tf, layer, knob=knob, before=found, after=value, cls=cls, adopt=adopt,
                      title=title, past=past, engine=engine)
     return found

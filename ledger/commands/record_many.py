@@ -19,6 +19,7 @@ value is refused, naming it (leave it out of the list).
 from __future__ import annotations
 
 from ledger.commands.catalog import engine_of
+from ledger.commands.knob_names import new_name_warnings
 from ledger.commands.live import restartable
 from ledger.commands.record import Recorded
 from ledger.commands.record import before_in
@@ -76,6 +77,7 @@ def record_knob_targets(
         befores = {}
         for name, tf in files.items():
             refuse_ambiguous(tf, knob, value, adopt)
+            warnings += new_name_warnings(tf, knob, value)
             befores[name] = before_in(tf, entries, knob, value, before, adopt=adopt,
                                       force=force, drifts=drifts, past=past, cls=cls,
                                       title=title, several=True,

@@ -82,11 +82,25 @@ def health_failure(e: Entry) -> str | None:
 
 
 def revert_reason(e: Entry) -> str:
-    """Why the entry is off the table: the last revert or suspect action's reason."""
+    """Why the entry is off the table: the last revert or suspect action's reason, as
+    `ledger amend` may have corrected it."""
     a = revert_action(e)
     if a is not None and a.action == "suspect" and e.suspect_why:
-        return e.suspect_why  # as `ledger amend` may have corrected it
+        return e.suspect_why
+    if a is not None and a.action == "revert" and e.revert_why and _amended_since(e, a):
+        return e.revert_why
     return a.why if a else ""
+
+
+# The note an amend of a revert's reason leaves in the history (ledger.core.planner).
+REVERT_AMENDED = ("revert reason amended", "revert reason added")
+
+
+def _amended_since(e: Entry, a) -> bool:
+    """Whether an amend of the revert reason came after revert action ``a`` (a later
+    revert has its own reason, not the one amended before it)."""
+    after = e.history[e.history.index(a) + 1:]
+    return any(x.action == "amend" and x.why.startswith(REVERT_AMENDED) for x in after)
 
 
 __all__ = [
@@ -94,6 +108,7 @@ __all__ = [
     "change_text",
     "display_state",
     "health_failure",
+    "REVERT_AMENDED",
     "revert_action",
     "revert_reason",
     "status_word",

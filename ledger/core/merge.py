@@ -65,6 +65,7 @@ from typing import Sequence
 from ledger.core.model import Action
 from ledger.core.model import Entry
 from ledger.core.model import split_place
+from ledger.core.planner import AMENDABLE
 from ledger.core.planner import unique_slug
 from ledger.errors import MergeConflict
 from ledger.errors import Refused
@@ -73,7 +74,7 @@ from ledger.errors import UsageError
 __all__ = ["Merged", "merge_entries", "hunk_ranges", "merge_histories"]
 
 # The fields an action changes; everything else about an entry is fixed at record time.
-STATE_FIELDS = ("state", "suspicion", "suspect_why", "clear_why")
+STATE_FIELDS = ("state", "suspicion", "suspect_why", "clear_why", "why", "revert_why")
 
 
 @dataclass(frozen=True)
@@ -177,6 +178,10 @@ def _fold(fields: dict, a: Action, side: Entry) -> None:
         fields.update(suspicion="cleared", clear_why=a.why)
     elif a.action == "rollback":  # puts back what its own side had: take that side's
         fields.update({f: getattr(side, f) for f in STATE_FIELDS})
+    elif a.action == "amend":  # "suspect reason amended; ...": the text its side holds
+        field = AMENDABLE.get(a.why.split(" ", 1)[0])
+        if field is not None:
+            fields[field] = getattr(side, field)
 
 
 def merge_histories(theirs: Sequence[Action], ours_only: Sequence[Action]) -> tuple[Action, ...]:

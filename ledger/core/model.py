@@ -154,7 +154,7 @@ def _text(value: Any) -> str:
 
 
 # Entry fields read from JSON as text: "" when absent / None when absent.
-_TEXT_OR_EMPTY = ("why", "suspect_why", "clear_why")
+_TEXT_OR_EMPTY = ("why", "suspect_why", "clear_why", "revert_why")
 _TEXT_OR_NONE = ("suspicion", "target", "knob", "before", "after", "at", "before_source",
                  "after_source", "before_lines", "after_lines", "patch", "sha256", "commit",
                  "origin")
@@ -190,6 +190,9 @@ class Entry:
     suspicion: str | None = None
     suspect_why: str = ""
     clear_why: str = ""
+    # the latest revert's reason as `ledger amend --of revert` corrected it ("": as the
+    # revert action says; see ledger.core.display.revert_reason)
+    revert_why: str = ""
     # knob entries
     target: str | None = None
     knob: str | None = None
@@ -363,6 +366,8 @@ class Entry:
             d.update(patch=self.patch, sha256=self.sha256, files=list(self.files), commit=self.commit)
         if self.origin is not None:  # absent otherwise: older ledgers keep their bytes
             d["origin"] = self.origin
+        if self.revert_why:  # likewise
+            d["revert_why"] = self.revert_why
         d["history"] = [a.to_dict() for a in self.history]
         return d
 

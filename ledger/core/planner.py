@@ -33,6 +33,8 @@ from typing import Iterable
 from typing import Mapping
 from typing import Sequence
 
+from ledger.core.display import revert_action
+from ledger.core.display import revert_reason
 from ledger.core.model import Action
 from ledger.core.model import Entry
 from ledger.core.model import place_knob
@@ -391,28 +393,36 @@ def plan_clear(entry: Entry, *, why: str, at: str, command: str, when: str = "")
 
 
 # `ledger amend --of KIND`: the entry field holding the reason each kind of action gave.
-AMENDABLE = {"record": "why", "adopt": "why", "suspect": "suspect_why", "clear": "clear_why"}
+AMENDABLE = {"record": "why", "adopt": "why", "suspect": "suspect_why", "clear": "clear_why",
+             "revert": "revert_why"}
 
 
 def plan_amend(entry: Entry, *, why: str, of: str | None, at: str, command: str) -> Plan:
-    """Replace a reason typed wrong: the record's why, the suspect's hypothesis or the
-    clear's reason (``of``; default: the latest of them the entry has).  History is never
-    rewritten: an ``amend`` action keeps the old text."""
+    """Replace a reason typed wrong: the record's why, the suspect's hypothesis, the
+    clear's reason or the latest revert's (``of``; default: the latest of them the entry
+    has).  History is never rewritten: an ``amend`` action keeps the old text."""
     kinds = [a.action for a in entry.history if a.action in AMENDABLE]
     kind = of or (kinds[-1] if kinds else "record")
     if kind not in AMENDABLE:
-        raise UsageError(f"--of {kind!r}: amend the reason of record, suspect or clear")
+        raise UsageError(f"--of {kind!r}: amend the reason of record, suspect, clear or revert")
     if of is not None and of not in kinds and not (of == "record" and "adopt" in kinds):
         raise Refused(f"entry {entry.id} ({entry.title}) has no {of} to amend "
                       f"(its history: {', '.join(a.action for a in entry.history)})")
     field_name = AMENDABLE[kind]
-    old = getattr(entry, field_name)
+    old = _last_revert_why(entry) if kind == "revert" else getattr(entry, field_name)
     if old == why:
         raise Refused(f"entry {entry.id}: the {kind} reason already reads {why!r}")
     note = f"{kind} reason amended; it was: {old!r}" if old else f"{kind} reason added"
     new = entry.with_action(Action(at=at, action="amend", why=note, command=command),
                             **{field_name: why})
     return Plan("amend", ((entry, new),))
+
+
+def _last_revert_why(entry: Entry) -> str:
+    """The reason the entry's latest revert shows (an earlier amend of it included)."""
+    last = [a for a in entry.history if a.action == "revert"][-1]
+    shown = revert_reason(entry)
+    return shown if revert_action(entry) is last else last.why
 
 
 def plan_states(entries: Sequence[Entry], wanted: Mapping[str, bool], op: str = "bisect") -> Plan:

@@ -161,19 +161,23 @@ def _default(value: Any) -> str | None:
     return None if value is None else default_text(value)
 
 
+def _history_view(entry: Entry) -> list[dict[str, Any]]:
+    """The entry's actions in the order things happened (real dates: ledger.core.when)."""
+    return [{"at": when(a.happened), "at_raw": a.happened,
+             "recorded": when(a.at) if a.when else "", "action": a.action, "why": a.why,
+             "command": a.command} for a in entry.timeline()]
+
+
 def entry_view(model: RenderModel, entry: Entry, chart_svg: str | None) -> dict[str, Any]:
     """Everything the templates show about one entry, as display-ready values."""
     evidence = _evidence_view(model, entry)
     last = entry.last_action()
+    failure = None if entry.applied else health_failure(entry)
     stats = [
         {"file": name, "added": int(added), "removed": int(removed)}
         for name, added, removed in model.patch_stats.get(entry.id, ())
     ]
-    history = [  # in the order things happened (real dates: ledger.core.when)
-        {"at": when(a.happened), "at_raw": a.happened, "recorded": when(a.at) if a.when else "",
-         "action": a.action, "why": a.why, "command": a.command}
-        for a in entry.timeline()
-    ]
+    history = _history_view(entry)
     return {
         "id": entry.id,
         "seq": entry.seq,
@@ -181,7 +185,9 @@ def entry_view(model: RenderModel, entry: Entry, chart_svg: str | None) -> dict[
         "cls": entry.cls,
         "kind": entry.kind,
         "status": status_word(entry),
-        "state_label": display_state(entry),
+        # A value the health gate rolled back is held back as *failed its health check*
+        # wherever its state shows (it is also suspected: `ledger list` says so).
+        "state_label": "failed its health check" if failure else display_state(entry),
         "applied": entry.applied,
         "suspicion": entry.suspicion,
         "why": entry.why,
@@ -196,7 +202,7 @@ def entry_view(model: RenderModel, entry: Entry, chart_svg: str | None) -> dict[
                                                      ("record", "adopt") else ""),
         "last_at": when(last.happened) if last else when(entry.recorded),
         "revert_why": "" if entry.applied else revert_reason(entry),
-        "health_failure": None if entry.applied else health_failure(entry),
+        "health_failure": failure,
         "restore": None if entry.applied else _restore_plan(entry, evidence),
         "target": entry.target,
         "knob": entry.knob,

@@ -13,7 +13,8 @@ from __future__ import annotations
 from typing import Any
 
 REQUIRED_STR = ("id", "kind", "class", "title", "recorded")
-OPTIONAL_STR = ("slug", "state", "why", "suspicion", "suspect_why", "clear_why", "target",
+OPTIONAL_STR = ("slug", "state", "why", "suspicion", "suspect_why", "clear_why", "revert_why",
+                "target",
                 "knob", "before", "after", "patch", "sha256", "commit")
 ACTION_STR = ("at", "action")
 ACTION_OPTIONAL_STR = ("why", "command")

@@ -98,6 +98,11 @@ CRASH_POINTS = (
 def _crash_point(point: str) -> None:
     if os.environ.get("LEDGER_CRASH_AT") == point:
         os.kill(os.getpid(), signal.SIGKILL)
+    # `LEDGER_INTERRUPT_AT=<point>` (or `<point>:TERM`): the Ctrl-C (SIGTERM) an operator
+    # sends landing exactly there; the real signal, handled as any other would be.
+    wanted, _, sig = os.environ.get("LEDGER_INTERRUPT_AT", "").partition(":")
+    if wanted == point:
+        os.kill(os.getpid(), signal.SIGTERM if sig == "TERM" else signal.SIGINT)
 
 
 class WriterLock:

@@ -113,3 +113,25 @@ def test_a_forced_record_over_a_hand_edit_notes_the_value_it_overwrote(story, le
     assert shown["before"] == "384" and note in shown["history"][-1]["why"]
     assert note in _head(story)
     assert "export SGLANG_SM120_MMA_TARGET_CTAS=1024" in story.script.read_text()
+
+
+def test_amend_corrects_a_reverts_reason_and_a_later_revert_keeps_its_own(story, ledger):
+    entry = _perf(ledger, story)
+    assert ledger(*story.args("revert", "--perf-only", "--why", "incidnet 4711")).exit_code == 0
+    r = ledger(*story.args("amend", entry, "--why", "incident 4711"))  # the latest: revert
+    assert r.exit_code == 0, r.stderr
+    diff = ledger(*story.args("diff")).stdout
+    assert "incident 4711" in diff and "incidnet" not in diff
+    shown = ledger(*story.args("show", entry, "--json")).json()
+    assert shown["why"] == "wave dip at c64"
+    assert [a["action"] for a in shown["history"]] == ["record", "revert", "amend"]
+    assert shown["history"][1]["why"] == "incidnet 4711"  # history is never rewritten
+    assert shown["history"][2]["why"] == "revert reason amended; it was: 'incidnet 4711'"
+    assert _head(story).startswith("amend 1 entry: incident 4711")
+    r = ledger(*story.args("amend", entry, "--of", "revert", "--why", "incident 4711"))
+    assert r.exit_code == 1 and "already reads 'incident 4711'" in r.stderr
+    # Restored and reverted again: that revert's own reason shows, not the amended one.
+    assert ledger(*story.args("restore", entry)).exit_code == 0
+    assert ledger(*story.args("revert", entry, "--why", "second look")).exit_code == 0
+    diff = ledger(*story.args("diff")).stdout
+    assert "second look" in diff and "incident 4711" not in diff

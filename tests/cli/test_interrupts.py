@@ -173,3 +173,33 @@ def test_click_usage_errors_speak_the_tools_error_style(args, message):
     assert r.returncode == 2
     assert message in r.stderr and "Error:" not in r.stderr
     assert r.stderr.splitlines()[0].startswith("Usage: ledger")
+
+
+@pytest.mark.parametrize("point, sig", [("after-targets", "INT"), ("after-ledger-files", "TERM")])
+def test_an_interrupted_transaction_puts_every_file_back(perf, ledger, point, sig):
+    """Ctrl-C (SIGTERM) landing inside a mutation's transaction — after the target files,
+    or after the ledger's own files, were written — puts every one back: the files, the
+    entries and the workspace's history are as before the command."""
+    from tests.store.kit import run_cli
+
+    story, entry, _ = perf
+    r = ledger(*story.args("record", "knob", "decode", "SGLANG_DISAGGREGATION_QUEUE_SIZE=8",
+                           "--class", "perf", "--title", "queue 8"))
+    assert r.exit_code == 0, r.stderr
+    before = story.script.read_bytes()
+    entries = (story.root / "entries.jsonl").read_bytes()
+    log = _cli(*story.args("log", "--json")).stdout
+    r = run_cli(story.root, "revert", "--perf-only", "--why", "incident",
+                env={"LEDGER_INTERRUPT_AT": f"{point}:{sig}"})
+    assert r.returncode == 130, r.stderr
+    line = _one_interrupted_line(r.stderr)
+    assert line == ("error: interrupted: `ledger revert --perf-only --why incident`: every "
+                    "file it had written is put back and the ledger is unchanged; nothing of "
+                    "it was kept"), line
+    assert story.script.read_bytes() == before
+    assert (story.root / "entries.jsonl").read_bytes() == entries
+    assert _cli(*story.args("log", "--json")).stdout == log
+    assert not (story.root / ".ledger" / "intent.json").exists()
+    st = _cli(*story.args("status"))  # nothing left to recover, nothing drifted
+    assert st.returncode == 0 and "interrupted" not in st.stderr, st.stderr
+    assert all(e["state"] == "applied" for e in json.loads(_cli(*story.args("list", "--json")).stdout))

@@ -190,3 +190,25 @@ def test_no_entry_or_action_is_lost():
     actions = {a for x in m.entries for a in x.history}
     assert actions == {a for x in ours + theirs for a in x.history}
     assert len({x.seq for x in m.entries}) == 3
+
+
+def test_an_amended_reason_survives_a_merge_with_the_other_sides_actions():
+    """`ledger amend` on one clone while the other acted on the same entry: the amended
+    text is the merged entry's (the amend is in the history, so is its field)."""
+    e = act(BASE[0], "suspect", "2026-12-01T11:00:00Z", "hangz", state="reverted",
+            suspicion="suspected", suspect_why="hangz")
+    ours = [act(e, "amend", "2026-12-01T12:00:00Z", "suspect reason amended; it was: 'hangz'",
+                suspect_why="hangs")]
+    theirs = [act(e, "clear", "2026-12-01T13:00:00Z", "proxy", suspicion="cleared",
+                  clear_why="proxy")]
+    (got,) = merge_entries([e], ours, theirs).entries
+    assert [a.action for a in got.history] == ["record", "suspect", "amend", "clear"]
+    assert (got.suspect_why, got.suspicion, got.clear_why) == ("hangs", "cleared", "proxy")
+    # The record's why and a revert's reason too, whichever side amended them.
+    r = act(BASE[0], "revert", "2026-12-01T11:00:00Z", "incidnet", state="reverted")
+    theirs = [act(r, "amend", "2026-12-01T12:00:00Z", "revert reason amended; it was: "
+                  "'incidnet'", revert_why="incident")]
+    ours = [r.with_action(Action(at="2026-12-01T12:30:00Z", action="amend",
+                                 why="record reason added", command="amend"), why="wave dip")]
+    (got,) = merge_entries([r], ours, theirs).entries
+    assert (got.why, got.revert_why) == ("wave dip", "incident")

@@ -339,3 +339,14 @@ def test_a_health_gate_rollback_is_never_offered_as_a_claw_back(tmp_path: Path) 
     entry = read(tmp_path / "entries" / "e7-pages.md")
     assert "**Failed its health check**" in entry and "the process exited" in entry
     assert "ledger restore" not in entry and "Off the table" not in entry
+    # Wherever its state shows, the same words: the Entries table, the CHANGELOG's entry.
+    row = page[page.index('<tr id="entry-e7-pages">'):]
+    row = row[:row.index("</tr>")]
+    assert '<span class="badge badge-failed">failed its health check</span>' in row
+    assert "rolled back by the health gate: " in row and "the process exited" in row
+    assert ">suspected<" not in row
+    changelog = read(tmp_path / "CHANGELOG.md")
+    block = changelog[changelog.index("### [One KV page]"):]
+    block = block[:block.index("\n### ")]
+    assert "- **State:** failed its health check" in block
+    assert "- **Rolled back by the health gate:** " in block and "the process exited" in block
