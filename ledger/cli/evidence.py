@@ -221,7 +221,8 @@ def evidence_add(ctx, ref, files, side, concurrency, rate, metric, workload, all
     s = ctx.find_object(State).session(ctx)
     rate_value = _rate(rate)
     if dry_run:
-        found = check_evidence_files(s.ws, ref, files, concurrency, rate_value, workload)
+        found = check_evidence_files(s.ws, ref, files, concurrency, rate_value, workload,
+                                     allow_mismatch)
         if wants_json(ctx, json_out):
             return emit_json(found)
         for f in found["files"]:

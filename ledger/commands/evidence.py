@@ -285,18 +285,20 @@ def _knobs_given(e: Entry, knobs: Sequence[str]) -> dict[str, str]:
 
 def check_evidence_files(
     ws: Workspace, ref: str, files: Sequence[str], concurrency: int | None = None,
-    rate: float | None = None, workload: Sequence[str] = (),
+    rate: float | None = None, workload: Sequence[str] = (), allow_mismatch: Sequence[str] = (),
 ) -> dict:
     """Parse result files as `evidence add` would, storing nothing (for --dry-run)."""
     from ledger.evidence.importers import read_result_file
     from ledger.evidence.load import of_row
+    from ledger.evidence.workload import check_allow
     from ledger.evidence.workload import parse_selection
 
     e = ws.resolve(ref)
     select = parse_selection(workload)
     out = []
     for f in files:
-        parsed = read_result_file(Path(f), concurrency, rate, select=select)
+        parsed = read_result_file(Path(f), concurrency, rate, select=select,
+                                  allow=check_allow(allow_mismatch))
         shape, rows = parsed.shape, parsed.rows
         points = sorted({of_row(r) for r in rows})
         out.append({"path": str(f), "shape": shape, "rows": len(rows),

@@ -56,8 +56,11 @@ from ledger.evidence.load import CONCURRENCY
 from ledger.evidence.load import RATE
 from ledger.evidence.load import LoadPoint
 from ledger.evidence.load import parse_rate
+from ledger.evidence.workload import ESTIMATE_NOTE
+from ledger.evidence.workload import ESTIMATED
+from ledger.evidence.workload import allow_hint
 from ledger.evidence.workload import differing
-from ledger.evidence.workload import key_id
+from ledger.evidence.workload import group_keys
 from ledger.evidence.workload import label
 from ledger.evidence.workload import matches
 from ledger.evidence.workload import normal
@@ -351,26 +354,27 @@ def _places(heres: Sequence[str]) -> str:
     return ", ".join(heres)
 
 
-def _one_workload(located, keys, shape: str, where: str) -> dict[str, Any]:
-    """The one workload key of ``located``'s results, or a refusal naming each workload."""
-    groups: dict[tuple, list[int]] = {}
-    for i, key in enumerate(keys):
-        groups.setdefault(key_id(key), []).append(i)
+def _one_workload(located, keys, shape: str, where: str, allow=()) -> dict[str, Any]:
+    """The one workload key of ``located``'s results, or a refusal naming each workload
+    (``allow``: estimated lengths that may differ, see :mod:`ledger.evidence.workload`)."""
+    groups = group_keys(keys, allow)
     if len(groups) == 1:
         return keys[0]
-    firsts = [keys[idx[0]] for idx in groups.values()]
-    shown = differing(firsts)
+    shown = differing([keys[idx[0]] for idx in groups])
     lines = [f"  {label(keys[idx[0]], shown, shape)}: "
              f"{_places([located[i][0] for i in idx])} ({len(idx)} result(s))"
-             for idx in groups.values()]
-    first = keys[next(iter(groups.values()))[0]]
+             for idx in groups]
+    first = keys[groups[0][0]]
     pick = " ".join(f"--workload {source_name(shape, n, first)}={show(first.get(n))}"
-                    for n in shown if first.get(n) is not None)
+                    for n in shown if first.get(n) is not None and n not in ESTIMATED)
+    estimated = [n for n in shown if n in ESTIMATED]
     raise ImportFormatError(
         where,
         f"holds {len(groups)} workloads, which are not repeats of one another (they differ "
         f"in {', '.join(source_name(shape, n) for n in shown)}):\n" + "\n".join(lines)
-        + f"\nimport one at a time, e.g. with {pick or '--workload KEY=VALUE'}",
+        + f"\nimport one at a time, e.g. with {pick or '--workload KEY=VALUE'}"
+        + (f" ({ESTIMATE_NOTE}; {allow_hint(estimated)} joins them as repeats all the same)"
+           if estimated else ""),
     )
 
 
@@ -396,6 +400,7 @@ def parse_results(
     select: Mapping[str, str] | None = None,
     rate_cap: int | None = None,
     axis: str | None = None,
+    allow: Sequence[str] = (),
 ) -> Parsed:
     """Turn located result objects into rows of one shape and one workload.
 
@@ -403,6 +408,7 @@ def parse_results(
     results of several workloads left after it are refused, each named with its places.
     ``rate_cap``: the cap of the rate sweep these join (see :func:`choose_axis`);
     ``axis``: the sweep axis, when chosen over several files already.
+    ``allow``: ``--allow-mismatch`` fields; only estimated lengths are waived here.
     """
     _check_overrides(where, concurrency, rate)
     if not located:
@@ -415,7 +421,7 @@ def parse_results(
     located = _select(located, select, where)
     axis = axis or choose_axis(located, concurrency, rate, rate_cap)
     keys = [workload_of(obj, shape, axis) for _, obj in located]
-    workload = _one_workload(located, keys, shape, where)
+    workload = _one_workload(located, keys, shape, where, allow)
     rows = []
     for here, obj in located:
         row = _metrics(obj, shape)
@@ -444,11 +450,12 @@ def read_result_file(
     *,
     select: Mapping[str, str] | None = None,
     rate_cap: int | None = None,
+    allow: Sequence[str] = (),
 ) -> Parsed:
     """Detect the shape of a bench result file and parse it (see :func:`parse_results`)."""
     path = Path(path)
     return parse_results(located_file(path), str(path), concurrency, rate,
-                         select=select, rate_cap=rate_cap)
+                         select=select, rate_cap=rate_cap, allow=allow)
 
 
 def located_file(path: Path) -> list[tuple[str, dict[str, Any]]]:
@@ -486,14 +493,15 @@ def read_result_files(
     *,
     select: Mapping[str, str] | None = None,
     rate_cap: int | None = None,
+    allow: Sequence[str] = (),
 ) -> list[Parsed]:
     """Parse result files imported together: one sweep axis for all of them (files of one
     rate each, under one ``--max-concurrency`` cap, are a rate sweep together)."""
     located = [(str(p), located_file(Path(p))) for p in paths]
     chosen = [obj for _, objs in located for obj in objs if not select or matches(obj[1], select)]
     axis = choose_axis(chosen, concurrency, rate, rate_cap) if chosen else None
-    return [parse_results(objs, where, concurrency, rate, select=select, axis=axis)
-            for where, objs in located]
+    return [parse_results(objs, where, concurrency, rate, select=select, axis=axis,
+                          allow=allow) for where, objs in located]
 
 
 def load_result_file(

@@ -404,7 +404,9 @@ def import_evidence(
     ``concurrency`` / ``rate``: the load point of results that do not say it.
     ``select``: ``--workload KEY=VALUE`` pairs picking one workload of a file holding
     several.  The files of a side must measure one workload, and A and B the same one,
-    but for the fields in ``allow_mismatch`` (see :mod:`ledger.evidence.workload`).
+    but for the fields in ``allow_mismatch`` (see :mod:`ledger.evidence.workload`; an
+    allowed ``input_len`` / ``output_len`` also joins results whose lengths, estimated
+    from their token counts, differ within a file or a side).
     """
     from ledger.evidence.importers import read_result_files
     from ledger.evidence.workload import check_allow
@@ -419,12 +421,12 @@ def import_evidence(
         raise EvidenceError("no result files to import")
     previous = None if new_run else _latest_import(ws_root, entry_id)
     rows, imported, old_meta, started = _run_joined(ws_root, entry_id, previous, now_iso(now))
+    allow = sorted(set(allow) | set(old_meta.get("allowed_mismatch") or []))
     cap = _rate_sweep_cap(rows, old_meta.get("workload") or {}, side)
     parsed = list(zip(files, read_result_files(files, concurrency, rate, select=select,
-                                               rate_cap=cap), strict=True))
+                                               rate_cap=cap, allow=allow), strict=True))
     _refuse_mixed_load(rows, parsed)
-    keys = side_workloads(parsed, side, old_meta.get("workload") or {})
-    allow = sorted(set(allow) | set(old_meta.get("allowed_mismatch") or []))
+    keys = side_workloads(parsed, side, old_meta.get("workload") or {}, allow)
     workload = check_sides(keys, allow)
     _join_rows(rows, imported, parsed, side)
     meta = {"files": imported, "supersedes": previous, "workload": keys,

@@ -14,6 +14,34 @@ say is ``None``.  sglang's ``random_*`` lengths are argparse defaults when the d
 not a random one (a ``sharegpt`` line still says ``random_input_len: 1024``), so they
 only count for the datasets that use them.
 
+**Lengths a file does not say.**  vLLM's ``--save-result`` files (and sglang's lines of
+a non-random dataset, llmperf's per-request lists, guidellm reports, ``bench_offline_
+throughput`` lines, AIPerf / genai-perf runs of a file dataset) name no input or output
+length, but count the tokens they sent and got: ``total_input_tokens`` /
+``total_output_tokens`` over ``completed`` requests (or a tool's stated per-request mean,
+or the ``input_lens`` / ``output_lens`` arrays of ``--save-detailed``).  Where a key's
+``input_len`` / ``output_len`` is unknown, the key carries that *estimate*,
+``input_len_mean`` / ``output_len_mean`` (tokens per request, to 0.1).  Estimates are not
+exact (retokenising a prompt moves its length by a few tokens: the real vLLM 0.9.2 file
+counts 509 tokens for 16 prompts of 32), so they are not part of :func:`key_id`; two
+results' estimates count as a difference only when they are **more than 10% apart
+(of the larger) and more than 4 tokens apart**.  Why 10%: a serving engineer reads
+1024 vs 1000 tokens as one workload and 1024 vs 512 as another; 10% is wide enough for
+the drift of retokenising (<1% on a mean: 31.8 vs 32.0 in the real files) and for the
+spread of generated lengths between runs that do not ignore EOS, while the length
+settings one compares (128 vs 1024, 1024 vs 2048) are far beyond it; prefill cost and
+KV footprint grow with the length, so a difference past it changes what tokens/s
+mean.  Why 4 tokens: a BOS token or chat template adds a few
+tokens whatever the length, and at 16 or 32 tokens that alone is over 10%.  An output
+estimate counts what the engine generated, not what was asked: a side that stops early
+measured less work per request, and its tokens/s do not compare either.  A difference
+is refused as for the stated fields and named with both values (``input_len ~1024 (A)
+vs ~128 (B) tokens per request ...``); ``--allow-mismatch input_len`` (``output_len``)
+accepts it, also between the results of one file or one side, since an estimate may
+be wrong where a stated value is not.  A stated length is never compared with an
+estimate (``random_input_len`` is a maximum, not a mean, when the range ratio is below
+1), and keys stored before estimates existed have none: nothing to compare.
+
 Pure: no files, no printing.
 """
 
@@ -65,6 +93,10 @@ SOURCES: dict[str, tuple[str, dict[str, str]]] = {
         "backend": "backend", "max_concurrency": "max_concurrency",
         "request_rate": "request_rate"}),
 }
+# Estimated lengths (see the module docstring): key name -> the field it stands for.
+ESTIMATED = {"input_len_mean": "input_len", "output_len_mean": "output_len"}
+TOLERANCE = 0.10  # estimates this far apart (of the larger) measured different lengths,
+SLACK_TOKENS = 4.0  # unless they are no more than this many tokens apart
 # Datasets whose lengths come from random_input_len / random_output_len / random_range_ratio.
 RANDOM_DATASETS = ("random", "random-ids", "image", "random-image", "generated-shared-prefix")
 _RANDOM_FIELDS = ("input_len", "output_len", "range_ratio")
@@ -112,12 +144,76 @@ def workload_of(obj: Mapping[str, Any], shape: str, axis: str) -> dict[str, Any]
     if shape.startswith("sglang") and key["dataset"] == "sharegpt":
         key["output_len"] = normal(obj.get("sharegpt_output_len"))
     key.pop(LOAD_FIELDS[axis])
+    for name, field in ESTIMATED.items():
+        mean = _tokens_per_request(obj, field.partition("_")[0]) \
+            if key[field] is None else None
+        if mean is not None:
+            key[name] = round(mean, 1)
     return key
+
+
+def _count(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) \
+        and math.isfinite(value) and value >= 0
+
+
+def _tokens_per_request(obj: Mapping[str, Any], which: str) -> float | None:
+    """The mean ``which`` (``input`` / ``output``) tokens per request a result counts:
+    its totals over ``completed``, else a stated mean, else its per-request lengths."""
+    total, done = obj.get(f"total_{which}_tokens"), obj.get("completed")
+    if _count(total) and _count(done) and done > 0:
+        return float(total) / float(done)
+    if _count(obj.get(f"mean_{which}_tokens")):
+        return float(obj[f"mean_{which}_tokens"])
+    lens, errors = obj.get(f"{which}_lens"), obj.get("errors")
+    if not isinstance(lens, list):
+        return None
+    if isinstance(errors, list) and len(errors) == len(lens):
+        lens = [n for n, e in zip(lens, errors) if not e]  # a failed request sent nothing
+    lens = [n for n in lens if _count(n)]
+    return sum(lens) / len(lens) if lens else None
+
+
+def apart(a: Any, b: Any) -> bool:
+    """Whether two estimated lengths measured different workloads (see the module)."""
+    if not (_count(a) and _count(b)):
+        return False
+    low, high = sorted((float(a), float(b)))
+    return high - low > max(TOLERANCE * high, SLACK_TOKENS)
+
+
+def estimates_apart(a: Mapping[str, Any], b: Mapping[str, Any], allow: Iterable[str] = ()
+                    ) -> dict[str, dict[str, Any]]:
+    """The estimated lengths in which keys ``a`` and ``b`` differ, as ``{name: {A, B}}``,
+    leaving out those whose field (``input_len`` …) is in ``allow``."""
+    allowed = set(allow)
+    return {n: {"A": a.get(n), "B": b.get(n)} for n, field in ESTIMATED.items()
+            if field not in allowed and apart(a.get(n), b.get(n))}
+
+
+def group_keys(keys: Sequence[Mapping[str, Any]], allow: Iterable[str] = ()
+               ) -> list[list[int]]:
+    """The indices of ``keys`` grouped into repeats, in order of first appearance: equal
+    keys whose estimated lengths are not apart from their group's first."""
+    allowed = list(allow)
+    groups: list[list[int]] = []
+    for i, key in enumerate(keys):
+        for group in groups:
+            first = keys[group[0]]
+            if key_id(first) == key_id(key) and not estimates_apart(first, key, allowed):
+                group.append(i)
+                break
+        else:
+            groups.append([i])
+    return groups
 
 
 def source_name(shape: str, name: str, key: Mapping[str, Any] | None = None) -> str:
     """The file's key for workload field ``name`` (``dataset_name`` for ``dataset``), for
-    a result with workload ``key`` (sglang's sharegpt output length has its own key)."""
+    a result with workload ``key`` (sglang's sharegpt output length has its own key); an
+    estimated length is named by its field (``input_len``)."""
+    if name in ESTIMATED:
+        return ESTIMATED[name]
     if shape.startswith("sglang") and name == "output_len" and key \
             and key.get("dataset") == "sharegpt":
         return "sharegpt_output_len"
@@ -135,11 +231,26 @@ def show(value: Any) -> str:
 
 def differing(keys: Sequence[Mapping[str, Any]]) -> list[str]:
     """The fields in which ``keys`` differ (in FIELDS order): those with two stated values
-    that differ, or when there are none, those said by some keys and not by others."""
+    that differ, or when there are none, those said by some keys and not by others; then
+    the estimated lengths (``input_len_mean`` …) of two keys that are apart."""
     names = [n for n in FIELDS if n in keys[0] and len({_hashable(k.get(n)) for k in keys}) > 1]
     stated = [n for n in names
               if len({_hashable(k.get(n)) for k in keys if k.get(n) is not None}) > 1]
-    return stated or names
+    estimated = [n for n in ESTIMATED
+                 if any(apart(a.get(n), b.get(n)) for a in keys for b in keys)]
+    return (stated or names) + estimated
+
+
+def estimate_text(value: Any) -> str:
+    """An estimated length as the operator reads it: ``~1024``, ``~31.8``."""
+    if not _count(value):
+        return show(value)
+    return f"~{value:.0f}" if value >= 100 else f"~{value:g}"
+
+
+ESTIMATE_NOTE = ("tokens per request, from the results' token counts (the files do not "
+                 "state their lengths; estimates count as different when more than "
+                 f"{TOLERANCE:.0%} and {SLACK_TOKENS:g} tokens apart)")
 
 
 def _hashable(value: Any) -> Any:
@@ -153,8 +264,10 @@ def key_id(key: Mapping[str, Any]) -> tuple:
 
 def label(key: Mapping[str, Any], names: Iterable[str], shape: str) -> str:
     """``dataset_name random, random_input_len 1024``: the named fields one key states."""
-    return ", ".join(f"{source_name(shape, n, key)} {show(key.get(n))}" for n in names
-                     if key.get(n) is not None) or "the rest"
+    return ", ".join(f"{source_name(shape, n, key)} "
+                     + (f"{estimate_text(key[n])} tokens per request" if n in ESTIMATED
+                        else show(key.get(n)))
+                     for n in names if key.get(n) is not None) or "the rest"
 
 
 def parse_selection(items: Iterable[str]) -> dict[str, str]:
@@ -190,20 +303,23 @@ def matches(obj: Mapping[str, Any], selection: Mapping[str, str]) -> bool:
 
 
 def compare_sides(
-    a: Mapping[str, Any] | None, b: Mapping[str, Any] | None, allow: Iterable[str] = ()
+    a: Mapping[str, Any] | None, b: Mapping[str, Any] | None, allow: Iterable[str] = (),
+    *, estimates: bool = True,
 ) -> dict[str, dict[str, Any]]:
     """The fields in which side A's and B's workload keys differ, as ``{field: {A, B}}``,
     leaving out the fields in ``allow``.  What is not known is no proof of a difference:
     no key on a side (evidence stored before keys were kept) differs in nothing, and a
     field one side does not say (vLLM's files name no dataset) is not compared; ``tool``
-    is always said."""
+    is always said.  Estimated lengths (``input_len_mean`` …, see the module) differ when
+    they are apart; ``estimates=False`` leaves them out."""
     if not a or not b:
         return {}
     allowed = set(allow)
     names = [n for n in FIELDS if (n in a or n in b) and n not in allowed]
-    return {n: {"A": a.get(n), "B": b.get(n)} for n in names
+    diff = {n: {"A": a.get(n), "B": b.get(n)} for n in names
             if _hashable(a.get(n)) != _hashable(b.get(n))
             and (n == "tool" or (a.get(n) is not None and b.get(n) is not None))}
+    return {**diff, **(estimates_apart(a, b, allowed) if estimates else {})}
 
 
 def check_allow(allow: Iterable[str]) -> list[str]:
@@ -218,26 +334,43 @@ def check_allow(allow: Iterable[str]) -> list[str]:
 
 def mismatch_text(diff: Mapping[str, Mapping[str, Any]], names: tuple[str, str] = ("A", "B")
                   ) -> str:
-    """``backend sglang (A) vs vllm (B); model …`` for a refusal or a summary warning."""
+    """``backend sglang (A) vs vllm (B); input_len ~1024 (A) vs ~128 (B) tokens per
+    request, from …`` for a refusal or a summary warning."""
     a, b = names
-    return "; ".join(f"{n} {show(d['A'])} ({a}) vs {show(d['B'])} ({b})" for n, d in diff.items())
+    return "; ".join(
+        f"{ESTIMATED[n]} {estimate_text(d['A'])} ({a}) vs {estimate_text(d['B'])} ({b}) "
+        + ESTIMATE_NOTE if n in ESTIMATED else f"{n} {show(d['A'])} ({a}) vs {show(d['B'])} ({b})"
+        for n, d in diff.items())
 
 
-def side_workloads(parsed, side: str, stored: Mapping[str, Any]) -> dict[str, Any]:
+def allow_hint(names: Iterable[str]) -> str:
+    """``--allow-mismatch backend --allow-mismatch input_len``: the options that accept
+    the differences ``names`` (an estimated length by its field)."""
+    fields = dict.fromkeys(ESTIMATED.get(n, n) for n in names)
+    return " ".join(f"--allow-mismatch {f}" for f in fields)
+
+
+def side_workloads(parsed, side: str, stored: Mapping[str, Any], allow: Sequence[str] = ()
+                   ) -> dict[str, Any]:
     """Every side's workload key once these files join: the files of one side are repeats,
-    so they (and what the side already holds) must have one key."""
+    so they (and what the side already holds) must have one key.  ``allow`` waives only
+    estimated lengths here (an estimate may be wrong; a stated value is not)."""
     keys = {k: dict(v) for k, v in stored.items() if isinstance(v, Mapping)}
     where = {k: "the entry's latest import" for k in keys}
     for path, result in parsed:
         have = keys.get(side)
         if have is not None:
-            diff = compare_sides(have, result.workload)
+            diff = compare_sides(have, result.workload, estimates=False) \
+                | estimates_apart(have, result.workload, allow)
             if diff:
                 raise EvidenceError(
                     f"{path}: not a repeat of {where[side]} for side {side}: "
                     + mismatch_text(diff, ("before", "this file"))
                     + "; runs of one side must measure one workload (import it as another "
-                    "run with --new-run, or select the matching results with --workload)")
+                    "run with --new-run, or select the matching results with --workload"
+                    + (f", or give {allow_hint(n for n in diff if n in ESTIMATED)} if they "
+                       "are repeats all the same" if set(diff) & set(ESTIMATED) else "")
+                    + ")")
         else:
             keys[side], where[side] = dict(result.workload), str(path)
     return keys
@@ -251,8 +384,8 @@ def check_sides(keys: Mapping[str, Any], allow: Sequence[str]) -> dict[str, Any]
     if diff:
         raise EvidenceError(
             "side A and side B measured different workloads: " + mismatch_text(diff)
-            + "; an A/B compares one workload (give --allow-mismatch "
-            + " --allow-mismatch ".join(diff) + " to compare them knowingly)")
+            + f"; an A/B compares one workload (give {allow_hint(diff)} to compare them "
+            "knowingly)")
     return summary_workload(a, b)
 
 
@@ -267,6 +400,7 @@ def summary_workload(a: Mapping[str, Any] | None, b: Mapping[str, Any] | None) -
 
 
 __all__ = [
+    "ESTIMATED",
     "FIELDS",
     "SOURCES",
     "check_allow",
@@ -275,6 +409,8 @@ __all__ = [
     "summary_workload",
     "compare_sides",
     "differing",
+    "estimates_apart",
+    "group_keys",
     "key_id",
     "label",
     "matches",

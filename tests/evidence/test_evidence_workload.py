@@ -128,13 +128,17 @@ def test_sglang_against_vllm_is_refused_naming_the_difference(tmp_path):
     msg = str(ei.value)
     assert "tool sglang bench_serving (A) vs vllm bench serve (B)" in msg
     assert "backend sglang (A) vs vllm (B)" in msg
-    assert "--allow-mismatch tool --allow-mismatch backend" in msg
+    # Neither file states its lengths; their token counts say 256 vs 128 out per request.
+    assert "output_len ~256 (A) vs ~128 (B) tokens per request" in msg
+    assert "--allow-mismatch tool --allow-mismatch backend --allow-mismatch output_len" in msg
     summary = import_evidence(tmp_path, "e0001", [b], "B", now=T0,
-                              allow_mismatch=["tool", "backend"])
+                              allow_mismatch=["tool", "backend", "output_len"])
     assert summary["workload"]["backend"] == {"A": "sglang", "B": "vllm"}
+    assert summary["workload"]["output_len_mean"] == {"A": 256.0, "B": 128.0}
+    assert summary["workload"]["input_len_mean"] == 1024.0  # within the tolerance: one
     assert summary["workload"]["request_rate"] == float("inf")  # both said inf
     _, meta, _ = load_run(tmp_path, "e0001", summary["run_id"])
-    assert meta["allowed_mismatch"] == ["backend", "tool"]
+    assert meta["allowed_mismatch"] == ["backend", "output_len", "tool"]
     assert meta["workload"]["A"]["tool"] == "sglang bench_serving"
     with pytest.raises(EvidenceError, match="unknown workload field"):
         import_evidence(tmp_path, "e0001", [b], "B", allow_mismatch=["colour"])

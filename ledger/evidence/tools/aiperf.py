@@ -154,7 +154,12 @@ def genai_perf_result(doc: Mapping[str, Any]) -> dict[str, Any]:
     loaded = _genai_config(doc.get("input_config") or {})
     if loaded["max_concurrency"] and loaded["request_rate"] is None:
         loaded["request_rate"] = "inf"
+    # Its mean tokens per request: the lengths of a file dataset, which the config does
+    # not say (see ledger.evidence.workload).
+    means = {"mean_input_tokens": _avg(doc, "input_sequence_length"),
+             "mean_output_tokens": _avg(doc, "output_sequence_length")}
     return {"genai_perf": True, **_aiperf_metrics(doc), **loaded,
+            **{k: v for k, v in means.items() if v is not None},
             "origin": {"tool": "genai-perf"}}
 
 

@@ -12,7 +12,9 @@ sweep (one flat result per benchmark, placed as ``FILE (benchmark N)``).  Per be
   p95, p99 …}}``: ``time_to_first_token_ms``, ``inter_token_latency_ms`` (sglang's
   ``itl``), ``time_per_output_token_ms`` (``tpot``), ``request_latency`` (s: ``e2e``),
   ``output_tokens_per_second`` and ``requests_per_second`` (means over the run: the
-  throughputs), request totals (``completed`` / ``failed``);
+  throughputs), request totals (``completed`` / ``failed``), and the successful
+  requests' ``prompt_token_count`` / ``output_token_count`` sums (``total_input_tokens``
+  / ``total_output_tokens``: a file dataset's lengths are known only from them);
 * output digest - from ``requests.successful[*].output`` (guidellm keeps each request's
   text), ordered by prompt then text, since guidellm lists requests as they finished and
   draws prompts from its dataset in a seed's order: two runs of one seed compare.  A
@@ -90,6 +92,11 @@ def _metrics(metrics: Mapping[str, Any], totals: Mapping[str, Any]) -> dict[str,
     out["request_throughput"] = ((metrics.get("requests_per_second") or {})
                                  .get("successful") or {}).get("mean")
     out["completed"], out["failed"] = totals.get("successful"), totals.get("errored")
+    for theirs, ours in (("prompt_token_count", "total_input_tokens"),
+                         ("output_token_count", "total_output_tokens")):
+        total = ((metrics.get(theirs) or {}).get("successful") or {}).get("total_sum")
+        if is_number(total):
+            out[ours] = total  # over the successful requests, as ``completed``
     return out
 
 
