@@ -193,6 +193,9 @@ def evidence() -> None:
 @click.option("--allow-mismatch", "allow_mismatch", multiple=True, metavar="FIELD",
               help="Compare A and B although they differ in this workload field (tool, "
               "backend, dataset, input_len, output_len, model, …); repeatable.")
+@click.option("--new-run", "new_run", is_flag=True, help="Start a run of its own instead of "
+              "joining the entry's latest import (the results measured another workload, or "
+              "should not be repeats of the earlier ones).")
 @click.option("--when", default="", metavar="TIME", help="When the bench ran (ISO 8601, UTC "
               "unless +HH:MM), for results from before the ledger knew.")
 @click.option("--engine-commit", metavar="REV", help="The engine repo revision the bench ran "
@@ -203,7 +206,7 @@ def evidence() -> None:
 @dry_run_option
 @click.pass_context
 def evidence_add(ctx, ref, files, side, concurrency, rate, metric, workload, allow_mismatch,
-                 when, engine_commit, knobs, json_out, dry_run) -> None:
+                 new_run, when, engine_commit, knobs, json_out, dry_run) -> None:
     """Import bench results (engine JSON, sglang bench_serving / bench_one_batch[_server] /
     bench_offline_throughput JSONL, vLLM --save-result, AIPerf and genai-perf profile
     exports, guidellm reports, llmperf summaries and per-request lists).
@@ -231,7 +234,7 @@ def evidence_add(ctx, ref, files, side, concurrency, rate, metric, workload, all
         return None
     summary = add_evidence(s, ref, files, side, concurrency, metric, rate=rate_value,
                            workload=workload, allow_mismatch=allow_mismatch, when=when,
-                           engine_commit=engine_commit, knobs=knobs)
+                           engine_commit=engine_commit, knobs=knobs, new_run=new_run)
     if wants_json(ctx, json_out):
         return emit_json(summary)
     click.echo(f"imported {len(files)} file(s) as side {side}: {safe(summary.get('headline'))}")

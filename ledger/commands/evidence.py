@@ -217,6 +217,7 @@ def add_evidence(
     metric: str = "output_throughput", rate: float | None = None,
     workload: Sequence[str] = (), allow_mismatch: Sequence[str] = (), when: str = "",
     engine_commit: str | None = None, knobs: Sequence[str] | None = None,
+    new_run: bool = False,
 ) -> dict:
     """Import bench results the operator ran elsewhere as side A or B of ``ref``.
 
@@ -226,7 +227,8 @@ def add_evidence(
     A bench run before later changes says so instead of being stamped with today's
     state: ``when`` (its time), ``engine_commit`` (a revision of the engine repo it ran
     at) and ``knobs`` (``K=V``: the target's other knobs then).  Against today's engine
-    and knobs such evidence is shown stale, as DESIGN §4 says.
+    and knobs such evidence is shown stale, as DESIGN §4 says.  ``new_run``: a run of its
+    own, not joined to the entry's latest import.
     """
     from ledger.core.when import parse_time
     from ledger.core.when import parse_when
@@ -246,6 +248,7 @@ def add_evidence(
             ws.root, e.id, [Path(f) for f in files], side, concurrency=concurrency,
             rate=rate, metric=metric, engine_commit=commit, context=context, now=moment,
             select=parse_selection(workload), allow_mismatch=allow_mismatch,
+            new_run=new_run,
         )
         _commit_evidence(ws, e, f"evidence add {e.id} side {side}: "
                                 f"{summary.get('headline', '')}",

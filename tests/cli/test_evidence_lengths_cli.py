@@ -72,3 +72,20 @@ def test_one_side_of_two_input_lengths_is_refused_then_joined_knowingly(tmp_path
                "--allow-mismatch", "input_len", "--json")
     assert r.exit_code == 0, r.stderr
     assert r.json()["by_concurrency"][0]["n_a"] == 2
+
+
+def test_a_later_import_of_another_length_starts_a_run_of_its_own_with_new_run(tmp_path, ledger):
+    """The refusal names --new-run, and --new-run is an option that does it: the earlier
+    run stays as it was and the new file is a run of its own, not a repeat of it."""
+    root, entry = _workspace(tmp_path, ledger)
+    longer = _longer(tmp_path)
+    assert ledger("-C", root, "evidence", "add", entry, C4, "--side", "A").exit_code == 0
+    r = ledger("-C", root, "evidence", "add", entry, longer, "--side", "A")
+    assert r.exit_code == 1 and "import it as another run with --new-run" in r.stderr
+    r = ledger("-C", root, "evidence", "add", entry, longer, "--side", "A", "--new-run",
+               "--json")
+    assert r.exit_code == 0, r.stderr
+    assert r.json()["by_concurrency"][0]["n_a"] == 1
+    assert r.json()["workload"]["input_len_mean"] == 1024.0
+    runs = ledger("-C", root, "evidence", "show", entry, "--json").json()
+    assert len(runs["runs"]) == 2
