@@ -36,7 +36,10 @@ _MD_INLINE_RE = re.compile(r"[\\`*\[\]|~<>&]")
 # Markdown unreadable for no gain.
 _MD_UNDERSCORE_RE = re.compile(r"(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
 # What turns the start of a line into a heading, list, quote or rule.
-_MD_LINE_START_RE = re.compile(r"^(#|[-+=](?=\s|$)|\d{1,9}(?=[.)](?:\s|$)))")
+_MD_LINE_START_RE = re.compile(r"^(#|[-+=](?=\s|$))")
+# An ordered-list marker (``1.``, ``0)``) is escaped at its delimiter: CommonMark escapes
+# punctuation only, so a backslash before the digits would show as one.
+_MD_LIST_NUMBER_RE = re.compile(r"^(\d{1,9})([.)])(?=\s|$)")
 _NEWLINES_RE = re.compile(r"\r\n|\r|\n")
 
 
@@ -52,6 +55,7 @@ def md_text(value: Any) -> str:
         line = _MD_INLINE_RE.sub(lambda m: _MD_INLINE[m.group(0)], line)
         line = _MD_UNDERSCORE_RE.sub(r"\\_", line)
         line = _MD_LINE_START_RE.sub(r"\\\1", line.lstrip())
+        line = _MD_LIST_NUMBER_RE.sub(r"\1\\\2", line)
         lines.append(line)
     return "<br>".join(lines)
 
