@@ -17,6 +17,7 @@ from pathlib import Path
 
 from envknobs.catalog import _knob_from
 from envknobs.catalog import _loader
+from envknobs.kept import kept
 from envknobs.flags import FlagRegistry
 from envknobs.flags import is_flag_name
 from envknobs.registry import KnobError
@@ -51,7 +52,7 @@ def _release_data(engine: str, version: str) -> dict:
         known = ", ".join(bundled_releases(engine)) or "none"
         raise KnobError(f"no bundled catalog for {engine}=={version} (bundled: {known})")
     load, _ = _loader()
-    return load(path.read_text(encoding="utf-8"))
+    return kept("release data", path, lambda: load(path.read_text(encoding="utf-8")))
 
 
 _NOT_KNOB_KEYS = ("deprecated", "deprecated_note", "true_words")
@@ -59,7 +60,14 @@ _NOT_KNOB_KEYS = ("deprecated", "deprecated_note", "true_words")
 
 @functools.lru_cache(maxsize=8)
 def load_release(engine: str, version: str) -> tuple[Registry, FlagRegistry, dict[str, dict]]:
-    """(env knobs, flags, removed names) of one bundled release."""
+    """(env knobs, flags, removed names) of one bundled release (kept by the application,
+    where it offers a place: :mod:`envknobs.kept`)."""
+    return kept(f"release {engine} {version}", RELEASES / f"{engine}-{version}.yaml",
+                lambda: _build_release(engine, version), OVERLAY,
+                *sorted(RELEASES.glob(f"{engine}-*.yaml")))
+
+
+def _build_release(engine: str, version: str) -> tuple[Registry, FlagRegistry, dict[str, dict]]:
     data = _release_data(engine, version)
     load, _ = _loader()
     knobs, flags = Registry(), FlagRegistry()

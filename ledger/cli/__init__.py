@@ -219,4 +219,7 @@ def main(argv: list[str] | None = None) -> None:
     The first generation is collected every 100,000 allocations instead (as mypy's main
     does); reference counting frees everything else as always."""
     gc.set_threshold(100_000, 20, 20)
+    from ledger.store.cache import keep_catalogs
+
+    keep_catalogs()  # parsed catalogs from the local cache (ledger.store.cache)
     cli.main(args=argv, prog_name="ledger")
