@@ -99,9 +99,16 @@ def _entry_line(e: Entry) -> str:
     """One entry as JSON: UTF-8 as is; an anchor line holding bytes that are not UTF-8
     (kept from the target file through surrogate escapes) is written ``\\udcXX``-escaped,
     which reads back to the same bytes."""
-    line = json.dumps(e.to_dict(), ensure_ascii=False, separators=(", ", ": "))
+    line = _ENCODE(e.to_dict())
+    if line.isascii():
+        return line
     try:
         line.encode("utf-8")
     except UnicodeEncodeError:
         line = json.dumps(e.to_dict(), ensure_ascii=True, separators=(", ", ": "))
     return line
+
+
+# One encoder for every line (json.dumps with options builds one a call: thousands of
+# lines in a bulk revert).
+_ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(", ", ": ")).encode
