@@ -4,29 +4,7 @@ from __future__ import annotations
 
 
 def knob_registry():
-    """The bundled catalogs plus the bundled engine's own knobs (its declarations win).
-
-    Kept in the local cache (:mod:`ledger.store.cache`: its key holds the code of the
-    catalogs, and here the engine's ``knobs.py`` by size and time): loading the catalogs'
-    YAML is ~35 ms on every command that names a default, the cached registry 0.2 ms."""
-    global _REGISTRY
-    if _REGISTRY is None:
-        from ledger.store import cache
-
-        key = cache.key_of("registry", _engine_knobs_stamp())
-        found = cache.load("registry", key)
-        if isinstance(found, tuple) and len(found) == 1:
-            _REGISTRY = found[0]
-        else:
-            _REGISTRY = _load_registry()
-            cache.store("registry", key, (_REGISTRY,))
-    return _REGISTRY
-
-
-_REGISTRY = None
-
-
-def _load_registry():
+    """The bundled catalogs plus the bundled engine's own knobs (its declarations win)."""
     from envknobs.catalog import default_registry
 
     try:
@@ -34,23 +12,6 @@ def _load_registry():
     except ImportError:  # installed without the engine
         REGISTRY = None
     return default_registry(REGISTRY)
-
-
-def _engine_knobs_stamp() -> str:
-    """Where the bundled engine's ``knobs.py`` is, its size and time (``none`` without
-    the engine); found without importing the engine."""
-    import importlib.util
-    import os
-
-    spec = importlib.util.find_spec("engine")
-    if spec is None or not spec.submodule_search_locations:
-        return "none"
-    path = os.path.join(list(spec.submodule_search_locations)[0], "knobs.py")
-    try:
-        st = os.stat(path)
-    except OSError:
-        return "none"
-    return f"{path}:{st.st_size}:{st.st_mtime_ns}"
 
 
 def engine_of(ws, target, text: str | None = None) -> str | None:

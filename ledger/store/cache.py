@@ -3,7 +3,7 @@
 What is derived again by every command costs most of a read-only command at scale (10,000 entries over 100 serve scripts): the entries parsed and validated from
 ``entries.jsonl``, ``ledger.yaml`` as the YAML loader reads it, and each target file's
 analysis (its knobs, places and launches); and the knob and flag catalogs, parsed from
-their YAML (:func:`keep_catalogs`, the knob registry of ``ledger.commands.catalog``).
+their YAML (:func:`keep_catalogs`).
 Each is a pure function of bytes, so they are kept in the user's cache directory
 (``$LEDGER_CACHE_DIR``, else ``$XDG_CACHE_HOME/knob-ledger``, else
 ``~/.cache/knob-ledger``; ``LEDGER_CACHE_DIR=`` (empty) turns the cache off) keyed by

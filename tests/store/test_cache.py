@@ -139,21 +139,20 @@ def own_cache(tmp_path, monkeypatch):
     return path
 
 
-def test_the_cached_knob_registry_equals_the_catalogs_and_the_engine_knobs(own_cache, monkeypatch):
-    """The registry a command reads from the cache is the one loading the catalogs and
-    the engine's knobs gives; its key holds the engine's knobs.py (by size and time)."""
-    from envknobs.catalog import default_registry
-    from engine.knobs import REGISTRY
+def test_the_catalogs_a_command_parses_are_kept_in_the_local_cache(own_cache):
+    """keep_catalogs (what the CLI calls at start) hands envknobs this cache: a catalog
+    parsed once is a cache file, and read back it is what parsing the file gives."""
+    from envknobs.catalog import bundled_flag_catalogs
+    from envknobs.catalog import load_flag_catalog
+    from envknobs.kept import keep_in
 
-    from ledger.commands import catalog
-
-    monkeypatch.setattr(catalog, "_REGISTRY", None)
-    first = catalog.knob_registry()  # loaded, then kept
-    monkeypatch.setattr(catalog, "_REGISTRY", None)
-    kept = catalog.knob_registry()  # from the cache
-    fresh = default_registry(REGISTRY)
-    assert [(k.name, k.default, k.type) for k in kept] == [(k.name, k.default, k.type) for k in fresh]
-    assert [k.name for k in first] == [k.name for k in fresh]
-    assert any(p.parent.name == "registry" for p in cache.cached_files())
-    assert "ENGINE_DECODE_TARGET_CTAS" in kept and "SGLANG_SM120_MMA_TARGET_CTAS" in kept
-    assert catalog._engine_knobs_stamp().rsplit(":", 2)[0].endswith("engine/knobs.py")
+    path = bundled_flag_catalogs()[0]
+    parsed = [(f.name, f.type, f.default) for f in load_flag_catalog(path)]
+    cache.keep_catalogs()
+    try:
+        load_flag_catalog(path)
+        assert [p.parent.name for p in cache.cached_files()] == ["catalogs"]
+        again = [(f.name, f.type, f.default) for f in load_flag_catalog(path)]
+    finally:
+        keep_in(None)
+    assert again == parsed
