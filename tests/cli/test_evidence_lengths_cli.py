@@ -11,20 +11,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-REAL = Path(__file__).resolve().parents[1] / "evidence" / "fixtures" / "real"
+from tests.cli.evidence_kit import REAL
+from tests.cli.evidence_kit import one_entry
+
 C4 = REAL / "vllm-0.9.2-c4.json"
 
 
 def _workspace(tmp_path, ledger):
-    script = tmp_path / "serve.sh"
-    script.write_text("#!/usr/bin/env bash\nexport ENGINE_SEED=0\nexec python -m engine serve\n")
-    root = tmp_path / "ws"
-    ledger("init", root, "--root", f"tmp={tmp_path}")
-    assert ledger("-C", root, "target", "add", "s", script, "--format", "bash").exit_code == 0
-    r = ledger("-C", root, "record", "knob", "s", "ENGINE_SEED=1", "--class", "perf",
-               "--title", "t", "--no-validate", "--json")
-    assert r.exit_code == 0, r.stderr
-    return root, r.json()["id"]
+    root, _, entry = one_entry(tmp_path, ledger)
+    return root, entry
 
 
 def _longer(tmp_path) -> Path:

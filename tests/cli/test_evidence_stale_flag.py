@@ -3,9 +3,9 @@ manage is shown as ``--mem-fraction-static 0.85 → 0.90``, not as another engin
 
 from __future__ import annotations
 
-from pathlib import Path
+from tests.cli.evidence_kit import REAL
+from tests.cli.evidence_kit import one_entry
 
-REAL = Path(__file__).resolve().parents[1] / "evidence" / "fixtures" / "real"
 DETAILS = REAL / "sglang-0.5.2-bench_serving-output_details-engine.jsonl"
 
 SCRIPT = """\
@@ -16,15 +16,8 @@ exec python -m sglang.launch_server --model-path /models/llama --mem-fraction-st
 
 
 def test_a_hand_edited_flag_is_named_with_its_old_and_new_value(tmp_path, ledger):
-    script = tmp_path / "serve.sh"
-    script.write_text(SCRIPT)
-    root = tmp_path / "ws"
-    ledger("init", root, "--root", f"tmp={tmp_path}")
-    assert ledger("-C", root, "target", "add", "s", script, "--format", "bash").exit_code == 0
-    r = ledger("-C", root, "record", "knob", "s", "SGLANG_SM120_MMA_TARGET_CTAS=512",
-               "--class", "perf", "--title", "more CTAs", "--no-validate", "--json")
-    assert r.exit_code == 0, r.stderr
-    entry = r.json()["id"]
+    root, script, entry = one_entry(tmp_path, ledger, SCRIPT, "SGLANG_SM120_MMA_TARGET_CTAS=512",
+                                    "more CTAs")
     for side in "AB":
         r = ledger("-C", root, "evidence", "add", entry, DETAILS, "--side", side)
         assert r.exit_code == 0, r.stderr
