@@ -4,8 +4,6 @@ accepted knowingly with --allow-mismatch, the difference kept in the summary."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from tests.cli.evidence_kit import REAL
 from tests.cli.evidence_kit import one_entry
 
