@@ -12,7 +12,8 @@ before.
 A key names what was built and the file it was built from, with the file's size and
 modification time; the application's cache is expected to add what else the result
 depends on (the ledger's keys hold a fingerprint of this package's code and data).
-A value the cache gives back is used only when it has the type the build gives.
+A value is stored wrapped in a one-item tuple and used only when it comes back in that
+shape: anything else the cache returns is a miss, and the catalog is built again.
 """
 
 from __future__ import annotations
