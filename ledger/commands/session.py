@@ -27,11 +27,8 @@ from ledger.errors import IntentError
 from ledger.errors import LedgerError
 from ledger.errors import LockHeld
 from ledger.errors import RecoveryError
-from ledger.live.rollback import RECORD
-from ledger.live.rollback import recover_restart
-from ledger.store.recovery import needs_recovery
-from ledger.store.txn import Transaction
-from ledger.store.txn import WriterLock
+from ledger.live import RESTART_RECORD
+from ledger.store.leftovers import needs_recovery
 from ledger.store.workspace import CONFIG_NAME
 from ledger.store.workspace import Config
 from ledger.store.workspace import Workspace
@@ -66,7 +63,9 @@ def open_session(explicit: str | None, command: str, cwd: Path | None = None,
     ``recover_bisect=False`` leaves an interrupted bisect for `ledger bisect reset`."""
     ws = Workspace.open(explicit, cwd)
     session = Session(ws, printable(command))
-    if needs_recovery(ws):
+    if needs_recovery(ws.state_dir):
+        from ledger.store.txn import WriterLock
+
         try:
             with WriterLock(ws, f"{session.command} (recovering)") as lock:
                 notice = lock.notice
@@ -90,8 +89,11 @@ def open_session(explicit: str | None, command: str, cwd: Path | None = None,
 
 def _recover_restart(ws: Workspace, session: Session) -> str | None:
     """Roll back a mutation whose --restart was killed before its health check passed."""
-    if not (ws.state_dir / RECORD).exists():
+    if not (ws.state_dir / RESTART_RECORD).exists():
         return None
+    from ledger.live.rollback import recover_restart
+    from ledger.store.txn import WriterLock
+
     try:
         with WriterLock(ws, f"{session.command} (recovering a restart)"):
             return recover_restart(ws, command=session.command, at=session.now)
@@ -114,6 +116,8 @@ def writing(s: Session, dry_run: bool = False, new_config: bool = False) -> Iter
             refuse_symlinked_targets(s.ws)
         yield s.ws
         return
+    from ledger.store.txn import WriterLock
+
     with WriterLock(s.ws, s.command) as lock:
         if lock.notice:
             s.notices.append(lock.notice)
@@ -137,6 +141,8 @@ def edit_config(s: Session, message: str, change: Callable[[Config], None],
         change(ws.config)
         refuse_symlinked_targets(Workspace.with_config(ws.root, ws.config))
         text = dump_config(ws.config, read_text(ws.config_path))
+        from ledger.store.txn import Transaction
+
         txn = Transaction(ws, s.command, s.now)
         return txn.execute(message=message, ledger_writes={CONFIG_NAME: text.encode()},
                            commit_also=commit_also).commit
@@ -150,6 +156,8 @@ def _recover_bisect(ws: Workspace, command: str, now: str) -> str | None:
     state = in_progress(ws)
     if state is None:
         return None
+    from ledger.store.txn import WriterLock
+
     try:
         with WriterLock(ws, f"{command} (recovering an interrupted bisect)"):
             return recover_bisect(ws, now)

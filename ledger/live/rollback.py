@@ -42,6 +42,7 @@ from ledger.core import planner
 from ledger.core.model import Action
 from ledger.core.model import Entry
 from ledger.errors import LedgerError
+from ledger.live import RESTART_RECORD
 from ledger.live.restart import RestartResult
 from ledger.store import wsgit
 from ledger.store.txn import Transaction
@@ -52,7 +53,7 @@ from ledger.store.workspace import Workspace
 from ledger.store.entries_file import entries_bytes
 from ledger.store.entries_file import parse_entries
 
-RECORD = "restart.json"
+RECORD = RESTART_RECORD
 # Fault injection, as in ledger.store.txn: `LEDGER_CRASH_AT=<point>` SIGKILLs the process.
 CRASH_POINTS = ("before-restart", "before-rollback-restart")
 

@@ -31,7 +31,6 @@ from ledger.store.targets import edit_target
 from ledger.store.targets import read_target
 from ledger.store.targets import parse_target
 from ledger.store.targets import remember_target
-from ledger.store.txn import Transaction
 from ledger.store.workspace import ENTRIES_NAME
 from ledger.store.workspace import Workspace
 from ledger.values import value_text
@@ -201,6 +200,8 @@ def apply_plan(
     _refuse_undecodable(ws, [new for _, new in plan.changes] + list(plan.added))
     ledger_writes = {ENTRIES_NAME: entries_bytes(after, ws.written_lines()),
                      **(extra_ledger_writes or {})}
+    from ledger.store.txn import Transaction  # the write machinery, for a write only
+
     txn = Transaction(ws, command, now)
     try:
         outcome = txn.execute(

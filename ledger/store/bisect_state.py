@@ -36,8 +36,6 @@ from backups.fsio import remove_file
 from ledger.core.model import Entry
 from ledger.errors import DriftError
 from ledger.errors import LedgerError
-from ledger.store.txn import Transaction
-from ledger.store.txn import backup_store
 from ledger.store.workspace import ENTRIES_NAME
 from ledger.store.workspace import Workspace
 from ledger.store.entries_file import parse_entries
@@ -116,6 +114,8 @@ def in_progress(ws: Workspace) -> StartState | None:
 def begin(ws: Workspace, *, bisect_id: str, command: str, now: str, target_paths: Sequence[Path],
           engine_path: Path | None, engine_head: str | None) -> StartState:
     """Snapshot the starting state and write the marker (before any toggle)."""
+    from ledger.store.txn import backup_store
+
     paths = [Path(p) for p in target_paths] + [ws.entries_path]
     snap = backup_store(ws).snapshot(paths, command=f"bisect {bisect_id} start", time=now)
     state = StartState(bisect_id, os.getpid(), now, command, snap.id,
@@ -145,6 +145,8 @@ def start_entries(ws: Workspace, state: StartState) -> list[Entry]:
 
 
 def _start_bytes(ws: Workspace, state: StartState) -> dict[str, bytes | None]:
+    from ledger.store.txn import backup_store
+
     store = backup_store(ws)
     backup = store.get(state.backup)
     out = {}
@@ -203,6 +205,8 @@ def restore_start(ws: Workspace, state: StartState, record: dict, *, now: str, m
 
             def engine_step() -> None:
                 repo.rollback(state.engine_head)  # type: ignore[arg-type]
+    from ledger.store.txn import Transaction
+
     try:
         outcome = Transaction(ws, f"bisect {state.id} restore", now).execute(
             message=message, target_writes=target_writes, ledger_writes=ledger_writes,

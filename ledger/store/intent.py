@@ -35,10 +35,10 @@ from pathlib import Path
 from backups.fsio import TEMP_PREFIX
 from backups.fsio import temp_owner
 from ledger.errors import IntentError
+from ledger.store.leftovers import INTENT
 from ledger.store.workspace import STATE_DIR
 from ledger.store.workspace import Workspace
 
-INTENT = "intent.json"
 _SHA = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?\Z")
 _SHA256 = re.compile(r"[0-9a-f]{64}\Z")
 _OP = re.compile(r"[0-9a-f]{6,32}\Z")

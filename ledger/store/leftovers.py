@@ -21,6 +21,17 @@ from typing import Iterable
 from backups.fsio import temp_owner
 from ledger.procs import pid_alive
 
+# A transaction's intent, ``.ledger/intent.json`` (:mod:`ledger.store.intent`): present
+# only while one runs, or after one was killed.
+INTENT = "intent.json"
+
+
+def needs_recovery(state_dir: Path) -> bool:
+    """Whether a killed writer left something in the workspace's ``.ledger`` directory:
+    an intent or a temporary (cheap: a stat and a listdir; every command asks, and the
+    recovery itself, :mod:`ledger.store.recovery`, loads only when it is needed)."""
+    return (state_dir / INTENT).exists() or bool(temps_in(state_dir))
+
 _LEGACY = re.compile(r"\.(?P<name>.+)\.[A-Za-z0-9_]{8}\.tmp\Z")
 
 

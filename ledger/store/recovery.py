@@ -99,11 +99,6 @@ def state_temps(ws: Workspace) -> list[Path]:
     return [p for d in dirs for p in leftovers.temps_in(d)]
 
 
-def needs_recovery(ws: Workspace) -> bool:
-    """Whether a killed writer left something here (cheap: two stats and a listdir)."""
-    return (ws.state_dir / INTENT).exists() or bool(leftovers.temps_in(ws.state_dir))
-
-
 @dataclass
 class Cleaned:
     """What a recovery put back and cleaned."""

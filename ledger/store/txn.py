@@ -64,6 +64,7 @@ from backups.fsio import temp_tag
 from backups.fsio import write_many
 from ledger.errors import Interrupted
 from ledger.errors import LockHeld
+from ledger.store import leftovers
 from ledger.store import wsgit
 from ledger.store.intent import INTENT
 from ledger.store.intent import Intent
@@ -71,7 +72,6 @@ from ledger.store.intent import LedgerFile
 from ledger.store.intent import TargetChange
 from ledger.store.recovery import backup_store
 from ledger.store.recovery import inside_workspace
-from ledger.store.recovery import needs_recovery
 from ledger.store.recovery import recover
 from ledger.store.recovery import rollback
 from ledger.store.recovery import sha256_or_none
@@ -135,7 +135,7 @@ class WriterLock:
         line = f"pid {os.getpid()}: ledger {self.command}\n"
         os.pwrite(fd, line.encode("utf-8", "backslashreplace"), 0)
         self._fd = fd
-        if self.recover and needs_recovery(self.ws):
+        if self.recover and leftovers.needs_recovery(self.ws.state_dir):
             try:
                 self.notice = recover(self.ws)
             except BaseException:
