@@ -16,7 +16,9 @@ from ledger.core.model import Entry
 from ledger.errors import Drift
 from ledger.errors import LedgerError
 from ledger.evidence.view import EvidenceInfo
+from ledger.evidence.view import NONE as NO_EVIDENCE
 from ledger.evidence.view import evidence_for
+from ledger.evidence.view import evidence_ids
 from ledger.store import wsgit
 from ledger.store.apply import new_target_bytes
 from ledger.commands.catalog import detection_text
@@ -29,26 +31,41 @@ from ledger.store.workspace import ENTRIES_NAME
 from ledger.store.workspace import Workspace
 
 
-def entry_row(ws: Workspace, e: Entry, evidence: EvidenceInfo | None = None) -> dict:
+_LOOK_UP = object()  # entry_row: a default not given
+
+
+def entry_row(ws: Workspace, e: Entry, evidence: EvidenceInfo | None = None,
+              default: object = _LOOK_UP) -> dict:
+    """The entry as ``list``, ``show`` and ``diff`` print it: its fields, how it displays,
+    its evidence (``evidence``, else looked up) and the engine's default for the knob
+    (``default``, else looked up)."""
     ev = evidence if evidence is not None else evidence_for(ws, e)
     row = e.to_dict()
     row.pop("history")
-    default = knob_defaults(ws, [e]).get((e.target, e.knob))
+    if default is _LOOK_UP:
+        default = knob_defaults(ws, [e]).get((e.target, e.knob))
     row.update(display_state=display_state(e), change=change_text(e, default), default=default,
                evidence=ev.text,
                verdict=ev.verdict, evidence_stale=ev.stale)
     return row
 
 
+def entry_rows(ws: Workspace, entries: Sequence[Entry], present: frozenset[str] | None = None
+               ) -> list[dict]:
+    """:func:`entry_row` of each entry, with what is shared read once: the catalogs and
+    each target's engine (one :func:`knob_defaults`), the evidence directory (one listing:
+    ``present``, the ids that have evidence, where the caller listed it already)."""
+    defaults = knob_defaults(ws, entries)
+    present = evidence_ids(ws) if present is None else present
+    return [entry_row(ws, e, evidence_for(ws, e) if e.id in present else NO_EVIDENCE,
+                      defaults.get((e.target, e.knob))) for e in entries]
+
+
 def list_entries(ws: Workspace, cls: str | None = None, state: str | None = None) -> list[dict]:
-    out = []
-    for e in ws.entries():
-        if cls and e.cls != cls:
-            continue
-        if state and state not in (e.state, display_state(e), e.suspicion):
-            continue
-        out.append(entry_row(ws, e))
-    return out
+    return entry_rows(ws, [e for e in ws.entries()
+                           if not (cls and e.cls != cls)
+                           and not (state and state not in (e.state, display_state(e),
+                                                            e.suspicion))])
 
 
 def show_entry(ws: Workspace, ref: str) -> dict:
@@ -258,15 +275,14 @@ def off_the_table(ws: Workspace, with_files: bool = False) -> OffTable:
     """The live configuration against the fully-applied ledger."""
     entries = ws.entries()
     out = OffTable(reverted={"perf": [], "bugfix": []})
-    for e in entries:
-        if e.applied:
-            continue
-        row = entry_row(ws, e)
+    off = [e for e in entries if not e.applied]
+    present = evidence_ids(ws)  # notes live beside the evidence: no directory, no notes
+    for e, row in zip(off, entry_rows(ws, off, present)):
         action = revert_action(e)
         row["reverted_why"] = revert_reason(e)
         row["health_failure"] = health_failure(e)
         row["reverted_at"] = action.happened if action else ""
-        row["notes"] = _notes(ws, e)
+        row["notes"] = _notes(ws, e) if e.id in present else []
         out.reverted[e.cls].append(row)
     expected = planner.expected_knobs(entries)
     files, out.errors = _readable_targets(ws, [t for t, _ in expected])
