@@ -23,6 +23,7 @@ state there.  A script without a launch command has one visit at its end.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from dataclasses import field
 from typing import Mapping
 
@@ -60,9 +61,10 @@ class Def:
     append: bool = False
     computed: bool = False
 
-    @property
+    @cached_property
     def value(self) -> str | None:
-        """The static value; None when unset, computed, or an array."""
+        """The static value; None when unset, computed, or an array (decoded once: a
+        definition is read by every visit that sees it)."""
         if self.kind == "unset" or self.computed or self.append or self.word.array is not None:
             return None
         parsed = self.word.assignment()

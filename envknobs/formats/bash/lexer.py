@@ -34,6 +34,13 @@ ASSIGNMENT_RE = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(\+?)=")
 _ARRAY_OPEN_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\+?=\Z")
 
 
+# Word text -> (name, is_append, offset of the value in the text), or None: a pure
+# function of the text, kept for the last few thousand texts seen.
+_ASSIGNMENTS: dict[str, tuple[str, bool, int] | None] = {}
+_ASSIGNMENTS_KEPT = 8192
+_NOT_SEEN = object()
+
+
 @dataclass
 class Word:
     """One shell word: its span and raw text; ``array`` holds the elements of ``A=( ... )``."""
@@ -44,11 +51,18 @@ class Word:
     array: list[Word] | None = None
 
     def assignment(self) -> tuple[str, bool, int] | None:
-        """``(name, is_append, value_offset)`` if the word is ``NAME=value``."""
-        m = ASSIGNMENT_RE.match(self.text)
-        if m is None:
-            return None
-        return m.group(1), bool(m.group(2)), self.start + m.end()
+        """``(name, is_append, value_offset)`` if the word is ``NAME=value``.
+
+        Asked of each word again and again (classifying, following, selecting), so the
+        match of each distinct text is kept (:data:`_ASSIGNMENTS`)."""
+        found = _ASSIGNMENTS.get(self.text, _NOT_SEEN)
+        if found is _NOT_SEEN:
+            m = ASSIGNMENT_RE.match(self.text)
+            found = None if m is None else (m.group(1), bool(m.group(2)), m.end())
+            if len(_ASSIGNMENTS) >= _ASSIGNMENTS_KEPT:
+                _ASSIGNMENTS.clear()
+            _ASSIGNMENTS[self.text] = found
+        return None if found is None else (found[0], found[1], self.start + found[2])
 
 
 @dataclass
