@@ -25,6 +25,7 @@ from dataclasses import MISSING
 from dataclasses import field
 from dataclasses import fields
 from typing import Any
+from typing import Callable
 from typing import Mapping
 
 from envknobs.flags import check_flag_name
@@ -174,26 +175,27 @@ def _built(cls, values: dict[str, Any]):
     their default (``from_dict`` names all; ``with_action`` those of the entry it
     copies; a test holds them to that).
 
-    The instance's ``__dict__`` holds only the values that differ from the field's
-    default: a field left at its default reads the class attribute the dataclass keeps
-    it in (the fields with a ``default_factory`` have none, and are always held).  An
-    entry sets a dozen of its thirty fields, so the cached ledger (pickled instances, see
-    ``ledger.store.cache``) holds a third of the items and loads twice as fast; reading,
-    comparing, hashing and ``dataclasses.replace`` go through the attributes and see no
-    difference."""
+    The instance's ``__dict__`` leaves out the values that are their field's default
+    object itself (``None``, the empty string, the empty tuple — what most fields of
+    most entries hold): such a field reads the class attribute the dataclass keeps its
+    default in (the fields with a ``default_factory`` have none, and are always held).
+    An entry sets a dozen of its thirty fields, so the cached ledger (pickled instances,
+    see ``ledger.store.cache``) holds a third of the items and loads twice as fast;
+    reading, comparing, hashing and ``dataclasses.replace`` go through the attributes
+    and see no difference.  (An identity test: an equal value that is another object,
+    a ``"applied"`` read from JSON, is simply held.)"""
     obj = object.__new__(cls)
-    defaults = _DEFAULTS.get(cls)
-    if defaults is None:
-        defaults = _DEFAULTS[cls] = {f.name: (f.default, type(f.default)) for f in fields(cls)
-                                     if f.default is not MISSING}
-    absent = (None, None)
-    obj.__dict__.update({k: v for k, v in values.items()
-                         if (d := defaults.get(k, absent))[1] is not type(v) or d[0] != v})
+    default = _DEFAULTS.get(cls)
+    if default is None:
+        default = _DEFAULTS[cls] = {f.name: f.default for f in fields(cls)
+                                    if f.default is not MISSING}.get
+    obj.__dict__.update({k: v for k, v in values.items() if v is not default(k, _HELD)})
     obj.__post_init__()
     return obj
 
 
-_DEFAULTS: dict[type, dict[str, tuple[Any, type]]] = {}  # class -> field -> (default, its type)
+_DEFAULTS: dict[type, Callable[[str, Any], Any]] = {}  # class -> its defaults' ``get``
+_HELD = object()  # the "default" of a field without one: never a value
 
 
 @dataclass(frozen=True)
@@ -420,13 +422,30 @@ class Entry:
         also = get("also")
         values["also"] = dict(also) if isinstance(also, dict) else None
         values["files"] = tuple(map(_text, get("files") or ()))
-        history = map(Action.from_dict, get("history") or ())
-        values["history"] = tuple(history) if shared is None else tuple(
-            shared.setdefault(a, a) for a in history)
+        history = get("history") or ()
+        values["history"] = tuple(map(Action.from_dict, history)) if shared is None else \
+            tuple(_shared_action(a, shared) for a in history)
         return _built(cls, values)
 
 
 _ENTRY_FIELDS = frozenset(f.name for f in fields(Entry))
+
+
+def _shared_action(d: Mapping[str, Any], shared: dict) -> Action:
+    """``Action.from_dict(d)``, built once per distinct JSON object (its items, as read)
+    and once per distinct action: ``shared`` holds both (a tuple of items and an action
+    are never equal)."""
+    try:
+        key = tuple(d.items())
+        found = shared.get(key)
+    except TypeError:  # an unhashable value: built (and refused) as it is
+        key = found = None
+    if found is None:
+        action = Action.from_dict(d)
+        found = shared.setdefault(action, action)
+        if key is not None:
+            shared[key] = found
+    return found
 
 ENGINE_SPEC_RE = re.compile(r"(sglang|vllm)==[0-9][A-Za-z0-9.+-]*\Z")
 
