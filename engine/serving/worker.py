@@ -69,20 +69,25 @@ class Job:
     arrival: float
 
     def progress(self, poll_s: float = 0.004) -> Iterator[tuple[int, bool]]:
-        """(tokens generated so far, finished) each time it grows, the last with True.
+        """(tokens generated so far, finished) once per token, the last with True.
 
         Polls the sequence (the engine loop appends to it) so the engine core needs no
-        callback; a few milliseconds of poll are far below one decode step's time."""
+        callback; a few milliseconds of poll are far below one decode step's time.  Where
+        several tokens came between two polls (a loaded machine, a slow reader), each is
+        still its own step of the count, so a stream sends one event per token whatever
+        the timing — as SGLang streams with its default ``stream_interval`` of 1."""
         sent = 0
         while True:
             done = self.future.done()
             n = len(self.seq.output_ids)
+            for count in range(sent + 1, n):
+                yield count, False
             if done:
                 yield n, True
                 return
             if n > sent:
-                sent = n
                 yield n, False
+            sent = max(sent, n)
             time.sleep(poll_s)
 
 
