@@ -162,7 +162,7 @@ def status(ws: Workspace) -> Status:
                  if (found := files[key[0]].ambiguity(key[1])) is not None}
     paths = {name: str(tf.path) for name, tf in files.items()}
     checked = {k: v for k, v in live_of.items() if k not in ambiguous}
-    st = Status(drift=planner.find_drift(entries, checked, paths), errors=errors)
+    st = Status(drift=planner.find_drift(entries, checked, paths, expected), errors=errors)
     patch_live = _patch_liveness(ws, entries, st.errors)
     defaults = knob_defaults(ws, entries, {n: detection_text(tf.raw) for n, tf in files.items()})
     for e in entries:
@@ -288,7 +288,8 @@ def off_the_table(ws: Workspace, with_files: bool = False) -> OffTable:
     files, out.errors = _readable_targets(ws, [t for t, _ in expected])
     live_of = {k: files[k[0]].live(k[1]) for k in expected if k[0] in files}
     checked = {k: v for k, v in live_of.items() if files[k[0]].ambiguity(k[1]) is None}
-    out.drift = planner.find_drift(entries, checked, {n: str(f.path) for n, f in files.items()})
+    out.drift = planner.find_drift(entries, checked, {n: str(f.path) for n, f in files.items()},
+                                   expected)
     if with_files:
         full = planner.full_knobs(entries)
         edits = {k: (live_of.get(k), v) for k, v in full.items() if k[0] in files}

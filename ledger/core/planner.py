@@ -165,21 +165,25 @@ def find_drift(
     entries: Iterable[Entry],
     live: Mapping[KnobKey, str | None],
     paths: Mapping[str, str],
+    expected: Mapping[KnobKey, str | None] | None = None,
 ) -> list[Drift]:
     """Pairs whose live value differs from the ledger's expectation.
 
     ``live`` holds the values read from the targets for (at least) the pairs checked;
     pairs absent from ``live`` are not checked.  ``paths`` maps target name to its file,
-    for the message.
+    for the message.  ``expected``: :func:`expected_knobs` of ``entries``, where the
+    caller has it already.
     """
     drifts = []
-    for key, expected in expected_knobs(entries).items():
+    if expected is None:
+        expected = expected_knobs(entries)
+    for key, expected_value in expected.items():
         if key not in live:
             continue
         found = live[key]
-        if found != expected:
+        if found != expected_value:
             target, knob = key
-            drifts.append(Drift(paths.get(target, target), knob, expected, found, target))
+            drifts.append(Drift(paths.get(target, target), knob, expected_value, found, target))
     return drifts
 
 

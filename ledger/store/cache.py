@@ -41,19 +41,26 @@ _FORMAT = 1  # the layout of a cache file; bump to retire every older one
 
 def _code_fingerprint() -> str:
     """The size and mtime of every source file the cached results come from (the flag
-    and knob catalogs included: a script's launch flags are read with them)."""
+    and knob catalogs included: a script's launch flags are read with them).  Every
+    command computes it once: walked with ``os.walk`` and plain strings (some 300 files;
+    ``Path.rglob`` took twice as long)."""
     import envknobs
     import ledger
 
     parts = [str(_FORMAT)]
     for package in (envknobs, ledger):
-        base = Path(package.__file__).parent
-        for path in sorted([*base.rglob("*.py"), *base.rglob("*.yaml")]):
+        base = os.path.dirname(package.__file__)
+        found = []
+        for directory, subdirs, names in os.walk(base):
+            subdirs[:] = [d for d in subdirs if d != "__pycache__"]
+            found += [os.path.join(directory, n) for n in names if n.endswith((".py", ".yaml"))]
+        for path in sorted(found):
             try:
-                st = path.stat()
+                st = os.stat(path)
             except OSError:
                 continue
-            parts.append(f"{path.relative_to(base.parent)}:{st.st_size}:{st.st_mtime_ns}")
+            parts.append(f"{os.path.relpath(path, os.path.dirname(base))}:{st.st_size}:"
+                         f"{st.st_mtime_ns}")
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
 
 
