@@ -358,6 +358,12 @@ class Entry:
         return self.history[0].happened if self.history else self.recorded
 
     def to_dict(self) -> dict[str, Any]:
+        d = self.fields_dict()
+        d["history"] = [a.to_dict() for a in self.history]
+        return d
+
+    def fields_dict(self) -> dict[str, Any]:
+        """:meth:`to_dict` but the history (which it holds last)."""
         d: dict[str, Any] = {
             "id": self.id,
             "seq": self.seq,
@@ -390,7 +396,6 @@ class Entry:
             d["origin"] = self.origin
         if self.revert_why:  # likewise
             d["revert_why"] = self.revert_why
-        d["history"] = [a.to_dict() for a in self.history]
         return d
 
     @classmethod

@@ -70,6 +70,8 @@ def read_targets(ws: Workspace, names: Sequence[str]) -> dict[str, TargetFile]:
 
 def drift_in(ws: Workspace, entries: Sequence[Entry], files: dict[str, TargetFile]):
     """Drift in the given target files, against the ledger's current expectation."""
+    if not files:
+        return []
     live = {}
     for key in planner.knob_layers(entries):
         target, knob = key

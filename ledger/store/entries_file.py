@@ -98,8 +98,13 @@ def written_lines(entries: Sequence[Entry], text: str) -> dict[int, tuple[Entry,
 def _entry_line(e: Entry) -> str:
     """One entry as JSON: UTF-8 as is; an anchor line holding bytes that are not UTF-8
     (kept from the target file through surrogate escapes) is written ``\\udcXX``-escaped,
-    which reads back to the same bytes."""
-    line = _ENCODE(e.to_dict())
+    which reads back to the same bytes.
+
+    What ``_ENCODE(e.to_dict())`` writes, its history (the last key) made of each action's
+    own JSON, encoded once per distinct action (:func:`_action_json`): a bulk revert gives
+    thousands of entries one and the same action."""
+    fields = _ENCODE(e.fields_dict())
+    line = f"{fields[:-1]}, \"history\": [{', '.join(map(_action_json, e.history))}]}}"
     if line.isascii():
         return line
     try:
@@ -112,3 +117,14 @@ def _entry_line(e: Entry) -> str:
 # One encoder for every line (json.dumps with options builds one a call: thousands of
 # lines in a bulk revert).
 _ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(", ", ": ")).encode
+
+_ACTIONS: dict = {}  # action -> its JSON (actions are frozen, equal ones encode alike)
+
+
+def _action_json(a) -> str:
+    found = _ACTIONS.get(a)
+    if found is None:
+        if len(_ACTIONS) >= 4096:
+            _ACTIONS.clear()
+        found = _ACTIONS[a] = _ENCODE(a.to_dict())
+    return found
