@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from dataclasses import field
+from typing import Container
 from typing import Sequence
 
 from ledger.core import planner
@@ -50,7 +51,7 @@ def entry_row(ws: Workspace, e: Entry, evidence: EvidenceInfo | None = None,
     return row
 
 
-def entry_rows(ws: Workspace, entries: Sequence[Entry], present: frozenset[str] | None = None
+def entry_rows(ws: Workspace, entries: Sequence[Entry], present: Container[str] | None = None
                ) -> list[dict]:
     """:func:`entry_row` of each entry, with what is shared read once: the catalogs and
     each target's engine (one :func:`knob_defaults`), the evidence directory (one listing:

@@ -42,14 +42,25 @@ def has_evidence(ws: Workspace, entry: Entry) -> bool:
     return (ws.evidence_dir / entry.id).is_dir()
 
 
-def evidence_ids(ws: Workspace) -> frozenset[str]:
+class AllIds:
+    """What :func:`evidence_ids` answers where ``evidence/`` cannot be listed: every id may
+    have evidence, so each entry is asked alone."""
+
+    def __contains__(self, entry_id: object) -> bool:
+        return True
+
+
+def evidence_ids(ws: Workspace) -> frozenset[str] | AllIds:
     """The ids of every entry with an evidence directory: one listing of ``evidence/``,
-    for a command that looks at thousands of entries (one ``stat`` each costs more)."""
+    for a command that looks at thousands of entries (one ``stat`` each costs more).
+    Where the directory exists but cannot be listed, :class:`AllIds`."""
     try:
         with os.scandir(ws.evidence_dir) as found:
             return frozenset(d.name for d in found if d.is_dir())
-    except OSError:  # no evidence/ yet (or unreadable: each entry is then asked alone)
+    except FileNotFoundError:  # no evidence/ yet
         return frozenset()
+    except OSError:  # unreadable: each entry is then asked alone
+        return AllIds()
 
 
 def evidence_of(ws: Workspace, entries: Iterable[Entry]) -> dict[str, EvidenceInfo]:
