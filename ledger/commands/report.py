@@ -169,19 +169,24 @@ def status(ws: Workspace) -> Status:
     for e in entries:
         default = defaults.get((e.target, e.knob)) if defaults else None
         row = _plain_knob_row(e, default, expected, live_of, ambiguous)
-        if row is not None:
-            st.entries.append(row)
-            continue
-        row = {"id": e.id, "slug": e.slug, "class": e.cls, "kind": e.kind, "title": e.title,
-               "state": e.state, "display_state": display_state(e), "suspicion": e.suspicion,
-               "change": change_text(e, default), "default": default}
-        if e.kind == "knob":
-            _knob_row(row, e, expected, live_of, ambiguous)
-        else:
-            live = patch_live.get(e.id)
-            row.update(live=live, ok=live is not None and live == e.applied)
-        st.entries.append(row)
+        st.entries.append(row if row is not None else
+                          _status_row(e, default, expected, live_of, ambiguous, patch_live))
     return st
+
+
+def _status_row(e: Entry, default, expected: dict, live_of: dict, ambiguous: dict,
+                patch_live: dict) -> dict:
+    """An entry's row of ``status``, whatever the entry (:func:`_plain_knob_row` makes the
+    same row for the common knob entry in one step)."""
+    row = {"id": e.id, "slug": e.slug, "class": e.cls, "kind": e.kind, "title": e.title,
+           "state": e.state, "display_state": display_state(e), "suspicion": e.suspicion,
+           "change": change_text(e, default), "default": default}
+    if e.kind == "knob":
+        _knob_row(row, e, expected, live_of, ambiguous)
+    else:
+        live = patch_live.get(e.id)
+        row.update(live=live, ok=live is not None and live == e.applied)
+    return row
 
 
 def _plain_knob_row(e: Entry, default, expected: dict, live_of: dict, ambiguous: dict
