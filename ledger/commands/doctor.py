@@ -199,10 +199,10 @@ def _recover_bisect(ws: Workspace) -> str:
 
 
 def _check_restart(ws: Workspace, running: bool) -> list[Finding]:
-    from ledger.live.rollback import RECORD
+    from ledger.live import RESTART_RECORD
     from ledger.live.rollback import RestartRecord
 
-    path = ws.state_dir / RECORD
+    path = ws.state_dir / RESTART_RECORD
     try:
         rec = RestartRecord.load(ws)
     except LedgerError as e:

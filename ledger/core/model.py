@@ -399,8 +399,7 @@ class Entry:
         return d
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any], shared: dict[Action, Action] | None = None,
-                  ) -> "Entry":
+    def from_dict(cls, d: Mapping[str, Any], shared: dict | None = None) -> "Entry":
         """An entry from its JSON object (what ``to_dict`` wrote): text fields are taken
         as text (a non-text value is converted, as ``str`` would), missing optional ones
         get their defaults, and the entry is validated (``__post_init__``).
@@ -451,6 +450,7 @@ def _shared_action(d: Mapping[str, Any], shared: dict) -> Action:
         if key is not None:
             shared[key] = found
     return found
+
 
 ENGINE_SPEC_RE = re.compile(r"(sglang|vllm)==[0-9][A-Za-z0-9.+-]*\Z")
 

@@ -53,7 +53,6 @@ from ledger.store.workspace import Workspace
 from ledger.store.entries_file import entries_bytes
 from ledger.store.entries_file import parse_entries
 
-RECORD = RESTART_RECORD
 # Fault injection, as in ledger.store.txn: `LEDGER_CRASH_AT=<point>` SIGKILLs the process.
 CRASH_POINTS = ("before-restart", "before-rollback-restart")
 
@@ -78,12 +77,12 @@ class RestartRecord:
 
     def save(self, ws: Workspace) -> None:
         ws.state_dir.mkdir(parents=True, exist_ok=True)
-        atomic_write(ws.state_dir / RECORD,
+        atomic_write(ws.state_dir / RESTART_RECORD,
                      (json.dumps(self.__dict__, indent=2) + "\n").encode())
 
     @classmethod
     def load(cls, ws: Workspace) -> RestartRecord | None:
-        path = ws.state_dir / RECORD
+        path = ws.state_dir / RESTART_RECORD
         if not path.exists():
             return None
         try:
@@ -94,7 +93,7 @@ class RestartRecord:
 
     @staticmethod
     def clear(ws: Workspace) -> None:
-        remove_file(ws.state_dir / RECORD)
+        remove_file(ws.state_dir / RESTART_RECORD)
 
 
 def entries_at(ws: Workspace, rev: str | None) -> list[Entry]:

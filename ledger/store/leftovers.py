@@ -32,6 +32,7 @@ def needs_recovery(state_dir: Path) -> bool:
     recovery itself, :mod:`ledger.store.recovery`, loads only when it is needed)."""
     return (state_dir / INTENT).exists() or bool(temps_in(state_dir))
 
+
 _LEGACY = re.compile(r"\.(?P<name>.+)\.[A-Za-z0-9_]{8}\.tmp\Z")
 
 

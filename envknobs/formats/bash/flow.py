@@ -23,8 +23,8 @@ state there.  A script without a launch command has one visit at its end.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cached_property
 from dataclasses import field
+from functools import cached_property
 from typing import Mapping
 
 from envknobs.formats.common import FormatError
