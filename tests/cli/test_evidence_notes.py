@@ -101,3 +101,28 @@ def test_a_note_is_one_commit_and_notes_keep_their_order(story, ledger, tmp_path
     lines = [n["link"] for n in ledger(*a("show", ctas, "--json")).json()["notes"]]
     assert lines == [f"https://example.com/run/{n}" for n in (1, 2, 3)]
     assert ledger(*a("doctor")).exit_code == 0  # notes.yaml is no broken evidence run
+
+
+def test_an_evidence_directory_that_cannot_be_listed_still_shows_each_note(story, ledger,
+                                                                            tmp_path, monkeypatch):
+    """`diff` lists evidence/ once; where that listing fails (a directory the user may
+    enter but not read: root reads any, so the failure is injected), each entry is asked
+    alone and its note still shows, rather than every entry reading as note-less."""
+    import os
+
+    a = story.args
+    ctas = _reverted_ctas(story, ledger)
+    link = "https://grafana.example.com/d/decode?from=1764600000&to=1764686400"
+    assert ledger(*a("evidence", "note", ctas, link)).exit_code == 0
+    listed = os.scandir
+
+    def unlistable(path=".", *rest):
+        if os.path.basename(str(path)) == "evidence":
+            raise PermissionError(13, "Permission denied", str(path))
+        return listed(path, *rest)
+
+    monkeypatch.setattr(os, "scandir", unlistable)
+    r = ledger(*a("diff", "--json"))
+    assert r.exit_code in (0, 3), r.stderr
+    row = next(row for row in r.json()["off_the_table"]["perf"] if row["id"] == ctas)
+    assert [n.get("link") for n in row["notes"]] == [link]
