@@ -41,7 +41,7 @@ def _detect(text: str | None) -> list[tuple[str, int]]:
 _DETECT_LIMIT = 1 << 20  # a file's first MiB is where it names its engine
 
 
-def detection_text(raw: bytes) -> str:
+def _detection_text(raw: bytes) -> str:
     """The text :func:`engine_of` reads a release from, of a file's bytes."""
     return raw[:_DETECT_LIMIT].decode("utf-8", "replace")
 
@@ -49,7 +49,7 @@ def detection_text(raw: bytes) -> str:
 def _file_text(ws, target) -> str | None:
     try:
         with open(ws.target_path(target), "rb") as f:
-            return detection_text(f.read(_DETECT_LIMIT))
+            return _detection_text(f.read(_DETECT_LIMIT))
     except (OSError, ValueError, LookupError):
         return None  # an unreadable file is reported by whatever reads it for real
 
@@ -70,14 +70,14 @@ def _unset_side(e) -> bool:
     return bool(e.places) and any(p.get("before") is None for p in e.places.values())
 
 
-def knob_defaults(ws, entries, texts: Mapping[str, str] | None = None
+def knob_defaults(ws, entries, raws: Mapping[str, bytes] | None = None
                   ) -> dict[tuple[str, str], object]:
     """(target, knob) -> the engine's default, for the knob entries with an unset side.
 
     The target's engine release (:func:`engine_of`) decides (envknobs.catalog_release);
     else the bundled catalogs.  Catalogs load only when some entry has an unset side.
-    ``texts``: target name -> :func:`detection_text` of its file, where the caller read
-    the file already (a target not in it is read here).
+    ``raws``: target name -> its file's bytes, where the caller read the file already (a
+    target not in it is read here).
     """
     wanted = {(e.target, e.knob) for e in entries if e.kind == "knob" and _unset_side(e)}
     if not wanted:
@@ -90,8 +90,9 @@ def knob_defaults(ws, entries, texts: Mapping[str, str] | None = None
     for target, knob in wanted:
         t = ws.config.targets.get(target)
         if target not in specs:
-            specs[target] = (engine_of(ws, t, (texts or {}).get(target)) if t is not None
-                             else ws.config.engine)
+            raw = (raws or {}).get(target)
+            specs[target] = (engine_of(ws, t, None if raw is None else _detection_text(raw))
+                             if t is not None else ws.config.engine)
         default = default_of(specs[target], knob, registry)
         if default is not None:
             out[(target, knob)] = default

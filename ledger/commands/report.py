@@ -22,7 +22,6 @@ from ledger.evidence.view import evidence_for
 from ledger.evidence.view import evidence_ids
 from ledger.store import wsgit
 from ledger.store.apply import new_target_bytes
-from ledger.commands.catalog import detection_text
 from ledger.commands.catalog import knob_defaults
 from ledger.store.apply import read_targets
 from ledger.store.apply import unified
@@ -165,7 +164,7 @@ def status(ws: Workspace) -> Status:
     checked = {k: v for k, v in live_of.items() if k not in ambiguous}
     st = Status(drift=planner.find_drift(entries, checked, paths, expected), errors=errors)
     patch_live = _patch_liveness(ws, entries, st.errors)
-    defaults = knob_defaults(ws, entries, {n: detection_text(tf.raw) for n, tf in files.items()})
+    defaults = knob_defaults(ws, entries, {n: tf.raw for n, tf in files.items()})
     for e in entries:
         default = defaults.get((e.target, e.knob)) if defaults else None
         row = _plain_knob_row(e, default, expected, live_of, ambiguous)
