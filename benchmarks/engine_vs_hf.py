@@ -20,7 +20,11 @@ the engine against the roofline of the whole run (prefill + decode steps; each s
 max(bytes / bandwidth, flops / matmul rate), both measured here in the dtype); and
 ``step/bw``: the engine's decode steps, bytes they must read over their time, as a
 fraction of this machine's memory bandwidth (benchmarks/roofline.py, which prints it
-alone: the same code).
+alone: the same code).  Bandwidth and matmul rate are measured beside each engine run,
+right before it, and each run is set against its own: on a shared VM the bandwidth a
+neighbour leaves swings 18-27 GB/s from one minute to the next, so a roofline measured
+once, minutes away from a run, put the same engine at 33% or 68%.  ``roofline`` and
+``bw GB/s`` print the medians of those measurements (their range in the second).
 
 ``--busy``: the same at c16/c32 with a spin loop pinned on one core.  The engine is then
 built after the spinner starts, with ``ENGINE_NUM_THREADS`` from the environment (default
@@ -39,6 +43,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 import torch
 
@@ -125,14 +130,24 @@ def hf_tok_s(model, prompts: list[list[int]], c: int, out_len: int, threads: int
         return len(prompts) * out_len / (time.perf_counter() - t)
 
 
-def engine_tok_s(engine: LLMEngine, prompts: list[list[int]], c: int, out_len: int,
-                 bw: float) -> tuple[float, float]:
-    """(tok/s, the decode steps' fraction of the bandwidth roofline, benchmarks/roofline.py)."""
+class EngineRun(NamedTuple):
+    tok_s: float
+    step_bw: float  # the decode steps' fraction of the bandwidth roofline (roofline.py)
+    roof_tok_s: float  # the whole run's roofline (roofline_run_tok_s)
+    bw: float  # bytes/s, measured right before the run
+
+
+def engine_run(engine: LLMEngine, prompts: list[list[int]], c: int, args) -> EngineRun:
+    """One timed engine run, set against the machine as measured right before it."""
     torch.set_num_threads(engine.num_threads)
     engine.generate(prompts[:1], SamplingParams(2, ignore_eos=True))  # warm-up
     engine.scheduler.max_running = c
-    seconds, steps = timed_generate(engine, prompts, out_len)
-    return len(prompts) * out_len / seconds, steps.bandwidth_fraction(bw)
+    bw, fl = measure_machine(engine.runner.dtype)
+    seconds, steps = timed_generate(engine, prompts, args.output_len)
+    roof = roofline_run_tok_s(engine.cfg, c, args.input_len, args.output_len,
+                              engine.runner.dtype.itemsize, bw, fl)
+    return EngineRun(len(prompts) * args.output_len / seconds, steps.bandwidth_fraction(bw),
+                     roof, bw)
 
 
 def build_engine(args, dtype_name: str, num_threads: int) -> LLMEngine:
@@ -143,33 +158,33 @@ def build_engine(args, dtype_name: str, num_threads: int) -> LLMEngine:
     return LLMEngine(knobs, preset=args.preset)
 
 
-def pairs(args, eng: LLMEngine, hf, c: int, hf_threads: int, bw: float
-          ) -> tuple[list[float], list[float], list[float], float]:
-    """``--pairs`` interleaved (engine, HF) runs: engine tok/s, HF tok/s, the engine's
-    decode steps' bandwidth fractions, and the mean 1-min load average over them."""
+def pairs(args, eng: LLMEngine, hf, c: int, hf_threads: int
+          ) -> tuple[list[EngineRun], list[float], float]:
+    """``--pairs`` interleaved (engine, HF) runs: the engine's runs, HF tok/s, and the
+    mean 1-min load average over them."""
     n = args.num_prompts if c >= 8 else min(args.num_prompts, 4 * c)
     prompts = make_prompts(n, args.input_len, min(eng.cfg.vocab_size, 256), seed=c)
-    ours, theirs, fracs, loads = [], [], [], []
+    ours, theirs, loads = [], [], []
     for _ in range(args.pairs):
-        tok_s, frac = engine_tok_s(eng, prompts, c, args.output_len, bw)
-        ours.append(tok_s)
-        fracs.append(frac)
+        ours.append(engine_run(eng, prompts, c, args))
         theirs.append(hf_tok_s(hf, prompts, c, args.output_len, hf_threads))
         loads.append(os.getloadavg()[0])
-    return ours, theirs, fracs, statistics.fmean(loads)
+    return ours, theirs, statistics.fmean(loads)
 
 
-def print_row(label: str, ours: list[float], theirs: list[float], fracs: list[float],
-              load: float, roof: float) -> None:
-    ratios = [a / b for a, b in zip(ours, theirs)]
-    eng, hf = statistics.median(ours), statistics.median(theirs)
-    print(f"{label:>10} {eng:>9.1f} {hf:>9.1f} {statistics.median(ratios):>6.2f}x "
-          f"{min(ratios):>5.2f}-{max(ratios):<5.2f} {statistics.median(fracs):>7.0%} "
-          f"{roof:>9.1f} {eng / roof:>7.0%} {load:>6.2f}", flush=True)
+def print_row(label: str, ours: list[EngineRun], theirs: list[float], load: float) -> None:
+    ratios = [a.tok_s / b for a, b in zip(ours, theirs)]
+    med = statistics.median
+    bws = [r.bw / 1e9 for r in ours]
+    print(f"{label:>10} {med(r.tok_s for r in ours):>9.1f} {med(theirs):>9.1f} "
+          f"{med(ratios):>6.2f}x {min(ratios):>5.2f}-{max(ratios):<5.2f} "
+          f"{med(r.step_bw for r in ours):>7.0%} {med(r.roof_tok_s for r in ours):>9.1f} "
+          f"{med(r.tok_s / r.roof_tok_s for r in ours):>7.0%} "
+          f"{med(bws):>5.1f} {min(bws):>4.1f}-{max(bws):<4.1f} {load:>6.2f}", flush=True)
 
 
 HEADER = (f"{'conc':>10} {'engine':>9} {'hf':>9} {'eng/hf':>7} {'range':>11} {'step/bw':>7} "
-          f"{'roofline':>9} {'eng/roof':>8} {'load1':>6}")
+          f"{'roofline':>9} {'eng/roof':>8} {'bw GB/s':>7} {'range':>9} {'load1':>6}")
 
 
 def spin_on(cpu: int) -> subprocess.Popen:
@@ -185,15 +200,12 @@ def spin_on(cpu: int) -> subprocess.Popen:
 def run_dtype(args, dtype_name: str, concs: list[int]) -> None:
     eng = build_engine(args, dtype_name, args.threads)
     hf = hf_model(eng, args.model, eng.runner.dtype)
-    bw, fl = measure_machine(eng.runner.dtype)
     print(f"\n== {dtype_name}: {eng.cfg.num_params / 1e6:.0f}M params, {eng.num_threads} "
-          f"threads both sides, bandwidth {bw / 1e9:.1f} GB/s, matmul {fl / 1e9:.0f} GFLOP/s")
+          f"threads both sides")
     print(HEADER)
     for c in concs:
-        ours, theirs, fracs, load = pairs(args, eng, hf, c, eng.num_threads, bw)
-        roof = roofline_run_tok_s(eng.cfg, c, args.input_len, args.output_len,
-                                  eng.runner.dtype.itemsize, bw, fl)
-        print_row(f"c{c}", ours, theirs, fracs, load, roof)
+        ours, theirs, load = pairs(args, eng, hf, c, eng.num_threads)
+        print_row(f"c{c}", ours, theirs, load)
 
 
 def run_busy(args, dtype_name: str, concs: list[int]) -> None:
@@ -203,7 +215,6 @@ def run_busy(args, dtype_name: str, concs: list[int]) -> None:
         threads = load_knobs().num_threads  # ENGINE_NUM_THREADS, default 0 = auto
         eng = build_engine(args, dtype_name, threads)
         hf = hf_model(eng, args.model, eng.runner.dtype)
-        bw, fl = measure_machine(eng.runner.dtype)
         default = TORCH_DEFAULT_THREADS
         hf_threads = [default] + ([args.threads] if args.threads not in (0, default) else [])
         print(f"\n== busy, {dtype_name}: spin loop pinned on cpu {cpus[-1]}; engine chose "
@@ -211,12 +222,9 @@ def run_busy(args, dtype_name: str, concs: list[int]) -> None:
               + " and ".join(map(str, hf_threads)) + " (torch default first)")
         print(HEADER)
         for c in concs:
-            roof = roofline_run_tok_s(eng.cfg, c, args.input_len, args.output_len,
-                                      eng.runner.dtype.itemsize, bw, fl)
             for t in hf_threads:
-                label = f"c{c} hf@{t}"
-                ours, theirs, fracs, load = pairs(args, eng, hf, c, t, bw)
-                print_row(label, ours, theirs, fracs, load, roof)
+                ours, theirs, load = pairs(args, eng, hf, c, t)
+                print_row(f"c{c} hf@{t}", ours, theirs, load)
     finally:
         spinner.kill()
         spinner.wait()

@@ -7,7 +7,8 @@ prints, per dtype and concurrency, what fraction of this machine's memory bandwi
 engine's decode steps reach: the bytes a decode step must read (every weight but the
 embedding table, whose B rows are read instead, plus each sequence's K and V at its
 current context, every layer) over the step's measured time (``LLMEngine.on_step``: the
-whole step, scheduling and sampling included), against :func:`measure_bandwidth`.
+whole step, scheduling and sampling included), against :func:`measure_bandwidth` taken
+right before that run (a shared VM's bandwidth swings 18-27 GB/s minute to minute).
 ``of roof`` is the same step against max(bytes / bandwidth, flops / matmul rate): past a
 few sequences a step's GEMMs are compute-bound here, so that is the bar a step can reach.
 Model: as benchmarks/engine_vs_hf.py (a fresh ~30M Llama by default).  The workload:
@@ -184,24 +185,29 @@ def run_dtype(args, model_dir: str, dtype_name: str) -> None:
 
     eng = LLMEngine(EngineKnobs(dtype=dtype_name, num_pages=2048, max_running_requests=256,
                                 num_threads=args.threads), model_dir=model_dir)
-    bw, fl = measure_machine(eng.runner.dtype)
     print(f"\n== {dtype_name}: {eng.num_threads} threads, ops {eng.model.ops.describe()}; "
-          f"bandwidth {bw / 1e9:.1f} GB/s (STREAM-like, best of sum and copy over "
-          f"{STREAM_BYTES >> 20} MiB), matmul {fl / 1e9:.0f} GFLOP/s")
+          f"bandwidth (STREAM-like, best of sum and copy over {STREAM_BYTES >> 20} MiB) and "
+          f"matmul rate measured right before each run")
     print(f"{'conc':>6} {'step ms':>8} {'MB/step':>8} {'GB/s':>6} {'of bw':>6} {'range':>9} "
-          f"{'of roof':>7}")
+          f"{'of roof':>7} {'bw GB/s':>7} {'GFLOP/s':>7}")
+    med = statistics.median
     for c in [int(x) for x in args.concurrency.split(",")]:
         prompts = make_prompts(c, args.input_len, min(eng.cfg.vocab_size, 256), seed=c)
         timed_generate(eng, prompts[:1], 2)  # warm-up
         eng.scheduler.max_running = c
-        runs = [timed_generate(eng, prompts, args.output_len)[1] for _ in range(args.runs)]
-        fracs = [r.bandwidth_fraction(bw) for r in runs]
-        step_s = statistics.median(r.seconds / len(r.steps) for r in runs)
-        step_b = statistics.fmean(b for b, _, _ in runs[0].steps)
+        runs = []  # (steps, bandwidth, matmul rate): each run against the machine beside it
+        for _ in range(args.runs):
+            bw, fl = measure_machine(eng.runner.dtype)
+            runs.append((timed_generate(eng, prompts, args.output_len)[1], bw, fl))
+        fracs = [r.bandwidth_fraction(bw) for r, bw, _ in runs]
+        step_s = med(r.seconds / len(r.steps) for r, _, _ in runs)
+        step_b = statistics.fmean(b for b, _, _ in runs[0][0].steps)
         print(f"{'c' + str(c):>6} {step_s * 1e3:>8.3f} {step_b / 1e6:>8.1f} "
-              f"{step_b / step_s / 1e9:>6.1f} {statistics.median(fracs):>6.0%} "
+              f"{step_b / step_s / 1e9:>6.1f} {med(fracs):>6.0%} "
               f"{min(fracs):>4.0%}-{max(fracs):<4.0%} "
-              f"{statistics.median(r.roof_fraction(bw, fl) for r in runs):>7.0%}", flush=True)
+              f"{med(r.roof_fraction(bw, fl) for r, bw, fl in runs):>7.0%} "
+              f"{med(bw for _, bw, _ in runs) / 1e9:>7.1f} "
+              f"{med(fl for _, _, fl in runs) / 1e9:>7.0f}", flush=True)
 
 
 def main() -> int:
