@@ -1,10 +1,11 @@
 """How the ledger scales: N knob entries over M bash serve scripts.
 
-    python benchmarks/ledger_scale.py --entries 10000 --targets 100 --keep /tmp/ledger-scale
+    python benchmarks/ledger_scale.py --entries 10000 --targets 100 [--keep /tmp/ledger-scale]
 
 Builds a workspace through the library API (targets added with ``add_target``, entries
 made by the planner's helpers, the files edited by the real target formats, everything
-written through one ``Transaction``), leaves it in ``--keep``, then times the commands as
+written through one ``Transaction``) in ``--keep`` (else a temporary directory, removed
+at the end; its scripts and cache directories sit beside it), then times the commands as
 an operator runs them (a fresh ``ledger`` process each) and prints the figures:
 
     ledger --help            (and whether it imported torch or pandas)
@@ -34,6 +35,7 @@ import random
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -127,9 +129,18 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--entries", type=int, default=10_000)
     ap.add_argument("--targets", type=int, default=100)
-    ap.add_argument("--keep", type=Path, required=True, help="where the workspace is built")
+    ap.add_argument("--keep", type=Path, help="where the workspace is built and left "
+                    "(default: a temporary directory, removed at the end)")
     args = ap.parse_args()
-    root = args.keep.absolute()
+    if args.keep is not None:
+        run(args.keep.absolute(), args)
+        return
+    with tempfile.TemporaryDirectory(prefix="ledger-scale-") as tmp:
+        run(Path(tmp) / "ws", args)
+
+
+def run(root: Path, args: argparse.Namespace) -> None:
+    """Build the workspace at ``root`` and time the commands on it."""
     if root.exists():
         shutil.rmtree(root)
     t0 = time.perf_counter()
