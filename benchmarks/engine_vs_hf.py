@@ -22,7 +22,7 @@ max(bytes / bandwidth, flops / matmul rate), both measured here in the dtype); a
 fraction of this machine's memory bandwidth (benchmarks/roofline.py, which prints it
 alone: the same code).  Bandwidth and matmul rate are measured beside each engine run,
 right before it, and each run is set against its own: on a shared VM the bandwidth a
-neighbour leaves swings 18-27 GB/s from one minute to the next, so a roofline measured
+neighbour leaves swings 18-29 GB/s from one minute to the next, so a roofline measured
 once, minutes away from a run, put the same engine at 33% or 68%.  ``roofline`` and
 ``bw GB/s`` print the medians of those measurements (their range in the second).
 

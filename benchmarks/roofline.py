@@ -8,7 +8,7 @@ engine's decode steps reach: the bytes a decode step must read (every weight but
 embedding table, whose B rows are read instead, plus each sequence's K and V at its
 current context, every layer) over the step's measured time (``LLMEngine.on_step``: the
 whole step, scheduling and sampling included), against :func:`measure_bandwidth` taken
-right before that run (a shared VM's bandwidth swings 18-27 GB/s minute to minute).
+right before that run (a shared VM's bandwidth swings 18-29 GB/s minute to minute).
 ``of roof`` is the same step against max(bytes / bandwidth, flops / matmul rate): past a
 few sequences a step's GEMMs are compute-bound here, so that is the bar a step can reach.
 Model: as benchmarks/engine_vs_hf.py (a fresh ~30M Llama by default).  The workload:
