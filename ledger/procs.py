@@ -39,3 +39,64 @@ def pid_alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+# What a service's last log lines most often mean, and what to do about it.  First match
+# wins; each pattern is matched against the tail of the log.
+_CAUSES = (
+    (r"No module named '(torch|safetensors|tokenizers|ninja)'",
+     "the engine's dependencies are not installed: pip install 'knob-ledger[engine]' "
+     "(the `[engine]` extra) into the interpreter the service runs on"),
+    (r"No module named '([\w.]+)'",
+     "a Python module the service imports is missing: install {0} into the interpreter "
+     "the service runs on"),
+    (r"Address already in use", "the port is taken: another server (an earlier one still "
+     "running?) listens there"),
+    (r"(CUDA out of memory|OutOfMemoryError)", "the GPU ran out of memory at startup: lower "
+     "the memory fraction or the batch/KV settings"),
+    (r"Permission denied", "the service could not open a file or port it needs (permissions)"),
+)
+
+
+def log_tail(log: Path, lines: int = 12) -> list[str]:
+    """The last ``lines`` lines of a service's log ([] when there is none)."""
+    try:
+        with open(log, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            fh.seek(max(0, fh.tell() - 16384))
+            text = fh.read().decode("utf-8", "replace")
+    except OSError:
+        return []
+    return [line for line in text.splitlines() if line.strip()][-lines:]
+
+
+def likely_cause(lines: list[str]) -> str:
+    """What a service's last log lines most likely mean ("" when nothing known matches)."""
+    import re
+
+    text = "\n".join(lines)
+    for pattern, cause in _CAUSES:
+        m = re.search(pattern, text)
+        if m:
+            return cause.format(*m.groups())
+    return ""
+
+
+def exited_report(what: str, log: Path | None) -> str:
+    """``what`` exited before it was healthy: with its log's last lines and the likely
+    cause, so a missing dependency reads as one instead of as a hang."""
+    tail = log_tail(log) if log is not None else []
+    cause = likely_cause(tail)
+    out = what
+    if cause:
+        out += f"\nlikely cause: {cause}"
+    if tail:
+        out += f"\nlast lines of {log}:\n" + "\n".join(f"  {line}" for line in tail)
+    return out
+
+
+def service_log(pid_file: Path) -> Path | None:
+    """The log beside a pid file (``run/decode.pid`` → ``run/decode.log``), where
+    ``python -m engine service`` and most supervisors' wrappers write it; None if none."""
+    log = pid_file.with_suffix(".log")
+    return log if log.is_file() else None

@@ -77,6 +77,18 @@ class LedgerGroup(click.Group):
         finally:
             set_argv(previous)
 
+    def resolve_command(self, ctx: click.Context, args):
+        """click's own resolution, except that a mistyped command gets the closest names
+        best first (click lists them alphabetically: `restor` offered `record` first)."""
+        name = args[0] if args else ""
+        if name and not name.startswith("-") and self.get_command(ctx, name) is None:
+            from ledger.core.names import close_names
+
+            close = close_names(name, self.list_commands(ctx))
+            hint = f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+            ctx.fail(f"No such command {name!r}.{hint}")
+        return super().resolve_command(ctx, args)
+
     def make_context(self, info_name, args, parent=None, **extra):
         try:
             return super().make_context(info_name, args, parent=parent, **extra)
@@ -188,9 +200,13 @@ def _not_utf8(argv: list[str]) -> tuple[int, str] | None:
 )
 @click.option("--json", "json_out", is_flag=True, help="JSON output on read commands.")
 @click.option("--debug", is_flag=True, help="Show tracebacks on errors.")
+@click.option("--color", "--colour", "color", type=click.Choice(["auto", "always", "never"]),
+              default="auto", show_default=True,
+              help="Colour the output: auto = on a terminal unless NO_COLOR is set.")
 @click.version_option(package_name="knob-ledger", prog_name="ledger")
 @click.pass_context
-def cli(ctx: click.Context, workspace: str | None, json_out: bool, debug: bool) -> None:
+def cli(ctx: click.Context, workspace: str | None, json_out: bool, debug: bool,
+        color: str) -> None:
     """knob ledger: every knob change and engine patch, classified perf or bugfix, with
     evidence — and safe, class-selective rollback and claw-back.
 
@@ -201,6 +217,11 @@ def cli(ctx: click.Context, workspace: str | None, json_out: bool, debug: bool) 
       ledger clear ID --why "proxy was it"      exonerate it
       ledger restore --perf-only                claw the perf back, with its evidence
     """
+    from ledger.cli.output import set_colour_mode
+
+    set_colour_mode("never" if json_out else color)
+    if color == "always" and not json_out:
+        ctx.color = True  # click.echo strips colour from a pipe unless told
     ctx.obj = State(workspace, json_out, debug)
 
 

@@ -21,16 +21,34 @@ from ledger.errors import LedgerError
               help="Comma-separated: md, html.")
 @click.pass_context
 def render(ctx, out, formats) -> None:
-    """Write the change history as docs: CHANGELOG.md, entries/<id>.md, index.html."""
+    """Write the change history as docs: index.html, CHANGELOG.md and entries/<id>.md,
+    and each Markdown doc as an HTML page (CHANGELOG.html, entries/<id>.html)."""
     from ledger.commands.render import render as do_render
 
     s = ctx.find_object(State).session(ctx)
     fmts = [f.strip() for f in formats.split(",") if f.strip()]
     written = do_render(s.ws, Path(out) if out else None, fmts)
-    click.echo(f"wrote {len(written)} files to {safe(written[0].parent if written else out)}")
+    for line in written_summary(written):
+        click.echo(line)
+
+
+def written_summary(written: list[Path]) -> list[str]:
+    """What `render` wrote, truthfully: the count, each top-level file, and the entry
+    pages counted by kind (a ledger of thousands would list thousands of lines)."""
+    if not written:
+        return ["wrote no files"]
+    top = min((p.parent for p in written), key=lambda p: len(p.parts))
+    lines = [f"wrote {len(written)} file{'s' if len(written) != 1 else ''} to {safe(top)}"]
+    lines += [f"  {safe(p)}" for p in written if p.parent == top]
+    below: dict[Path, dict[str, int]] = {}
     for p in written:
-        if p.name in ("CHANGELOG.md", "index.html"):
-            click.echo(f"  {safe(p)}")
+        if p.parent != top:
+            kinds = below.setdefault(p.parent, {})
+            kinds[p.suffix] = kinds.get(p.suffix, 0) + 1
+    for d, kinds in below.items():
+        counted = ", ".join(f"{n} {suffix}" for suffix, n in sorted(kinds.items()))
+        lines.append(f"  {safe(d)}/: {counted}")
+    return lines
 
 
 @click.command()
@@ -55,8 +73,8 @@ def demo(ctx, directory, force, runs) -> None:
         click.echo(f"# {d.root} held an earlier demo: replaced it")
     click.echo(f"# knob ledger demo in {d.root}: the bundled engine as a git repo "
                "(engine-repo/), its serve scripts (deploy/), two patches (patches/).\n"
-               "# Retype with the venv active (`ledger` and `python` on PATH), from "
-               f"{d.workspace}.")
+               "# Retype with the venv active (`ledger` and `python` on PATH): the first "
+               f"commands from {d.root}, the rest from {d.workspace} (the `cd` lines say so).")
     click.echo(f"$ cd {shlex.quote(str(d.root))}")
     click.echo("$ ledger init ledger --engine-repo engine-repo --root deploy=deploy "
                "--root engine=engine-repo")
@@ -68,9 +86,9 @@ def demo(ctx, directory, force, runs) -> None:
         finally:
             click.echo(f"\n# stop the demo's server\n$ {shlex.join(d.stop)}")
             subprocess.run(list(d.stop), capture_output=True, timeout=60)
-    click.echo(f"\n# done. The docs: {d.root / 'docs' / 'index.html'} (CHANGELOG.md beside "
-               "it); what the bugfix fixes: docs/bugfix-check.md; the workspace: "
-               f"{d.workspace}")
+    click.echo(f"\n# done. The docs: {d.root / 'docs' / 'index.html'} (CHANGELOG.html beside "
+               f"it); what the bugfix fixes: {d.root / 'docs' / 'bugfix-check.md'}; the "
+               f"workspace: {d.workspace}")
 
 
 def _run_step(ctx, d, step) -> None:
@@ -136,9 +154,29 @@ def run_command_step(step, timeout: float = 180.0) -> int:
                 click.echo(f"{step.wait_url}: up")
                 return 0
         except OSError:
+            gone = service_gone(Path(step.pid_file)) if step.pid_file else None
+            if gone:  # it died before it answered: say why now, do not wait it out
+                raise LedgerError(gone) from None
             if time.monotonic() > deadline:
                 raise LedgerError(f"{step.wait_url} did not answer within {timeout:g}s")
             time.sleep(0.25)
+
+
+def service_gone(pid_file: Path) -> str | None:
+    """Why the service of ``pid_file`` is not running (its log's tail, the likely
+    cause), or None while it runs or has not written its pid yet."""
+    from ledger.procs import exited_report
+    from ledger.procs import pid_alive
+    from ledger.procs import service_log
+
+    try:
+        text = pid_file.read_text().strip()
+    except OSError:
+        return None
+    if not text.isdigit() or pid_alive(int(text)):
+        return None
+    return exited_report(f"the service (pid {text}, {pid_file}) exited before it answered",
+                         service_log(pid_file))
 
 
 def run_nested(cli: click.Command, argv: list[str]) -> int:

@@ -11,6 +11,7 @@ from ledger.cli.output import paint
 from ledger.cli.output import safe
 from ledger.cli.output import show_value
 from ledger.cli.output import table
+from ledger.cli.output import terminal_width
 from ledger.cli.output import use_colour
 from ledger.errors import LedgerError
 
@@ -102,9 +103,10 @@ def print_status_live(reports) -> None:
                  else live_value(k.process, k.default, k.effective)]
                 for k in r.knobs]
         if rows:
-            click.echo("\n".join("    " + line for line in table(
-                rows, ["KNOB", "STATE", "LEDGER", "FILE", "PROCESS"], max_width=40
-            ).splitlines()))
+            width = terminal_width()
+            shown = table(rows, ["KNOB", "STATE", "LEDGER", "FILE", "PROCESS"],
+                          keep=(0, 2, 3, 4), width=None if width is None else width - 4)
+            click.echo("\n".join("    " + line for line in shown.splitlines()))
     ambiguous = [r for r in reports if r.ambiguous]
     if ambiguous:
         raise LedgerError("; ".join(f"{r.target}: {r.observed.detail}" for r in ambiguous))

@@ -42,7 +42,7 @@ def list_cmd(ctx, cls, state, json_out) -> None:
     click.echo(table(
         [[r["id"], paint(r["class"], r["class"], colour), _state_cell(r, colour), r["title"],
           r["change"], r["evidence"]] for r in rows],
-        ["ID", "CLASS", "STATE", "TITLE", "CHANGE", "EVIDENCE"], max_width=48))
+        ["ID", "CLASS", "STATE", "TITLE", "CHANGE", "EVIDENCE"], keep=(4, 5)))
     stale_note([r["evidence"] for r in rows])
 
 
@@ -83,7 +83,7 @@ def show(ctx, ref, json_out) -> None:
     click.echo("  history")
     click.echo(_indent(table([[a.get("when") or a["at"], a["action"], a["why"],
                                f"(recorded {a['at']})" if a.get("when") else ""]
-                              for a in d["history"]], max_width=80), 4))
+                              for a in d["history"]], width=None), 4))
 
 
 def _indent(text: str, n: int) -> str:
@@ -131,7 +131,7 @@ def status(ctx, live, targets, exit_code, json_out) -> None:
     for r in st.entries:
         live = "ok" if r["ok"] else _live_cell(r, colour)
         rows.append([r["id"], r["class"], _state_cell(r, colour), r["change"], live, r["title"]])
-    click.echo(table(rows, ["ID", "CLASS", "STATE", "CHANGE", "LIVE", "TITLE"], max_width=44)
+    click.echo(table(rows, ["ID", "CLASS", "STATE", "CHANGE", "LIVE", "TITLE"], keep=(3, 4))
                if rows else "no entries")
     _print_drift(st.drift, colour)
     suspects = [r for r in st.entries if r["suspicion"] == "suspected"]
@@ -218,11 +218,14 @@ def _print_off_table(out) -> None:
                     click.echo("      held      failed its health check, rolled back: not a "
                                f"claw-back ({safe(r['health_failure'])})")
                 if r["suspicion"] == "cleared":
-                    click.echo(f"      cleared   {safe(r['clear_why'])}")
+                    at = f"  ({r['cleared_at']})" if r.get("cleared_at") else ""
+                    click.echo(f"      cleared   {safe(r['clear_why'])}{at}")
                 click.echo(f"      evidence  {safe(r['evidence'])}")
                 for n in r.get("notes") or ():
                     click.echo(f"      note      {safe(n['line'])}")
         stale_note([r["evidence"] for rows in out.reverted.values() for r in rows])
+    if out.kept:
+        click.echo(f"\nkept: {out.kept}")
     _print_drift(out.drift, colour)
     for text in out.files.values():
         click.echo("")
@@ -241,12 +244,17 @@ def _print_off_table(out) -> None:
 def log(ctx, limit, json_out) -> None:
     """The workspace's audit trail: one commit per command, newest first by when it
     happened (--when dates; the record time is shown beside them)."""
+    from ledger.commands.report import log_lines
     from ledger.commands.report import workspace_log
 
     s = ctx.find_object(State).session(ctx)
-    commits = workspace_log(s.ws, limit)
     if wants_json(ctx, json_out):
-        return emit_json(commits)
-    for c in commits:
+        return emit_json(workspace_log(s.ws, limit))
+    for c in log_lines(s.ws, limit):
+        if c.get("event"):  # a dated action inside a commit: a hand revert, a clear --when
+            why = f": {safe(c['why'])}" if c["why"] else ""
+            click.echo(f"{'':10}  {c['when']}  {c['id']} {c['action']}{why}  "
+                       f"(recorded {c['at']})")
+            continue
         recorded = f"  (recorded {c['time']})" if c["when"] else ""
         click.echo(f"{c['sha'][:10]}  {c['when'] or c['time']}  {safe(c['subject'])}{recorded}")

@@ -179,17 +179,19 @@ def clear(ctx, ref, why, when, json_out, dry_run) -> None:
 
 @click.command()
 @click.argument("ref", metavar="ID")
-@click.option("--why", required=True, help="The reason as it should read.")
+@click.option("--why", default="", help="The reason as it should read.")
 @click.option("--of", "of", type=click.Choice(["record", "suspect", "clear", "revert"]),
-              help="Whose reason: the record's why, the suspect's hypothesis, the clear's "
-                   "reason or the latest revert's [default: the latest of them].")
+              help="Whose reason or date: the record's, the suspect's, the clear's or the "
+                   "latest revert's [default: the latest of them].")
+@when_option
 @json_option
 @dry_run_option
 @click.pass_context
-def amend(ctx, ref, why, of, json_out, dry_run) -> None:
-    """Correct a reason typed wrong; the entry's history keeps the old text."""
+def amend(ctx, ref, why, of, when, json_out, dry_run) -> None:
+    """Correct a reason (--why) or a date (--when) typed wrong; the entry's history keeps
+    the old text and the old date."""
     from ledger.commands import revert as ops
 
     s = ctx.find_object(State).session(ctx)
-    _print_applied(ops.amend(s, ref, why, of=of, dry_run=dry_run), "amended", ctx, json_out,
-                   "amend")
+    _print_applied(ops.amend(s, ref, why, of=of, dry_run=dry_run, when=when), "amended", ctx,
+                   json_out, "amend")

@@ -122,6 +122,7 @@ class Step:
     expect: int = 0  # the exit code the story expects (the health-gate rollback exits 1)
     command: tuple[str, ...] = ()  # not a ledger command: run as is (argv); exit `expect`
     wait_url: str = ""  # after ``command``: wait until this URL answers
+    pid_file: str = ""  # ...failing at once if the process this names exits first
     expected_why: str = ""  # said right after a step that exits non-zero on purpose
 
 
@@ -274,15 +275,8 @@ def _changes(runs: int, url: str) -> tuple[Step, ...]:
               "--restart", shlex.join(SERVICE + ("restart",)),
               "--health-url", f"{url}/health", "--health-timeout", "120")),
         Step("start the decode server from its serve script", (),
-             command=SERVICE + ("start",), wait_url=f"{url}/health"),
-        Step("a perf knob: size decode attention's split-K for 2 CPU cores, not a GPU",
-             ("record", "knob", "decode", f"{perf_knob}={perf_value}", "--class", "perf",
-              "--title", f"decode target CTAS {perf_value}",
-              "--why", "16 cut a long context into 8 partitions at c1: a gather a step, "
-                       "more ops, no parallelism a 2-core CPU can use")),
-        Step("measure the perf knob: A = reverted, B = applied, alternating",
-             ("ab", PERF_ID, "--runs", str(runs), "--concurrency", PERF_CONCURRENCY,
-              "--bench", PERF_BENCH, "--metric", PERF_METRIC)),
+             command=SERVICE + ("start",), wait_url=f"{url}/health",
+             pid_file=f"{RUN}/decode.pid"),
         Step("the stuck-transfer bug: the prefill worker drops every KV transfer; the client "
              f"gets no answer in {FAULT_CLIENT_TIMEOUT_S}s (decode waits 30s for the KV)",
              (), command=fault_check(), expect=1,
@@ -301,13 +295,21 @@ def _changes(runs: int, url: str) -> tuple[Step, ...]:
              ("record", "patch", f"{PATCHES}/bugfix.patch", "--class", "bugfix",
               "--title", "refuse non-boolean ignore_eos",
               "--why", "bool('false') is True: clients asking not to ignore EOS got the opposite")),
+        Step("a perf knob: size decode attention's split-K for 2 CPU cores, not a GPU",
+             ("record", "knob", "decode", f"{perf_knob}={perf_value}", "--class", "perf",
+              "--title", f"decode target CTAS {perf_value}",
+              "--why", "16 cut a long context into 8 partitions at c1: a gather a step, "
+                       "more ops, no parallelism a 2-core CPU can use")),
+        Step("measure the perf knob: A = reverted, B = applied, alternating",
+             ("ab", PERF_ID, "--runs", str(runs), "--concurrency", PERF_CONCURRENCY,
+              "--bench", PERF_BENCH, "--metric", PERF_METRIC)),
     )
 
 
 def _incident() -> tuple[Step, ...]:
     return (
-        Step("the ledger so far (the A/B ran before the perf patch changed the engine, so "
-             "its evidence now reads [stale])", ("list",)),
+        Step("the ledger so far (the A/B ran last, on the engine and knobs as they are "
+             "now, so its evidence is current)", ("list",)),
         Step("the incident: the harness hangs; the newest perf change is the prime suspect",
              ("suspect", PERF_ID, "--why", "harness hangs after several rounds")),
         Step("...and every other perf change comes off the table too",

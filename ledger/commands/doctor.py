@@ -334,11 +334,34 @@ def _check_git(ws: Workspace) -> list[Finding]:
         return [Finding("git", str(ws.root / ".git"), str(e), "check the workspace repository")]
     out = []
     for line in lines:
-        rel = line[3:]
-        if temp_owner(os.path.basename(rel)) is None:
-            out.append(Finding("git", str(ws.root / rel), f"uncommitted change ({line[:2].strip()})",
-                               "commit it (`git -C WS commit`) or drop it (`git -C WS checkout`)"))
+        rel, code = line[3:], line[:2].strip()
+        if temp_owner(os.path.basename(rel)) is not None or _adopt_plan(rel, code):
+            continue
+        out.append(Finding("git", str(ws.root / rel), f"uncommitted change ({code})",
+                           _git_fix(ws.root, rel, code)))
     return out
+
+
+def _adopt_plan(rel: str, code: str) -> bool:
+    """An untracked ``adopt-TARGET.yaml`` in the workspace: the plan `ledger adopt` told the
+    operator to write and review there.  It is the operator's file, not a change to the
+    ledger, so doctor does not report it."""
+    name = os.path.basename(rel)
+    return code == "??" and "/" not in rel.rstrip("/") and name.startswith("adopt-") \
+        and name.endswith((".yaml", ".yml"))
+
+
+def _git_fix(root, rel: str, code: str) -> str:
+    """The commands that settle one dirty path: an untracked file is added or removed
+    (``git checkout`` cannot remove it); a tracked one is committed or checked out."""
+    import shlex
+
+    git = f"git -C {shlex.quote(str(root))}"
+    path = shlex.quote(rel.rstrip("/"))
+    if code == "??":
+        return (f"commit it (`{git} add {path} && {git} commit`) or remove it "
+                f"(`rm -r {shlex.quote(str(root / rel.rstrip('/')))}`)")
+    return f"commit it (`{git} commit {path}`) or drop it (`{git} checkout -- {path}`)"
 
 
 __all__ = ["Finding", "Report", "check", "doctor", "writer_running"]

@@ -75,12 +75,36 @@ def build_model(ws: Workspace):
                 stale.add(e.id)
     patch_stats = {e.id: _patch_stats(ws, e) for e in entries if e.kind == "patch"}
     notes = {e.id: n for e in entries if (n := load_notes(ws.root, e.id))}
-    return RenderModel(title=ws.root.name, entries=list(entries), targets=targets,
+    return RenderModel(title=docs_title(ws), entries=list(entries), targets=targets,
                        evidence=evidence, stale=stale, patch_stats=patch_stats, notes=notes,
                        bisects=bisect_views(ws, {e.id for e in entries}),
                        log=dated_log(wsgit.log(ws.root)),
                        defaults={e.id: defaults[(e.target, e.knob)] for e in entries
                                  if e.kind == "knob" and (e.target, e.knob) in defaults})
+
+
+def docs_title(ws: Workspace) -> str:
+    """The docs' title: ledger.yaml's ``title:``; else "Change history — " and the engines
+    its targets run (``sglang==0.5.23, vllm``; each target's, see
+    ledger.commands.catalog.engine_of), else its targets' names: what the workspace is
+    for, never the name of the directory it happens to sit in."""
+    if ws.config.title:
+        return ws.config.title
+    from ledger.commands.catalog import engine_of
+
+    engines = []
+    for t in ws.config.targets.values():
+        try:
+            engine = engine_of(ws, t)
+        except LedgerError:
+            engine = None
+        engines.append(engine)
+    named = list(dict.fromkeys(e for e in engines if e))
+    if named:
+        return "Change history — " + ", ".join(named)
+    if ws.config.targets:
+        return "Change history — " + ", ".join(ws.config.targets)
+    return "Change history"
 
 
 def bisect_views(ws: Workspace, known: set[str]) -> list[dict]:

@@ -11,6 +11,8 @@ from ledger.core import planner
 from ledger.core.display import change_text
 from ledger.core.display import display_state
 from ledger.core.display import health_failure
+from ledger.core.display import happened_at
+from ledger.core.display import kept_by_class
 from ledger.core.display import revert_action
 from ledger.core.display import revert_reason
 from ledger.core.model import Entry
@@ -260,6 +262,7 @@ class OffTable:
     files: dict[str, str] = field(default_factory=dict)
     patch_diff: str = ""
     errors: list[str] = field(default_factory=list)
+    kept: str = ""  # what stays applied, by class: "2 bugfix patches, 1 bugfix knob"
 
     @property
     def differs(self) -> bool:
@@ -273,13 +276,14 @@ class OffTable:
             "patch_diff": self.patch_diff,
             "errors": self.errors,
             "differs": self.differs,
+            "kept": self.kept,
         }
 
 
 def off_the_table(ws: Workspace, with_files: bool = False) -> OffTable:
     """The live configuration against the fully-applied ledger."""
     entries = ws.entries()
-    out = OffTable(reverted={"perf": [], "bugfix": []})
+    out = OffTable(reverted={"perf": [], "bugfix": []}, kept=kept_by_class(entries))
     off = [e for e in entries if not e.applied]
     present = evidence_ids(ws)  # notes live beside the evidence: no directory, no notes
     for e, row in zip(off, entry_rows(ws, off, present)):
@@ -287,6 +291,8 @@ def off_the_table(ws: Workspace, with_files: bool = False) -> OffTable:
         row["reverted_why"] = revert_reason(e)
         row["health_failure"] = health_failure(e)
         row["reverted_at"] = action.happened if action else ""
+        row["suspected_at"] = happened_at(e, "suspect")
+        row["cleared_at"] = happened_at(e, "clear")
         row["notes"] = _notes(ws, e) if e.id in present else []
         out.reverted[e.cls].append(row)
     expected = planner.expected_knobs(entries)
@@ -356,3 +362,28 @@ def workspace_log(ws: Workspace, limit: int | None = None) -> list[dict]:
     from ledger.core.when import dated_log
 
     return dated_log(wsgit.log(ws.root, limit))
+
+
+def log_lines(ws: Workspace, limit: int | None = None) -> list[dict]:
+    """`ledger log` for a person: the commits (:func:`workspace_log`) and, among them in
+    time order, each dated action no commit line shows (ledger.core.when.dated_events):
+    a hand revert's date, a ``clear --when``.  Each item is a commit (``sha``…) or an
+    event (``event: True``).  With ``limit``, events older than the oldest commit shown
+    are left out with it."""
+    from ledger.core.when import dated_events
+    from ledger.core.when import parse_time
+    from ledger.core.when import stamp
+
+    commits = workspace_log(ws, limit)
+
+    def key(c: dict) -> str:
+        moment = parse_time(c.get("time") or "")
+        return c.get("when") or (stamp(moment) if moment else str(c.get("time") or ""))
+
+    events = [{**ev, "event": True} for ev in dated_events(commits, ws.entries())]
+    if limit and commits:
+        oldest = min(key(c) for c in commits)
+        events = [ev for ev in events if ev["when"] >= oldest]
+    items = [(key(c), 0, -i, c) for i, c in enumerate(commits)]
+    items += [(ev["when"], 1, -i, ev) for i, ev in enumerate(events)]
+    return [item for *_, item in sorted(items, key=lambda t: t[:3], reverse=True)]

@@ -112,14 +112,19 @@ def clear(s: Session, ref: str, why: str, dry_run: bool = False, when: str = "")
         return _apply(s, plan, why, False, dry_run, when)
 
 
-def amend(s: Session, ref: str, why: str, of: str | None = None, dry_run: bool = False) -> Applied:
-    """Replace a reason typed wrong (`ledger amend ID --why`); the history keeps the old."""
-    if not why.strip():
-        raise UsageError("amend needs --why: the reason as it should read")
+def amend(s: Session, ref: str, why: str, of: str | None = None, dry_run: bool = False,
+          when: str = "") -> Applied:
+    """Replace a reason or a date typed wrong (`ledger amend ID --why/--when`); the
+    history keeps the old (ledger.core.planner.plan_amend)."""
+    why = why or ""
+    if not why.strip() and not when:
+        raise UsageError("amend needs --why (the reason as it should read) or --when (the "
+                         "date as it should read)")
+    when = _when(s, when)
     with writing(s, dry_run):
-        plan = planner.plan_amend(s.ws.resolve(ref), why=why, of=of, at=s.now,
-                                  command=s.command)
-        return _apply(s, plan, why, False, dry_run)
+        plan = planner.plan_amend(s.ws.resolve(ref), why=why.strip() and why, of=of,
+                                  at=s.now, command=s.command, when=when)
+        return _apply(s, plan, why or f"dated {when}", False, dry_run)
 
 
 def _class_selector(refs: Sequence[str], perf_only: bool, cls: str | None) -> str | None:

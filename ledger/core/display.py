@@ -62,6 +62,29 @@ def revert_action(e: Entry) -> Action | None:
     return None
 
 
+def happened_at(e: Entry, action: str) -> str:
+    """When the entry's last ``action`` (``suspect``, ``clear``, ``restore``…) happened: its
+    ``--when`` date where given, else its record time; "" if it never did."""
+    for a in reversed(e.history):
+        if a.action == action:
+            return a.happened
+    return ""
+
+
+def kept_by_class(entries) -> str:
+    """What stays applied, by class and kind, as the on-call reader says it:
+    ``2 bugfix patches, 1 bugfix knob`` ("" when nothing is applied)."""
+    counts: dict[tuple[str, str], int] = {}
+    for e in entries:
+        if e.applied:
+            counts[(e.cls, e.kind)] = counts.get((e.cls, e.kind), 0) + 1
+    order = {"bugfix": 0, "perf": 1}
+    return ", ".join(f"{n} {cls} {kind}{'es' if kind == 'patch' and n != 1 else ''}"
+                     f"{'s' if kind != 'patch' and n != 1 else ''}"
+                     for (cls, kind), n in sorted(counts.items(), key=lambda t: (
+                         order.get(t[0][0], 2), t[0][1] != "patch", t[0])))
+
+
 def health_failure(e: Entry) -> str | None:
     """What the health check saw, when the entry is off the table because the restart's
     health gate rolled it back (its last off-table action is a ``rollback``); else None.

@@ -401,24 +401,48 @@ AMENDABLE = {"record": "why", "adopt": "why", "suspect": "suspect_why", "clear":
              "revert": "revert_why"}
 
 
-def plan_amend(entry: Entry, *, why: str, of: str | None, at: str, command: str) -> Plan:
+def plan_amend(entry: Entry, *, why: str, of: str | None, at: str, command: str,
+               when: str = "") -> Plan:
     """Replace a reason typed wrong: the record's why, the suspect's hypothesis, the
     clear's reason or the latest revert's (``of``; default: the latest of them the entry
-    has).  History is never rewritten: an ``amend`` action keeps the old text."""
-    kinds = [a.action for a in entry.history if a.action in AMENDABLE]
+    has); and/or, with ``when``, the date that action happened (a ``--when`` typed wrong
+    or never given).  History keeps what was there: an ``amend`` action holds the old
+    text and the old date.  A date changes the action's ``when`` in place (history is
+    ordered by it), never its ``at`` (when the ledger recorded it)."""
+    from dataclasses import replace
+
+    kinds = [a.action for a in entry.history if a.action in AMENDABLE or a.action == "adopt"]
+    kinds = ["record" if k == "adopt" else k for k in kinds]
     kind = of or (kinds[-1] if kinds else "record")
     if kind not in AMENDABLE:
         raise UsageError(f"--of {kind!r}: amend the reason of record, suspect, clear or revert")
-    if of is not None and of not in kinds and not (of == "record" and "adopt" in kinds):
+    if of is not None and of not in kinds:
         raise Refused(f"entry {entry.id} ({entry.title}) has no {of} to amend "
                       f"(its history: {', '.join(a.action for a in entry.history)})")
-    field_name = AMENDABLE[kind]
-    old = _last_revert_why(entry) if kind == "revert" else getattr(entry, field_name)
-    if old == why:
-        raise Refused(f"entry {entry.id}: the {kind} reason already reads {why!r}")
-    note = f"{kind} reason amended; it was: {old!r}" if old else f"{kind} reason added"
-    new = entry.with_action(Action(at=at, action="amend", why=note, command=command),
-                            **{field_name: why})
+    notes, changes, history = [], {}, entry.history
+    if why:
+        field_name = AMENDABLE[kind]
+        old = _last_revert_why(entry) if kind == "revert" else getattr(entry, field_name)
+        if old == why:
+            raise Refused(f"entry {entry.id}: the {kind} reason already reads {why!r}")
+        notes.append(f"{kind} reason amended; it was: {old!r}" if old else f"{kind} reason added")
+        changes[field_name] = why
+    if when:
+        acts = ("record", "adopt") if kind == "record" else (kind,)
+        index = max((i for i, a in enumerate(history) if a.action in acts), default=None)
+        if index is None:
+            raise Refused(f"entry {entry.id} ({entry.title}) has no {kind} to date")
+        old_when = history[index].happened
+        if history[index].when == when:
+            raise Refused(f"entry {entry.id}: the {kind} is already dated {when}")
+        history = history[:index] + (replace(history[index], when=when),) + history[index + 1:]
+        notes.append(f"{kind} date amended to {when}; it was: {old_when}")
+    if not notes:
+        raise UsageError("amend needs --why (the reason as it should read) or --when (the "
+                         "date as it should read)")
+    dated = replace(entry, history=history) if history is not entry.history else entry
+    new = dated.with_action(Action(at=at, action="amend", why="; ".join(notes),
+                                   command=command), **changes)
     return Plan("amend", ((entry, new),))
 
 

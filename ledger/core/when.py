@@ -77,4 +77,30 @@ def dated_log(commits: list[dict]) -> list[dict]:
     return [c for *_, c in sorted(out, key=lambda t: (t[0], t[1]), reverse=True)]
 
 
-__all__ = ["dated_log", "parse_time", "parse_when", "stamp"]
+def dated_events(commits: list[dict], entries) -> list[dict]:
+    """The dated actions (``--when``, ``--reverted-when``, ``clear --when``, an adopted
+    revert's date) that the commits' own lines do not already show, as events of their
+    own: a hand revert recorded with its entry is one commit, ``record …``, dated by its
+    earliest date, and without this its revert would be missing from every history view.
+
+    An action is already shown when a commit of the same kind (its subject's first word;
+    ``record`` and ``adopt`` are one kind) carries the same ``When:`` date.  Each event: ``when``, ``at`` (recorded), the entry's
+    ``id``, ``title`` and ``cls``, ``action`` and ``why``; newest first."""
+    shown = {(c.get("when"), _kind(str(c.get("subject", "")))) for c in commits if c.get("when")}
+    events = []
+    for e in entries:
+        for a in e.history:
+            # An entry brought in with its history is recorded (`record`) or adopted: the
+            # commit line that brought it shows that date under either word.
+            kinds = ("record", "adopt") if a.action in ("record", "adopt") else (a.action,)
+            if a.when and not any((a.when, k) in shown for k in kinds):
+                events.append({"when": a.when, "at": a.at, "id": e.id, "title": e.title,
+                               "cls": e.cls, "action": a.action, "why": a.why})
+    return sorted(events, key=lambda ev: (ev["when"], ev["id"]), reverse=True)
+
+
+def _kind(subject: str) -> str:
+    return subject.split(" ", 1)[0].strip("`:") if subject else ""
+
+
+__all__ = ["dated_events", "dated_log", "parse_time", "parse_when", "stamp"]

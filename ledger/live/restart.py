@@ -27,6 +27,8 @@ from ledger.core.model import Target
 from ledger.errors import Refused
 from ledger.live.probe import NOT_RUNNING
 from ledger.live.probe import find_pid
+from ledger.procs import exited_report
+from ledger.procs import service_log
 from ledger.store.workspace import Workspace
 
 POLL_S = 0.25
@@ -129,6 +131,17 @@ def _pid_of(ws: Workspace, t: Target) -> tuple[int | None, str]:
     return pid, (detail if state == NOT_RUNNING else "")
 
 
+def _log_of(ws: Workspace, t: Target):
+    """The service's log beside its pid file, if it has one (ledger.procs.service_log)."""
+    from pathlib import Path
+
+    probe = t.service.live if t.service else None
+    if probe is None or probe.kind != "pid_file":
+        return None
+    path = Path(probe.value)
+    return service_log(path if path.is_absolute() else ws.root / path)
+
+
 def run_restart(ws: Workspace, t: Target) -> Step:
     """Run one target's restart command (no health wait)."""
     service = t.service
@@ -170,8 +183,8 @@ def wait_healthy(ws: Workspace, t: Target) -> HealthResult:
             return HealthResult(True, elapsed, f"{last} after {elapsed:.1f}s")
         pid, gone = _pid_of(ws, t)
         if gone:
-            return HealthResult(False, elapsed, f"the process exited ({gone}); last check: "
-                                                f"{last}")
+            return HealthResult(False, elapsed, exited_report(
+                f"the process exited ({gone}); last check: {last}", _log_of(ws, t)))
         if time.monotonic() >= deadline:
             return HealthResult(False, elapsed, f"{health.describe()} not met: {last}")
         time.sleep(POLL_S)

@@ -1,4 +1,5 @@
-"""Rendered change-history docs: CHANGELOG.md, entries/<id>.md (+ chart) and index.html.
+"""Rendered change-history docs: CHANGELOG.md, entries/<id>.md (+ chart), index.html, and
+the Markdown as HTML pages (CHANGELOG.html, entries/<id>.html) the index links to.
 
 ``ledger render`` calls :func:`render_docs` with a :class:`~ledger.render.model.RenderModel`
 (a file-free snapshot of the workspace).  This module turns that snapshot into *views*
@@ -31,7 +32,9 @@ from typing import Iterable
 from typing import Mapping
 
 from ledger.core.display import display_state
+from ledger.core.display import happened_at
 from ledger.core.display import health_failure
+from ledger.core.display import revert_action
 from ledger.core.display import revert_reason
 from ledger.core.display import status_word
 from ledger.core.model import CLASSES
@@ -202,6 +205,11 @@ def entry_view(model: RenderModel, entry: Entry, chart_svg: str | None) -> dict[
                                                      ("record", "adopt") else ""),
         "last_at": when(last.happened) if last else when(entry.recorded),
         "revert_why": "" if entry.applied else revert_reason(entry),
+        # Each card's reasons carry their dates (a hand revert's --reverted-when, a clear
+        # --when): the on-call reader's first question after "why" is "when".
+        "reverted_at": "" if entry.applied or not (r := revert_action(entry)) else when(r.happened),
+        "suspected_at": when(happened_at(entry, "suspect")),
+        "cleared_at": when(happened_at(entry, "clear")),
         "health_failure": failure,
         "restore": None if entry.applied else _restore_plan(entry, evidence),
         "target": entry.target,
@@ -324,8 +332,9 @@ def _write(path: Path, text: str) -> None:
 def render_docs(out_dir: Path, model: RenderModel, formats: Iterable[str] = FORMATS) -> list[Path]:
     """Render the change-history docs of ``model`` into ``out_dir``; return the files written.
 
-    ``formats`` picks ``md`` (CHANGELOG.md, entries/<id>.md and entries/<id>.svg charts)
-    and/or ``html`` (a self-contained index.html).  The same model always gives the
+    ``formats`` picks ``md`` (CHANGELOG.md, entries/<id>.md) and/or ``html`` (a
+    self-contained index.html, and CHANGELOG.html and entries/<id>.html: the Markdown as
+    pages, see ledger.render.pages); either writes the entries' charts, entries/<id>.svg.  The same model always gives the
     same bytes.  Raises :class:`~ledger.errors.InvalidValue` for an unknown format and
     :class:`~ledger.errors.LedgerError` when ``out_dir`` cannot be written.
     """
@@ -348,23 +357,29 @@ def render_docs(out_dir: Path, model: RenderModel, formats: Iterable[str] = FORM
     env = _environment()
 
     outputs: list[tuple[Path, str]] = []
+    changelog = env.get_template("changelog.md.j2").render(context)
+    entry_template = env.get_template("entry.md.j2")
+    pages = [(view, entry_template.render(context, e=view)) for view in context["entries"]]
     if "md" in chosen:
-        outputs.append(
-            (out_dir / "CHANGELOG.md", env.get_template("changelog.md.j2").render(context))
-        )
-        entry_template = env.get_template("entry.md.j2")
-        for view in context["entries"]:
-            outputs.append(
-                (out_dir / "entries" / f"{view['id']}.md", entry_template.render(context, e=view))
-            )
-            if view["chart"]:
-                outputs.append((out_dir / "entries" / f"{view['id']}.svg", view["chart"]))
+        outputs.append((out_dir / "CHANGELOG.md", changelog))
+        outputs += [(out_dir / "entries" / f"{view['id']}.md", text) for view, text in pages]
+    for view, _ in pages:  # the entry pages' charts, .md or .html
+        if view["chart"]:
+            outputs.append((out_dir / "entries" / f"{view['id']}.svg", view["chart"]))
     if "html" in chosen:
+        from ledger.render.pages import html_page
+
         # Raw source, not a template: CSS braces must not meet jinja's syntax.
         css = env.loader.get_source(env, "style.css")[0]
         outputs.append(
             (out_dir / "index.html", env.get_template("index.html.j2").render(context, css=css))
         )
+        outputs.append((out_dir / "CHANGELOG.html",
+                        html_page(env, changelog, f"{model.title} · changelog", css,
+                                  "index.html")))
+        outputs += [(out_dir / "entries" / f"{view['id']}.html",
+                     html_page(env, text, f"{view['title']} · {model.title}", css,
+                               "../index.html")) for view, text in pages]
     try:
         for path, text in outputs:
             _write(path, text)

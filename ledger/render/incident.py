@@ -26,6 +26,7 @@ from typing import Any
 from typing import Iterable
 from typing import Mapping
 
+from ledger.core.display import happened_at
 from ledger.core.display import health_failure
 from ledger.core.model import Entry
 from ledger.render.text import when_exact
@@ -68,10 +69,8 @@ def _exonerating_bisects(entry_id: str, bisects: list[Mapping[str, Any]]) -> lis
 
 
 def _last_at(e: Entry, action: str) -> str:
-    for a in reversed(e.history):
-        if a.action == action:
-            return when_exact(a.happened)
-    return ""
+    at = happened_at(e, action)
+    return when_exact(at) if at else ""
 
 
 def timeline(log: list[Mapping[str, Any]], entries: list[Entry]) -> list[dict[str, Any]]:
@@ -79,6 +78,10 @@ def timeline(log: list[Mapping[str, Any]], entries: list[Entry]) -> list[dict[st
     commit's ``When:`` date where it has one, see ledger.core.when.dated_log)."""
     if not log:
         return _history_timeline(entries)
+    from ledger.core.when import dated_events
+    from ledger.core.when import parse_time
+    from ledger.core.when import stamp
+
     titles = {e.id: (e.title, e.cls) for e in entries}
     events = []
     for c in log:
@@ -100,7 +103,19 @@ def timeline(log: list[Mapping[str, Any]], entries: list[Entry]) -> list[dict[st
             "entries": [{"id": i, "title": titles[i][0], "cls": titles[i][1]}
                         for i in dict.fromkeys(ids)],
         })
-    return events
+    # The dated actions no commit line shows (a hand revert recorded with its entry, a
+    # clear --when) are events of their own, where they happened: as `ledger log` has them.
+    raw = [c.get("when") or (stamp(m) if (m := parse_time(c.get("time") or "")) else "")
+           for c in log]
+    dated = [(ev["when"], {
+        "at": when_exact(ev["when"]), "sha": "", "action": ev["action"],
+        "subject": f"{ev['action']} (recorded {when_exact(ev['at'])})",
+        "detail": ev["why"],
+        "entries": [{"id": ev["id"], "title": ev["title"], "cls": ev["cls"]}],
+    }) for ev in dated_events(list(log), entries)]
+    merged = [(r, 0, -i, e) for i, (r, e) in enumerate(zip(raw, events))]
+    merged += [(r, 1, -i, e) for i, (r, e) in enumerate(dated)]
+    return [e for *_, e in sorted(merged, key=lambda t: t[:3], reverse=True)]
 
 
 def _kind(subject: str) -> str:

@@ -91,9 +91,13 @@ class Config:
     engine: str | None = None
     # root name -> the team's default directory (None: each machine sets its own)
     roots: dict[str, str | None] = field(default_factory=dict)
+    # what the rendered docs are titled (``title:``); None: "Change history — <engines>"
+    title: str | None = None
 
     def to_dict(self) -> dict:
         d: dict = {"version": CONFIG_VERSION}
+        if self.title:
+            d["title"] = self.title
         if self.roots:
             d["roots"] = dict(self.roots)
         d["engine_repo"] = self.engine_repo
@@ -262,7 +266,11 @@ def _config_from(data, path: str, line_of) -> Config:
     command = bench.get("command")
     if command is not None and not isinstance(command, str):
         raise ConfigError(path, "bench command must be a string", line_of("bench", "command"))
+    title = data.get("title")
+    if title is not None and not isinstance(title, str):
+        raise ConfigError(path, "title must be a string", line_of("title"))
     return Config(
+        title=title.strip() or None if title else None,
         targets=targets,
         engine_repo=None if engine_repo in (None, "") else engine_repo,
         bench_command=command,
@@ -332,6 +340,24 @@ def close_matches(typed: str, known: dict[str, str], n: int = 3) -> list[str]:
     lowered = {k.lower(): k for k in known}
     found = difflib.get_close_matches(typed.lower(), list(lowered), n=n, cutoff=0.6)
     return list(dict.fromkeys(known[lowered[f]] for f in found))
+
+
+def _close_slug_parts(typed: str, entries, n: int = 3) -> list[str]:
+    """Entries whose slug holds a run of words close to ``typed``: an operator types the
+    part of a slug they remember (``targte-ctas`` for ``decode-target-ctas-2``), which is
+    too short against the whole slug for :func:`close_matches`."""
+    import difflib
+
+    want = typed.lower().replace("_", "-")
+    parts = want.count("-") + 1
+    scored = []
+    for e in entries:
+        words = e.slug.split("-")
+        runs = ["-".join(words[i:i + parts]) for i in range(max(len(words) - parts + 1, 1))]
+        best = max(difflib.SequenceMatcher(None, want, r).ratio() for r in runs)
+        if best >= 0.75:
+            scored.append((-best, e.slug, f"{e.slug} ({e.id})"))
+    return [shown for *_, shown in sorted(scored)][:n]
 
 
 class Workspace:
@@ -452,9 +478,10 @@ class Workspace:
             return matches[0]
         if matches:
             raise AmbiguousEntry(ref, [f"{e.id} ({e.slug}: {e.title})" for e in matches])
-        raise EntryNotFound(ref, close_matches(ref, {
+        close = close_matches(ref, {
             **{e.slug: f"{e.slug} ({e.id})" for e in entries},
-            **{e.id: f"{e.id} ({e.slug})" for e in entries}}))
+            **{e.id: f"{e.id} ({e.slug})" for e in entries}})
+        raise EntryNotFound(ref, close or _close_slug_parts(ref, entries))
 
     # -- targets ------------------------------------------------------------------------
     def target(self, name: str) -> Target:

@@ -65,4 +65,5 @@ def test_wheel_ships_templates_and_renders_from_an_install(tmp_path: Path) -> No
         check=False,
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["CHANGELOG.md", "e1.md", "index.html"]
+    assert done.stdout.split() == ["CHANGELOG.html", "CHANGELOG.md", "e1.html", "e1.md",
+                                   "index.html"]

@@ -49,8 +49,9 @@ def test_writes_changelog_entry_pages_charts_and_index(docs: tuple[Path, list[Pa
     names = sorted(str(p.relative_to(out)) for p in paths)
     ids = [e.id for e in story_entries()]
     assert names == sorted(
-        ["CHANGELOG.md", "index.html"]
+        ["CHANGELOG.md", "CHANGELOG.html", "index.html"]
         + [f"entries/{i}.md" for i in ids]
+        + [f"entries/{i}.html" for i in ids]  # each Markdown doc as a page too
         # Charts only where there is evidence.
         + [f"entries/{i}.svg" for i in ("e1-ctas", "e2-queue", "e6-splitk")]
     )
@@ -225,15 +226,18 @@ def test_docs_change_when_the_ledger_changes(tmp_path: Path) -> None:
     before = render_docs(tmp_path / "a", model)
     after = render_docs(tmp_path / "b", replace(model, entries=entries))
     changed = {p.name for p, q in zip(before, after) if p.read_bytes() != q.read_bytes()}
-    assert changed == {"CHANGELOG.md", "e1-ctas.md", "index.html"}
+    assert changed == {"CHANGELOG.md", "CHANGELOG.html", "e1-ctas.md", "e1-ctas.html",
+                       "index.html"}
 
 
 def test_formats_select_outputs(tmp_path: Path) -> None:
     # No evidence: charts are covered elsewhere and cost most of a render.
     model = replace(story_model(), evidence={}, stale=set())
     html_only = render_docs(tmp_path / "h", model, formats=("html",))
-    assert [p.name for p in html_only] == ["index.html"]
-    assert 'href="entries/' not in read(html_only[0])  # no links to pages not rendered
+    assert [p.name for p in html_only][:2] == ["index.html", "CHANGELOG.html"]
+    assert all(p.suffix == ".html" for p in html_only)  # pages, no Markdown
+    for link in re.findall(r'href="(entries/[^"#]+)"', read(html_only[0])):
+        assert (tmp_path / "h" / link).is_file(), link  # every page linked is there
     md_only = render_docs(tmp_path / "m", model, formats=["md"])
     assert "index.html" not in {p.name for p in md_only}
     assert "[index.html](index.html)" not in read(tmp_path / "m" / "CHANGELOG.md")
@@ -273,7 +277,7 @@ def test_partial_and_malformed_evidence_renders_placeholders(tmp_path: Path) -> 
 
 def test_an_empty_ledger_renders_calm_placeholders(tmp_path: Path) -> None:
     paths = render_docs(tmp_path, RenderModel(title="fresh", entries=[]))
-    assert [p.name for p in paths] == ["CHANGELOG.md", "index.html"]
+    assert [p.name for p in paths] == ["CHANGELOG.md", "index.html", "CHANGELOG.html"]
     changelog = read(tmp_path / "CHANGELOG.md")
     assert "Nothing: no reverted entry is waiting to be restored." in changelog
     assert "Nothing is held back." in changelog
