@@ -9,15 +9,17 @@
     ledger/          the workspace (engine_repo: ../engine-repo), managing serve_decode.sh
 
 and returns the commands of the story, which the CLI runs one by one, printing each as a
-transcript an operator could retype (from ``cd DIR/ledger``): record a perf knob and
-measure it A/B on the ``tiny`` preset at a 3840-token context, one sequence at a time
-(where split-K partitioning matters: see ``PERF_BENCH``), on decode tok/s, 8 runs a side;
-show what the bugfix knob fixes: with the prefill worker dropping every KV transfer
+transcript an operator could retype (``cd DIR``, then ``cd DIR/ledger``): show what the
+bugfix knob fixes: with the prefill worker dropping every KV transfer
 (``pd_check.py --drop-transfers``, real servers from the serve scripts on loopback) the
 client gets no answer in 10 s, the decode worker holding the request for its 30 s timeout;
 record the bugfix knob (5 s) and the same check is refused with HTTP 504 in ~5 s (the demo
 expects exit 1 then 0, so a bugfix that did nothing stops it; both checks append what they
-saw to ``docs/bugfix-check.md``); record a perf and a bugfix patch; the incident (suspect,
+saw to ``DIR/docs/bugfix-check.md``); record a perf and a bugfix patch; record a perf knob
+and measure it A/B on the ``tiny`` preset at a 3840-token context, one sequence at a time
+(where split-K partitioning matters: see ``PERF_BENCH``), on decode tok/s, 8 runs a side
+— last of the changes, so its evidence describes the engine and knobs the story ends on
+(current, not ``[stale]``); the incident (suspect,
 revert --perf-only); what is off the table; a bisect over the perf entries with the
 harness check through the client's faulty proxy (shipped in deploy/: it drops requests
 once a multi-turn conversation grows), which finds the failure persists with every perf

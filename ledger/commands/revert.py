@@ -83,6 +83,11 @@ def restore(
             verdicts={i: ev.verdict for i, ev in evidence.items()},
         )
         applied = _apply(s, plan, why, force, dry_run)
+        if not dry_run and applied.commit:
+            # Shown as of after the restore: a headline judged against the engine and
+            # knobs before it (the perf patch still reverted) would read [stale] for
+            # evidence the restore just made current again.
+            evidence = evidence_of(s.ws, chosen)
         applied.evidence = {i: ev.text for i, ev in evidence.items()}
         return applied
 
