@@ -87,6 +87,9 @@ def test_docs_cards_and_timeline_carry_the_dates(story, ledger, tmp_path):
     assert "2026-12-02 14:14:00 UTC" in timeline  # the hand revert is an event
     item = timeline.split("2026-12-02 14:14:00 UTC")[1].split("</li>")[0]
     assert "revert" in item and "CTAS 512 for decode" in item
+    changelog = (tmp_path / "docs" / "CHANGELOG.md").read_text()
+    assert "reverted by hand before the ledger knew of it (2026-12-02 14:14 UTC)" in changelog
+    assert "harness hangs (2026-12-02 15:00 UTC)" in changelog
 
 
 def test_render_title_counts_and_html_pages(story, ledger, tmp_path):
