@@ -173,3 +173,18 @@ def test_status_live_on_a_terminal(ws, ledger, tmp_path):
     finally:
         server.send_signal(signal.SIGTERM)
         server.wait(timeout=30)
+
+
+def test_table_cuts_other_columns_first_and_wraps_the_kept_one():
+    from ledger.cli.output import table
+
+    change = f"{CTAS}: unset (default 256) -> 512"
+    rows = [["cea06552", "a title far too long for a narrow terminal", change]]
+    whole = table(rows, ["ID", "TITLE", "CHANGE"], keep=(2,), width=None)
+    assert change in whole and "…" not in whole  # a pipe: nothing cut
+    fitted = table(rows, ["ID", "TITLE", "CHANGE"], keep=(2,), width=60)
+    lines = fitted.splitlines()
+    assert all(len(line) <= 60 for line in lines), fitted
+    assert "…" in lines[1]  # the title gave way...
+    start = lines[0].index("CHANGE")
+    assert " ".join(line[start:].strip() for line in lines[1:]) == change  # ...not the change
