@@ -1,0 +1,96 @@
+"""The real `pre-commit` tool runs this repository's `ledger-check` hook on pre-push.
+
+The hook repository is a git repository made here holding this checkout's
+``.pre-commit-hooks.yaml`` (pre-commit installs a hook repository from a git URL or a local
+path at a commit; a copy committed here works whether or not the checkout's own changes are
+committed).  The hook is ``language: system``: it runs the ``ledger`` on PATH — here a
+wrapper around this interpreter — so nothing is fetched and it works offline.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.cli.test_check import GIT_ENV
+from tests.cli.test_check import commit_all
+from tests.cli.test_check import git
+from tests.conftest import REPO_ROOT
+
+pytest.importorskip("pre_commit")
+
+
+def _env(tmp_path: Path) -> dict[str, str]:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    wrapper = bin_dir / "ledger"
+    wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m ledger.cli "$@"\n')
+    wrapper.chmod(0o755)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_", "PRE_COMMIT"))}
+    env.update(GIT_ENV)
+    env["PATH"] = f"{bin_dir}{os.pathsep}{env.get('PATH', '')}"
+    env["PRE_COMMIT_HOME"] = str(tmp_path / "pre-commit-home")
+    return env
+
+
+def _hook_repo(tmp_path: Path, env: dict[str, str]) -> tuple[Path, str]:
+    repo = tmp_path / "hooks"
+    repo.mkdir()
+    shutil.copy(REPO_ROOT / ".pre-commit-hooks.yaml", repo / ".pre-commit-hooks.yaml")
+    for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "-m", "hooks"]):
+        subprocess.run(["git", "-C", str(repo), *args], check=True, env=env)
+    rev = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], check=True, env=env,
+                         capture_output=True, text=True).stdout.strip()
+    return repo, rev
+
+
+def test_the_hook_blocks_a_push_of_an_unledgered_change(tmp_path, ledger):
+    env = _env(tmp_path)
+    hooks, rev = _hook_repo(tmp_path, env)
+    remote = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True, env=env)
+
+    work = tmp_path / "deploy"
+    assert ledger("init", work).exit_code == 0
+    (work / "serve.sh").write_text("#!/usr/bin/env bash\nexport SGLANG_DISAGGREGATION_QUEUE_SIZE=4\n"
+                                   "exec python -m sglang.launch_server --port 30001\n")
+    assert ledger("-C", work, "target", "add", "decode", work / "serve.sh", "--format",
+                  "bash").exit_code == 0
+    (work / ".pre-commit-config.yaml").write_text(
+        f"repos:\n  - repo: {hooks}\n    rev: {rev}\n    hooks:\n      - id: ledger-check\n")
+    commit_all(work, "pre-commit config")
+    git(work, "remote", "add", "origin", str(remote))
+    git(work, "push", "-q", "-u", "origin", "main")
+
+    def run(*args: str, cwd: Path = work) -> subprocess.CompletedProcess:
+        return subprocess.run(list(args), cwd=cwd, env=env, capture_output=True, text=True,
+                              timeout=300)
+
+    r = run(sys.executable, "-m", "pre_commit", "install", "--hook-type", "pre-push")
+    assert r.returncode == 0, r.stderr
+
+    # a hand edit: the push is refused, naming the line and the command
+    script = work / "serve.sh"
+    script.write_text(script.read_text().replace("QUEUE_SIZE=4", "QUEUE_SIZE=16"))
+    commit_all(work, "bigger queue, by hand")
+    pushed = run("git", "push", "-q", "origin", "main")
+    out = pushed.stdout + pushed.stderr
+    assert pushed.returncode != 0, out
+    assert "ledger check" in out and "Failed" in out
+    assert "serve.sh:2: SGLANG_DISAGGREGATION_QUEUE_SIZE: 4 -> 16" in out
+    assert "ledger record knob decode SGLANG_DISAGGREGATION_QUEUE_SIZE=16 --adopt --before 4" in out
+    remote_head = run("git", "--git-dir", str(remote), "rev-parse", "main").stdout.strip()
+    assert remote_head != run("git", "rev-parse", "HEAD").stdout.strip()  # nothing pushed
+
+    # recorded in the ledger (a liveness-ish bugfix: no evidence needed): the push goes
+    r = ledger("-C", work, "record", "knob", "decode", "SGLANG_DISAGGREGATION_QUEUE_SIZE=16",
+               "--adopt", "--before", "4", "--class", "bugfix", "--title", "queue 16")
+    assert r.exit_code == 0, r.stderr
+    pushed = run("git", "push", "-q", "origin", "main")
+    assert pushed.returncode == 0, pushed.stdout + pushed.stderr
+    assert "Passed" in pushed.stdout + pushed.stderr
