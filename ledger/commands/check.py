@@ -189,15 +189,26 @@ def side_of(tf) -> Side:
 @dataclass
 class _Commit:
     sha: str
-    config_text: str
     config: object
     checks: object
-    entries: list[Entry]
+    entries_data: bytes  # entries.jsonl as stored (b"" where absent)
+    where: str
+
+    def entries(self, lines: Sequence[bytes] | None = None) -> list[Entry]:
+        """The entries (``lines``: only those lines of the file), parsed and validated
+        through the ledger's parse cache, as every command reads them."""
+        from ledger.store.workspace import cached_entries
+
+        data = self.entries_data if lines is None else b"\n".join(sorted(lines))
+        return cached_entries(data, self.where)[0] if data.strip() else []
+
+
+_PARSED: dict[str, tuple] = {}  # blob id -> what it parses to (base and head often share one)
 
 
 def _load_commit(repo: Repo, sha: str, blobs: dict[str, bytes], ids: dict[str, str],
                  *, required: bool) -> _Commit | None:
-    from ledger.store.entries_file import parse_entries
+    """ledger.yaml (parsed once per blob) and entries.jsonl's bytes at ``sha``."""
     from ledger.store.workspace import parse_config_text
 
     cfg_path, entries_path = repo.path(CONFIG), repo.path(ENTRIES)
@@ -206,15 +217,42 @@ def _load_commit(repo: Repo, sha: str, blobs: dict[str, bytes], ids: dict[str, s
         if required:
             raise ConfigError(where, "no ledger.yaml in this commit: nothing to check against")
         return None
-    text = _text(blobs[ids[cfg_path]], where)
-    config = parse_config_text(text, where)
-    node = _yaml_node(text, where)
-    checks = node.get("checks") if isinstance(node, dict) else None
-    entries: list[Entry] = []
-    if entries_path in ids:
-        ewhere = f"{entries_path} at {sha[:12]}"
-        entries = parse_entries(_text(blobs[ids[entries_path]], ewhere), ewhere)
-    return _Commit(sha, text, config, checks, entries)
+    cfg_blob = ids[cfg_path]
+    if cfg_blob not in _PARSED:
+        text = _text(blobs[cfg_blob], where)
+        node = _yaml_node(text, where)
+        checks = node.get("checks") if isinstance(node, dict) else None
+        _PARSED[cfg_blob] = (parse_config_text(text, where), checks)
+    config, checks = _PARSED[cfg_blob]
+    data = blobs[ids[entries_path]] if entries_path in ids else b""
+    return _Commit(sha, config, checks, data, f"{entries_path} at {sha[:12]}")
+
+
+def _entries_of_range(base: _Commit | None, head: _Commit
+                      ) -> tuple[list[Entry], list[Entry], frozenset[str]]:
+    """``(base entries the range changed or removed, head entries, ids unchanged)``.
+
+    A line of entries.jsonl that is byte-identical at base and head is an entry the range
+    did not touch: only the base's other lines are parsed (the head's whole file is, to
+    judge it), so a ledger of thousands of entries where one changed parses one at base."""
+    import json
+
+    head_entries = head.entries()
+    if base is None:
+        return [], head_entries, frozenset()
+    base_lines = set(base.entries_data.split(b"\n"))
+    head_lines = set(head.entries_data.split(b"\n"))
+    gone = [line for line in base_lines - head_lines if line.strip()]
+    touched = set()
+    for line in head_lines - base_lines:
+        try:
+            touched.add(json.loads(line).get("id"))
+        except (ValueError, AttributeError):
+            continue  # the head's parse above refused a bad line already
+    base_changed = base.entries(gone)
+    touched |= {e.id for e in base_changed}
+    same = frozenset(e.id for e in head_entries if e.id not in touched)
+    return base_changed, head_entries, same
 
 
 def _evidence(repo: Repo, head: str, entries: Sequence[Entry], heads: Mapping[str, Side]
@@ -222,14 +260,14 @@ def _evidence(repo: Repo, head: str, entries: Sequence[Entry], heads: Mapping[st
     """The latest evidence at ``head`` of each entry (read from the tree, as the store
     lays it out: ``evidence/<id>/<run-id>/summary.yaml``; a run that a later run's
     meta.yaml ``supersedes`` is skipped)."""
+    if not entries:
+        return {}
     from ledger.evidence.store import META_YAML
     from ledger.evidence.store import RUN_ID_RE
     from ledger.evidence.store import SUMMARY_YAML
     from ledger.evidence.summary import headline
     from ledger.evidence.summary import stale_reasons
 
-    if not entries:
-        return {}
     roots = [repo.path(f"evidence/{e.id}") for e in entries]
     out = repo.git.run("ls-tree", "-r", "-z", "--full-tree", head, "--", *roots,
                        env=LITERAL).stdout
@@ -284,11 +322,11 @@ def run_check(workspace: Path, base: str | None = None, head: str | None = None)
     blobs = read_blobs(repo, [*base_ids.values(), *head_ids.values()])
     head_c = _load_commit(repo, head_sha, blobs, head_ids, required=True)
     base_c = _load_commit(repo, base_sha, blobs, base_ids, required=False)
-    base_entries = base_c.entries if base_c else []
+    base_entries, head_entries, same = _entries_of_range(base_c, head_c)
     severities = parse_checks(base_c.checks if base_c and base_c.checks is not None
                               else head_c.checks, f"{repo.path(CONFIG)} ({CONFIG} checks:)")
 
-    in_range = range_entries(base_entries, head_c.entries)
+    in_range = range_entries(base_entries, head_entries, same)
     by_entries = {t for e in in_range if e.kind == "knob" for t in e.targets}
     base_targets = base_c.config.targets if base_c else {}
     ws = Workspace.with_config(workspace, head_c.config)
@@ -323,9 +361,9 @@ def run_check(workspace: Path, base: str | None = None, head: str | None = None)
     evidence = _evidence(repo, head_sha, perf, heads)
     layout = Layout(os.path.relpath(repo.top.absolute(), Path(workspace).absolute()))
     return check_range(base=base_sha, head=head_sha, readings=readings,
-                       base_entries=base_entries, head_entries=head_c.entries,
+                       base_entries=base_entries, head_entries=head_entries,
                        evidence=evidence, severities=severities, class_of=catalog_class,
-                       layout=layout)
+                       layout=layout, same_ids=same)
 
 
 def _reading(name, t, rel, is_changed, old, new, contents, parse_target, repo, base_sha,

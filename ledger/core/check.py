@@ -265,8 +265,12 @@ def check_range(
     class_of: Callable[[str], str | None] = lambda knob: None,
     layout: Layout = Layout(),
     history_error: str | None = None,
+    same_ids: frozenset[str] = frozenset(),
 ) -> Report:
-    """Judge the range: every finding, every change, every entry the range touched."""
+    """Judge the range: every finding, every change, every entry the range touched.
+
+    ``same_ids``: entries the caller knows are stored byte-identical at base and head
+    (their lines in entries.jsonl did not change): not compared again."""
     sev = {**RULES, **severities, **FIXED}
     findings: list[Finding] = []
 
@@ -275,7 +279,7 @@ def check_range(
             findings.append(Finding(rule, sev[rule], message, **kw))
 
     before_by_id = {e.id: e for e in base_entries}
-    in_range = [e for e in head_entries if _touched(before_by_id.get(e.id), e)]
+    in_range = range_entries(base_entries, head_entries, same_ids)
     range_keys = {(t, split_place(k)[0]) for e in in_range if e.kind == "knob"
                   for t, k in entry_keys(e)}
     by_key: dict[tuple[str, str], list[str]] = {}
@@ -286,7 +290,7 @@ def check_range(
 
     if history_error:
         add("history", history_error, path="entries.jsonl")
-    for f in history_findings(base_entries, head_entries):
+    for f in history_findings([e for e in base_entries if e.id not in same_ids], head_entries):
         add("history", f)
 
     changes: list[Change] = []
@@ -485,10 +489,11 @@ def _entry_notes(before_by_id, in_range, evidence, add) -> tuple[list[EntryNote]
     return notes, needs_ab
 
 
-def range_entries(base: Iterable[Entry], head: Iterable[Entry]) -> list[Entry]:
-    """The head's entries the range added or changed."""
+def range_entries(base: Iterable[Entry], head: Iterable[Entry],
+                  same_ids: frozenset[str] = frozenset()) -> list[Entry]:
+    """The head's entries the range added or changed (``same_ids``: known unchanged)."""
     before = {e.id: e for e in base}
-    return [e for e in head if _touched(before.get(e.id), e)]
+    return [e for e in head if e.id not in same_ids and _touched(before.get(e.id), e)]
 
 
 __all__ = ["Change", "EntryNote", "EvidenceView", "Finding", "Layout", "RULES", "Report",
