@@ -121,7 +121,7 @@ def blob_ids(repo: Repo, rev: str, paths: Sequence[str]) -> dict[str, str]:
     found = {}
     for item in filter(None, out.split(b"\0")):
         meta, _, path = item.partition(b"\t")
-        mode, kind, sha = meta.decode().split()
+        _mode, kind, sha = meta.decode().split()
         if kind == "blob":
             found[path.decode("utf-8", "surrogateescape")] = sha
     return found
@@ -157,7 +157,7 @@ def _yaml_node(text: str, where: str):
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
-        return yaml.load(text, Loader=loader)  # noqa: S506 - a safe loader
+        return yaml.load(text, Loader=loader)  # a safe loader (the C one where built)
     except yaml.YAMLError as e:
         raise ConfigError(where, f"not valid YAML: {e}") from None
 

@@ -57,7 +57,8 @@ def test_the_hook_blocks_a_push_of_an_unledgered_change(tmp_path, ledger):
 
     work = tmp_path / "deploy"
     assert ledger("init", work).exit_code == 0
-    (work / "serve.sh").write_text("#!/usr/bin/env bash\nexport SGLANG_DISAGGREGATION_QUEUE_SIZE=4\n"
+    (work / "serve.sh").write_text("#!/usr/bin/env bash\n"
+                                   "export SGLANG_DISAGGREGATION_QUEUE_SIZE=4\n"
                                    "exec python -m sglang.launch_server --port 30001\n")
     assert ledger("-C", work, "target", "add", "decode", work / "serve.sh", "--format",
                   "bash").exit_code == 0
@@ -94,3 +95,24 @@ def test_the_hook_blocks_a_push_of_an_unledgered_change(tmp_path, ledger):
     pushed = run("git", "push", "-q", "origin", "main")
     assert pushed.returncode == 0, pushed.stdout + pushed.stderr
     assert "Passed" in pushed.stdout + pushed.stderr
+
+
+def test_the_readme_set_ups_name_the_hook_and_the_action_inputs_that_exist():
+    import re
+
+    import yaml
+
+    readme = (REPO_ROOT / "README.md").read_text()
+    section = readme.split("### The ledger in the pull request", 1)[1].split("\n### ", 1)[0]
+    blocks = [yaml.safe_load(b) for b in re.findall(r"```yaml\n(.*?)```", section, re.DOTALL)]
+    hooks = yaml.safe_load((REPO_ROOT / ".pre-commit-hooks.yaml").read_text())
+    action = yaml.safe_load((REPO_ROOT / "action.yml").read_text())
+    checks, precommit, workflow = blocks
+    assert set(checks["checks"]) <= {"unledgered", "evidence", "stale-evidence", "release",
+                                     "state", "history", "outside-repo"}
+    assert precommit["repos"][0]["hooks"][0]["id"] == hooks[0]["id"] == "ledger-check"
+    assert hooks[0]["stages"] == ["pre-push"] and hooks[0]["language"] == "system"
+    step = workflow["jobs"]["ledger"]["steps"][1]
+    assert set(step["with"]) <= set(action["inputs"])
+    assert {"base-ref", "fail-on", "comment"} <= set(action["inputs"])
+    assert action["runs"]["using"] == "composite"
