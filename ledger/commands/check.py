@@ -335,12 +335,13 @@ def run_check(workspace: Path, base: str | None = None, head: str | None = None)
     for name, t in sorted(head_c.config.targets.items()):
         try:
             here = ws.target_path(t)
-        except RootError as e:
-            readings.append(TargetReading(name, t.path, True, error=str(e)))
+        except RootError as e:  # a root this machine does not set: not a file of this repo
+            readings.append(TargetReading(name, t.path, False, outside=str(e)))
             continue
         rel = os.path.relpath(Path(here).absolute(), repo.top.absolute())
-        if rel.startswith(".."):
-            readings.append(TargetReading(name, str(here), False, outside=True))
+        if rel == ".." or rel.startswith("../"):
+            readings.append(TargetReading(name, str(here), False,
+                                          outside=f"{here} is outside the repository {repo.top}"))
             continue
         redefined = base_targets.get(name) != t
         if rel in changed or name in by_entries or redefined:

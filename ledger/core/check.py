@@ -131,7 +131,7 @@ class TargetReading:
     head: Side | None = None
     new: bool = False
     error: str | None = None
-    outside: bool = False
+    outside: str | None = None  # why the file cannot be found in the repository
 
 
 @dataclass(frozen=True)
@@ -264,7 +264,6 @@ def check_range(
     severities: Mapping[str, str],
     class_of: Callable[[str], str | None] = lambda knob: None,
     layout: Layout = Layout(),
-    history_error: str | None = None,
     same_ids: frozenset[str] = frozenset(),
 ) -> Report:
     """Judge the range: every finding, every change, every entry the range touched.
@@ -288,8 +287,6 @@ def check_range(
             for t, k in entry_keys(e):
                 by_key.setdefault((t, split_place(k)[0]), []).append(e.id)
 
-    if history_error:
-        add("history", history_error, path="entries.jsonl")
     for f in history_findings([e for e in base_entries if e.id not in same_ids], head_entries):
         add("history", f)
 
@@ -297,8 +294,8 @@ def check_range(
     reported: set[tuple[str, str]] = set()
     for r in readings:
         if r.outside:
-            add("outside-repo", f"target {r.name}: {r.path} is outside the repository: "
-                "its changes cannot be compared (see the separate-ledger-repo layout)",
+            add("outside-repo", f"target {r.name}: {r.outside}: its changes cannot be "
+                "compared (the separate-ledger-repo layout sets checks: outside-repo: off)",
                 path=r.path, target=r.name)
             continue
         if r.error:
@@ -321,7 +318,8 @@ def check_range(
         _release_findings(r, in_range, add, changes)
 
     _state_findings(readings, head_entries, in_range, reported, add)
-    notes, needs_ab = _entry_notes(before_by_id, in_range, evidence, add)
+    places = {r.name: r for r in readings if r.head is not None and not r.error}
+    notes, needs_ab = _entry_notes(before_by_id, in_range, evidence, add, places)
     order = {"error": 0, "warn": 1}
     findings.sort(key=lambda f: (order[f.severity], f.path or "", f.line or 0, f.rule))
     return Report(base, head, findings, changes, notes, needs_ab)
@@ -456,7 +454,8 @@ def _state_findings(readings, head_entries, in_range, reported, add) -> None:
             entry=ids[-1] if ids else None)
 
 
-def _entry_notes(before_by_id, in_range, evidence, add) -> tuple[list[EntryNote], list[Entry]]:
+def _entry_notes(before_by_id, in_range, evidence, add, places
+                 ) -> tuple[list[EntryNote], list[Entry]]:
     notes, needs_ab = [], []
     for e in in_range:
         old = before_by_id.get(e.id)
@@ -473,19 +472,21 @@ def _entry_notes(before_by_id, in_range, evidence, add) -> tuple[list[EntryNote]
         if e.cls != "perf" or e.state != "applied" or what not in ("added", "restored"):
             continue
         where = f"entry {e.id} ({e.title})"
+        r = places.get(e.target or "")
+        at = {"path": r.path, "line": r.head.lines.get(e.knob or "")} if r else {}
         if ev is None or ev.verdict is None:
             needs_ab.append(e)
             add("evidence", f"{where}: a perf change {what} without evidence",
-                entry=e.id, target=e.target, knob=e.knob,
+                entry=e.id, target=e.target, knob=e.knob, **at,
                 fix=f"ledger ab {e.id}  (or: ledger evidence add {e.id} FILE... --side A|B)")
         elif ev.verdict == "regression":
             add("evidence", f"{where}: its evidence says regression: {ev.headline}",
-                entry=e.id, target=e.target, knob=e.knob,
+                entry=e.id, target=e.target, knob=e.knob, **at,
                 fix=f"take it back (ledger revert {e.id}), or measure again (ledger ab {e.id})")
         if ev is not None and ev.stale_why:
             needs_ab.append(e)
             add("stale-evidence", f"{where}: its evidence is stale ({'; '.join(ev.stale_why)})",
-                entry=e.id, target=e.target, knob=e.knob, fix=f"ledger ab {e.id}")
+                entry=e.id, target=e.target, knob=e.knob, **at, fix=f"ledger ab {e.id}")
     return notes, needs_ab
 
 

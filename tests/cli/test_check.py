@@ -398,3 +398,27 @@ def test_github_annotations(deploy):
         "SGLANG_SM120_MMA_TARGET_CTAS: 256 -> 384 in target decode is not in the ledger"
         "%0Afix: ledger record knob decode SGLANG_SM120_MMA_TARGET_CTAS=384 --adopt "
         "--before 256 --class perf")
+
+
+def test_a_target_outside_the_repository_is_named_and_the_separate_layout_turns_it_off(
+        story, ledger):
+    """conftest's story: the serve script lives outside the workspace repo, under a root."""
+    root = story.root
+    git(root, "checkout", "-q", "-b", "feature")
+    r = ledger("-C", root, "check", "--base", "main")
+    assert r.exit_code == 1 and "[outside-repo]" in r.stdout
+    assert f"{story.script} is outside the repository" in r.stdout
+    git(root, "checkout", "-q", "main")
+    with open(root / "ledger.yaml", "a") as f:
+        f.write("checks:\n  outside-repo: off\n")
+    commit_all(root, "a separate ledger repo")
+    git(root, "checkout", "-q", "feature")
+    git(root, "merge", "-q", "main")
+    r = ledger("-C", root, "record", "knob", "decode", "SGLANG_DISAGGREGATION_QUEUE_SIZE=8",
+               "--class", "bugfix", "--title", "queue 8")
+    assert r.exit_code == 0, r.stderr
+    r = ledger("-C", root, "check", "--base", "main")
+    assert r.exit_code == 0, r.stdout  # the ledger's own history is still judged
+    (root / "entries.jsonl").write_text("")  # an entry of the range dropped in the range:
+    commit_all(root, "drop")                  # no history of the base was rewritten
+    assert ledger("-C", root, "check", "--base", "main").exit_code == 0
