@@ -9,6 +9,7 @@ wrapper around this interpreter — so nothing is fetched and it works offline.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -116,3 +117,37 @@ def test_the_readme_set_ups_name_the_hook_and_the_action_inputs_that_exist():
     assert set(step["with"]) <= set(action["inputs"])
     assert {"base-ref", "fail-on", "comment"} <= set(action["inputs"])
     assert action["runs"]["using"] == "composite"
+
+
+def test_the_actions_check_step_runs_in_real_bash(tmp_path, ledger):
+    """The composite action's `ledger check` step, run by bash as a runner would (its
+    inputs in the environment): annotations on stdout, the markdown comment and the ab
+    matrix written where the later steps read them, the verdict kept for the last step."""
+    import yaml
+
+    action = yaml.safe_load((REPO_ROOT / "action.yml").read_text())
+    step = next(s for s in action["runs"]["steps"] if s.get("id") == "check")
+    env = _env(tmp_path)
+    work = tmp_path / "deploy"
+    assert ledger("init", work).exit_code == 0
+    (work / "serve.sh").write_text("#!/usr/bin/env bash\nexport SGLANG_SM120_MMA_TARGET_CTAS=256\n"
+                                   "exec python -m sglang.launch_server --port 30001\n")
+    assert ledger("-C", work, "target", "add", "decode", work / "serve.sh", "--format",
+                  "bash").exit_code == 0
+    git(work, "checkout", "-q", "-b", "feature")
+    r = ledger("-C", work, "record", "knob", "decode", "SGLANG_SM120_MMA_TARGET_CTAS=512",
+               "--class", "perf", "--title", "CTAS 512", "--json")
+    entry = r.json()["id"]
+    output, temp = tmp_path / "github_output", tmp_path / "runner_temp"
+    temp.mkdir()
+    env.update(BASE_REF="main", FAIL_ON="error", WORKSPACE=str(work),
+               GITHUB_OUTPUT=str(output), RUNNER_TEMP=str(temp))
+    r = subprocess.run(["bash", "-c", step["run"]], cwd=work, env=env, capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0, r.stderr  # the step itself never fails: the last step does
+    assert r.stdout.startswith("::error file=serve.sh,line=2,title=ledger check%3A evidence::")
+    comment = (temp / "ledger-check.md").read_text()
+    assert comment.startswith("<!-- knob-ledger-check -->") and entry in comment
+    outputs = dict(line.split("=", 1) for line in output.read_text().splitlines())
+    assert outputs["status"] == "1"
+    assert json.loads(outputs["matrix"])["include"][0]["entry"] == entry
