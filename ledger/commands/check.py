@@ -10,8 +10,9 @@ read is what changed: one ``diff-tree`` says which blobs differ and one ``cat-fi
 versions of that one file.  The rules are :mod:`ledger.core.check`'s.
 
 Never writes: no checkout, no index refresh, no ref, no lock, no recovery of an
-interrupted command (a read-only command must not roll anything back), nothing under the
-workspace.  Typed revisions are checked and resolved after ``--end-of-options``; only full
+interrupted command (a read-only command must not roll anything back), nothing in the
+repository or the workspace.  (Like every command it may fill the per-user parse cache,
+``~/.cache/knob-ledger`` or ``$LEDGER_CACHE_DIR``; ``LEDGER_CACHE_DIR=`` turns it off.)  Typed revisions are checked and resolved after ``--end-of-options``; only full
 object ids reach the later commands; paths go after ``--`` as literal pathspecs.
 
 Defaults (the issue leaves them to us): ``--head`` is ``HEAD``; ``--base`` is the
