@@ -52,10 +52,12 @@ from typing import Iterable
 from typing import Mapping
 from typing import Sequence
 
+from ledger.core.inversion import inversion
 from ledger.core.model import Entry
 from ledger.core.model import split_place
 from ledger.core.planner import entry_keys
 from ledger.core.planner import expected_knobs
+from ledger.core.planner import knob_layers
 from ledger.errors import ConfigError
 from ledger.values import value_text
 
@@ -314,7 +316,7 @@ def check_range(
             add("unledgered", f"{change.text} in target {r.name} is not in the ledger{gone}",
                 path=r.path, line=line, target=r.name, knob=knob, change=change.text,
                 fix=record_command(r, knob, before, after, line, class_of(split_place(knob)[0]),
-                                   layout))
+                                   layout, knob_layers(head_entries).get((r.name, knob), ())))
         _release_findings(r, in_range, add, changes)
 
     _state_findings(readings, head_entries, in_range, reported, add)
@@ -343,7 +345,8 @@ def knob_changes(base: Side, head: Side) -> list[tuple[str, str | None, str | No
 
 
 def record_command(r: TargetReading, knob: str, before: str | None, after: str | None,
-                   line: int | None, cls: str | None, layout: Layout) -> str:
+                   line: int | None, cls: str | None, layout: Layout,
+                   layer: Sequence[Entry] = ()) -> str:
     """The command that records a hand edit the file already holds.
 
     An env knob: ``ledger record knob … --adopt --before B`` (``--before-unset``, ``--unset``
@@ -351,7 +354,10 @@ def record_command(r: TargetReading, knob: str, before: str | None, after: str |
     TARGET --git REPO --path FILE`` and ``--apply`` of the plan it writes: ``record flag``
     edits the file and has no ``--adopt``, while adopt reads the commits that made the
     change.  The class is the catalog's hint, else ``perf`` (the class that asks for
-    evidence: the safe default of a change nobody classified)."""
+    evidence: the safe default of a change nobody classified).  A perf change that
+    is a revert (a tuning taken out by hand: the inversion trap,
+    :mod:`ledger.core.inversion`) gets the command that records it as one
+    (``--already-reverted``, or ``ledger revert ID``)."""
     q = shlex.quote
     name, place = split_place(knob)
     if name.startswith("-"):
@@ -368,7 +374,9 @@ def record_command(r: TargetReading, knob: str, before: str | None, after: str |
         words += ["--at", str(line)]
     title = f"{name} {value_text(before)} -> {value_text(after)}"
     words += ["--class", cls or "perf", "--title", q(title)]
-    return " ".join(words)
+    trap = inversion(target=r.name, knob=knob, before=before, after=after, cls=cls or "perf",
+                     adopt=True, title=f"{name}={before} (taken back by hand)", layer=layer)
+    return trap.instead if trap is not None and place is None else " ".join(words)
 
 
 def history_findings(base: Sequence[Entry], head: Sequence[Entry]) -> list[str]:

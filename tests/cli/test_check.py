@@ -422,3 +422,23 @@ def test_a_target_outside_the_repository_is_named_and_the_separate_layout_turns_
     (root / "entries.jsonl").write_text("")  # an entry of the range dropped in the range:
     commit_all(root, "drop")                  # no history of the base was rewritten
     assert ledger("-C", root, "check", "--base", "main").exit_code == 0
+
+
+def test_a_perf_tuning_taken_out_by_hand_is_recorded_as_reverted(deploy):
+    """The inversion trap: recording the removal as an applied perf change would make an
+    incident's `revert --perf-only` put the tuning back; the printed command records the
+    tuning off the table instead, and runs."""
+    d = deploy
+    d.edit(d.script, "export SGLANG_SM120_MMA_TARGET_CTAS=256   # wave quantisation at c64: "
+           "see ledger\n", "")
+    r = d.check()
+    assert r.exit_code == 1
+    (fix,) = fix_commands(r.stdout)
+    assert fix == ("ledger record knob decode SGLANG_SM120_MMA_TARGET_CTAS=256 --class perf "
+                   "--title 'SGLANG_SM120_MMA_TARGET_CTAS=256 (taken back by hand)' "
+                   "--already-reverted")
+    run_fix(d, fix)
+    r = d.check()
+    assert r.exit_code == 0, r.stdout  # reverted: no evidence asked of it
+    off = d.ledger("diff").stdout
+    assert "off the table: 1 reverted entry" in off and "SGLANG_SM120_MMA_TARGET_CTAS" in off
