@@ -24,6 +24,7 @@ import click
 from ledger.cli.adopt import adopt
 from ledger.cli.backups import backups
 from ledger.cli.bisect import bisect
+from ledger.cli.check import check
 from ledger.cli.common import State
 from ledger.cli.common import set_argv
 from ledger.cli.docs import demo
@@ -227,7 +228,7 @@ def cli(ctx: click.Context, workspace: str | None, json_out: bool, debug: bool,
 
 for command in (init, target, root, record, adopt, list_cmd, show, status, diff, log, revert, restore, suspect,
                 clear, amend, bisect, ab, evidence, render, demo, backups, doctor, pull, push,
-                merge_driver):
+                merge_driver, check):
     cli.add_command(command)
 
 

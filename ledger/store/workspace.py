@@ -360,6 +360,21 @@ def _close_slug_parts(typed: str, entries, n: int = 3) -> list[str]:
     return [shown for *_, shown in sorted(scored)][:n]
 
 
+def cached_entries(data: bytes, where: Path | str) -> tuple[list[Entry], bool]:
+    """The entries ``data`` (an ``entries.jsonl``'s bytes, from ``where``) holds, parsed
+    and validated once per content (:mod:`ledger.store.cache`); and whether the bytes are
+    what :func:`~ledger.store.entries_file.entries_bytes` wrote for them."""
+    from ledger.store import cache
+
+    key = cache.key_of("entries", data)
+    found = cache.load("entries", key)
+    if not (isinstance(found, tuple) and len(found) == 2):  # a miss (or not ours)
+        entries = parse_entries(decode_text(Path(where), data), str(where))
+        cache.store("entries", key, (entries, False))
+        return entries, False
+    return found
+
+
 class Workspace:
     """An opened workspace: its config, its entries, and where things live."""
 
@@ -416,19 +431,11 @@ class Workspace:
     def _load_entries(self) -> list[Entry]:
         """The entries of ``entries.jsonl``, parsed and validated once per content of the
         file (:mod:`ledger.store.cache`)."""
-        from ledger.store import cache
-
         self._written = None
         if not self.entries_path.exists():
             return []
         data = read_bytes(self.entries_path)
-        key = cache.key_of("entries", data)
-        found = cache.load("entries", key)
-        if not (isinstance(found, tuple) and len(found) == 2):  # a miss (or not ours)
-            entries = parse_entries(decode_text(self.entries_path, data), str(self.entries_path))
-            cache.store("entries", key, (entries, False))
-            return entries
-        entries, ours = found
+        entries, ours = cached_entries(data, self.entries_path)
         if ours:  # the file is what entries_bytes wrote for these entries: keep its lines
             self._written = (entries, data)
         return entries
