@@ -171,6 +171,17 @@ def _history_view(entry: Entry) -> list[dict[str, Any]]:
              "command": a.command} for a in entry.timeline()]
 
 
+def _reason_dates(entry: Entry) -> dict[str, str]:
+    """The dates beside each card's reasons (a hand revert's --reverted-when, a clear
+    --when): the on-call reader's first question after "why" is "when"."""
+    reverted = None if entry.applied else revert_action(entry)
+    return {
+        "reverted_at": when(reverted.happened) if reverted else "",
+        "suspected_at": when(happened_at(entry, "suspect")),
+        "cleared_at": when(happened_at(entry, "clear")),
+    }
+
+
 def entry_view(model: RenderModel, entry: Entry, chart_svg: str | None) -> dict[str, Any]:
     """Everything the templates show about one entry, as display-ready values."""
     evidence = _evidence_view(model, entry)
@@ -205,11 +216,7 @@ def entry_view(model: RenderModel, entry: Entry, chart_svg: str | None) -> dict[
                                                      ("record", "adopt") else ""),
         "last_at": when(last.happened) if last else when(entry.recorded),
         "revert_why": "" if entry.applied else revert_reason(entry),
-        # Each card's reasons carry their dates (a hand revert's --reverted-when, a clear
-        # --when): the on-call reader's first question after "why" is "when".
-        "reverted_at": "" if entry.applied or not (r := revert_action(entry)) else when(r.happened),
-        "suspected_at": when(happened_at(entry, "suspect")),
-        "cleared_at": when(happened_at(entry, "clear")),
+        **_reason_dates(entry),
         "health_failure": failure,
         "restore": None if entry.applied else _restore_plan(entry, evidence),
         "target": entry.target,
