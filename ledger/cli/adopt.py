@@ -59,6 +59,8 @@ def adopt(ctx, target, backups, git_repo, git_path, out, force, apply_plan, json
         written = write_plan(plan, out or f"adopt-{target}.yaml", force=force)
     if wants_json(ctx, json_out):
         return emit_json({**plan, "plan": str(written) if written else None})
+    for line in plan.get("history", ()):
+        click.echo(f"history: {safe(line)}")
     for line in plan["skipped"]:
         click.echo(f"skipped {safe(line)}")
     for line in plan["unclear"]:

@@ -57,36 +57,63 @@ def propose_adopt(ws, target: str, backups: Sequence[str] = (), git: str | None 
         raise UsageError("--git needs --path FILE (the managed file's path in the repo)")
     t = ws.target(target)
     tf = read_target(ws, t)
+    notes: list[str] = []
     if git:
-        copies, source = commit_copies(t, Path(git), str(path)), f"the commits of {git} ({path})"
+        copies, notes = commit_copies(t, Path(git), str(path))
+        source = f"the commits of {git} ({path})"
     else:
         copies, source = backup_copies(t, tf.path, backups), "backup copies"
         refuse_strangers(copies, tf.text, t.name)
     good = [c for c in copies if not c.skipped]
-    skipped = [f"{c.origin}: {c.skipped}" for c in copies if c.skipped]
+    skipped = [f"{c.origin}: {c.skipped}" for c in copies
+               if c.skipped and c.dated != "deleted"]
     if not good:
         raise Refused(f"no version of {tf.path} to read history from"
                       + "".join(f"\n  skipped {s}" for s in skipped))
-    live = Copy(f"{tf.path.name} (live)", mtime_of(tf.path), tf.text, tf)
-    versions = _versions([*good, live], by_commit=bool(git))
+    # an old path whose history ends in its deletion is not compared with today's file
+    gone = bool(copies) and copies[-1].dated == "deleted"
+    live = [] if gone else [Copy(f"{tf.path.name} (live)", mtime_of(tf.path), tf.text, tf,
+                                 dated="live")]
+    versions = _versions([*good, *live], by_commit=bool(git))
     found = propose(versions)
-    copies_of = [*good, live]
+    copies_of = [*good, *live]
     layers = _managed(ws, t.name)
     return {
         "adopt": PLAN_VERSION, "target": t.name, "path": str(tf.path), "source": source,
-        "skipped": skipped, "unclear": found.unclear,
+        "history": notes, "skipped": skipped, "unclear": found.unclear,
         "proposals": [_proposal(n, p, versions, copies_of, layers, bool(git))
                       for n, p in enumerate(found.items, 1)],
     }
 
 
 def _versions(copies: Sequence[Copy], by_commit: bool) -> list[Version]:
-    """The copies as versions, each dated by when the change that made it was made: a
-    commit's own date; for a backup, the time of the copy before it (taken just before
-    that edit)."""
+    """The copies as versions, each dated by when the change that made it was made, and
+    saying which timestamp that is (the plan shows it as ``dated_by``):
+
+    * a commit: its author date;
+    * after a backup whose *name* holds a date (``cp f f.bak.$(date +%Y%m%d-%H%M)``, taken
+      just before the edit): that date;
+    * after a backup dated by its *mtime* (``sed -i.bak``, ``perl -i.bak``, an editor's
+      ``~``: the original is renamed, so the backup keeps the *old* file's time): the
+      newer file of the pair, when its own mtime is its time (the live file, or another
+      such backup) — the time the edit wrote it (issue 53: a ``sed -i.bak`` revert at
+      14:14 whose .bak says 13:55 is dated 14:14);
+    * else (the newer file is a copy dated by its name, which says when it was copied,
+      not written) the older file's mtime, the best bound there is.
+    """
     if by_commit:
-        return [c.version(c.when) for c in copies]
-    return [c.version(copies[max(i - 1, 0)].when) for i, c in enumerate(copies)]
+        return [c.version(c.when, f"author date of {c.origin}") for c in copies]
+    out = []
+    for i, c in enumerate(copies):
+        older = copies[max(i - 1, 0)]
+        if older.dated == "mtime" and c.dated in ("mtime", "live") and i > 0:
+            when, by = c.when, (f"mtime of {c.origin}, the newer file of the pair "
+                                f"({older.origin} kept the old file's time)")
+        else:
+            when, by = older.when, f"{'name' if older.dated == 'name' else 'mtime'} of " \
+                                   f"{older.origin}"
+        out.append(c.version(when, by))
+    return out
 
 
 def _managed(ws, target: str) -> dict[str, list[str]]:
@@ -108,7 +135,8 @@ def _proposal(n: int, p: Proposal, versions, copies: Sequence[Copy],
     d: dict[str, Any] = {"n": n, "keep": p.knob not in managed,
                          "class": catalog_class(p.knob), "title": title, "why": "",
                          "knob": p.knob, "before": p.before, "after": p.after,
-                         "when": p.when, "origin": origin}
+                         "when": p.when, "dated_by": versions[p.made_in].dated_by,
+                         "origin": origin}
     if p.knob in managed:
         d["note"] = f"the ledger already has {p.knob}: {', '.join(managed[p.knob])}"
     d.update(_lines_of(p, copies))
@@ -119,7 +147,8 @@ def _proposal(n: int, p: Proposal, versions, copies: Sequence[Copy],
         back = f"{r['origin']} by {r['author']}: {r['subject']}" if by_commit else \
             f"{r['from']} -> {r['origin']}"
         why = f"{r['subject']} ({r['origin']})" if by_commit else f"reverted by hand ({back})"
-        d["reverted"] = {"when": r["when"], "origin": back, "why": why, "suspected": False}
+        d["reverted"] = {"when": r["when"], "dated_by": r["dated_by"], "origin": back,
+                         "why": why, "suspected": False}
     return d
 
 
@@ -148,9 +177,10 @@ def _taken_back(d: dict[str, Any], p: Proposal, first: str) -> dict[str, Any]:
     (dated with it), reverted by this change — off the table, as ``--already-reverted``
     records it."""
     d = {**d, "before": p.after, "after": p.before, "when": first,
+         "dated_by": "the first version's date (made before it)",
          "title": _title(p.knob, p.before),
-         "reverted": {"when": p.when, "origin": d["origin"], "why": f"reverted ({d['origin']})",
-                      "suspected": False},
+         "reverted": {"when": p.when, "dated_by": d["dated_by"], "origin": d["origin"],
+                      "why": f"reverted ({d['origin']})", "suspected": False},
          "note": "made before the first version and taken back here; if taking it out was "
                  "itself the perf change, swap before and after, drop `reverted:` and write "
                  "`not_a_revert: true`"}

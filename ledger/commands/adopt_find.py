@@ -15,9 +15,12 @@ Decisions (the issue is silent):
 * **Not a version of the target** (named in the plan and skipped): unreadable, not UTF-8
   text, not readable as the target's format (a k8s copy without the container), or
   sharing under half its lines with the live file and with every other copy.
-* **Commits**: those of ``git log -- PATH`` (oldest first; renames are not followed),
-  each dated by its author date, with its author and subject; the first is the base.
-  The live file comes last, dated by its mtime, in case it holds edits not committed.
+* **Commits**: those of ``git log --follow -M -C -- PATH`` (oldest first): renames and
+  copies followed, each version read at the path it had in its commit (the origin names
+  it), dated by its author date, with its author and subject; the first is the base.
+  The live file comes last, dated by its mtime, in case it holds edits not committed —
+  unless the history ends in a deletion (an old path given): then the plan says where
+  the file went and today's file is not compared with a deleted one.
 """
 
 from __future__ import annotations
@@ -54,14 +57,15 @@ class Copy:
     author: str = ""
     subject: str = ""
 
-    def version(self, when: str) -> Version:
+    def version(self, when: str, dated_by: str = "") -> Version:
         from ledger.core.model import split_place
 
         summary = getattr(self.tf, "summary", None)
         unclear = {k.knob: "\n".join(p.raw for p in k.places) for k in summary.knobs
                    if k.needs_selection or k.computed} if summary is not None else {}
         values = {k: v for k, v in self.tf.values.items() if split_place(k)[1] is None}
-        return Version(self.origin, when, values, unclear, self.author, self.subject)
+        return Version(self.origin, when, values, unclear, self.author, self.subject,
+                       dated_by)
 
 
 def backup_files(target_path: Path, sources: Sequence[str]) -> list[Path]:
@@ -95,9 +99,11 @@ def mtime_of(path: Path) -> str:
     return stamp(datetime.fromtimestamp(path.stat().st_mtime, timezone.utc))
 
 
-def read_copy(target, path: Path, origin: str, when: str, raw: bytes | None = None) -> Copy:
+def read_copy(target, path: Path, origin: str, when: str, raw: bytes | None = None,
+              shown_as: str | None = None) -> Copy:
     """``path`` (or ``raw``, its content) parsed as ``target``'s format; skipped with the
-    reason when it is not text or not that format."""
+    reason when it is not text or not that format, naming the file as ``shown_as`` (a
+    commit's version: its path in the repo and the commit, not a work-tree file)."""
     from ledger.store.targets import parse_target
 
     copy = Copy(origin, when)
@@ -117,7 +123,8 @@ def read_copy(target, path: Path, origin: str, when: str, raw: bytes | None = No
     try:
         copy.tf = parse_target(target, path, raw)
     except LedgerError as e:
-        copy.skipped = f"not readable as a {target.format} target: {e}"
+        reason = str(e) if shown_as is None else str(e).replace(str(path), shown_as)
+        copy.skipped = f"not readable as a {target.format} target: {reason}"
     return copy
 
 
@@ -152,8 +159,12 @@ def _shared(a: str, b: str) -> float:
     return difflib.SequenceMatcher(None, a.splitlines(), b.splitlines(), autojunk=False).ratio()
 
 
-def commit_copies(target, repo: Path, path: str) -> list[Copy]:
-    """Each commit of ``repo`` that changed ``path``, oldest first, read as ``target``."""
+def commit_copies(target, repo: Path, path: str) -> tuple[list[Copy], list[str]]:
+    """Each commit of ``repo`` that changed the file now (or last) at ``path``, oldest
+    first, each version read at the path it had in that commit (renames and copies
+    followed, as ``git log --follow`` finds them), and the notes the plan shows: each
+    rename, and a history that ends in a deletion (an old path: the file was removed or
+    moved away, so the last version is not compared with today's file)."""
     from ledger.gitrun import GitRunner
 
     if path.startswith("-") or Path(path).is_absolute() or ".." in Path(path).parts:
@@ -161,23 +172,65 @@ def commit_copies(target, repo: Path, path: str) -> list[Copy]:
     if not (repo / ".git").exists():
         raise UsageError(f"--git {repo}: not a git repository")
     git = GitRunner(repo)
-    log = git.out("log", "--reverse", "--no-renames", "--format=%H%x1f%aI%x1f%an <%ae>%x1f%s",
-                  "--", path)
-    copies = []
-    for line in filter(None, log.splitlines()):
-        sha, date, author, subject = line.split("\x1f", 3)
-        origin = f"commit {sha[:12]}"
-        shown = git.run("cat-file", "blob", f"{sha}:{path}", check=False)
+    history = _follow(git, path)
+    if not history:
+        raise UsageError(f"--git {repo} --path {path}: no commit changed that file")
+    copies, notes = [], []
+    for sha, date, author, subject, status, old, at in history:
+        origin = f"commit {sha[:12]} ({at})"
         when = stamp(parse_time(date)) if parse_time(date) else ""
-        if shown.returncode != 0:
-            copies.append(Copy(origin, when, skipped=f"{path} is not in this commit (deleted)"))
+        if status[0] in "RC":
+            verb = "renamed" if status[0] == "R" else "copied"
+            notes.append(f"commit {sha[:12]}: {verb} from {old} to {at} ({subject})")
+        if status == "D":
+            moved = _moved_to(git, sha, at)
+            notes.append(f"commit {sha[:12]}: {at} deleted ({subject})" + (
+                f"; it lives on as {moved}: give --path {moved} to follow it to today"
+                if moved else "") + "; the last version is not compared with the live file")
+            copies.append(Copy(origin, when, skipped=f"{at} is not in this commit (deleted)",
+                               dated="deleted", author=author, subject=subject))
             continue
-        copy = read_copy(target, repo / path, origin, when, raw=shown.stdout)
+        shown = git.run("cat-file", "blob", f"{sha}:{at}", check=False)
+        copy = read_copy(target, repo / at, origin, when, raw=shown.stdout,
+                         shown_as=f"{repo / at} at commit {sha[:12]}")
         copy.dated, copy.author, copy.subject = "commit", author, subject
         copies.append(copy)
-    if not copies:
-        raise UsageError(f"--git {repo} --path {path}: no commit changed that file")
-    return copies
+    if history[0][4][0] in "RC":
+        notes.insert(0, f"the history git finds begins with a rename: {history[0][5]} -> "
+                        f"{history[0][6]} in commit {history[0][0][:12]} (older versions "
+                        "were too unlike to be followed)")
+    return copies, notes
+
+
+def _follow(git, path: str) -> list[tuple[str, ...]]:
+    """``(sha, author date, author, subject, status, old path, path)`` of each commit that
+    changed the file, oldest first, as ``git log --follow`` resolves its names.  The path
+    is data: it comes after ``--``."""
+    out = git.out("log", "--follow", "-M", "-C", "--name-status", "--no-color",
+                  "--format=%x1e%H%x1f%aI%x1f%an <%ae>%x1f%s", "--", path)
+    history = []
+    for record in filter(None, out.split("\x1e")):
+        head, _, body = record.partition("\n")
+        sha, date, author, subject = head.split("\x1f", 3)
+        changes = [line.split("\t") for line in body.splitlines() if "\t" in line]
+        if not changes:  # a merge git shows without a diff: no version of its own
+            continue
+        fields = changes[-1]
+        status = fields[0]
+        old, at = (fields[1], fields[2]) if status[0] in "RC" else (fields[1], fields[1])
+        history.append((sha, date, author, subject, status[0] if status[0] in "AMDT" else
+                        status, old, at))
+    return history[::-1]
+
+
+def _moved_to(git, sha: str, old: str) -> str | None:
+    """Where commit ``sha`` renamed ``old`` to, if it was a rename."""
+    out = git.out("show", "-M", "--name-status", "--format=", "--no-color", sha, "--")
+    for line in out.splitlines():
+        fields = line.split("\t")
+        if len(fields) == 3 and fields[0].startswith("R") and fields[1] == old:
+            return fields[2]
+    return None
 
 
 __all__ = ["Copy", "backup_copies", "commit_copies", "name_date", "read_copy",

@@ -40,6 +40,8 @@ class Version:
     # a commit's author and subject (deploy-repo history), empty for backups
     author: str = ""
     subject: str = ""
+    # which timestamp ``when`` is, in words ("mtime of serve.sh (live), the newer …")
+    dated_by: str = ""
 
 
 @dataclass
@@ -96,7 +98,8 @@ def _knob_changes(knob: str, versions: Sequence[Version]) -> list[Proposal]:
         if undone is not None:  # back to an earlier value: those changes taken back
             for p in applied[undone:]:
                 p.reverted = {"when": v.when, "origin": v.origin, "author": v.author,
-                              "subject": v.subject, "from": versions[i - 1].origin}
+                              "subject": v.subject, "from": versions[i - 1].origin,
+                              "dated_by": v.dated_by}
             continue
         chain.append(Proposal(knob, prev, cur, v.when, v.origin, i, v.author, v.subject,
                               held_in=i))

@@ -72,7 +72,9 @@ def pile(tmp_path, ledger):
     mtime(orig, "2026-11-28T09:30:00+00:00")
     tilde = deploy / "serve_decode.sh~"
     tilde.write_text(TUNED.replace(TUNED_LINE, ""))
-    mtime(tilde, "2026-12-02T15:05:00+00:00")
+    # vim renamed the sed's result to ~ (it keeps that time), then wrote the watchdog edit
+    mtime(tilde, "2026-12-02T14:20:00+00:00")
+    mtime(st.script, "2026-12-02T15:05:00+00:00")
     (deploy / "serve_decode.sh.bak.20261130").write_text(STRANGER)
     (deploy / "serve_decode.sh.bak.20261201-1440").write_text(BENCH)
     (deploy / "serve_decode.sh.swp").write_bytes(b"b0VIM 9.0\x00\xff\xfe" * 40)
@@ -99,6 +101,10 @@ def test_adopt_backups_proposes_one_entry_per_change_with_real_dates(pile, ledge
     assert ctas["origin"] == "serve_decode.sh.bak.20261201-1402 -> serve_decode.sh.bak.20261202-1414"
     assert ctas["reverted"]["origin"] == "serve_decode.sh.bak.20261202-1414 -> serve_decode.sh~"
     assert ctas["lines"] == TUNED_LINE  # its line as the operator wrote it
+    assert ctas["dated_by"] == "name of serve_decode.sh.bak.20261201-1402"
+    assert plan["proposals"][2]["dated_by"] == (
+        "mtime of serve_decode.sh (live), the newer file of the pair (serve_decode.sh~ kept "
+        "the old file's time)")
     skipped = "\n".join(plan["skipped"])
     assert "serve_decode.sh.bak.20261130: not readable as a bash target" in skipped
     assert "serve_decode.sh.bak.20261201-1440: not a version of decode: it shares" in skipped
@@ -185,10 +191,11 @@ def test_adopt_git_history_of_five_commits(tmp_path, ledger):
     ]
     ctas = plan["proposals"][0]
     assert ctas["title"] == "decode: CTAS 512 (+12.8% @c64)"
-    assert ctas["origin"] == f"commit {shas[1][:12]} by op <op@example.com>: " \
+    assert ctas["origin"] == f"commit {shas[1][:12]} (serve_decode.sh) by op <op@example.com>: " \
                              "decode: CTAS 512 (+12.8% @c64)"
-    assert ctas["reverted"]["origin"].startswith(f"commit {shas[3][:12]} by op")
-    assert ctas["reverted"]["why"] == f"Revert CTAS: prime suspect of the hang (commit {shas[3][:12]})"
+    assert ctas["reverted"]["origin"].startswith(f"commit {shas[3][:12]} (serve_decode.sh) by op")
+    assert ctas["reverted"]["why"] == \
+        f"Revert CTAS: prime suspect of the hang (commit {shas[3][:12]} (serve_decode.sh))"
     r = ledger("-C", ws, "adopt", "--apply", plan_path)
     assert r.exit_code == 0, r.stderr
     log = ledger("-C", ws, "log", "--json").json()
@@ -338,3 +345,96 @@ def test_adopt_apply_killed_while_git_holds_the_index_lock(pile, tmp_path):
     n = len(parse_entries(path.read_text(), "entries.jsonl")) if path.exists() else 0
     assert n in (0, 3) and (killed or n == 3)
     assert git_locks(ws) == [] and st.script.read_text() == NOW
+
+
+def test_a_sed_i_bak_revert_is_dated_by_the_live_file_not_the_bak(tmp_path, ledger):
+    """Issue 53 item 3: real ``sed -i.bak`` renames the original to the .bak (its old
+    mtime, 13:55) and writes the revert as the live file (14:14): the revert is dated
+    14:14, and the plan says which timestamp it used."""
+    import os
+    import subprocess
+    from datetime import datetime
+
+    st = make_story(tmp_path)
+    for b in st.backups:
+        b.unlink()
+    st.script.write_text(TUNED)
+    mtime(st.script, "2026-12-02T13:55:00+00:00")
+    subprocess.run(["sed", "-i.bak", f"/{CTAS}/d", str(st.script)], check=True)
+    bak = st.script.with_name("serve_decode.sh.bak")
+    assert bak.read_text() == TUNED and CTAS not in st.script.read_text()
+    # the oracle: sed kept the old file's time on the .bak
+    assert os.stat(bak).st_mtime == datetime.fromisoformat("2026-12-02T13:55:00+00:00").timestamp()
+    mtime(st.script, "2026-12-02T14:14:00+00:00")  # the clock of the sed, as it was
+    ws = tmp_path / "ws"
+    assert ledger("init", ws, "--root", f"ops={tmp_path}").exit_code == 0
+    assert ledger("-C", ws, "target", "add", "decode", st.script, "--format", "bash").exit_code == 0
+    plan_path = tmp_path / "plan.yaml"
+    r = ledger("-C", ws, "adopt", "decode", bak, "--out", plan_path)
+    assert r.exit_code == 0, r.stderr
+    ctas = next(p for p in _plan(plan_path)["proposals"] if p["knob"] == CTAS)
+    assert ctas["reverted"]["when"] == "2026-12-02T14:14:00Z"
+    assert ctas["reverted"]["dated_by"] == ("mtime of serve_decode.sh (live), the newer file "
+                                            "of the pair (serve_decode.sh.bak kept the old "
+                                            "file's time)")
+
+
+def test_adopt_git_follows_renames_and_an_old_path_stops_at_its_deletion(tmp_path, ledger):
+    """Issue 51 item 1: the file was moved twice; each version is read at the path it had
+    and the origin names it.  Given an old path, the move reads as a deletion: the plan
+    says where the file went, and the last old version is not compared with today's."""
+    repo = tmp_path / "deploy"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    steps = [
+        ("2026-11-20T09:00:00+00:00", "serve script", "serve.sh", BEFORE_TUNING),
+        ("2026-11-25T09:00:00+00:00", "tp 8", "serve.sh", BEFORE_TUNING.replace("--tp-size 4", "--tp-size 8")),
+        ("2026-11-26T09:00:00+00:00", "move to scripts/", "scripts/serve_decode.sh", None),
+        ("2026-12-01T14:48:00+00:00", "CTAS 512", "scripts/serve_decode.sh", TUNED.replace("--tp-size 4", "--tp-size 8")),
+        ("2026-12-02T09:00:00+00:00", "move to decode/", "decode/serve.sh", None),
+        ("2026-12-02T15:05:00+00:00", "watchdog", "decode/serve.sh", NOW.replace("--tp-size 4", "--tp-size 8")),
+    ]
+    at = None
+    for date, subject, path, text in steps:
+        (repo / path).parent.mkdir(parents=True, exist_ok=True)
+        if text is None:
+            git(repo, "mv", at, path)
+        else:
+            (repo / path).write_text(text)
+            git(repo, "add", path)
+        at = path
+        git(repo, "commit", "-q", "-m", subject, date=date)
+    shas = git(repo, "log", "--reverse", "--format=%H").split()
+    ws = tmp_path / "ws"
+    assert ledger("init", ws, "--root", f"ops={tmp_path}").exit_code == 0
+    assert ledger("-C", ws, "target", "add", "decode", repo / "decode/serve.sh", "--format",
+                  "bash").exit_code == 0
+    plan_path = tmp_path / "plan.yaml"
+    r = ledger("-C", ws, "adopt", "decode", "--git", repo, "--path", "decode/serve.sh",
+               "--out", plan_path)
+    assert r.exit_code == 0, r.stderr
+    plan = _plan(plan_path)
+    assert [(p["knob"], p["before"], p["after"], p["when"]) for p in plan["proposals"]] == [
+        ("--tp-size", "4", "8", "2026-11-25T09:00:00Z"),
+        (CTAS, None, "512", "2026-12-01T14:48:00Z"),
+        (WAITING, None, "30", "2026-12-02T15:05:00Z"),
+    ]
+    assert plan["proposals"][0]["origin"].startswith(f"commit {shas[1][:12]} (serve.sh) by")
+    assert plan["proposals"][1]["origin"].startswith(
+        f"commit {shas[3][:12]} (scripts/serve_decode.sh) by")
+    assert plan["history"] == [
+        f"commit {shas[2][:12]}: renamed from serve.sh to scripts/serve_decode.sh (move to scripts/)",
+        f"commit {shas[4][:12]}: renamed from scripts/serve_decode.sh to decode/serve.sh "
+        "(move to decode/)"]
+    assert f"history: commit {shas[2][:12]}: renamed from serve.sh" in r.stdout
+    # the old path: its history ends where it moved away
+    r = ledger("-C", ws, "adopt", "decode", "--git", repo, "--path", "serve.sh",
+               "--out", tmp_path / "old.yaml")
+    assert r.exit_code == 0, r.stderr
+    old = _plan(tmp_path / "old.yaml")
+    assert [(p["knob"], p["after"]) for p in old["proposals"]] == [("--tp-size", "8")]
+    assert old["history"] == [
+        f"commit {shas[2][:12]}: serve.sh deleted (move to scripts/); it lives on as "
+        "scripts/serve_decode.sh: give --path scripts/serve_decode.sh to follow it to today; "
+        "the last version is not compared with the live file"]
+    assert "(live)" not in (tmp_path / "old.yaml").read_text()
