@@ -1,23 +1,40 @@
 """`ledger adopt`: bring in the history an operator already has, as entries.
 
 ``ledger adopt TARGET BACKUP_OR_DIR...`` (or ``--git REPO --path FILE``) reads the
-versions of the target's file (ledger.commands.adopt_find), proposes one entry per knob
-change between them (ledger.core.adopt) and writes the proposals as a plan file the
-operator edits: class, title, why, dates, ``keep: false`` to leave one out.  ``ledger adopt
---apply PLAN`` records the kept proposals as entries, all of them in one transaction and
-one workspace commit or none, each with its real dates and its origin (the backup copies
-or the commit).  Nothing is written to a target, by either step: the file already holds
-the outcome, and a proposal the file does not agree with is refused.
+versions of the target's file (ledger.commands.adopt_find), finds every knob change
+between them (ledger.core.adopt) and writes a plan the operator edits: **one proposal per
+commit** (or per backup pair) holding its changes, with one class, title and why
+(``--per-knob``: one proposal per change).  ``ledger adopt --apply PLAN`` records the kept
+changes as entries, all of them in one transaction and one workspace commit or none, each
+with its real dates and its origin.  Nothing is written to a target, by either step.
 
-Decisions (the issue is silent): a proposal's class is the catalog's hint for the knob
-(a liveness knob is a bugfix), else left empty for the operator to fill (``--apply``
-refuses an empty one); a proposal for a knob the ledger already manages starts kept out
-(``keep: false``, with the entries named), since the ledger's history of it comes first.
+Decisions (the issue is silent, or leaves them to us):
+
+* **Class**: a commit subject that says ``fix`` (``fix:``, ``hotfix``, ``bugfix``) makes a
+  bugfix; else the catalog's class hints of the changed knobs, where they agree (a
+  liveness knob is a bugfix); else left empty, and ``class_from`` says why (``--apply``
+  names every empty one at once).
+* **Reverts** (ledger.core.adopt): in a commit history a return to an earlier value is a
+  revert only in a ``git revert`` (subject ``Revert "…"``) or a file that returns byte for
+  byte to an earlier version; any other removal or return is a change of its own, and
+  the change names the proposal it may take back (``revert_of: null`` — write its number
+  if it is one).  Backup copies have no subject: every return there is a revert (the hand
+  ``sed`` of issue 27).
+* **Changes the ledger cannot hold as a knob value** — a shell expression
+  (``$((8192 * TP))``), a place in a branch the live file no longer has — are proposed
+  with ``record: false`` and the reason: ``--apply`` writes them into the adopt commit's
+  message (the audit trail) but makes no entry, since no entry could be checked against
+  the file.  The whole chain of such a knob is history only, so what is recorded still
+  layers to what the file holds.
+* A knob the ledger already manages starts kept out (``keep: false``, its entries named).
+* The plan puts what is read and edited first; the exact lines and anchors a restore
+  writes back, with their digests, come last under ``data:``.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any
 from typing import Sequence
@@ -30,20 +47,24 @@ from ledger.errors import LedgerError
 from ledger.errors import Refused
 from ledger.errors import UsageError
 
-PLAN_VERSION = 1
+PLAN_VERSION = 2
 PLAN_HEADER = """\
 # ledger adopt plan for target {target} ({path}), read from {source}.
-# One proposal per knob change found.  Edit class (perf or bugfix), title, why and the
-# dates; set keep: false to leave a proposal out.  A proposal with `reverted:` was taken
-# back later (by hand, or by a commit): it goes into the ledger reverted, off the table,
-# and `ledger restore` claws it back (`suspected: true` there holds it as a suspect).
-# Then:  ledger adopt --apply {plan}
+# One proposal per commit (or backup pair) with the changes it made.  Edit class (perf or
+# bugfix: where it is empty, class_from says why), title, why and the dates; keep: false
+# leaves a proposal (or one change) out.  A change with `reverted:` was taken back later:
+# it goes in reverted, off the table (`suspected: true` holds it as a suspect).  A change
+# with `revert_of: null` may take back an earlier proposal: write its number if it does.
+# record: false marks history the ledger cannot hold as a value (kept in the audit trail).
+# Then:  ledger adopt --apply {plan}        (--dry-run first to see every problem at once)
 # Nothing is written to a target, now or by --apply: only the ledger learns.
 """
+_FIX_SUBJECT = re.compile(r"(?i)(^fix\b|\bfix(es|ed)?\b|\bbug-?fix|\bhot-?fix)")
+_REVERT_SUBJECT = re.compile(r'(?i)^revert\b|this reverts commit [0-9a-f]{7,}')
 
 
 def propose_adopt(ws, target: str, backups: Sequence[str] = (), git: str | None = None,
-                  path: str | None = None) -> dict[str, Any]:
+                  path: str | None = None, per_knob: bool = False) -> dict[str, Any]:
     """The plan of entries that the versions of ``target``'s file propose."""
     from ledger.commands.adopt_find import backup_copies
     from ledger.commands.adopt_find import commit_copies
@@ -74,16 +95,108 @@ def propose_adopt(ws, target: str, backups: Sequence[str] = (), git: str | None 
     gone = bool(copies) and copies[-1].dated == "deleted"
     live = [] if gone else [Copy(f"{tf.path.name} (live)", mtime_of(tf.path), tf.text, tf,
                                  dated="live")]
-    versions = _versions([*good, *live], by_commit=bool(git))
+    readable = [*good, *live]
+    versions = _versions(readable, by_commit=bool(git))
+    spec = _engine(ws, t, tf.text)
+    versions, spelled = _spellings(versions, spec)
     found = propose(versions)
-    copies_of = [*good, *live]
-    layers = _managed(ws, t.name)
+    unclear = found.unclear + [f"{c.origin}: {c.skipped}: the changes it made are not "
+                               "proposed" for c in copies if c.skipped and c.dated == "commit"]
+    history_only = _history_only(found.items, readable, live)
+    taken = set() if git else {id(p) for p in found.items if _taken_back_here(p)}
+    groups = _groups(found.items, versions[0].when, taken, per_knob)
+    managed = _managed(ws, t.name)
+    proposals, data = [], {}
+    number = {id(p): n for n, (_, ps) in enumerate(groups, 1) for p in ps}
+    for n, (key, ps) in enumerate(groups, 1):
+        proposal, lines = _proposal(n, key, ps, versions, readable, managed, bool(git),
+                                    history_only, number, tf)
+        proposals.append(proposal)
+        data.update(lines)
     return {
         "adopt": PLAN_VERSION, "target": t.name, "path": str(tf.path), "source": source,
-        "history": notes, "skipped": skipped, "unclear": found.unclear,
-        "proposals": [_proposal(n, p, versions, copies_of, layers, bool(git))
-                      for n, p in enumerate(found.items, 1)],
+        "history": notes + spelled, "skipped": skipped, "unclear": unclear,
+        "proposals": proposals, "data": data,
     }
+
+
+def _engine(ws, t, text: str) -> str | None:
+    from ledger.commands.catalog import engine_of
+
+    return engine_of(ws, t, text)
+
+
+def _spellings(versions: list[Version], spec: str | None) -> tuple[list[Version], list[str]]:
+    """Flags spelled as argparse abbreviations or aliases, read as the flag the engine
+    reads (``--max-running-request`` -> ``--max-running-requests``), so a respelling is a
+    change of one flag; each named in the plan's history."""
+    from dataclasses import replace
+
+    from envknobs.catalog_release import release_flag_name
+    from ledger.core.adopt import knob_of
+
+    spec = spec or _newest_release()
+    seen: dict[str, str] = {}
+    out = []
+    for v in versions:
+        values = {}
+        for key, value in v.values.items():
+            name = knob_of(key)
+            full = release_flag_name(spec, name) if name.startswith("--") else None
+            if full and full != name:
+                seen[name] = full
+                key = full + key[len(name):]
+            values.setdefault(key, value)
+        out.append(replace(v, values=values))
+    return out, [f"{a} is read as {b} (the flag {spec} takes that spelling for)"
+                 for a, b in sorted(seen.items())]
+
+
+def _newest_release() -> str | None:
+    from envknobs.catalog_release import bundled_releases
+
+    found = bundled_releases("sglang")
+    return f"sglang=={found[-1]}" if found else None
+
+
+def _history_only(items: Sequence[Proposal], copies: Sequence[Copy],
+                  live: Sequence[Copy]) -> dict[str, str]:
+    """Key -> why its changes cannot be entries: a value the shell computes in some version
+    (an entry's value is checked against the file), or a branch place the live file does
+    not have (an entry edits a place of the live file)."""
+    from ledger.commands.adopt_find import computed_keys
+    from ledger.commands.adopt_find import read_places
+
+    computed: set[tuple[str, str]] = set()
+    for c in copies:
+        computed |= computed_keys(c)
+    live_places = read_places(live[0]) if live else {}
+    out: dict[str, str] = {}
+    for p in items:
+        if p.knob in out:
+            continue
+        if any((p.knob, v) in computed for v in (p.before, p.after) if v is not None):
+            out[p.knob] = "a value the shell computes: the ledger holds static values"
+        elif p.condition is not None and p.knob not in live_places:
+            out[p.knob] = "a place the live file no longer has"
+    return out
+
+
+def _groups(items: Sequence[Proposal], first: str, taken: set[int], per_knob: bool):
+    """The changes as proposals: one per version that made them (a commit, a backup pair;
+    those made before the first version — ``taken`` back later — together), or one per
+    change with ``per_knob``."""
+    groups: dict[Any, list[Proposal]] = {}
+    for p in items:
+        key = (first, 0) if id(p) in taken else (p.when, p.made_in)
+        groups.setdefault((key, id(p)) if per_knob else key, []).append(p)
+    return sorted(groups.items(), key=lambda kv: kv[0][0] if per_knob else kv[0])
+
+
+def _taken_back_here(p: Proposal) -> bool:
+    from ledger.commands.catalog import catalog_class
+
+    return p.reverted is None and catalog_class(p.name) == "perf" and _is_a_revert(p)
 
 
 def _versions(copies: Sequence[Copy], by_commit: bool) -> list[Version]:
@@ -100,9 +213,16 @@ def _versions(copies: Sequence[Copy], by_commit: bool) -> list[Version]:
       14:14 whose .bak says 13:55 is dated 14:14);
     * else (the newer file is a copy dated by its name, which says when it was copied,
       not written) the older file's mtime, the best bound there is.
+
+    A commit is a revert when its subject says so (``git revert``) or its file is byte for
+    byte an earlier version; the live file after commits, when it is byte for byte one.
     """
     if by_commit:
-        return [c.version(c.when, f"author date of {c.origin}") for c in copies]
+        return [c.version(c.when, f"author date of {c.origin}" if c.dated != "live" else
+                          f"mtime of {c.origin}",
+                          bool(_REVERT_SUBJECT.search(c.subject))
+                          or any(c.text == o.text for o in copies[:max(i - 1, 0)]))
+                for i, c in enumerate(copies)]
     out = []
     for i, c in enumerate(copies):
         older = copies[max(i - 1, 0)]
@@ -123,47 +243,109 @@ def _managed(ws, target: str) -> dict[str, list[str]]:
             for (t, knob), layer in planner.knob_layers(ws.entries()).items() if t == target}
 
 
-def _proposal(n: int, p: Proposal, versions, copies: Sequence[Copy],
-              managed: dict[str, list[str]], by_commit: bool) -> dict[str, Any]:
+def _origin(v: Version, prev: Version | None, by_commit: bool) -> str:
+    if by_commit:
+        return f"{v.origin} by {v.author}: {v.subject}" if v.author else v.origin
+    return f"{prev.origin} -> {v.origin}" if prev is not None else v.origin
+
+
+def _proposal(n: int, key, ps: Sequence[Proposal], versions, copies: Sequence[Copy],
+              managed: dict[str, list[str]], by_commit: bool, history_only: dict[str, str],
+              number: dict[int, int], tf) -> tuple[dict[str, Any], dict[str, Any]]:
+    """One proposal (a commit's changes) and its machine data (``N.I`` -> lines, anchors)."""
+    first = ps[0]
+    v = versions[first.made_in]
+    changes, data = [], {}
+    for i, p in enumerate(ps, 1):
+        change, lines = _change(p, versions, copies, managed, by_commit, history_only,
+                                number, tf)
+        changes.append(change)
+        if lines:
+            data[f"{n}.{i}"] = lines
+    taken_back = any(c.get("taken_back") for c in changes)
+    cls, class_from = _class(ps, v.subject if by_commit else "")
+    if by_commit and v.subject and not taken_back:
+        title = v.subject if len(ps) == 1 or len({p.name for p in ps}) > 1 else v.subject
+    else:
+        title = "; ".join(_title(p.knob, c["after"]) for p, c in zip(ps, changes))[:120]
+    d: dict[str, Any] = {"n": n, "keep": any(c.get("keep", True) for c in changes),
+                         "class": cls, "class_from": class_from, "title": title, "why": "",
+                         "when": changes[0]["when"], "dated_by": changes[0].pop("dated_by"),
+                         "origin": _origin(v, versions[first.made_in - 1] if
+                                           first.made_in else None, by_commit),
+                         "changes": changes}
+    for c in changes[1:]:
+        c.pop("dated_by", None)
+    for c in changes:
+        c.pop("when", None) if c["when"] == d["when"] else None
+        c.pop("taken_back", None)
+    return d, data
+
+
+def _class(ps: Sequence[Proposal], subject: str) -> tuple[str | None, str]:
     from ledger.commands.catalog import catalog_class
 
-    origin = versions[p.made_in].origin if by_commit else \
-        f"{versions[p.made_in - 1].origin} -> {versions[p.made_in].origin}"
-    if by_commit:
-        origin += f" by {p.author}: {p.subject}"
-    title = p.subject if by_commit and p.subject else _title(p.knob, p.after)
-    d: dict[str, Any] = {"n": n, "keep": p.knob not in managed,
-                         "class": catalog_class(p.knob), "title": title, "why": "",
-                         "knob": p.knob, "before": p.before, "after": p.after,
-                         "when": p.when, "dated_by": versions[p.made_in].dated_by,
-                         "origin": origin}
+    if subject and _FIX_SUBJECT.search(subject):
+        return "bugfix", f"the commit subject says fix: {subject!r}"
+    hints = {p.name: catalog_class(p.name) for p in ps}
+    said = {c for c in hints.values() if c}
+    if len(said) == 1 and all(hints.values()):
+        return said.pop(), f"the catalog's class hint of {', '.join(sorted(hints))}"
+    if len(said) > 1:
+        return None, ("the catalog's hints differ (" + ", ".join(
+            f"{k}: {c}" for k, c in sorted(hints.items()) if c) + "): choose, or adopt "
+            "again with --per-knob")
+    if said:
+        return None, (f"the catalog says {said.pop()} for "
+                      f"{', '.join(sorted(k for k, c in hints.items() if c))} only: choose")
+    return None, "nothing says (no catalog hint, no fix/revert subject): choose perf or bugfix"
+
+
+def _change(p: Proposal, versions, copies: Sequence[Copy], managed: dict[str, list[str]],
+            by_commit: bool, history_only: dict[str, str], number: dict[int, int], tf
+            ) -> tuple[dict[str, Any], dict[str, Any]]:
+    c: dict[str, Any] = {"knob": p.name, "before": p.before, "after": p.after}
+    if p.condition is not None:
+        c["where"] = p.condition
+    c["when"], c["dated_by"] = p.when, versions[p.made_in].dated_by
+    lines: dict[str, Any] = {}
     if p.knob in managed:
-        d["note"] = f"the ledger already has {p.knob}: {', '.join(managed[p.knob])}"
-    d.update(_lines_of(p, copies))
-    if p.reverted is None and d["class"] == "perf" and _is_a_revert(p, versions):
-        return _taken_back(d, p, versions[0].when)
-    if p.reverted is not None:
+        c["keep"] = False
+        c["note"] = f"the ledger already has {p.knob}: {', '.join(managed[p.knob])}"
+    if p.knob in history_only:
+        c["record"] = False
+        c["note"] = history_only[p.knob]
+    else:
+        lines = _lines_of(p, copies, tf)
+    if not by_commit and _taken_back_here(p):
+        c = _taken_back(c, p, versions[0].when)
+    elif p.reverted is not None:
         r = p.reverted
         back = f"{r['origin']} by {r['author']}: {r['subject']}" if by_commit else \
             f"{r['from']} -> {r['origin']}"
         why = f"{r['subject']} ({r['origin']})" if by_commit else f"reverted by hand ({back})"
-        d["reverted"] = {"when": r["when"], "dated_by": r["dated_by"], "origin": back,
+        c["reverted"] = {"when": r["when"], "dated_by": r["dated_by"], "origin": back,
                          "why": why, "suspected": False}
-    return d
+    elif p.may_revert is not None:
+        c["revert_of"] = None
+        c["note"] = (f"back to the value before proposal {number[id(p.may_revert)]}, in a "
+                     "commit that is no revert: recorded as a change of its own; write "
+                     f"revert_of: {number[id(p.may_revert)]} if it takes that back")
+    return c, lines
 
 
 def _title(knob: str, after: str | None) -> str:
     return f"unset {knob}" if after is None else f"{knob}={after}"
 
 
-def _is_a_revert(p: Proposal, versions) -> bool:
+def _is_a_revert(p: Proposal) -> bool:
     """A perf knob removed (or set back to its default) where no proposal made it: the
     tuning predates the first version, and this change took it back (the inversion trap:
     ledger.core.inversion)."""
     from ledger.core.inversion import inversion
 
-    return inversion(target="", knob=p.knob, before=p.before, after=p.after, cls="perf",
-                     adopt=True, title="", default=_default(p.knob)) is not None
+    return inversion(target="", knob=p.name, before=p.before, after=p.after, cls="perf",
+                     adopt=True, title="", default=_default(p.name)) is not None
 
 
 def _default(knob: str):
@@ -172,29 +354,36 @@ def _default(knob: str):
     return name_defaults(None, [knob]).get(knob)
 
 
-def _taken_back(d: dict[str, Any], p: Proposal, first: str) -> dict[str, Any]:
-    """The change proposed as what it is: the older value, made before the first version
-    (dated with it), reverted by this change — off the table, as ``--already-reverted``
-    records it."""
-    d = {**d, "before": p.after, "after": p.before, "when": first,
-         "dated_by": "the first version's date (made before it)",
-         "title": _title(p.knob, p.before),
-         "reverted": {"when": p.when, "dated_by": d["dated_by"], "origin": d["origin"],
-                      "why": f"reverted ({d['origin']})", "suspected": False},
-         "note": "made before the first version and taken back here; if taking it out was "
-                 "itself the perf change, swap before and after, drop `reverted:` and write "
-                 "`not_a_revert: true`"}
-    return d  # its lines (removed here) are what a restore puts back
+def _taken_back(c: dict[str, Any], p: Proposal, first: str) -> dict[str, Any]:
+    """A backup pair that removed a perf knob no proposal made: the tuning predates the
+    first copy and this edit took it back (issue 27's hand ``sed``): proposed as that
+    older value, made before the first version, reverted here — off the table, as
+    ``--already-reverted`` records it."""
+    return {**c, "before": p.after, "after": p.before, "when": first,
+            "dated_by": "the first version's date (made before it)", "taken_back": True,
+            "reverted": {"when": p.when, "dated_by": c["dated_by"],
+                         "origin": f"{p.origin}", "why": f"reverted ({p.origin})",
+                         "suspected": False},
+            "note": "made before the first version and taken back here; if taking it out "
+                    "was itself the perf change, swap before and after, drop `reverted:` "
+                    "and write `not_a_revert: true`"}
 
 
-def _lines_of(p: Proposal, copies: Sequence[Copy]) -> dict[str, Any]:
+def _lines_of(p: Proposal, copies: Sequence[Copy], tf) -> dict[str, Any]:
     """The knob's exact lines in the version that held it (an added knob: what a restore
     after a revert puts back, inline comment and all; a removed one: what its revert
-    puts back) and where they sit."""
+    puts back) and where they sit; for a place in a branch, that place in the live file
+    (the entry edits it there)."""
     from ledger.core.layout import inserted_block
     from ledger.store.targets import anchor_in
     from ledger.store.targets import edit_target
 
+    if p.condition is not None:
+        from ledger.commands.adopt_find import read_places
+
+        place = read_places(copies[-1]).get(p.knob)
+        return {} if place is None else {"place": {
+            "key": place.key, "line": place.line, "raw": place.raw, "anchor": place.anchor}}
     if (p.before is None) == (p.after is None):
         return {}
     holder = copies[p.held_in] if p.before is None else copies[p.made_in - 1]
@@ -227,9 +416,14 @@ def write_plan(plan: dict[str, Any], out: Path, force: bool = False) -> Path:
                       "or --force to replace it")
     header = PLAN_HEADER.format(target=plan["target"], path=plan["path"],
                                 source=plan["source"], plan=out)
+    plan = {**plan}
+    data = plan.pop("data", {})
+    tail = ("\n# Machine data (do not edit): the exact lines a restore writes back, where\n"
+            "# they sit, and their digests, by proposal.change.\n" + dump_yaml({"data": data})
+            ) if data else ""
     tmp = out.with_name(f".{out.name}.tmp")
     with open(tmp, "w", encoding="utf-8") as f:
-        f.write(header + dump_yaml(plan))
+        f.write(header + dump_yaml(plan) + tail)
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, out)

@@ -57,15 +57,154 @@ class Copy:
     author: str = ""
     subject: str = ""
 
-    def version(self, when: str, dated_by: str = "") -> Version:
+    def version(self, when: str, dated_by: str = "", is_revert: bool = True) -> Version:
         from ledger.core.model import split_place
 
         summary = getattr(self.tf, "summary", None)
-        unclear = {k.knob: "\n".join(p.raw for p in k.places) for k in summary.knobs
-                   if k.needs_selection or k.computed} if summary is not None else {}
         values = {k: v for k, v in self.tf.values.items() if split_place(k)[1] is None}
+        unclear: dict[str, str] = {}
+        if summary is not None:
+            values, unclear = read_values(summary, self.text)
         return Version(self.origin, when, values, unclear, self.author, self.subject,
-                       dated_by)
+                       dated_by, is_revert)
+
+
+def read_values(summary, text: str) -> tuple[dict[str, str], dict[str, str]]:
+    """Every knob of a bash summary with a value to compare between versions: a static
+    value; a shell expression's text (``$((8192 * TP))``, ``${CONC}``); a place inside an
+    ``if``/``case`` branch as ``KNOB when CONDITION`` (several launch lines: ``KNOB at
+    launch N``).  What cannot be read (a branch whose condition is not on its line) goes
+    to the second mapping, key -> ``line N: text``, named in the plan's ``unclear:``."""
+    values, unclear, _, _ = _read(summary, text)
+    return values, unclear
+
+
+def read_places(copy: Copy) -> dict[str, object]:
+    """``KNOB when COND`` -> its place in ``copy`` (the live file: where an entry edits)."""
+    summary = getattr(copy.tf, "summary", None)
+    return {} if summary is None else _read(summary, copy.text)[2]
+
+
+def computed_keys(copy: Copy) -> set[tuple[str, str]]:
+    """``(key, text)`` of each value the shell computes in ``copy``."""
+    summary = getattr(copy.tf, "summary", None)
+    return set() if summary is None else _read(summary, copy.text)[3]
+
+
+def _read(summary, text: str):
+    from ledger.core.adopt import AT
+    from ledger.core.adopt import WHEN
+
+    lines = text.splitlines()
+    values: dict[str, str] = {}
+    unclear: dict[str, str] = {}
+    places: dict[str, object] = {}
+    computed: set[tuple[str, str]] = set()
+    for k in summary.knobs:
+        if not k.needs_selection:
+            value = k.value if not k.computed else _written(k.places[0]) if k.places else None
+            if value is not None:
+                values[k.knob] = value
+                if k.computed:
+                    computed.add((k.knob, value))
+            continue
+        for p in k.places:
+            cond = place_condition(lines, p)
+            key = f"{k.knob}{WHEN}{cond}" if cond else f"{k.knob}{AT}{p.key}"
+            if cond is None and ("if (" in p.scope or "case (" in p.scope):
+                unclear[key] = f"line {p.line}: {p.raw.strip()}"
+                continue
+            value = _written(p) if p.computed else p.value
+            if value is not None:
+                n, base = 2, key
+                while key in values:  # the same branch sets it twice: both kept
+                    key, n = f"{base} ({n})", n + 1
+                values[key] = value
+                places[key] = p
+                if p.computed:
+                    computed.add((key, value))
+    return values, unclear, places, computed
+
+
+def _written(place) -> str | None:
+    """A computed value as written: the text after the flag or the ``=``."""
+    from envknobs.formats.bash.lexer import lex
+    from envknobs.formats.common import FormatError
+
+    raw = place.raw.strip()
+    if place.kind in ("flag", "array-flag"):
+        _, _, rest = raw.partition("=") if raw.split(None, 1)[0].count("=") else \
+            raw.partition(raw.split(None, 1)[0])
+    else:
+        _, _, rest = raw.partition("=")
+    try:  # the first shell word of what follows: quotes and $((...)) kept whole
+        words = [t for t in lex(rest.lstrip()).tokens if t.kind == "word"]
+    except FormatError:
+        return rest.strip() or None
+    return words[0].text if words else None
+
+
+_IF = re.compile(r"\s*(if|elif)\s+(.*?)\s*(;\s*then)?\s*$")
+_CASE = re.compile(r"\s*case\s+(.*?)\s+in\b")
+_PATTERN = re.compile(r"\s*\(?\s*([^()]*?)\s*\)")
+_BLOCK_OPEN = re.compile(r"\s*(if|case)\b")
+_BLOCK_CLOSE = re.compile(r"\s*(fi|esac)\b")
+
+
+def place_condition(lines: list[str], place) -> str | None:
+    """The branch condition a place sits under, as an operator reads it
+    (``DP_ATTENTION == true``, ``not (DP_ATTENTION == true)``, ``MODE is decode|both``;
+    nested branches joined by `` and ``), or None at top level or when a branch's
+    condition is not on its own line."""
+    found = re.findall(r"(if|case) \(line (\d+)\)", place.scope)
+    if not found:
+        return None
+    conds = []
+    for kind, start in found:
+        cond = (_if_branch if kind == "if" else _case_branch)(lines, int(start), place.line)
+        if cond is None:
+            return None
+        conds.append(cond)
+    return " and ".join(conds)
+
+
+def _tidy(cond: str) -> str:
+    cond = re.sub(r"^\[\[?\s*|\s*\]\]?$", "", cond.strip())
+    cond = re.sub(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?", r"\1", cond)
+    return cond.replace('"', "").replace("'", "").strip()
+
+
+def _if_branch(lines: list[str], start: int, line: int) -> str | None:
+    m = _IF.match(lines[start - 1]) if start <= len(lines) else None
+    if m is None or m.group(1) != "if":
+        return None
+    conds, depth, current = [_tidy(m.group(2))], 0, _tidy(m.group(2))
+    for text in lines[start:line - 1]:
+        if _BLOCK_OPEN.match(text) and not re.search(r"\b(fi|esac)\s*$", text):
+            depth += 1
+        elif _BLOCK_CLOSE.match(text):
+            depth -= 1
+        elif depth == 0 and (e := _IF.match(text)) and e.group(1) == "elif":
+            current = _tidy(e.group(2))
+            conds.append(current)
+        elif depth == 0 and re.match(r"\s*else\b", text):
+            current = "not (" + " or ".join(conds) + ")"
+    return current
+
+
+def _case_branch(lines: list[str], start: int, line: int) -> str | None:
+    m = _CASE.match(lines[start - 1]) if start <= len(lines) else None
+    if m is None:
+        return None
+    word, pattern, depth = _tidy(m.group(1)), None, 0
+    for text in lines[start:line]:
+        if _BLOCK_OPEN.match(text) and not re.search(r"\b(fi|esac)\s*$", text):
+            depth += 1
+        elif _BLOCK_CLOSE.match(text):
+            depth -= 1
+        elif depth == 0 and (p := _PATTERN.match(text)) and not text.strip().startswith("#"):
+            pattern = p.group(1)
+    return None if pattern is None else f"{word} is {pattern}"
 
 
 def backup_files(target_path: Path, sources: Sequence[str]) -> list[Path]:

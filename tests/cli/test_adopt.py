@@ -51,9 +51,26 @@ def _plan(path) -> dict:
     return YAML(typ="safe").load(path.read_text())
 
 
+def _flat(plan: dict) -> list[dict]:
+    """Each change of the plan with its proposal's fields and machine data merged in."""
+    out = []
+    for g in plan["proposals"]:
+        for i, c in enumerate(g["changes"], 1):
+            out.append({**{k: v for k, v in g.items() if k != "changes"}, **c,
+                        **(plan.get("data") or {}).get(f"{g['n']}.{i}", {}),
+                        "when": c.get("when", g["when"])})
+    return out
+
+
+def _at(plan: dict, knob: str, nth: int = 0) -> tuple[dict, dict]:
+    """(proposal, change) of the nth change of ``knob``: edits of the plan go there."""
+    found = [(g, c) for g in plan["proposals"] for c in g["changes"] if c["knob"] == knob]
+    return found[nth]
+
+
 def _rows(plan: dict) -> list[tuple]:
     return [(p["knob"], p["before"], p["after"], p["when"], p["class"],
-             (p.get("reverted") or {}).get("when")) for p in plan["proposals"]]
+             (p.get("reverted") or {}).get("when")) for p in _flat(plan)]
 
 
 def _commits(repo) -> int:
@@ -97,12 +114,12 @@ def test_adopt_backups_proposes_one_entry_per_change_with_real_dates(pile, ledge
         (CTAS, None, "512", "2026-12-01T14:02:00Z", "perf", "2026-12-02T14:14:00Z"),
         (WAITING, None, "30", "2026-12-02T15:05:00Z", "bugfix", None),
     ]
-    ctas = plan["proposals"][1]
+    ctas = _flat(plan)[1]
     assert ctas["origin"] == "serve_decode.sh.bak.20261201-1402 -> serve_decode.sh.bak.20261202-1414"
     assert ctas["reverted"]["origin"] == "serve_decode.sh.bak.20261202-1414 -> serve_decode.sh~"
     assert ctas["lines"] == TUNED_LINE  # its line as the operator wrote it
     assert ctas["dated_by"] == "name of serve_decode.sh.bak.20261201-1402"
-    assert plan["proposals"][2]["dated_by"] == (
+    assert _flat(plan)[2]["dated_by"] == (
         "mtime of serve_decode.sh (live), the newer file of the pair (serve_decode.sh~ kept "
         "the old file's time)")
     skipped = "\n".join(plan["skipped"])
@@ -122,8 +139,9 @@ def test_adopt_apply_records_the_kept_proposals_off_the_table(pile, ledger, tmp_
     assert ledger("-C", ws, "adopt", "decode", st.script.parent, "--out",
                   plan_path).exit_code == 0
     plan = _plan(plan_path)
-    plan["proposals"][1].update(title="TARGET_CTAS 512 for decode", why="wave quantisation")
-    plan["proposals"][1]["reverted"].update(suspected=True, why="prime suspect of the hang")
+    group, change = _at(plan, CTAS)
+    group.update(title="TARGET_CTAS 512 for decode", why="wave quantisation")
+    change["reverted"].update(suspected=True, why="prime suspect of the hang")
     YAML().dump(plan, plan_path)
     before = _commits(ws)
     r = ledger("-C", ws, "adopt", "--apply", plan_path)
@@ -149,8 +167,8 @@ def test_adopt_apply_records_the_kept_proposals_off_the_table(pile, ledger, tmp_
     # run again, the knobs the ledger now manages start kept out, their entries named
     r = ledger("-C", ws, "adopt", "decode", st.script.parent, "--out", tmp_path / "again.yaml")
     assert r.exit_code == 0, r.stderr
-    again = _plan(tmp_path / "again.yaml")["proposals"]
-    assert again and not any(p["keep"] for p in again)
+    again = _flat(_plan(tmp_path / "again.yaml"))
+    assert again and not any(p.get("keep", True) for p in again)
     assert f"the ledger already has {CTAS}: {rows[1]['id']}" in [p.get("note") for p in again]
 
 
@@ -186,16 +204,26 @@ def test_adopt_git_history_of_five_commits(tmp_path, ledger):
     plan = _plan(plan_path)
     assert _rows(plan) == [
         (CTAS, None, "512", "2026-12-01T14:48:00Z", "perf", "2026-12-02T14:14:00Z"),
-        ("--tp-size", "4", "8", "2026-12-02T15:05:00Z", "perf", None),
-        (WAITING, None, "30", "2026-12-02T15:05:00Z", "bugfix", None),
+        ("--tp-size", "4", "8", "2026-12-02T15:05:00Z", None, None),
+        (WAITING, None, "30", "2026-12-02T15:05:00Z", None, None),
     ]
-    ctas = plan["proposals"][0]
+    # one proposal per commit: the last commit's two changes together, its class left to
+    # the operator since the catalog's hints differ
+    assert [len(g["changes"]) for g in plan["proposals"]] == [1, 2]
+    assert plan["proposals"][1]["class_from"] == (
+        f"the catalog's hints differ (--tp-size: perf, {WAITING}: bugfix): choose, or adopt "
+        "again with --per-knob")
+    ctas = _flat(plan)[0]
     assert ctas["title"] == "decode: CTAS 512 (+12.8% @c64)"
     assert ctas["origin"] == f"commit {shas[1][:12]} (serve_decode.sh) by op <op@example.com>: " \
                              "decode: CTAS 512 (+12.8% @c64)"
     assert ctas["reverted"]["origin"].startswith(f"commit {shas[3][:12]} (serve_decode.sh) by op")
     assert ctas["reverted"]["why"] == \
         f"Revert CTAS: prime suspect of the hang (commit {shas[3][:12]} (serve_decode.sh))"
+    r = ledger("-C", ws, "adopt", "--apply", plan_path)
+    assert r.exit_code == 1 and "proposal 2 (--tp-size): class must be perf or bugfix" in r.stderr
+    plan["proposals"][1]["class"] = "bugfix"
+    YAML().dump(plan, plan_path)
     r = ledger("-C", ws, "adopt", "--apply", plan_path)
     assert r.exit_code == 0, r.stderr
     log = ledger("-C", ws, "log", "--json").json()
@@ -226,18 +254,24 @@ def test_a_bad_plan_is_refused_naming_the_proposal_and_nothing_changes(pile, led
 
     refused(lambda p: p["proposals"][0].update({"class": None}),
             "proposal 1 (--tp-size): class must be perf or bugfix")
-    refused(lambda p: p["proposals"][2].update(after="60"),
+    refused(lambda p: _at(p, WAITING)[1].update(after="60"),
             f"would expect {WAITING} = '60' in {st.script}, which holds '30'")
-    refused(lambda p: p["proposals"][0].update(knob="SGLANG_NOT A NAME"), "proposal 1")
+    refused(lambda p: p["proposals"][0]["changes"][0].update(knob="SGLANG_NOT A NAME"),
+            "proposal 1")
     refused(lambda p: p["proposals"][1].update(when="2030-01-01T00:00"),
             "proposal 2 (SGLANG_SM120_MMA_TARGET_CTAS): when")
-    refused(lambda p: p["proposals"][1]["reverted"].update(when="2026-11-01"),
+    refused(lambda p: _at(p, CTAS)[1]["reverted"].update(when="2026-11-01"),
             "reverted at 2026-11-01T00:00:00Z, before it was made")
     refused(lambda p: p["proposals"][0].update(title="  "), "the title is empty")
-    refused(lambda p: [q.update(keep=False) for q in p["proposals"]], "no proposal is kept")
-    refused(lambda p: p["proposals"][1].update(lines=f"export {CTAS}=512; curl x | sh\n"),
+    refused(lambda p: [q.update(keep=False) for q in p["proposals"]], "no change is kept")
+    refused(lambda p: p["data"]["2.1"].update(lines=f"export {CTAS}=512; curl x | sh\n"),
             "its lines were edited")
     refused(lambda p: p.pop("adopt"), "not a ledger adopt plan")
+    # every problem of a plan in one run
+    refused(lambda p: (p["proposals"][0].update({"class": None}), p["proposals"][2].update(
+        title=""), _at(p, WAITING)[1].update(after="60")),
+        "3 problems; nothing recorded:\n  - proposal 1 (--tp-size): class must be perf or "
+        "bugfix, not unset")
     assert _commits(ws) == before and ledger("-C", ws, "list", "--json").json() == []
     assert st.script.read_text() == NOW
 
@@ -256,13 +290,14 @@ def test_a_perf_knob_removed_from_the_oldest_copy_is_proposed_reverted(tmp_path,
     plan_path = tmp_path / "plan.yaml"
     assert ledger("-C", ws, "adopt", "decode", old, "--out", plan_path).exit_code == 0
     plan = _plan(plan_path)
-    ctas = next(p for p in plan["proposals"] if p["knob"] == CTAS)
+    ctas = next(p for p in _flat(plan) if p["knob"] == CTAS)
     assert (ctas["before"], ctas["after"], ctas["reverted"]["when"]) == \
         (None, "512", "2026-12-02T14:14:00Z")
     assert ctas["lines"] == TUNED_LINE
     assert ledger("-C", ws, "adopt", "--apply", plan_path).exit_code == 0
     assert "off the table: 1 reverted entry" in ledger("-C", ws, "diff").stdout
     # written as the plain removal it looks like, the trap is refused naming the way out
+    _, ctas = _at(plan, CTAS)
     ctas.update(before="512", after=None)
     ctas.pop("reverted")
     YAML().dump(plan, plan_path)
@@ -372,7 +407,7 @@ def test_a_sed_i_bak_revert_is_dated_by_the_live_file_not_the_bak(tmp_path, ledg
     plan_path = tmp_path / "plan.yaml"
     r = ledger("-C", ws, "adopt", "decode", bak, "--out", plan_path)
     assert r.exit_code == 0, r.stderr
-    ctas = next(p for p in _plan(plan_path)["proposals"] if p["knob"] == CTAS)
+    ctas = next(p for p in _flat(_plan(plan_path)) if p["knob"] == CTAS)
     assert ctas["reverted"]["when"] == "2026-12-02T14:14:00Z"
     assert ctas["reverted"]["dated_by"] == ("mtime of serve_decode.sh (live), the newer file "
                                             "of the pair (serve_decode.sh.bak kept the old "
@@ -414,13 +449,18 @@ def test_adopt_git_follows_renames_and_an_old_path_stops_at_its_deletion(tmp_pat
                "--out", plan_path)
     assert r.exit_code == 0, r.stderr
     plan = _plan(plan_path)
-    assert [(p["knob"], p["before"], p["after"], p["when"]) for p in plan["proposals"]] == [
+    assert [(p["knob"], p["before"], p["after"], p["when"]) for p in _flat(plan)] == [
         ("--tp-size", "4", "8", "2026-11-25T09:00:00Z"),
         (CTAS, None, "512", "2026-12-01T14:48:00Z"),
         (WAITING, None, "30", "2026-12-02T15:05:00Z"),
+        (CTAS, "512", None, "2026-12-02T15:05:00Z"),
     ]
-    assert plan["proposals"][0]["origin"].startswith(f"commit {shas[1][:12]} (serve.sh) by")
-    assert plan["proposals"][1]["origin"].startswith(
+    # "watchdog" dropped the CTAS line: no revert commit, so a change of its own, and the
+    # plan asks whether it takes proposal 2 back
+    removal = _flat(plan)[3]
+    assert removal["revert_of"] is None and "write revert_of: 2 if it takes" in removal["note"]
+    assert _flat(plan)[0]["origin"].startswith(f"commit {shas[1][:12]} (serve.sh) by")
+    assert _flat(plan)[1]["origin"].startswith(
         f"commit {shas[3][:12]} (scripts/serve_decode.sh) by")
     assert plan["history"] == [
         f"commit {shas[2][:12]}: renamed from serve.sh to scripts/serve_decode.sh (move to scripts/)",
@@ -432,7 +472,7 @@ def test_adopt_git_follows_renames_and_an_old_path_stops_at_its_deletion(tmp_pat
                "--out", tmp_path / "old.yaml")
     assert r.exit_code == 0, r.stderr
     old = _plan(tmp_path / "old.yaml")
-    assert [(p["knob"], p["after"]) for p in old["proposals"]] == [("--tp-size", "8")]
+    assert [(p["knob"], p["after"]) for p in _flat(old)] == [("--tp-size", "8")]
     assert old["history"] == [
         f"commit {shas[2][:12]}: serve.sh deleted (move to scripts/); it lives on as "
         "scripts/serve_decode.sh: give --path scripts/serve_decode.sh to follow it to today; "
