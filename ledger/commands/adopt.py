@@ -162,8 +162,9 @@ def _newest_release() -> str | None:
 def _history_only(items: Sequence[Proposal], copies: Sequence[Copy],
                   live: Sequence[Copy]) -> dict[str, str]:
     """Key -> why its changes cannot be entries: a value the shell computes in some version
-    (an entry's value is checked against the file), or a branch place the live file does
-    not have (an entry edits a place of the live file)."""
+    (an entry's value is checked against the file), a branch place the live file does
+    not have (an entry edits a place of the live file), or a whole knob that the live file
+    now has only in branches (``status`` holds such a knob per place)."""
     from ledger.commands.adopt_find import computed_keys
     from ledger.commands.adopt_find import read_places
 
@@ -171,9 +172,15 @@ def _history_only(items: Sequence[Proposal], copies: Sequence[Copy],
     for c in copies:
         computed |= computed_keys(c)
     live_places = read_places(live[0]) if live else {}
+    summary = getattr(live[0].tf, "summary", None) if live else None
     out: dict[str, str] = {}
     for p in items:
         if p.knob in out:
+            continue
+        now = summary.get(p.name) if summary is not None and p.condition is None else None
+        if now is not None and now.needs_selection:
+            out[p.knob] = ("the knob now lives in branches of the live file (held there "
+                           "per place): its top-level history is history only")
             continue
         if any((p.knob, v) in computed for v in (p.before, p.after) if v is not None):
             out[p.knob] = "a value the shell computes: the ledger holds static values"
@@ -289,15 +296,13 @@ def _class(ps: Sequence[Proposal], subject: str) -> tuple[str | None, str]:
         return "bugfix", f"the commit subject says fix: {subject!r}"
     hints = {p.name: catalog_class(p.name) for p in ps}
     said = {c for c in hints.values() if c}
-    if len(said) == 1 and all(hints.values()):
-        return said.pop(), f"the catalog's class hint of {', '.join(sorted(hints))}"
+    if len(said) == 1:
+        cls = said.pop()
+        return cls, f"the catalog's class hint of {', '.join(k for k, c in hints.items() if c)}"
     if len(said) > 1:
         return None, ("the catalog's hints differ (" + ", ".join(
             f"{k}: {c}" for k, c in sorted(hints.items()) if c) + "): choose, or adopt "
             "again with --per-knob")
-    if said:
-        return None, (f"the catalog says {said.pop()} for "
-                      f"{', '.join(sorted(k for k, c in hints.items() if c))} only: choose")
     return None, "nothing says (no catalog hint, no fix/revert subject): choose perf or bugfix"
 
 
