@@ -110,7 +110,8 @@ def _read(summary, text: str):
             continue
         for p in k.places:
             cond = place_condition(lines, p)
-            key = f"{k.knob}{WHEN}{cond}" if cond else f"{k.knob}{AT}{p.key}"
+            key = f"{k.knob}{WHEN}{cond}" if cond else f"{k.knob} {p.key}" \
+                if p.key.startswith("at ") else f"{k.knob}{AT}{p.key}"
             if cond is None and ("if (" in p.scope or "case (" in p.scope):
                 unclear[key] = f"line {p.line}: {p.raw.strip()}"
                 continue
@@ -144,7 +145,7 @@ def _written(place) -> str | None:
     return words[0].text if words else None
 
 
-_IF = re.compile(r"\s*(if|elif)\s+(.*?)\s*(;\s*then)?\s*$")
+_IF = re.compile(r"\s*(if|elif)\s+(.*?)\s*(?:;?\s*\bthen\b.*)?$")
 _CASE = re.compile(r"\s*case\s+(.*?)\s+in\b")
 _PATTERN = re.compile(r"\s*\(?\s*([^()]*?)\s*\)")
 _BLOCK_OPEN = re.compile(r"\s*(if|case)\b")
@@ -178,6 +179,8 @@ def _if_branch(lines: list[str], start: int, line: int) -> str | None:
     m = _IF.match(lines[start - 1]) if start <= len(lines) else None
     if m is None or m.group(1) != "if":
         return None
+    if line == start and re.search(r"\b(else|elif)\b", lines[start - 1]):
+        return None  # branches on one line: which one a place is in is not told by lines
     conds, depth, current = [_tidy(m.group(2))], 0, _tidy(m.group(2))
     for text in lines[start:line - 1]:
         if _BLOCK_OPEN.match(text) and not re.search(r"\b(fi|esac)\s*$", text):

@@ -103,11 +103,11 @@ def propose(versions: Sequence[Version]) -> Proposals:
     out = Proposals()
     knobs = sorted({k for v in versions for k in v.values} | {k for v in versions for k in v.unclear})
     for knob in knobs:
-        unclear = [v.origin for v in versions if knob in v.unclear]
+        unclear = [f"{v.origin} ({v.unclear[knob]})" for v in versions if knob in v.unclear]
         if unclear:
             if len({v.unclear.get(knob, v.values.get(knob)) for v in versions}) > 1:
-                out.unclear.append(f"{knob}: no single static value in {', '.join(unclear)} "
-                                   "(conditional, repeated or computed): not proposed")
+                out.unclear.append(f"{knob}: cannot be read in {', '.join(unclear)}: "
+                                   "not proposed")
             continue
         out.items += _knob_changes(knob, versions)
     out.items.sort(key=lambda p: (p.when, p.made_in, p.knob))

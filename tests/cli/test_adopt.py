@@ -478,3 +478,44 @@ def test_adopt_git_follows_renames_and_an_old_path_stops_at_its_deletion(tmp_pat
         "scripts/serve_decode.sh: give --path scripts/serve_decode.sh to follow it to today; "
         "the last version is not compared with the live file"]
     assert "(live)" not in (tmp_path / "old.yaml").read_text()
+
+
+def test_what_adopt_cannot_read_is_named_with_commit_and_line(tmp_path, ledger):
+    """Issue 51's must-hold: a change the tool cannot read is named in ``unclear:`` with
+    the commit and the line, never dropped: branches written on one line, and a commit
+    whose script bash itself would refuse."""
+    repo = tmp_path / "deploy"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    one_line = 'if [[ $GPU == h200 ]]; then export SGLANG_K=1; else export SGLANG_K=2; fi\n'
+    head = "set -euo pipefail\n"
+    texts = [
+        ("base", BEFORE_TUNING.replace(head, head + one_line)),
+        ("k 3", BEFORE_TUNING.replace(head, head + one_line.replace("SGLANG_K=1", "SGLANG_K=3"))),
+        ("broken", BEFORE_TUNING.replace("--tp-size 4", "--tp-size 8") + "fi\n"),
+        ("fixed", BEFORE_TUNING.replace("--tp-size 4", "--tp-size 8")),
+    ]
+    for i, (subject, text) in enumerate(texts):
+        (repo / "serve.sh").write_text(text)
+        git(repo, "add", "serve.sh")
+        git(repo, "commit", "-q", "-m", subject, date=f"2026-11-2{i}T09:00:00+00:00")
+    shas = git(repo, "log", "--reverse", "--format=%H").split()
+    ws = tmp_path / "ws"
+    assert ledger("init", ws, "--root", f"ops={tmp_path}").exit_code == 0
+    assert ledger("-C", ws, "target", "add", "decode", repo / "serve.sh", "--format",
+                  "bash").exit_code == 0
+    plan_path = tmp_path / "plan.yaml"
+    r = ledger("-C", ws, "adopt", "decode", "--git", repo, "--path", "serve.sh", "--out",
+               plan_path)
+    assert r.exit_code == 0, r.stderr
+    plan = _plan(plan_path)
+    c = [s[:12] for s in shas]
+    assert plan["unclear"][0] == (
+        f"SGLANG_K at 1: cannot be read in commit {c[0]} (serve.sh) (line 4: export "
+        f"SGLANG_K=1), commit {c[1]} (serve.sh) (line 4: export SGLANG_K=3): not proposed")
+    assert plan["unclear"][-1] == (
+        f"commit {c[2]} (serve.sh): not readable as a bash target: {repo / 'serve.sh'} at "
+        f"commit {c[2]}: line 11: expected a command, found 'fi': the changes it made are "
+        "not proposed")
+    assert f"not proposed SGLANG_K at 1: cannot be read in commit {c[0]}" in r.stdout
+    assert [(p["knob"], p["after"]) for p in _flat(plan)] == [("--tp-size", "8")]

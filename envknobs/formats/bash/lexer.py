@@ -174,7 +174,8 @@ class _Lexer:
                 if depth == 0:
                     return j + 1
             j += 1
-        raise self.fail(i, f"unterminated ${opener}")
+        raise self.fail(i, f"unterminated {'$' if self.text[i] == '$' else self.text[i]}{opener}"
+                        + (" (process substitution)" if self.text[i] in "<>" else ""))
 
     def read_word(self, i: int, extra_stops: str = "") -> int:
         """Offset just past the word starting at ``i``."""
