@@ -97,7 +97,7 @@ def propose_adopt(ws, target: str, backups: Sequence[str] = (), git: str | None 
                                  dated="live")]
     readable = [*good, *live]
     versions = _versions(readable, by_commit=bool(git))
-    spec = _engine(ws, t, tf.text)
+    spec = _engine(ws, t, tf.text) or _newest_release(_launch_engine(tf))
     versions, spelled = _spellings(versions, spec)
     found = propose(versions)
     unclear = found.unclear + [f"{c.origin}: {c.skipped}: the changes it made are not "
@@ -135,7 +135,8 @@ def _spellings(versions: list[Version], spec: str | None) -> tuple[list[Version]
     from envknobs.catalog_release import release_flag_name
     from ledger.core.adopt import knob_of
 
-    spec = spec or _newest_release()
+    if spec is None:
+        return versions, []
     seen: dict[str, str] = {}
     out = []
     for v in versions:
@@ -152,11 +153,20 @@ def _spellings(versions: list[Version], spec: str | None) -> tuple[list[Version]
                  for a, b in sorted(seen.items())]
 
 
-def _newest_release() -> str | None:
+def _launch_engine(tf) -> str | None:
+    """The engine the live file's launch line starts (``sglang``, ``vllm``), if one."""
+    summary = getattr(tf, "summary", None)
+    engines = {launch.engine for launch in getattr(summary, "launches", ()) if launch.engine}
+    return engines.pop() if len(engines) == 1 else None
+
+
+def _newest_release(engine: str | None) -> str | None:
+    """The newest bundled release of ``engine``: a file that names no release is read with
+    it (an abbreviation argparse takes in it is the flag it names there)."""
     from envknobs.catalog_release import bundled_releases
 
-    found = bundled_releases("sglang")
-    return f"sglang=={found[-1]}" if found else None
+    found = bundled_releases(engine) if engine else []
+    return f"{engine}=={found[-1]}" if found else None
 
 
 def _history_only(items: Sequence[Proposal], copies: Sequence[Copy],

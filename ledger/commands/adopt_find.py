@@ -337,11 +337,21 @@ def commit_copies(target, repo: Path, path: str) -> tuple[list[Copy], list[str]]
                          shown_as=f"{repo / at} at commit {sha[:12]}")
         copy.dated, copy.author, copy.subject = "commit", author, subject
         copies.append(copy)
-    if history[0][4][0] in "RC":
-        notes.insert(0, f"the history git finds begins with a rename: {history[0][5]} -> "
-                        f"{history[0][6]} in commit {history[0][0][:12]} (older versions "
-                        "were too unlike to be followed)")
+    first = history[0]
+    gone = _deleted_in(git, first[0]) if first[4] == "A" else []
+    if gone:
+        notes.insert(0, f"the history git follows begins at commit {first[0][:12]}, which "
+                        f"added {first[6]} and deleted {', '.join(gone)} ({first[3]}): if "
+                        "that was this file under another name, too changed for git to "
+                        "follow, give --path with that name to read its older versions")
     return copies, notes
+
+
+def _deleted_in(git, sha: str) -> list[str]:
+    """The files commit ``sha`` deleted (a rename git could not follow shows so)."""
+    out = git.out("show", "--no-renames", "--name-status", "--format=", "--no-color", sha,
+                  "--")
+    return [line.split("\t", 1)[1] for line in out.splitlines() if line.startswith("D\t")]
 
 
 def _follow(git, path: str) -> list[tuple[str, ...]]:

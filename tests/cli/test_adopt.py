@@ -519,3 +519,31 @@ def test_what_adopt_cannot_read_is_named_with_commit_and_line(tmp_path, ledger):
         "not proposed")
     assert f"not proposed SGLANG_K at 1: cannot be read in commit {c[0]}" in r.stdout
     assert [(p["knob"], p["after"]) for p in _flat(plan)] == [("--tp-size", "8")]
+
+
+def test_a_history_that_begins_with_a_move_git_cannot_follow_says_so(tmp_path, ledger):
+    """Moved and rewritten in one commit (too unlike for git's rename detection): the
+    plan says where the followed history begins and which file that commit deleted."""
+    repo = tmp_path / "deploy"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    (repo / "old_serve.sh").write_text(BEFORE_TUNING)
+    git(repo, "add", "old_serve.sh")
+    git(repo, "commit", "-q", "-m", "serve", date="2026-11-20T09:00:00+00:00")
+    git(repo, "rm", "-q", "old_serve.sh")
+    (repo / "serve.sh").write_text("#!/bin/bash\nexport SGLANG_DISAGGREGATION_QUEUE_SIZE=8\n"
+                                   "vllm serve /models/glm --tensor-parallel-size 4\n")
+    git(repo, "add", "serve.sh")
+    git(repo, "commit", "-q", "-m", "rewrite for vllm", date="2026-11-21T09:00:00+00:00")
+    sha = git(repo, "rev-parse", "HEAD")[:12]
+    ws = tmp_path / "ws"
+    assert ledger("init", ws, "--root", f"ops={tmp_path}").exit_code == 0
+    assert ledger("-C", ws, "target", "add", "decode", repo / "serve.sh", "--format",
+                  "bash").exit_code == 0
+    r = ledger("-C", ws, "adopt", "decode", "--git", repo, "--path", "serve.sh", "--out",
+               tmp_path / "p.yaml")
+    assert r.exit_code == 0, r.stderr
+    assert _plan(tmp_path / "p.yaml")["history"] == [
+        f"the history git follows begins at commit {sha}, which added serve.sh and deleted "
+        "old_serve.sh (rewrite for vllm): if that was this file under another name, too "
+        "changed for git to follow, give --path with that name to read its older versions"]
