@@ -108,13 +108,14 @@ COMMITS = [
 ]
 
 
-def make_deploy_repo(top: Path) -> tuple[Path, list[str]]:
-    """The repository and its commit ids, oldest first."""
-    repo = top / "deploy-repo"
-    repo.mkdir()
+def commit_steps(repo: Path, steps) -> list[str]:
+    """Commit ``(date, subject, path, text)`` steps in a new repository at ``repo`` (text
+    None: a ``git mv`` of the file to path; "revert": a ``git revert`` of HEAD); the
+    commit ids, oldest first."""
+    repo.mkdir(parents=True, exist_ok=True)
     git(repo, "init", "-q", "-b", "main")
     at = None
-    for date, subject, path, text in COMMITS:
+    for date, subject, path, text in steps:
         if text == "revert":
             git(repo, "revert", "--no-edit", "HEAD", date=date)
             continue
@@ -126,6 +127,25 @@ def make_deploy_repo(top: Path) -> tuple[Path, list[str]]:
             git(repo, "add", path)
         at = path
         git(repo, "commit", "-q", "-m", subject, date=date)
+    return git(repo, "log", "--reverse", "--format=%H").split()
+
+
+def adopt_git(ledger, top: Path, repo: Path, path: str, *options: str):
+    """A workspace managing ``repo/path`` as target ``decode``, and the result of
+    ``adopt decode --git repo --path path --out PLAN``: (workspace, plan path, result)."""
+    ws = top / "ws"
+    assert ledger("init", ws, "--root", f"ops={top}").exit_code == 0
+    r = ledger("-C", ws, "target", "add", "decode", repo / path, "--format", "bash")
+    assert r.exit_code == 0, r.stderr
+    plan_path = top / "plan.yaml"
+    return ws, plan_path, ledger("-C", ws, "adopt", "decode", "--git", repo, "--path", path,
+                                 "--out", plan_path, *options)
+
+
+def make_deploy_repo(top: Path) -> tuple[Path, list[str]]:
+    """The repository and its commit ids, oldest first."""
+    repo = top / "deploy-repo"
+    commit_steps(repo, COMMITS)
     (repo / "README.md").write_text("deploy scripts\n")  # a commit that does not touch it
     git(repo, "add", "README.md")
     git(repo, "commit", "-q", "-m", "readme", date="2026-12-04T10:00:00+00:00")

@@ -7,6 +7,8 @@ from __future__ import annotations
 import pytest
 from ruamel.yaml import YAML
 
+from tests.cli.deploy_history import adopt_git
+from tests.cli.deploy_history import commit_steps
 from tests.cli.story27 import BEFORE_TUNING
 from tests.cli.story27 import CTAS
 from tests.cli.story27 import NOW
@@ -419,8 +421,6 @@ def test_adopt_git_follows_renames_and_an_old_path_stops_at_its_deletion(tmp_pat
     and the origin names it.  Given an old path, the move reads as a deletion: the plan
     says where the file went, and the last old version is not compared with today's."""
     repo = tmp_path / "deploy"
-    repo.mkdir()
-    git(repo, "init", "-q", "-b", "main")
     steps = [
         ("2026-11-20T09:00:00+00:00", "serve script", "serve.sh", BEFORE_TUNING),
         ("2026-11-25T09:00:00+00:00", "tp 8", "serve.sh", BEFORE_TUNING.replace("--tp-size 4", "--tp-size 8")),
@@ -429,24 +429,8 @@ def test_adopt_git_follows_renames_and_an_old_path_stops_at_its_deletion(tmp_pat
         ("2026-12-02T09:00:00+00:00", "move to decode/", "decode/serve.sh", None),
         ("2026-12-02T15:05:00+00:00", "watchdog", "decode/serve.sh", NOW.replace("--tp-size 4", "--tp-size 8")),
     ]
-    at = None
-    for date, subject, path, text in steps:
-        (repo / path).parent.mkdir(parents=True, exist_ok=True)
-        if text is None:
-            git(repo, "mv", at, path)
-        else:
-            (repo / path).write_text(text)
-            git(repo, "add", path)
-        at = path
-        git(repo, "commit", "-q", "-m", subject, date=date)
-    shas = git(repo, "log", "--reverse", "--format=%H").split()
-    ws = tmp_path / "ws"
-    assert ledger("init", ws, "--root", f"ops={tmp_path}").exit_code == 0
-    assert ledger("-C", ws, "target", "add", "decode", repo / "decode/serve.sh", "--format",
-                  "bash").exit_code == 0
-    plan_path = tmp_path / "plan.yaml"
-    r = ledger("-C", ws, "adopt", "decode", "--git", repo, "--path", "decode/serve.sh",
-               "--out", plan_path)
+    shas = commit_steps(repo, steps)
+    ws, plan_path, r = adopt_git(ledger, tmp_path, repo, "decode/serve.sh")
     assert r.exit_code == 0, r.stderr
     plan = _plan(plan_path)
     assert [(p["knob"], p["before"], p["after"], p["when"]) for p in _flat(plan)] == [
@@ -485,8 +469,6 @@ def test_what_adopt_cannot_read_is_named_with_commit_and_line(tmp_path, ledger):
     the commit and the line, never dropped: branches written on one line, and a commit
     whose script bash itself would refuse."""
     repo = tmp_path / "deploy"
-    repo.mkdir()
-    git(repo, "init", "-q", "-b", "main")
     one_line = 'if [[ $GPU == h200 ]]; then export SGLANG_K=1; else export SGLANG_K=2; fi\n'
     head = "set -euo pipefail\n"
     texts = [
@@ -495,18 +477,9 @@ def test_what_adopt_cannot_read_is_named_with_commit_and_line(tmp_path, ledger):
         ("broken", BEFORE_TUNING.replace("--tp-size 4", "--tp-size 8") + "fi\n"),
         ("fixed", BEFORE_TUNING.replace("--tp-size 4", "--tp-size 8")),
     ]
-    for i, (subject, text) in enumerate(texts):
-        (repo / "serve.sh").write_text(text)
-        git(repo, "add", "serve.sh")
-        git(repo, "commit", "-q", "-m", subject, date=f"2026-11-2{i}T09:00:00+00:00")
-    shas = git(repo, "log", "--reverse", "--format=%H").split()
-    ws = tmp_path / "ws"
-    assert ledger("init", ws, "--root", f"ops={tmp_path}").exit_code == 0
-    assert ledger("-C", ws, "target", "add", "decode", repo / "serve.sh", "--format",
-                  "bash").exit_code == 0
-    plan_path = tmp_path / "plan.yaml"
-    r = ledger("-C", ws, "adopt", "decode", "--git", repo, "--path", "serve.sh", "--out",
-               plan_path)
+    shas = commit_steps(repo, [(f"2026-11-2{i}T09:00:00+00:00", subject, "serve.sh", text)
+                               for i, (subject, text) in enumerate(texts)])
+    _, plan_path, r = adopt_git(ledger, tmp_path, repo, "serve.sh")
     assert r.exit_code == 0, r.stderr
     plan = _plan(plan_path)
     c = [s[:12] for s in shas]
@@ -525,25 +498,16 @@ def test_a_history_that_begins_with_a_move_git_cannot_follow_says_so(tmp_path, l
     """Moved and rewritten in one commit (too unlike for git's rename detection): the
     plan says where the followed history begins and which file that commit deleted."""
     repo = tmp_path / "deploy"
-    repo.mkdir()
-    git(repo, "init", "-q", "-b", "main")
-    (repo / "old_serve.sh").write_text(BEFORE_TUNING)
-    git(repo, "add", "old_serve.sh")
-    git(repo, "commit", "-q", "-m", "serve", date="2026-11-20T09:00:00+00:00")
+    commit_steps(repo, [("2026-11-20T09:00:00+00:00", "serve", "old_serve.sh", BEFORE_TUNING)])
     git(repo, "rm", "-q", "old_serve.sh")
     (repo / "serve.sh").write_text("#!/bin/bash\nexport SGLANG_DISAGGREGATION_QUEUE_SIZE=8\n"
                                    "vllm serve /models/glm --tensor-parallel-size 4\n")
     git(repo, "add", "serve.sh")
     git(repo, "commit", "-q", "-m", "rewrite for vllm", date="2026-11-21T09:00:00+00:00")
     sha = git(repo, "rev-parse", "HEAD")[:12]
-    ws = tmp_path / "ws"
-    assert ledger("init", ws, "--root", f"ops={tmp_path}").exit_code == 0
-    assert ledger("-C", ws, "target", "add", "decode", repo / "serve.sh", "--format",
-                  "bash").exit_code == 0
-    r = ledger("-C", ws, "adopt", "decode", "--git", repo, "--path", "serve.sh", "--out",
-               tmp_path / "p.yaml")
+    _, plan_path, r = adopt_git(ledger, tmp_path, repo, "serve.sh")
     assert r.exit_code == 0, r.stderr
-    assert _plan(tmp_path / "p.yaml")["history"] == [
+    assert _plan(plan_path)["history"] == [
         f"the history git follows begins at commit {sha}, which added serve.sh and deleted "
         "old_serve.sh (rewrite for vllm): if that was this file under another name, too "
         "changed for git to follow, give --path with that name to read its older versions"]

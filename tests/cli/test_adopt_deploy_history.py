@@ -11,6 +11,7 @@ import os
 
 from ruamel.yaml import YAML
 
+from tests.cli.deploy_history import adopt_git
 from tests.cli.deploy_history import make_deploy_repo
 from tests.cli.story27 import git
 
@@ -148,13 +149,7 @@ def test_per_knob_splits_each_commit_and_a_revert_of_is_honoured(tmp_path, ledge
     """``--per-knob``: one proposal per change; ``revert_of: N`` written by the operator
     turns a retiring change into the revert of proposal N's change."""
     repo, shas = make_deploy_repo(tmp_path)
-    script = repo / "deploy/decode/serve.sh"
-    ws = tmp_path / "ws"
-    assert ledger("init", ws, "--root", f"ops={tmp_path}").exit_code == 0
-    assert ledger("-C", ws, "target", "add", "decode", script, "--format", "bash").exit_code == 0
-    plan_path = tmp_path / "p.yaml"
-    r = ledger("-C", ws, "adopt", "decode", "--git", repo, "--path", "deploy/decode/serve.sh",
-               "--per-knob", "--out", plan_path)
+    ws, plan_path, r = adopt_git(ledger, tmp_path, repo, "deploy/decode/serve.sh", "--per-knob")
     assert r.exit_code == 0, r.stderr
     edit = YAML()
     plan = edit.load(plan_path.read_text())
