@@ -282,7 +282,7 @@ def _proposal(n: int, key, ps: Sequence[Proposal], versions, copies: Sequence[Co
     taken_back = any(c.get("taken_back") for c in changes)
     cls, class_from = _class(ps, v.subject if by_commit else "")
     if by_commit and v.subject and not taken_back:
-        title = v.subject if len(ps) == 1 or len({p.name for p in ps}) > 1 else v.subject
+        title = v.subject
     else:
         title = "; ".join(_title(p.knob, c["after"]) for p, c in zip(ps, changes))[:120]
     d: dict[str, Any] = {"n": n, "keep": any(c.get("keep", True) for c in changes),
@@ -324,14 +324,16 @@ def _change(p: Proposal, versions, copies: Sequence[Copy], managed: dict[str, li
         c["where"] = p.condition
     c["when"], c["dated_by"] = p.when, versions[p.made_in].dated_by
     lines: dict[str, Any] = {}
-    if p.knob in managed:
-        c["keep"] = False
-        c["note"] = f"the ledger already has {p.knob}: {', '.join(managed[p.knob])}"
     if p.knob in history_only:
         c["record"] = False
         c["note"] = history_only[p.knob]
     else:
         lines = _lines_of(p, copies, tf)
+    # the layer the entry would join: the knob, or its place in the live file
+    layer = f"{p.name}@{lines['place']['key']}" if "place" in lines else p.knob
+    if layer in managed:
+        c["keep"] = False
+        c["note"] = f"the ledger already has {p.knob}: {', '.join(managed[layer])}"
     if not by_commit and _taken_back_here(p):
         c = _taken_back(c, p, versions[0].when)
     elif p.reverted is not None:

@@ -138,6 +138,14 @@ def test_a_real_shaped_deploy_history_is_proposed_whole_and_applied_in_one_run(t
     gatherv = [e for e in rows if e["knob"] == "SGLANG_DP_USE_GATHERV"]
     assert [e["title"] for e in gatherv] == ["DP attention switch"] and gatherv[0]["places"]
     assert ledger("-C", ws, "status", "--exit-code").exit_code == 0  # the file agrees
+    # adopted again: every change the ledger now holds starts kept out, places included
+    r = ledger("-C", ws, "adopt", "decode", "--git", repo, "--path", "deploy/decode/serve.sh",
+               "--out", tmp_path / "again.yaml")
+    assert r.exit_code == 0, r.stderr
+    again = [c for g in YAML(typ="safe").load((tmp_path / "again.yaml").read_text())["proposals"]
+             for c in g["changes"]]
+    assert len(again) == 25 and all(c.get("keep") is False or c.get("record") is False
+                                    for c in again)
     diff = ledger("-C", ws, "diff").stdout
     assert "off the table: 1 reverted entry" in diff and "SGLANG_INIT_NEW_TOKEN_RATIO" not in diff
     assert (script.read_bytes(), os.stat(script).st_mtime_ns) == before  # nothing written
