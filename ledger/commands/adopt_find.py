@@ -38,6 +38,7 @@ from ledger.core.when import parse_time
 from ledger.core.when import stamp
 from ledger.errors import LedgerError
 from ledger.errors import UsageError
+from ledger.gitrun import check_sha
 
 # the date in a backup's name: 20261202-1414[05], 20261202, 2026-12-02[T_ ]14:14[:05]
 _NAME_DATE = re.compile(r"\d{8}(?:[-T_]\d{4}(?:\d{2})?)?|\d{4}-\d{2}-\d{2}(?:[T_ ]\d{2}:?\d{2}(?::?\d{2})?)?")
@@ -356,14 +357,18 @@ def _deleted_in(git, sha: str) -> list[str]:
 
 def _follow(git, path: str) -> list[tuple[str, ...]]:
     """``(sha, author date, author, subject, status, old path, path)`` of each commit that
-    changed the file, oldest first, as ``git log --follow`` resolves its names.  The path
-    is data: it comes after ``--``."""
-    out = git.out("log", "--follow", "-M", "-C", "--name-status", "--no-color",
-                  "--format=%x1e%H%x1f%aI%x1f%an <%ae>%x1f%s", "--", path)
+    changed the file, oldest first, as ``git log --follow --first-parent`` resolves its
+    names: the line of work the file lives on, where a merged branch is one change (its
+    commits named in the merge's subject; compared one by one across two lines of work,
+    each would seem to take back the other's).  The path is data: it comes after ``--``."""
+    out = git.out("log", "--follow", "--first-parent", "-M", "-C", "--name-status",
+                  "--no-color", "--format=%x1e%H%x1f%P%x1f%aI%x1f%an <%ae>%x1f%s", "--", path)
     history = []
     for record in filter(None, out.split("\x1e")):
         head, _, body = record.partition("\n")
-        sha, date, author, subject = head.split("\x1f", 3)
+        sha, parents, date, author, subject = head.split("\x1f", 4)
+        if " " in parents:  # a merge: its changes to the file, against the line it joined
+            subject = _merged(git, parents.split(), subject, path)
         changes = [line.split("\t") for line in body.splitlines() if "\t" in line]
         if not changes:  # a merge git shows without a diff: no version of its own
             continue
@@ -373,6 +378,18 @@ def _follow(git, path: str) -> list[tuple[str, ...]]:
         history.append((sha, date, author, subject, status[0] if status[0] in "AMDT" else
                         status, old, at))
     return history[::-1]
+
+
+def _merged(git, parents: list[str], subject: str, path: str) -> str:
+    """A merge commit's subject, with the branch commits it brought in that changed the
+    file: the merge is one version (``--first-parent``), so changes made on a branch are
+    proposed once, as the merge's, never compared across the two lines of work."""
+    first, *others = (check_sha(p) for p in parents)
+    found = []
+    for other in others:
+        log = git.out("log", "--follow", "--format=%h %s", f"{first}..{other}", "--", path)
+        found += [line for line in log.splitlines() if line]
+    return f"{subject} (brings in {'; '.join(found)})" if found else subject
 
 
 def _moved_to(git, sha: str, old: str) -> str | None:

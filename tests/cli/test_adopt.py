@@ -511,3 +511,31 @@ def test_a_history_that_begins_with_a_move_git_cannot_follow_says_so(tmp_path, l
         f"the history git follows begins at commit {sha}, which added serve.sh and deleted "
         "old_serve.sh (rewrite for vllm): if that was this file under another name, too "
         "changed for git to follow, give --path with that name to read its older versions"]
+
+
+def test_a_merged_branch_is_one_change_never_compared_across_two_lines_of_work(tmp_path, ledger):
+    """main raised the queue while a branch set the watchdog: compared in date order the
+    two would seem to take each other back.  The file's line of work (first parents) sees
+    the merge as the one change that brought the branch's commit in, and names it."""
+    repo = tmp_path / "deploy"
+    shas = commit_steps(repo, [("2026-11-20T09:00:00+00:00", "serve", "serve.sh", BEFORE_TUNING)])
+    git(repo, "checkout", "-q", "-b", "watchdog")
+    (repo / "serve.sh").write_text(BEFORE_TUNING.replace(
+        "export SGLANG_DISAGGREGATION_BOOTSTRAP_TIMEOUT=300\n",
+        f"export SGLANG_DISAGGREGATION_BOOTSTRAP_TIMEOUT=300\nexport {WAITING}=30\n"))
+    git(repo, "commit", "-q", "-am", "watchdog 30", date="2026-11-21T09:00:00+00:00")
+    branch = git(repo, "rev-parse", "--short=7", "HEAD")
+    git(repo, "checkout", "-q", "main")
+    (repo / "serve.sh").write_text(BEFORE_TUNING.replace("QUEUE_SIZE=4", "QUEUE_SIZE=8"))
+    git(repo, "commit", "-q", "-am", "queue 8", date="2026-11-22T09:00:00+00:00")
+    git(repo, "merge", "-q", "--no-edit", "watchdog", date="2026-11-23T09:00:00+00:00")
+    assert f"{WAITING}=30" in (repo / "serve.sh").read_text() and "QUEUE_SIZE=8" in \
+        (repo / "serve.sh").read_text()
+    _, plan_path, r = adopt_git(ledger, tmp_path, repo, "serve.sh")
+    assert r.exit_code == 0, r.stderr
+    plan = _plan(plan_path)
+    assert [(p["knob"], p["before"], p["after"]) for p in _flat(plan)] == [
+        ("SGLANG_DISAGGREGATION_QUEUE_SIZE", "4", "8"), (WAITING, None, "30")]
+    assert plan["proposals"][1]["title"] == \
+        f"Merge branch 'watchdog' (brings in {branch} watchdog 30)"
+    assert len(shas) == 1
