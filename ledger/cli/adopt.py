@@ -85,7 +85,9 @@ def _value(v) -> str:
 
 def _change(c: dict) -> str:
     where = f" {c['where']}" if c.get("where") else ""
-    tail = [f"reverted {c['reverted']['when']}"] if c.get("reverted") else []
+    back = c.get("reverted") or {}
+    tail = [f"reverted {back['when']}" + (f", dated by the {back['dated_by']}"
+                                           if back.get("dated_by") else "")] if back else []
     tail += ["revert_of?"] if "revert_of" in c else []
     tail += ["history only"] if c.get("record") is False else []
     tail += ["kept out"] if c.get("keep") is False else []

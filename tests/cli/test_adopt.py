@@ -414,6 +414,8 @@ def test_a_sed_i_bak_revert_is_dated_by_the_live_file_not_the_bak(tmp_path, ledg
     assert ctas["reverted"]["dated_by"] == ("mtime of serve_decode.sh (live), the newer file "
                                             "of the pair (serve_decode.sh.bak kept the old "
                                             "file's time)")
+    assert "reverted 2026-12-02T14:14:00Z, dated by the mtime of serve_decode.sh (live)" \
+        in r.stdout
 
 
 def test_adopt_git_follows_renames_and_an_old_path_stops_at_its_deletion(tmp_path, ledger):
