@@ -108,8 +108,8 @@ def propose_adopt(ws, target: str, backups: Sequence[str] = (), git: str | None 
     managed = _managed(ws, t.name)
     proposals, data = [], {}
     number = {id(p): n for n, (_, ps) in enumerate(groups, 1) for p in ps}
-    for n, (key, ps) in enumerate(groups, 1):
-        proposal, lines = _proposal(n, key, ps, versions, readable, managed, bool(git),
+    for n, (_, ps) in enumerate(groups, 1):
+        proposal, lines = _proposal(n, ps, versions, readable, managed, bool(git),
                                     history_only, number, tf)
         proposals.append(proposal)
         data.update(lines)
@@ -266,7 +266,7 @@ def _origin(v: Version, prev: Version | None, by_commit: bool) -> str:
     return f"{prev.origin} -> {v.origin}" if prev is not None else v.origin
 
 
-def _proposal(n: int, key, ps: Sequence[Proposal], versions, copies: Sequence[Copy],
+def _proposal(n: int, ps: Sequence[Proposal], versions, copies: Sequence[Copy],
               managed: dict[str, list[str]], by_commit: bool, history_only: dict[str, str],
               number: dict[int, int], tf) -> tuple[dict[str, Any], dict[str, Any]]:
     """One proposal (a commit's changes) and its machine data (``N.I`` -> lines, anchors)."""
@@ -291,10 +291,10 @@ def _proposal(n: int, key, ps: Sequence[Proposal], versions, copies: Sequence[Co
                          "origin": _origin(v, versions[first.made_in - 1] if
                                            first.made_in else None, by_commit),
                          "changes": changes}
-    for c in changes[1:]:
+    for c in changes:  # a change says its own date only where it differs (taken back)
         c.pop("dated_by", None)
-    for c in changes:
-        c.pop("when", None) if c["when"] == d["when"] else None
+        if c["when"] == d["when"]:
+            del c["when"]
         c.pop("taken_back", None)
     return d, data
 
