@@ -326,14 +326,14 @@ def _change(p: Proposal, versions, copies: Sequence[Copy], managed: dict[str, li
     lines: dict[str, Any] = {}
     if p.knob in history_only:
         c["record"] = False
-        c["note"] = history_only[p.knob]
+        _note(c, history_only[p.knob])
     else:
         lines = _lines_of(p, copies, tf)
     # the layer the entry would join: the knob, or its place in the live file
     layer = f"{p.name}@{lines['place']['key']}" if "place" in lines else p.knob
     if layer in managed:
         c["keep"] = False
-        c["note"] = f"the ledger already has {p.knob}: {', '.join(managed[layer])}"
+        _note(c, f"the ledger already has {p.knob}: {', '.join(managed[layer])}")
     if not by_commit and _taken_back_here(p):
         c = _taken_back(c, p, versions[0].when)
     elif p.reverted is not None:
@@ -345,10 +345,14 @@ def _change(p: Proposal, versions, copies: Sequence[Copy], managed: dict[str, li
                          "why": why, "suspected": False}
     elif p.may_revert is not None:
         c["revert_of"] = None
-        c["note"] = (f"back to the value before proposal {number[id(p.may_revert)]}, in a "
-                     "commit that is no revert: recorded as a change of its own; write "
-                     f"revert_of: {number[id(p.may_revert)]} if it takes that back")
+        _note(c, f"back to the value before proposal {number[id(p.may_revert)]}, in a "
+                 "commit that is no revert: a change of its own; write "
+                 f"revert_of: {number[id(p.may_revert)]} if it takes that back")
     return c, lines
+
+
+def _note(change: dict[str, Any], note: str) -> None:
+    change["note"] = f"{change['note']}; {note}" if change.get("note") else note
 
 
 def _title(knob: str, after: str | None) -> str:
@@ -440,11 +444,36 @@ def write_plan(plan: dict[str, Any], out: Path, force: bool = False) -> Path:
             ) if data else ""
     tmp = out.with_name(f".{out.name}.tmp")
     with open(tmp, "w", encoding="utf-8") as f:
-        f.write(header + dump_yaml(plan) + tail)
+        f.write(header + _compact_yaml(plan) + tail)
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, out)
     return out
+
+
+def _compact_yaml(plan: dict[str, Any]) -> str:
+    """The readable part of the plan: block YAML, but a change with nothing nested in it
+    on one line (``- {knob: TP, before: '4', after: '8'}``), so a commit's changes read
+    as a list."""
+    import io
+
+    from ruamel.yaml import YAML
+    from ruamel.yaml.comments import CommentedMap
+
+    def line(change: dict) -> Any:
+        if any(isinstance(v, (dict, list)) for v in change.values()):
+            return change
+        flow = CommentedMap(change)
+        flow.fa.set_flow_style()
+        return flow
+
+    y = YAML()
+    y.width = 4096
+    y.indent(mapping=2, sequence=2, offset=0)
+    buf = io.StringIO()
+    y.dump({**plan, "proposals": [{**p, "changes": [line(c) for c in p["changes"]]}
+                                  for p in plan["proposals"]]}, buf)
+    return buf.getvalue()
 
 
 __all__ = ["PLAN_VERSION", "propose_adopt", "write_plan"]

@@ -110,7 +110,9 @@ def test_a_real_shaped_deploy_history_is_proposed_whole_and_applied_in_one_run(t
     text = plan_path.read_text()
     plan = YAML(typ="safe").load(text)
     assert render(plan, shas) == TRUTH
-    # the readable part first, the machine data after it
+    # a change is a line; the readable part first, the machine data after it
+    assert "  - {knob: TP, before: '4', after: '8'}\n" in text
+    assert len(text[:text.index("\ndata:")].splitlines()) < 200
     assert text.index("proposals:") < text.index("\ndata:") and "lines_sha256" not in \
         text[:text.index("\ndata:")]
     # every problem in one run: the two classes nothing said
