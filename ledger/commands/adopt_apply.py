@@ -94,9 +94,17 @@ class _Reader:
         self.problems: list[str] = []
         self.data = plan.get("data") or {}
         self.history_only: list[str] = []
+        self.seen: set[tuple] = set()
 
     def where(self, p: dict, c: dict | None = None) -> str:
         return f"proposal {p.get('n')}" + (f" ({c.get('knob')})" if c is not None else "")
+
+    def once(self, key: tuple, problem: str) -> None:
+        """A problem of a whole proposal (its class, its title), named once, by its first
+        change."""
+        if key not in self.seen:
+            self.seen.add(key)
+            self.problems.append(problem)
 
     def check(self, fn, *args):
         try:
@@ -163,13 +171,12 @@ class _Reader:
         # others (its before, the file), so one run names every problem
         cls = p.get("class")
         if cls not in ("perf", "bugfix"):
-            self.problems.append(f"{where}: class must be perf or bugfix, not "
-                                 f"{value_text(_text(cls))}"
-                                 + (f" ({p['class_from']})" if p.get("class_from") else ""))
+            self.once((p.get("n"), "class"), f"{where}: class must be perf or bugfix, not {value_text(_text(cls))}"
+                      + (f" ({p['class_from']})" if p.get("class_from") else ""))
             cls = "bugfix"
         title = str(p.get("title") or "").strip()
         if not title:
-            self.problems.append(f"{where}: the title is empty")
+            self.once((p.get("n"), "title"), f"{where}: the title is empty")
             title = "untitled"
         s = self.s
         when = parse_when(str(c.get("when") or p["when"]), s.now, f"{where}: when")

@@ -224,6 +224,7 @@ def test_adopt_git_history_of_five_commits(tmp_path, ledger):
         f"Revert CTAS: prime suspect of the hang (commit {shas[3][:12]} (serve_decode.sh))"
     r = ledger("-C", ws, "adopt", "--apply", plan_path)
     assert r.exit_code == 1 and "proposal 2 (--tp-size): class must be perf or bugfix" in r.stderr
+    assert "1 problem; nothing recorded" in r.stderr  # a proposal's class named once
     plan["proposals"][1]["class"] = "bugfix"
     YAML().dump(plan, plan_path)
     r = ledger("-C", ws, "adopt", "--apply", plan_path)
