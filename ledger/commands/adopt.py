@@ -1,49 +1,73 @@
 """`ledger adopt`: bring in the history an operator already has, as entries.
 
 ``ledger adopt TARGET BACKUP_OR_DIR...`` (or ``--git REPO --path FILE``) reads the
-versions of the target's file (ledger.commands.adopt_find), proposes one entry per knob
-change between them (ledger.core.adopt) and writes the proposals as a plan file the
-operator edits: class, title, why, dates, ``keep: false`` to leave one out.  ``ledger adopt
---apply PLAN`` records the kept proposals as entries, all of them in one transaction and
-one workspace commit or none, each with its real dates and its origin (the backup copies
-or the commit).  Nothing is written to a target, by either step: the file already holds
-the outcome, and a proposal the file does not agree with is refused.
+versions of the target's file (ledger.commands.adopt_find), finds every knob change
+between them (ledger.core.adopt) and writes a plan the operator edits: **one proposal per
+commit** (or per backup pair) holding its changes, with one class, title and why
+(``--per-knob``: one proposal per change).  ``ledger adopt --apply PLAN`` records the kept
+changes as entries, all of them in one transaction and one workspace commit or none, each
+with its real dates and its origin.  Nothing is written to a target, by either step.
 
-Decisions (the issue is silent): a proposal's class is the catalog's hint for the knob
-(a liveness knob is a bugfix), else left empty for the operator to fill (``--apply``
-refuses an empty one); a proposal for a knob the ledger already manages starts kept out
-(``keep: false``, with the entries named), since the ledger's history of it comes first.
+Decisions (the issue is silent, or leaves them to us):
+
+* **Class**: a commit subject that says ``fix`` (``fix:``, ``hotfix``, ``bugfix``) makes a
+  bugfix; else the catalog's class hints of the changed knobs, where they agree (a
+  liveness knob is a bugfix); else left empty, and ``class_from`` says why (``--apply``
+  names every empty one at once).
+* **Reverts** (ledger.core.adopt): in a commit history a return to an earlier value is a
+  revert only in a ``git revert`` (subject ``Revert "…"``) or a file that returns byte for
+  byte to an earlier version; any other removal or return is a change of its own, and
+  the change names the proposal it may take back (``revert_of: null`` — write its number
+  if it is one).  Backup copies have no subject: every return there is a revert (the hand
+  ``sed`` of issue 27).
+* **Changes the ledger cannot hold as a knob value** — a shell expression
+  (``$((8192 * TP))``), a place in a branch the live file no longer has — are proposed
+  with ``record: false`` and the reason: ``--apply`` writes them into the adopt commit's
+  message (the audit trail) but makes no entry, since no entry could be checked against
+  the file.  The whole chain of such a knob is history only, so what is recorded still
+  layers to what the file holds.
+* A knob the ledger already manages starts kept out (``keep: false``, its entries named).
+* The plan puts what is read and edited first; the exact lines and anchors a restore
+  writes back, with their digests, come last under ``data:``.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any
 from typing import Sequence
 
+from ledger.commands.adopt_changes import change_of
+from ledger.commands.adopt_changes import class_of
+from ledger.commands.adopt_changes import history_only
+from ledger.commands.adopt_changes import taken_back_here
+from ledger.commands.adopt_changes import title_of
 from ledger.commands.adopt_find import Copy
 from ledger.core.adopt import Proposal
 from ledger.core.adopt import Version
 from ledger.core.adopt import propose
-from ledger.errors import LedgerError
 from ledger.errors import Refused
 from ledger.errors import UsageError
 
-PLAN_VERSION = 1
+PLAN_VERSION = 2
 PLAN_HEADER = """\
 # ledger adopt plan for target {target} ({path}), read from {source}.
-# One proposal per knob change found.  Edit class (perf or bugfix), title, why and the
-# dates; set keep: false to leave a proposal out.  A proposal with `reverted:` was taken
-# back later (by hand, or by a commit): it goes into the ledger reverted, off the table,
-# and `ledger restore` claws it back (`suspected: true` there holds it as a suspect).
-# Then:  ledger adopt --apply {plan}
+# One proposal per commit (or backup pair) with the changes it made.  Edit class (perf or
+# bugfix: where it is empty, class_from says why), title, why and the dates; keep: false
+# leaves a proposal (or one change) out.  A change with `reverted:` was taken back later:
+# it goes in reverted, off the table (`suspected: true` holds it as a suspect).  A change
+# with `revert_of: null` may take back an earlier proposal: write its number if it does.
+# record: false marks history the ledger cannot hold as a value (kept in the audit trail).
+# Then:  ledger adopt --apply {plan}        (--dry-run first to see every problem at once)
 # Nothing is written to a target, now or by --apply: only the ledger learns.
 """
+_REVERT_SUBJECT = re.compile(r'(?i)^revert\b|this reverts commit [0-9a-f]{7,}')
 
 
 def propose_adopt(ws, target: str, backups: Sequence[str] = (), git: str | None = None,
-                  path: str | None = None) -> dict[str, Any]:
+                  path: str | None = None, per_knob: bool = False) -> dict[str, Any]:
     """The plan of entries that the versions of ``target``'s file propose."""
     from ledger.commands.adopt_find import backup_copies
     from ledger.commands.adopt_find import commit_copies
@@ -57,36 +81,143 @@ def propose_adopt(ws, target: str, backups: Sequence[str] = (), git: str | None 
         raise UsageError("--git needs --path FILE (the managed file's path in the repo)")
     t = ws.target(target)
     tf = read_target(ws, t)
+    notes: list[str] = []
     if git:
-        copies, source = commit_copies(t, Path(git), str(path)), f"the commits of {git} ({path})"
+        copies, notes = commit_copies(t, Path(git), str(path))
+        source = f"the commits of {git} ({path})"
     else:
         copies, source = backup_copies(t, tf.path, backups), "backup copies"
         refuse_strangers(copies, tf.text, t.name)
     good = [c for c in copies if not c.skipped]
-    skipped = [f"{c.origin}: {c.skipped}" for c in copies if c.skipped]
+    skipped = [f"{c.origin}: {c.skipped}" for c in copies
+               if c.skipped and c.dated != "deleted"]
     if not good:
         raise Refused(f"no version of {tf.path} to read history from"
                       + "".join(f"\n  skipped {s}" for s in skipped))
-    live = Copy(f"{tf.path.name} (live)", mtime_of(tf.path), tf.text, tf)
-    versions = _versions([*good, live], by_commit=bool(git))
+    # an old path whose history ends in its deletion is not compared with today's file
+    gone = bool(copies) and copies[-1].dated == "deleted"
+    live = [] if gone else [Copy(f"{tf.path.name} (live)", mtime_of(tf.path), tf.text, tf,
+                                 dated="live")]
+    readable = [*good, *live]
+    versions = _versions(readable, by_commit=bool(git))
+    spec = _engine(ws, t, tf.text) or _newest_release(_launch_engine(tf))
+    versions, spelled = _spellings(versions, spec)
     found = propose(versions)
-    copies_of = [*good, live]
-    layers = _managed(ws, t.name)
+    unclear = found.unclear + [f"{c.origin}: {c.skipped}: the changes it made are not "
+                               "proposed" for c in copies if c.skipped and c.dated == "commit"]
+    unheld = history_only(found.items, readable, live)
+    taken = set() if git else {id(p) for p in found.items if taken_back_here(p)}
+    groups = _groups(found.items, versions[0].when, taken, per_knob)
+    managed = _managed(ws, t.name)
+    proposals, data = [], {}
+    number = {id(p): n for n, (_, ps) in enumerate(groups, 1) for p in ps}
+    for n, (_, ps) in enumerate(groups, 1):
+        proposal, lines = _proposal(n, ps, versions, readable, managed, bool(git),
+                                    unheld, number, tf)
+        proposals.append(proposal)
+        data.update(lines)
     return {
         "adopt": PLAN_VERSION, "target": t.name, "path": str(tf.path), "source": source,
-        "skipped": skipped, "unclear": found.unclear,
-        "proposals": [_proposal(n, p, versions, copies_of, layers, bool(git))
-                      for n, p in enumerate(found.items, 1)],
+        "history": notes + spelled, "skipped": skipped, "unclear": unclear,
+        "proposals": proposals, "data": data,
     }
 
 
+def _engine(ws, t, text: str) -> str | None:
+    from ledger.commands.catalog import engine_of
+
+    return engine_of(ws, t, text)
+
+
+def _spellings(versions: list[Version], spec: str | None) -> tuple[list[Version], list[str]]:
+    """Flags spelled as argparse abbreviations or aliases, read as the flag the engine
+    reads (``--max-running-request`` -> ``--max-running-requests``), so a respelling is a
+    change of one flag; each named in the plan's history."""
+    from dataclasses import replace
+
+    from envknobs.catalog_release import release_flag_name
+    from ledger.core.adopt import knob_of
+
+    if spec is None:
+        return versions, []
+    seen: dict[str, str] = {}
+    out = []
+    for v in versions:
+        values = {}
+        for key, value in v.values.items():
+            name = knob_of(key)
+            full = release_flag_name(spec, name) if name.startswith("--") else None
+            if full and full != name:
+                seen[name] = full
+                key = full + key[len(name):]
+            values.setdefault(key, value)
+        out.append(replace(v, values=values))
+    return out, [f"{a} is read as {b} (the flag {spec} takes that spelling for)"
+                 for a, b in sorted(seen.items())]
+
+
+def _launch_engine(tf) -> str | None:
+    """The engine the live file's launch line starts (``sglang``, ``vllm``), if one."""
+    summary = getattr(tf, "summary", None)
+    engines = {launch.engine for launch in getattr(summary, "launches", ()) if launch.engine}
+    return engines.pop() if len(engines) == 1 else None
+
+
+def _newest_release(engine: str | None) -> str | None:
+    """The newest bundled release of ``engine``: a file that names no release is read with
+    it (an abbreviation argparse takes in it is the flag it names there)."""
+    from envknobs.catalog_release import bundled_releases
+
+    found = bundled_releases(engine) if engine else []
+    return f"{engine}=={found[-1]}" if found else None
+
+
+def _groups(items: Sequence[Proposal], first: str, taken: set[int], per_knob: bool):
+    """The changes as proposals: one per version that made them (a commit, a backup pair;
+    those made before the first version — ``taken`` back later — together), or one per
+    change with ``per_knob``."""
+    groups: dict[Any, list[Proposal]] = {}
+    for p in items:
+        key = (first, 0) if id(p) in taken else (p.when, p.made_in)
+        groups.setdefault((key, id(p)) if per_knob else key, []).append(p)
+    return sorted(groups.items(), key=lambda kv: kv[0][0] if per_knob else kv[0])
+
+
 def _versions(copies: Sequence[Copy], by_commit: bool) -> list[Version]:
-    """The copies as versions, each dated by when the change that made it was made: a
-    commit's own date; for a backup, the time of the copy before it (taken just before
-    that edit)."""
+    """The copies as versions, each dated by when the change that made it was made, and
+    saying which timestamp that is (the plan shows it as ``dated_by``):
+
+    * a commit: its author date;
+    * after a backup whose *name* holds a date (``cp f f.bak.$(date +%Y%m%d-%H%M)``, taken
+      just before the edit): that date;
+    * after a backup dated by its *mtime* (``sed -i.bak``, ``perl -i.bak``, an editor's
+      ``~``: the original is renamed, so the backup keeps the *old* file's time): the
+      newer file of the pair, when its own mtime is its time (the live file, or another
+      such backup) — the time the edit wrote it (issue 53: a ``sed -i.bak`` revert at
+      14:14 whose .bak says 13:55 is dated 14:14);
+    * else (the newer file is a copy dated by its name, which says when it was copied,
+      not written) the older file's mtime, the best bound there is.
+
+    A commit is a revert when its subject says so (``git revert``) or its file is byte for
+    byte an earlier version; the live file after commits, when it is byte for byte one.
+    """
     if by_commit:
-        return [c.version(c.when) for c in copies]
-    return [c.version(copies[max(i - 1, 0)].when) for i, c in enumerate(copies)]
+        return [c.version(c.when, f"author date of {c.origin}" if c.dated != "live" else
+                          f"mtime of {c.origin}",
+                          bool(_REVERT_SUBJECT.search(c.subject))
+                          or any(c.text == o.text for o in copies[:max(i - 1, 0)]))
+                for i, c in enumerate(copies)]
+    out = []
+    for i, c in enumerate(copies):
+        older = copies[max(i - 1, 0)]
+        if older.dated == "mtime" and c.dated in ("mtime", "live") and i > 0:
+            when, by = c.when, (f"mtime of {c.origin}, the newer file of the pair "
+                                f"({older.origin} kept the old file's time)")
+        else:
+            when, by = older.when, f"{'name' if older.dated == 'name' else 'mtime'} of " \
+                                   f"{older.origin}"
+        out.append(c.version(when, by))
+    return out
 
 
 def _managed(ws, target: str) -> dict[str, list[str]]:
@@ -96,94 +227,43 @@ def _managed(ws, target: str) -> dict[str, list[str]]:
             for (t, knob), layer in planner.knob_layers(ws.entries()).items() if t == target}
 
 
-def _proposal(n: int, p: Proposal, versions, copies: Sequence[Copy],
-              managed: dict[str, list[str]], by_commit: bool) -> dict[str, Any]:
-    from ledger.commands.catalog import catalog_class
-
-    origin = versions[p.made_in].origin if by_commit else \
-        f"{versions[p.made_in - 1].origin} -> {versions[p.made_in].origin}"
+def _origin(v: Version, prev: Version | None, by_commit: bool) -> str:
     if by_commit:
-        origin += f" by {p.author}: {p.subject}"
-    title = p.subject if by_commit and p.subject else _title(p.knob, p.after)
-    d: dict[str, Any] = {"n": n, "keep": p.knob not in managed,
-                         "class": catalog_class(p.knob), "title": title, "why": "",
-                         "knob": p.knob, "before": p.before, "after": p.after,
-                         "when": p.when, "origin": origin}
-    if p.knob in managed:
-        d["note"] = f"the ledger already has {p.knob}: {', '.join(managed[p.knob])}"
-    d.update(_lines_of(p, copies))
-    if p.reverted is None and d["class"] == "perf" and _is_a_revert(p, versions):
-        return _taken_back(d, p, versions[0].when)
-    if p.reverted is not None:
-        r = p.reverted
-        back = f"{r['origin']} by {r['author']}: {r['subject']}" if by_commit else \
-            f"{r['from']} -> {r['origin']}"
-        why = f"{r['subject']} ({r['origin']})" if by_commit else f"reverted by hand ({back})"
-        d["reverted"] = {"when": r["when"], "origin": back, "why": why, "suspected": False}
-    return d
+        return f"{v.origin} by {v.author}: {v.subject}" if v.author else v.origin
+    return f"{prev.origin} -> {v.origin}" if prev is not None else v.origin
 
 
-def _title(knob: str, after: str | None) -> str:
-    return f"unset {knob}" if after is None else f"{knob}={after}"
-
-
-def _is_a_revert(p: Proposal, versions) -> bool:
-    """A perf knob removed (or set back to its default) where no proposal made it: the
-    tuning predates the first version, and this change took it back (the inversion trap:
-    ledger.core.inversion)."""
-    from ledger.core.inversion import inversion
-
-    return inversion(target="", knob=p.knob, before=p.before, after=p.after, cls="perf",
-                     adopt=True, title="", default=_default(p.knob)) is not None
-
-
-def _default(knob: str):
-    from ledger.commands.catalog import name_defaults
-
-    return name_defaults(None, [knob]).get(knob)
-
-
-def _taken_back(d: dict[str, Any], p: Proposal, first: str) -> dict[str, Any]:
-    """The change proposed as what it is: the older value, made before the first version
-    (dated with it), reverted by this change — off the table, as ``--already-reverted``
-    records it."""
-    d = {**d, "before": p.after, "after": p.before, "when": first,
-         "title": _title(p.knob, p.before),
-         "reverted": {"when": p.when, "origin": d["origin"], "why": f"reverted ({d['origin']})",
-                      "suspected": False},
-         "note": "made before the first version and taken back here; if taking it out was "
-                 "itself the perf change, swap before and after, drop `reverted:` and write "
-                 "`not_a_revert: true`"}
-    return d  # its lines (removed here) are what a restore puts back
-
-
-def _lines_of(p: Proposal, copies: Sequence[Copy]) -> dict[str, Any]:
-    """The knob's exact lines in the version that held it (an added knob: what a restore
-    after a revert puts back, inline comment and all; a removed one: what its revert
-    puts back) and where they sit."""
-    from ledger.core.layout import inserted_block
-    from ledger.store.targets import anchor_in
-    from ledger.store.targets import edit_target
-
-    if (p.before is None) == (p.after is None):
-        return {}
-    holder = copies[p.held_in] if p.before is None else copies[p.made_in - 1]
-    try:
-        without = edit_target(holder.tf, {p.knob: None}).decode("utf-8", "surrogateescape")
-    except LedgerError:  # a copy the format cannot edit: the lines as the format writes them
-        return {}
-    lines = inserted_block(without, holder.text)
-    anchor = anchor_in(holder.tf, holder.text, p.knob, None)
-    out = {k: v for k, v in (("lines", lines), ("anchor", anchor)) if v is not None}
-    if lines is not None:  # they are written back on a restore: an edit of them is refused
-        out["lines_sha256"] = lines_digest(lines)
-    return out
-
-
-def lines_digest(lines: str) -> str:
-    import hashlib
-
-    return hashlib.sha256(lines.encode("utf-8", "surrogateescape")).hexdigest()
+def _proposal(n: int, ps: Sequence[Proposal], versions, copies: Sequence[Copy],
+              managed: dict[str, list[str]], by_commit: bool, history_only: dict[str, str],
+              number: dict[int, int], tf) -> tuple[dict[str, Any], dict[str, Any]]:
+    """One proposal (a commit's changes) and its machine data (``N.I`` -> lines, anchors)."""
+    first = ps[0]
+    v = versions[first.made_in]
+    changes, data = [], {}
+    for i, p in enumerate(ps, 1):
+        change, lines = change_of(p, versions, copies, managed, by_commit, history_only,
+                                number, tf)
+        changes.append(change)
+        if lines:
+            data[f"{n}.{i}"] = lines
+    taken_back = any(c.get("taken_back") for c in changes)
+    cls, class_from = class_of(ps, v.subject if by_commit else "")
+    if by_commit and v.subject and not taken_back:
+        title = v.subject
+    else:
+        title = "; ".join(title_of(p.knob, c["after"]) for p, c in zip(ps, changes))[:120]
+    d: dict[str, Any] = {"n": n, "keep": any(c.get("keep", True) for c in changes),
+                         "class": cls, "class_from": class_from, "title": title, "why": "",
+                         "when": changes[0]["when"], "dated_by": changes[0].pop("dated_by"),
+                         "origin": _origin(v, versions[first.made_in - 1] if
+                                           first.made_in else None, by_commit),
+                         "changes": changes}
+    for c in changes:  # a change says its own date only where it differs (taken back)
+        c.pop("dated_by", None)
+        if c["when"] == d["when"]:
+            del c["when"]
+        c.pop("taken_back", None)
+    return d, data
 
 
 def write_plan(plan: dict[str, Any], out: Path, force: bool = False) -> Path:
@@ -197,13 +277,43 @@ def write_plan(plan: dict[str, Any], out: Path, force: bool = False) -> Path:
                       "or --force to replace it")
     header = PLAN_HEADER.format(target=plan["target"], path=plan["path"],
                                 source=plan["source"], plan=out)
+    plan = {**plan}
+    data = plan.pop("data", {})
+    tail = ("\n# Machine data (do not edit): the exact lines a restore writes back, where\n"
+            "# they sit, and their digests, by proposal.change.\n" + dump_yaml({"data": data})
+            ) if data else ""
     tmp = out.with_name(f".{out.name}.tmp")
     with open(tmp, "w", encoding="utf-8") as f:
-        f.write(header + dump_yaml(plan))
+        f.write(header + _compact_yaml(plan) + tail)
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, out)
     return out
+
+
+def _compact_yaml(plan: dict[str, Any]) -> str:
+    """The readable part of the plan: block YAML, but a change with nothing nested in it
+    on one line (``- {knob: TP, before: '4', after: '8'}``), so a commit's changes read
+    as a list."""
+    import io
+
+    from ruamel.yaml import YAML
+    from ruamel.yaml.comments import CommentedMap
+
+    def line(change: dict) -> Any:
+        if any(isinstance(v, (dict, list)) for v in change.values()):
+            return change
+        flow = CommentedMap(change)
+        flow.fa.set_flow_style()
+        return flow
+
+    y = YAML()
+    y.width = 4096
+    y.indent(mapping=2, sequence=2, offset=0)
+    buf = io.StringIO()
+    y.dump({**plan, "proposals": [{**p, "changes": [line(c) for c in p["changes"]]}
+                                  for p in plan["proposals"]]}, buf)
+    return buf.getvalue()
 
 
 __all__ = ["PLAN_VERSION", "propose_adopt", "write_plan"]

@@ -1,12 +1,18 @@
-"""`ledger adopt --apply PLAN`: the kept proposals of an edited plan, recorded as entries.
+"""`ledger adopt --apply PLAN`: the kept changes of an edited plan, recorded as entries.
 
-All of them or none: every proposal is checked first (its class, title and dates; that
-its ``before`` is what the ledger has in effect before it; that, with all of them
-recorded, the ledger expects what the file holds now; that no applied perf proposal is
-a revert, the inversion trap), then one transaction (ledger.store.apply) writes
-``entries.jsonl`` and makes one workspace commit.  A kill at any instant leaves the
-ledger as it was or with every entry (the transaction's intent record, as for every
-command).  Nothing is written to a target: the file already holds the outcome.
+All of them or none.  Every proposal and change is checked first, and **every problem is
+reported in one run**, like a compiler (its class, title and dates; ``revert_of``; that
+each change's ``before`` is what the ledger has in effect before it; that, with all of
+them recorded, the ledger expects what the file holds now; in a plan read from backup
+copies, that no applied perf change is a revert — issue 27's inversion trap).  Then one
+transaction (ledger.store.apply) writes ``entries.jsonl`` and makes one workspace commit,
+whose message also lists the history-only changes (``record: false``).  A kill at any
+instant leaves the ledger as it was or with every entry.  Nothing is written to a target.
+
+A change inside a branch (``where: DP_ATTENTION == true``) becomes an entry of that place
+of the live file (as ``record knob --at LINE`` makes one).  ``revert_of: N`` on a change
+marks proposal N's change of the same knob (and those stacked on it) reverted by it,
+instead of recording it as a change of its own.
 """
 
 from __future__ import annotations
@@ -25,7 +31,21 @@ from ledger.errors import InvalidValue
 from ledger.errors import LedgerError
 from ledger.errors import Refused
 
-_FIELDS = ("n", "keep", "class", "title", "why", "knob", "before", "after", "when", "origin")
+_FIELDS = ("n", "keep", "class", "title", "why", "when", "origin", "changes")
+_CHANGE_FIELDS = ("knob", "before", "after")
+
+
+class PlanProblems(Refused):
+    """Every problem of a plan, found in one pass."""
+
+    def __init__(self, path: Path, problems: list[str]) -> None:
+        self.path, self.problems = path, problems
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        n = len(self.problems)
+        return (f"{self.path}: {n} problem{'s' if n != 1 else ''}; nothing recorded:\n"
+                + "\n".join(f"  - {p.removeprefix(f'{self.path}: ')}" for p in self.problems))
 
 
 def load_plan(path: Path) -> dict[str, Any]:
@@ -42,14 +62,23 @@ def load_plan(path: Path) -> dict[str, Any]:
     except (OSError, UnicodeDecodeError, YAMLError) as e:
         raise InvalidValue(f"{path}: not a readable adopt plan: {e}") from e
     if not isinstance(data, dict) or data.get("adopt") != PLAN_VERSION:
-        raise InvalidValue(f"{path}: not a ledger adopt plan (no 'adopt: {PLAN_VERSION}')")
+        raise InvalidValue(f"{path}: not a ledger adopt plan (no 'adopt: {PLAN_VERSION}'; "
+                           "a plan of an older ledger: run adopt again)")
     proposals = data.get("proposals")
     if not isinstance(proposals, list) or not all(isinstance(p, dict) for p in proposals):
         raise InvalidValue(f"{path}: 'proposals' must be a list of mappings")
+    problems = []
     for i, p in enumerate(proposals, 1):
         missing = [f for f in _FIELDS if f not in p]
         if missing:
-            raise InvalidValue(f"{path}: proposal {p.get('n', i)} lacks {', '.join(missing)}")
+            problems.append(f"proposal {p.get('n', i)} lacks {', '.join(missing)}")
+        elif not isinstance(p["changes"], list) or not all(
+                isinstance(c, dict) and all(f in c for f in _CHANGE_FIELDS) for c in p["changes"]):
+            problems.append(f"proposal {p.get('n', i)}: each change needs knob, before, after")
+    if problems:
+        raise PlanProblems(path, problems)
+    if not isinstance(data.get("data") or {}, dict):
+        raise InvalidValue(f"{path}: 'data' must be a mapping")
     return data
 
 
@@ -57,46 +86,137 @@ def _text(value: Any) -> str | None:
     return None if value is None else str(value)
 
 
-def _entry(s, plan_path: Path, p: dict, *, target: str, eid: str, seq: int,
-           taken: list[Entry]) -> Entry:
-    """One kept proposal as an entry: adopted at its date, reverted at its revert's."""
-    where = f"{plan_path}: proposal {p['n']} ({p['knob']})"
-    if p.get("class") not in ("perf", "bugfix"):
-        raise InvalidValue(f"{where}: class must be perf or bugfix, not "
-                           f"{value_text(_text(p.get('class')))}")
-    title = str(p.get("title") or "").strip()
-    if not title:
-        raise InvalidValue(f"{where}: the title is empty")
-    when = parse_when(str(p["when"]), s.now, f"{where}: when")
-    why = str(p.get("why") or "")
-    history = [Action(at=s.now, action="adopt", why=why, command=s.command, when=when)]
-    fields: dict[str, Any] = {}
-    back = p.get("reverted")
-    if back is not None:
-        fields = _reverted(s, where, back, when, history)
-    slug = planner.unique_slug(taken, slugify(title))
-    before, after = _text(p["before"]), _text(p["after"])
-    lines = _lines(where, p)
-    anchor = p.get("anchor") if isinstance(p.get("anchor"), dict) else None
-    try:
-        return Entry(id=eid, seq=seq, kind="knob", cls=check_class(p["class"]), title=title,
-                     slug=slug, recorded=s.now, why=why, target=target, knob=str(p["knob"]),
-                     before=before, after=after, anchor=anchor,
-                     after_lines=lines if before is None else None,
-                     before_lines=lines if after is None else None,
-                     origin=str(p.get("origin") or "") or None, history=tuple(history),
-                     **fields)
-    except LedgerError as e:
-        raise InvalidValue(f"{where}: {e}") from e
+class _Reader:
+    """Builds the entries of a plan, keeping every problem it meets."""
+
+    def __init__(self, s, path: Path, plan: dict, existing) -> None:
+        self.s, self.path, self.plan, self.existing = s, path, plan, existing
+        self.problems: list[str] = []
+        self.data = plan.get("data") or {}
+        self.history_only: list[str] = []
+        self.seen: set[tuple] = set()
+
+    def where(self, p: dict, c: dict | None = None) -> str:
+        return f"proposal {p.get('n')}" + (f" ({c.get('knob')})" if c is not None else "")
+
+    def once(self, key: tuple, problem: str) -> None:
+        """A problem of a whole proposal (its class, its title), named once, by its first
+        change."""
+        if key not in self.seen:
+            self.seen.add(key)
+            self.problems.append(problem)
+
+    def check(self, fn, *args):
+        try:
+            return fn(*args)
+        except LedgerError as e:
+            self.problems.append(str(e))
+            return None
+
+    def entries(self) -> list[tuple[Entry, dict]]:
+        proposals = self.plan["proposals"]
+        self._revert_ofs(proposals)
+        out: list[tuple[Entry, dict]] = []
+        seq = planner.next_seq(self.existing)
+        for p in proposals:
+            if p.get("keep") is False:
+                continue
+            for i, c in enumerate(p["changes"], 1):
+                if c.get("keep") is False or c.get("_taken") is True:
+                    continue
+                if c.get("record") is False:
+                    self.history_only.append(
+                        f"{c['knob']}{' ' + str(c['where']) if c.get('where') else ''}: "
+                        f"{value_text(_text(c['before']))} -> {value_text(_text(c['after']))}"
+                        f" ({p.get('origin')})")
+                    continue
+                from ledger.store.workspace import new_entry_id
+
+                taken = [*self.existing, *(e for e, _ in out)]
+                e = self.check(self._entry, p, c, self.data.get(f"{p['n']}.{i}") or {},
+                               new_entry_id(x.id for x in taken), seq + len(out), taken)
+                if e is not None:
+                    out.append((e, c))
+        if not out and not self.problems:
+            self.problems.append("no change is kept: nothing to adopt")
+        return out
+
+    def _revert_ofs(self, proposals: list[dict]) -> None:
+        """``revert_of: N``: proposal N's change of this knob (and those after it) reverted
+        by this change, which is no entry of its own."""
+        by_n = {p.get("n"): p for p in proposals}
+        for p in proposals:
+            for c in p["changes"]:
+                n = c.get("revert_of")
+                if n is None:
+                    continue
+                target = by_n.get(n)
+                key = (c["knob"], c.get("where"))
+                if target is None or not any((o["knob"], o.get("where")) == key
+                                             for o in target["changes"]):
+                    self.problems.append(f"{self.where(p, c)}: revert_of: {n} names no "
+                                         f"proposal that changed {c['knob']}")
+                    continue
+                stacked = [o for q in proposals if q.get("n") in range(n, p["n"])
+                           for o in q["changes"] if (o["knob"], o.get("where")) == key
+                           and o is not c and not o.get("reverted")]
+                for o in stacked:
+                    o["reverted"] = {"when": c.get("when") or p["when"], "origin": p["origin"],
+                                     "why": f"{p['title']} ({p['origin']})", "suspected": False}
+                c["_taken"] = True
+
+    def _entry(self, p: dict, c: dict, data: dict, eid: str, seq: int, taken) -> Entry:
+        where = f"{self.path}: {self.where(p, c)}"
+        # a missing class or title is named, and the change still checked against the
+        # others (its before, the file), so one run names every problem
+        cls = p.get("class")
+        if cls not in ("perf", "bugfix"):
+            self.once((p.get("n"), "class"), f"{where}: class must be perf or bugfix, not {value_text(_text(cls))}"
+                      + (f" ({p['class_from']})" if p.get("class_from") else ""))
+            cls = "bugfix"
+        title = str(p.get("title") or "").strip()
+        if not title:
+            self.once((p.get("n"), "title"), f"{where}: the title is empty")
+            title = "untitled"
+        s = self.s
+        when = parse_when(str(c.get("when") or p["when"]), s.now, f"{where}: when")
+        why = str(p.get("why") or "")
+        history = [Action(at=s.now, action="adopt", why=why, command=s.command, when=when)]
+        fields: dict[str, Any] = {}
+        if c.get("reverted") is not None:
+            fields = _reverted(s, where, c["reverted"], when, history)
+        before, after = _text(c["before"]), _text(c["after"])
+        lines = _lines(where, data)
+        anchor = data.get("anchor") if isinstance(data.get("anchor"), dict) else None
+        if c.get("where"):
+            place = data.get("place")
+            if not isinstance(place, dict) or not place.get("key"):
+                raise InvalidValue(f"{where}: no place of the live file for where: "
+                                   f"{c['where']} (run adopt again)")
+            fields["places"] = {str(place["key"]): {
+                "line": place.get("line"), "before": before, "raw": place.get("raw"),
+                "anchor": place.get("anchor")}}
+            lines, anchor = None, None
+        try:
+            return Entry(id=eid, seq=seq, kind="knob", cls=check_class(cls),
+                         title=title, slug=planner.unique_slug(taken, slugify(title)), why=why,
+                         recorded=s.now, target=str(self.plan["target"]), knob=str(c["knob"]),
+                         before=before, after=after, anchor=anchor,
+                         after_lines=lines if before is None else None,
+                         before_lines=lines if after is None else None,
+                         origin=str(p.get("origin") or "") or None, history=tuple(history),
+                         **fields)
+        except LedgerError as e:
+            raise InvalidValue(f"{where}: {e}") from e
 
 
-def _lines(where: str, p: dict) -> str | None:
+def _lines(where: str, data: dict) -> str | None:
     """The knob's lines as read from the copy (a restore writes them back): refused when
     edited, since nothing but the copy vouches for them."""
-    from ledger.commands.adopt import lines_digest
+    from ledger.commands.adopt_changes import lines_digest
 
-    lines = _text(p.get("lines"))
-    if lines is not None and p.get("lines_sha256") != lines_digest(lines):
+    lines = _text(data.get("lines"))
+    if lines is not None and data.get("lines_sha256") != lines_digest(lines):
         raise InvalidValue(f"{where}: its lines were edited; remove `lines` (the format then "
                            "writes the knob's line) or put them back as read")
     return lines
@@ -117,62 +237,54 @@ def _reverted(s, where: str, back: Any, when: str, history: list[Action]) -> dic
     return {"state": "reverted"}
 
 
-def plan_entries(s, plan_path: Path, plan: dict, existing) -> list[Entry]:
-    """The kept proposals as new entries, after every existing one, in the plan's order."""
-    from ledger.store.workspace import new_entry_id
-
-    kept = [p for p in plan["proposals"] if p.get("keep") is not False]
-    if not kept:
-        raise Refused(f"{plan_path}: no proposal is kept: nothing to adopt")
-    seq = planner.next_seq(existing)
-    out: list[Entry] = []
-    for i, p in enumerate(kept):
-        eid = new_entry_id(e.id for e in [*existing, *out])
-        out.append(_entry(s, plan_path, p, target=str(plan["target"]), eid=eid, seq=seq + i,
-                          taken=[*existing, *out]))
-    return out
-
-
-def check_chain(plan_path: Path, tf, existing, new: list[Entry],
-                not_a_revert: frozenset[str] = frozenset()) -> None:
-    """Each new entry's before is what the ledger has in effect before it, no applied perf
-    entry is a revert (but those in ``not_a_revert``: the plan says ``not_a_revert: true``),
-    and with all recorded the ledger expects what the file holds."""
+def check_chain(plan_path: Path, tf, existing, new: list[Entry], inversions: bool = True,
+                not_a_revert: frozenset[str] = frozenset()) -> list[str]:
+    """Every problem of the chain: an entry whose before is not what the ledger has in
+    effect before it; (``inversions``: a plan from backup copies) an applied perf entry
+    that is a revert (but those in ``not_a_revert``); a knob the ledger, with all
+    recorded, would expect otherwise than the file holds."""
     from ledger.commands.catalog import name_defaults
     from ledger.core.inversion import inversion
+    from ledger.core.model import place_knob
 
+    problems = []
     so_far = list(existing)
     for e in new:
-        layer = planner.knob_layers(so_far).get((e.target, e.knob))
+        key = place_knob(e.knob, next(iter(e.places))) if e.places else e.knob
+        layer = planner.knob_layers(so_far).get((e.target, key))
         where = f"{plan_path}: {e.knob} ({e.title})"
         if layer and planner.layer_value(layer) != e.before:
-            raise Refused(f"{where}: its before is {value_text(e.before, quote=True)}, but "
-                          f"the ledger has {value_text(planner.layer_value(layer), quote=True)} "
-                          "in effect before it: keep the proposal that made that value, or "
-                          "leave this one out")
-        if e.applied and e.id not in not_a_revert:
+            problems.append(
+                f"{where}: its before is {value_text(e.before, quote=True)}, but the ledger "
+                f"has {value_text(planner.layer_value(layer), quote=True)} in effect before "
+                "it: keep the proposal that made that value, or leave this one out")
+        if inversions and e.applied and e.id not in not_a_revert and not e.places:
             default = name_defaults(tf.target.engine, [e.knob]).get(e.knob)
             found = inversion(target=e.target, knob=e.knob, before=e.before, after=e.after,
                               cls=e.cls, adopt=True, title=e.title, layer=layer or (),
                               default=default)
             if found is not None:
-                raise Refused(f"{where}: this perf change is a revert; in the plan, give "
-                              "the proposal it takes back `reverted:` (or write "
-                              "`not_a_revert: true` if the removal is itself the change)\n"
-                              + found.message(e.knob))
+                problems.append(f"{where}: this perf change is a revert; in the plan, give "
+                                "the change it takes back `reverted:` (or write "
+                                "`not_a_revert: true` if the removal is itself the change)\n"
+                                + found.message(e.knob))
         so_far.append(e)
     for (target, knob), layer in planner.knob_layers(so_far).items():
-        if target != tf.target.name or not any(e in layer for e in new):
+        if target != tf.target.name or not any(e.id in {n.id for n in new} for e in layer):
             continue
         if planner.layer_value(layer) != tf.live(knob):
-            raise Refused(f"{plan_path}: with the kept proposals the ledger would expect "
-                          f"{knob} = {value_text(planner.layer_value(layer), quote=True)} in "
-                          f"{tf.path}, which holds {value_text(tf.live(knob), quote=True)}: "
-                          "keep the proposals up to that value (or run adopt again)")
+            problems.append(
+                f"{plan_path}: with the kept changes the ledger would expect {knob} = "
+                f"{value_text(planner.layer_value(layer), quote=True)} in {tf.path}, which "
+                f"holds {value_text(tf.live(knob), quote=True)}: keep the changes up to "
+                "that value (or run adopt again)")
+    return problems
 
 
 def apply_adopt(s, plan_path: str, dry_run: bool = False):
-    """``ledger adopt --apply PLAN``: the kept proposals recorded, all or none."""
+    """``ledger adopt --apply PLAN``: the kept changes recorded, all or none; every
+    problem of the plan reported at once.  Returns what was applied and the history-only
+    changes (written into the commit message)."""
     from ledger.commands.record import when_trailers
     from ledger.commands.session import writing
     from ledger.store.apply import apply_plan
@@ -184,16 +296,26 @@ def apply_adopt(s, plan_path: str, dry_run: bool = False):
         t = s.ws.target(str(plan["target"]))
         tf = read_target(s.ws, t)
         existing = s.ws.entries()
-        new = plan_entries(s, path, plan, existing)
-        kept = [p for p in plan["proposals"] if p.get("keep") is not False]
-        check_chain(path, tf, existing, new, frozenset(
-            e.id for e, p in zip(new, kept) if p.get("not_a_revert") is True))
+        reader = _Reader(s, path, plan, existing)
+        pairs = reader.entries()
+        new = [e for e, _ in pairs]
+        problems = [f"{path}: {p}" if not p.startswith(str(path)) else p
+                    for p in reader.problems]
+        problems += check_chain(path, tf, existing, new,
+                                inversions=plan.get("source") == "backup copies",
+                                not_a_revert=frozenset(e.id for e, c in pairs
+                                                       if c.get("not_a_revert") is True))
+        if problems:
+            raise PlanProblems(path, problems)
         body = "".join(f"- {e.id} [{e.cls}] {e.title}\n" for e in new)
+        body += "".join(f"- history only: {h}\n" for h in reader.history_only)
         dates = when_trailers([a for e in new for a in e.history])
         message = (f"adopt {len(new)} entr{'y' if len(new) == 1 else 'ies'} into {t.name} "
                    f"from {plan.get('source') or path.name}\n\n{body}{dates}")
-        return apply_plan(s.ws, planner.Plan("adopt", (), added=tuple(new)), command=s.command,
-                          now=s.now, message=message, dry_run=dry_run, files={t.name: tf})
+        applied = apply_plan(s.ws, planner.Plan("adopt", (), added=tuple(new)),
+                             command=s.command, now=s.now, message=message, dry_run=dry_run,
+                             files={t.name: tf})
+        return applied, reader.history_only
 
 
-__all__ = ["apply_adopt", "check_chain", "load_plan", "plan_entries"]
+__all__ = ["PlanProblems", "apply_adopt", "check_chain", "load_plan"]

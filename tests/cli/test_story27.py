@@ -168,11 +168,12 @@ def test_the_history_adopted_from_the_backups_with_no_re_enactment(st, ledger, t
     r = a("adopt", "decode", st.script.parent, "--out", plan_path)
     assert r.exit_code == 0, r.stderr
     plan = YAML(typ="safe").load(plan_path.read_text())
-    ctas, waiting = plan["proposals"]
-    assert (ctas["knob"], ctas["after"], ctas["reverted"]["when"]) == \
+    ctas, waiting = plan["proposals"]  # one per backup pair, one change each
+    change = ctas["changes"][0]
+    assert (change["knob"], change["after"], change["reverted"]["when"]) == \
         (CTAS, "512", "2026-12-02T14:14:00Z")
     ctas.update(title="TARGET_CTAS 512 for decode", when="2026-12-01T14:48")
-    ctas["reverted"].update(suspected=True, why="prime suspect of the multi-round harness hang")
+    change["reverted"].update(suspected=True, why="prime suspect of the multi-round harness hang")
     waiting.update(title="inflight watchdog timeout")
     YAML().dump(plan, plan_path)
     assert a("adopt", "--apply", plan_path).exit_code == 0

@@ -43,5 +43,4 @@ def test_a_knob_without_one_value_is_named_only_where_its_text_changed():
     assert propose(same).items == [] and propose(same).unclear == []
     moved = [Version("v1", "", {"M": "1"}), Version("v2", "", {}, {"M": "$(nproc)"})]
     found = propose(moved)
-    assert found.items == [] and found.unclear == [
-        "M: no single static value in v2 (conditional, repeated or computed): not proposed"]
+    assert found.items == [] and found.unclear == ["M: cannot be read in v2 ($(nproc)): not proposed"]

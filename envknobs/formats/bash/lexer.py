@@ -3,7 +3,8 @@
 It is not a bash parser (that is :mod:`envknobs.formats.bash.tree`, built on these
 tokens).  It knows the shell's lexical rules well enough for serve scripts: quotes
 (``'...'``, ``"..."``, ``$'...'``), backslash escapes and ``\\``-newline continuations,
-``$(...)``, ``$((...))``, ``${...}``, backticks, comments, control operators (``;``, ``&&``,
+``$(...)``, ``$((...))``, ``${...}``, process substitutions ``<(...)`` / ``>(...)`` (a
+word, alone or inside one: ``done < <(docker logs -f "$name" 2>&1)``), backticks, comments, control operators (``;``, ``&&``,
 ``|``, ``;;``...), redirections (with io-numbers, ``2>&1``) and here-documents, whose
 bodies are skipped and remembered (text in them is never a command).  Three constructs
 are read as one token because their insides are not commands: array assignments
@@ -173,13 +174,18 @@ class _Lexer:
                 if depth == 0:
                     return j + 1
             j += 1
-        raise self.fail(i, f"unterminated ${opener}")
+        raise self.fail(i, f"unterminated {'$' if self.text[i] == '$' else self.text[i]}{opener}"
+                        + (" (process substitution)" if self.text[i] in "<>" else ""))
 
     def read_word(self, i: int, extra_stops: str = "") -> int:
         """Offset just past the word starting at ``i``."""
         text = self.text
         plain = _PLAIN_RUN.match
-        while i < self.n and text[i] not in _METACHARS and text[i] not in extra_stops:
+        while i < self.n and text[i] not in extra_stops and (
+                text[i] not in _METACHARS or self.process_substitution(i)):
+            if text[i] in "<>":  # <(...) / >(...): bash reads it as (part of) a word
+                i = self.skip_dollar(i)
+                continue
             if not extra_stops and (run := plain(text, i, self.n)) is not None:
                 i = run.end()
                 continue
@@ -199,6 +205,11 @@ class _Lexer:
             else:
                 i += 1
         return min(i, self.n)
+
+    def process_substitution(self, i: int) -> bool:
+        """Whether ``<(`` or ``>(`` starts at ``i`` (a process substitution, not a
+        redirection: bash takes ``<(`` as one unit, and ``< (`` as a syntax error)."""
+        return self.text.startswith(("<(", ">("), i)
 
     def skip_blanks(self, i: int, newlines: bool = False) -> int:
         """Skip blanks, ``\\``-newlines and (with ``newlines``) line breaks and comments."""
@@ -309,7 +320,7 @@ class _Lexer:
             elif c == "\n":
                 tokens.append(Token("nl", i, i + 1, "\n"))
                 i = self.skip_heredocs(i + 1)
-            elif c in "<>" or text.startswith("&>", i):
+            elif (c in "<>" and not self.process_substitution(i)) or text.startswith("&>", i):
                 i = self.redirection(i)
             elif text.startswith("((", i):
                 end = self.read_arith(i)
