@@ -103,8 +103,8 @@ def from_vllm(info: dict[str, Any]) -> ServerState:
 def from_vllm_metrics(text: str) -> ServerState | None:
     """The ``vllm:cache_config_info`` labels of a ``/metrics`` text, or None without it.
 
-    Read with prometheus_client's parser where installed, else the exposition format's
-    one-line form (``name{label="value",...} 1.0``) read here."""
+    Read here (the ledger does not depend on prometheus_client): the exposition format's
+    one-line form ``name{label="value",...} 1.0``, with its escapes."""
     labels = _info_labels(text, "vllm:cache_config_info")
     if labels is None:
         return None

@@ -40,6 +40,7 @@ from typing import Sequence
 from ledger.core import planner
 from ledger.core.model import Target
 from ledger.errors import LedgerError
+from ledger.values import default_text
 from ledger.live.probe import AMBIGUOUS
 from ledger.live.probe import NO_PROBE
 from ledger.live.probe import NOT_RUNNING
@@ -175,7 +176,7 @@ def target_live(ws: Workspace, target: Target, obs: Observed | None = None,
     for row in out.knobs:
         row.default = found.get(row.knob)
         if obs.engine and row.state == PENDING and row.file is None \
-                and row.process == row.default:
+                and row.default is not None and row.process == default_text(row.default):
             # An engine's answer holds effective values: its default is the file's unset.
             row.state = LIVE
     return out

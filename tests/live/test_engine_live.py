@@ -186,3 +186,44 @@ def test_the_debug_endpoint_is_off_by_default(servers):
         urllib.request.urlopen(stop, timeout=10)
     assert e.value.code == 404
     assert _check_once(Health(generate=url, timeout_s=30), 30, None)[0]
+
+
+def test_status_live_and_target_set_against_a_real_sglang_answer(tmp_path, ledger,
+                                                                  engine_server):
+    """Through the CLI: a serve script's launch flags against what a real SGLang answers
+    (the 0.4.6 fixture), and a generating health check set and shown."""
+    url, routes, _ = engine_server
+    routes["/get_server_info"] = fixture("sglang_get_server_info_0.4.6.json")
+    script = tmp_path / "serve.sh"
+    script.write_text("#!/bin/bash\nexec python -m sglang.launch_server --model-path "
+                      "meta-llama/Llama-3.2-1B-Instruct --mem-fraction-static "
+                      "0.8639842241317652 --chunked-prefill-size 4096 --stream-interval 1\n")
+    ws = tmp_path / "ws"
+    assert ledger("init", ws, "--root", f"t={tmp_path}").exit_code == 0
+    assert ledger("-C", ws, "target", "add", "decode", script, "--format", "bash").exit_code == 0
+    r = ledger("-C", ws, "target", "set", "decode", "--live", f"url={url}/server_info",
+               "--restart", "true", "--health-generate", url)
+    assert r.exit_code == 0, r.stderr
+    assert f"generate: {url}" in (ws / "ledger.yaml").read_text()
+    r = ledger("-C", ws, "status", "--live", "--json")
+    assert r.exit_code == 0, r.stderr
+    rows = {k["knob"]: k for k in r.json()[0]["knobs"]}
+    assert rows["--mem-fraction-static"]["state"] == "live"
+    chunked = rows["--chunked-prefill-size"]
+    assert (chunked["state"], chunked["file"], chunked["process"]) == \
+        ("pending restart", "4096", "8192")
+    # Unset in the file, SGLang reports its default: live, not a pending restart.
+    r = ledger("-C", ws, "record", "flag", "decode", "--stream-interval", "--unset",
+               "--class", "perf", "--title", "u")
+    assert r.exit_code == 0, r.stderr
+    r = ledger("-C", ws, "status", "--live", "--json")
+    rows = {k["knob"]: k for k in r.json()[0]["knobs"]}
+    interval = rows["--stream-interval"]
+    assert (interval["state"], interval["file"], interval["process"]) == ("live", None, "1")
+    r = ledger("-C", ws, "record", "flag", "decode", "--chunked-prefill-size=2048", "--class",
+               "perf", "--title", "t", "--restart", "--dry-run")
+    assert r.exit_code == 0, r.stderr
+    assert f"then wait for health: a 1-token completion from {url} within 60s" in r.stdout
+    r = ledger("-C", ws, "target", "set", "decode", "--health-generate", url,
+               "--health-url", f"{url}/health")
+    assert r.exit_code == 2 and "one of --health-url" in r.stderr  # a usage error
