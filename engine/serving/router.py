@@ -16,6 +16,7 @@ information plus each worker's.
 
 from __future__ import annotations
 
+import json
 import random
 import threading
 import time
@@ -31,6 +32,9 @@ from engine.serving.http import JSONHandler
 from engine.serving.http import get
 from engine.serving.http import post
 from engine.serving.http import stream_post
+from engine.serving.metrics import ServingMetrics
+from engine.serving.metrics import evenly_spaced
+from engine.serving.metrics import send_metrics
 from engine.serving.openai_api import error_body
 from engine.serving.openai_api import parse_chat
 from engine.serving.openai_api import parse_completion
@@ -52,11 +56,27 @@ class Upstreams:
     decode_url: str
     timeout: float
     info: dict[str, Any]
+    metrics: ServingMetrics | None = None
+
+
+class InFlight:
+    """The router's requests in flight (its ``sglang:num_running_reqs``)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.lock = threading.Lock()
+
+    def add(self, n: int) -> None:
+        with self.lock:
+            self.count += n
 
 
 def make_router_handler(prefill_url: str, decode_url: str, timeout: float,
                         info: dict[str, Any] | None = None) -> type[JSONHandler]:
-    ends = Upstreams(prefill_url, decode_url, timeout, info or {"role": "router"})
+    inflight = InFlight()
+    metrics = ServingMetrics(lambda: _decode_model(decode_url), lambda: inflight.count,
+                             lambda: 0)
+    ends = Upstreams(prefill_url, decode_url, timeout, info or {"role": "router"}, metrics)
     rng = random.SystemRandom()
 
     class Handler(JSONHandler):
@@ -64,9 +84,21 @@ def make_router_handler(prefill_url: str, decode_url: str, timeout: float,
             answer_get(self, ends, urlparse(self.path).path)
 
         def do_POST(self) -> None:
-            answer_post(self, ends, urlparse(self.path).path, rng.getrandbits(62))
+            inflight.add(1)
+            try:
+                answer_post(self, ends, urlparse(self.path).path, rng.getrandbits(62))
+            finally:
+                inflight.add(-1)
 
     return Handler
+
+
+def _decode_model(decode_url: str) -> str | None:
+    """The model the decode worker serves (the router's ``model_name`` label), or None."""
+    try:
+        return get(f"{decode_url}/v1/models", 5.0)["data"][0]["id"]
+    except (HTTPFailure, KeyError, IndexError, TypeError):
+        return None
 
 
 def _worker_info(url: str) -> dict[str, Any]:
@@ -81,6 +113,8 @@ def answer_get(handler: JSONHandler, ends: Upstreams, path: str) -> None:
     if path in ("/server_info", "/get_server_info"):
         handler.send_json(200, {**ends.info, "prefill": _worker_info(ends.prefill_url),
                                 "decode": _worker_info(ends.decode_url)})
+    elif path == "/metrics" and ends.metrics is not None:
+        send_metrics(handler, ends.metrics)
     elif path == "/v1/models":
         try:
             handler.send_json(200, get(f"{ends.decode_url}/v1/models", 5.0))
@@ -160,11 +194,18 @@ class Pair:
             # at its transfer timeout; the prefill side frees its pages at its deadline.
             return self._failure(e)
         self.prefill.join()
+        done = time.perf_counter()
         if self.path == "/generate":
             out.setdefault("meta", {}).update(
-                ttft_ms=self.result.get("ttft_ms"),
-                e2e_ms=(time.perf_counter() - self.start) * 1e3)
+                ttft_ms=self.result.get("ttft_ms"), e2e_ms=(done - self.start) * 1e3)
+        prompt, generated = _token_counts(out, 0, 0)
+        first = self.start + (self.result.get("ttft_ms") or 0.0) / 1e3
+        self._observe(prompt, evenly_spaced(min(first, done), done, generated), done)
         return 200, out
+
+    def _observe(self, prompt_tokens: int, token_times: list[float], done: float) -> None:
+        if self.ends.metrics is not None:
+            self.ends.metrics.observe(prompt_tokens, self.start, token_times, done)
 
     def stream(self, handler: JSONHandler, openai: bool) -> None:
         """Forward the decode worker's events; an error before the first is a status."""
@@ -181,15 +222,49 @@ class Pair:
                               if openai else answer)
             return
         handler.start_events()
+        counts = (0, 0)
+        first_at = last_at = time.perf_counter()
         try:
             if first is not None:
                 handler.send_chunk(b"data: " + first + b"\n\n")
+                counts = _event_counts(first, counts)
             for data in events:
                 handler.send_chunk(b"data: " + data + b"\n\n")
+                counts = _event_counts(data, counts)
+                last_at = time.perf_counter()
         except HTTPFailure as e:
             handler.send_event(error_body(e.message, "server_error"))
             handler.send_event("[DONE]")
+            handler.end_events()
+            return
         except OSError:
             handler.close_connection = True
             return
         handler.end_events()
+        self._observe(counts[0], evenly_spaced(first_at, last_at, counts[1]),
+                      time.perf_counter())
+
+
+def _token_counts(answer: dict[str, Any], prompt: int, generated: int) -> tuple[int, int]:
+    """(prompt, generated) tokens an answer or event reports: SGLang's ``meta_info`` or
+    OpenAI's ``usage``; else the counts given (an OpenAI chunk without usage adds its
+    ``token_ids``, or one token when it carries text)."""
+    meta = answer.get("meta_info") or answer.get("usage")
+    if isinstance(meta, dict) and "completion_tokens" in meta:
+        return int(meta.get("prompt_tokens") or prompt), int(meta["completion_tokens"])
+    choices = answer.get("choices")
+    if isinstance(choices, list) and choices and isinstance(choices[0], dict):
+        choice = choices[0]
+        ids = choice.get("token_ids")
+        text = choice.get("text") or (choice.get("delta") or {}).get("content")
+        return prompt, generated + (len(ids) if isinstance(ids, list) else int(bool(text)))
+    return prompt, generated
+
+
+def _event_counts(data: bytes, counts: tuple[int, int]) -> tuple[int, int]:
+    """The running (prompt, generated) counts of a stream after one more event."""
+    try:
+        event = json.loads(data)
+    except ValueError:
+        return counts  # [DONE]
+    return _token_counts(event, *counts) if isinstance(event, dict) else counts

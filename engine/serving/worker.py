@@ -15,6 +15,7 @@ freed on that side and the request is answered with HTTP 504; the servers keep s
 
 from __future__ import annotations
 
+import os
 import random
 import threading
 import time
@@ -40,6 +41,8 @@ from engine.serving.http import post
 from engine.serving.info import startup_info
 from engine.serving.kv_transfer import decode_kv
 from engine.serving.kv_transfer import encode_kv
+from engine.serving.metrics import ServingMetrics
+from engine.serving.metrics import send_metrics
 from engine.serving import streaming
 from engine.serving.openai_api import models_body
 from engine.serving.requests import MAX_NEW_TOKENS_LIMIT
@@ -105,6 +108,12 @@ class Worker:
         self.inflight: dict[int, Inflight] = {}
         self.lock = threading.Lock()
         self.rng = random.Random(engine.knobs.seed)
+        sched = engine.scheduler
+        self.metrics = ServingMetrics(self.model, lambda: len(sched.running),
+                                      lambda: len(sched.waiting))
+        # Test-only: ``POST /debug/stop_loop`` stops the engine loop while HTTP (and
+        # ``/health``) keep answering, the failure a generating health check must catch.
+        self.debug_endpoints = os.environ.get("ENGINE_DEBUG_ENDPOINTS") == "1"
 
     def health(self) -> dict[str, Any]:
         with self.lock:
@@ -150,7 +159,17 @@ class Worker:
                 raise BadRequest("'bootstrap_room' needs 'decode_url' on a prefill worker")
             seq.hold_kv = True
             return self._prefill_side(seq, req.bootstrap_room, req.decode_url, arrival)
-        return Job(seq, self.engine.submit(seq), arrival)
+        return self._job(seq, self.engine.submit(seq), arrival)
+
+    def _job(self, seq: Sequence, future: Future, arrival: float) -> Job:
+        """A job whose finish, when it succeeds, is observed in ``/metrics``."""
+        def observe(done: Future) -> None:
+            if not done.cancelled() and done.exception() is None and not seq.error:
+                self.metrics.observe(len(seq.prompt_ids), arrival, seq.token_times,
+                                     time.perf_counter())
+
+        future.add_done_callback(observe)
+        return Job(seq, future, arrival)
 
     def generate(self, req: GenerateRequest) -> tuple[int, dict[str, Any]]:
         """The whole answer (SGLang's ``/generate`` shape)."""
@@ -186,6 +205,8 @@ class Worker:
             post(f"{decode_url}/kv_transfer", payload, timeout=max(0.01, deadline
                  - time.monotonic()), content_type="application/octet-stream")
             entry.state = "Success"
+            self.metrics.observe(len(seq.prompt_ids), arrival, seq.token_times,
+                                 time.perf_counter())
         except HTTPFailure as e:
             entry.state = "Failed"
             return 504, {"error": f"KV transfer of room {room} aborted after "
@@ -234,7 +255,7 @@ class Worker:
             return 504, {"error": f"KV for room {room} did not arrive within "
                                   f"ENGINE_INFLIGHT_TIMEOUT_S={self.timeout:g}s; aborted"}
         entry.landed.wait()  # an import in progress finishes quickly (local copy)
-        return Job(seq, entry.future, arrival)
+        return self._job(seq, entry.future, arrival)
 
     def kv_arrived(self, body: bytes) -> tuple[int, dict[str, Any]]:
         try:
@@ -283,6 +304,8 @@ def make_worker_handler(worker: Worker) -> type[JSONHandler]:
                 self.send_json(200, worker.info)
             elif url.path == "/v1/models":
                 self.send_json(200, models_body(worker.model, worker.info["start_unix"]))
+            elif url.path == "/metrics":
+                send_metrics(self, worker.metrics)
             elif url.path == "/bootstrap" and worker.role == "decode":
                 try:
                     room = int(parse_qs(url.query).get("room", [""])[0])
@@ -305,6 +328,9 @@ def make_worker_handler(worker: Worker) -> type[JSONHandler]:
                         streaming.serve_generate_stream(self, worker, req)
                         return
                     status, body = worker.generate(req)
+                elif path == "/debug/stop_loop" and worker.debug_endpoints:
+                    worker.engine.stop()
+                    status, body = 200, {"stopped": "engine loop"}
                 elif path == "/kv_transfer" and worker.role == "decode":
                     status, body = worker.kv_arrived(self.read_body(limit=1 << 31))
                 else:

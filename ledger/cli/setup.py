@@ -180,7 +180,8 @@ def target_list(ctx, json_out: bool) -> None:
 
 
 def _service_changes(live, no_live, restart_cmd, restart_shell, no_restart, health_url,
-                     health_command, health_expect, health_timeout, no_health) -> dict:
+                     health_command, health_expect, health_timeout, no_health,
+                     health_generate=None) -> dict:
     """The service settings `target set` was given, as set_service takes them.
 
     A setting with its own ``--no-...``, or two ways of giving one setting, is a
@@ -192,11 +193,12 @@ def _service_changes(live, no_live, restart_cmd, restart_shell, no_restart, heal
 
     changes: dict = {}
     if live and no_live or (restart_cmd or restart_shell) and no_restart \
-            or (health_url or health_command) and no_health:
+            or (health_url or health_command or health_generate) and no_health:
         raise UsageError("a setting and its --no-... cannot go together")
-    if restart_cmd and restart_shell or health_url and health_command:
-        raise UsageError("give --restart or --restart-shell, --health-url or "
-                         "--health-command: one of each")
+    if restart_cmd and restart_shell or \
+            sum(map(bool, (health_url, health_command, health_generate))) > 1:
+        raise UsageError("give --restart or --restart-shell, and one of --health-url, "
+                         "--health-command or --health-generate")
     if live:
         kind, sep, value = live.partition("=")
         if not sep:
@@ -210,8 +212,9 @@ def _service_changes(live, no_live, restart_cmd, restart_shell, no_restart, heal
         changes.update(restart=restart_shell, shell=True)
     if no_restart:
         changes.update(restart=None, shell=None)
-    if health_url or health_command:
+    if health_url or health_command or health_generate:
         health = {"url": health_url, "expect": health_expect} if health_url else \
+            {"generate": health_generate} if health_generate else \
             {"command": shlex.split(health_command)}
         if health_timeout is not None:
             health["timeout_s"] = health_timeout
@@ -236,19 +239,23 @@ def _service_changes(live, no_live, restart_cmd, restart_shell, no_restart, heal
 @click.option("--health-url", metavar="URL", help="Health check: GET URL answers --health-expect.")
 @click.option("--health-command", metavar="CMD", help="Health check: CMD (argv, no shell) "
               "exits 0.")
+@click.option("--health-generate", metavar="URL", help="Health check: a real 1-token "
+              "completion from the server at URL (base URL; /v1/completions, else /generate) "
+              "brings a token back.")
 @click.option("--health-expect", type=int, default=200, show_default=True)
 @click.option("--health-timeout", type=float, help="Seconds to wait for health (default 60).")
 @click.option("--no-health", is_flag=True, help="Remove the health check.")
 @dry_run_option
 @click.pass_context
 def target_set(ctx, name, live, no_live, restart_cmd, restart_shell, no_restart, health_url,
-               health_command, health_expect, health_timeout, no_health, dry_run) -> None:
+               health_command, health_generate, health_expect, health_timeout, no_health,
+               dry_run) -> None:
     """Set how the service behind target NAME is probed, restarted and health-checked."""
     from ledger.commands.setup import set_service
 
     changes = _service_changes(live, no_live, restart_cmd, restart_shell, no_restart,
                                health_url, health_command, health_expect, health_timeout,
-                               no_health)
+                               no_health, health_generate)
     s = ctx.find_object(State).session(ctx)
     t = set_service(s, name, changes, dry_run)
     verb = "would set" if dry_run else "set"

@@ -11,6 +11,7 @@ Written per target in ``ledger.yaml`` (all optional)::
         restart: [systemctl, restart, decode]   # argv, run without a shell
         health: {url: http://127.0.0.1:30200/health, expect: 200, timeout_s: 60}
                                                 # or health: {command: [argv...], timeout_s: N}
+                                                # or health: {generate: http://127.0.0.1:30000}
 
 ``restart`` is a list of arguments, run as is; a string is refused unless the target also
 says ``shell: true`` (then it is handed to ``/bin/sh -c``: the operator wrote it, in
@@ -54,23 +55,35 @@ class LiveProbe:
 
 @dataclass(frozen=True)
 class Health:
-    """A health check: an HTTP GET answering ``expect``, or a command exiting 0."""
+    """A health check: an HTTP GET answering ``expect``, a command exiting 0, or a
+    generating check (``generate``: the server's base URL): a real 1-token completion
+    (``POST /v1/completions``, or SGLang's ``/generate`` where the former is 404) must
+    bring a token back within the timeout.  A server whose ``/health`` answers 200 while its
+    engine loop is dead (vllm #39863) fails the last one only."""
 
     url: str | None = None
     command: tuple[str, ...] = ()
     expect: int = 200
     timeout_s: float = DEFAULT_HEALTH_TIMEOUT_S
+    generate: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        d: dict[str, Any] = {"url": self.url} if self.url else {"command": list(self.command)}
-        if self.url:
-            d["expect"] = self.expect
+        if self.generate:
+            d: dict[str, Any] = {"generate": self.generate}
+        elif self.url:
+            d = {"url": self.url, "expect": self.expect}
+        else:
+            d = {"command": list(self.command)}
         d["timeout_s"] = self.timeout_s
         return d
 
     def describe(self) -> str:
-        what = f"GET {self.url} = {self.expect}" if self.url else \
-            f"`{' '.join(self.command)}` exits 0"
+        if self.generate:
+            what = f"a 1-token completion from {self.generate}"
+        elif self.url:
+            what = f"GET {self.url} = {self.expect}"
+        else:
+            what = f"`{' '.join(self.command)}` exits 0"
         return f"{what} within {self.timeout_s:g}s"
 
 
@@ -150,15 +163,19 @@ def parse_probe(node: Any, where: str) -> LiveProbe:
 
 
 def parse_health(node: Any, where: str) -> Health:
-    if not isinstance(node, Mapping) or ("url" in node) == ("command" in node):
-        raise InvalidValue(f"{where}: give url (with expect) or command, one of them")
-    unknown = sorted(set(node) - {"url", "command", "expect", "timeout_s"})
+    kinds = [k for k in ("url", "command", "generate") if isinstance(node, Mapping) and k in node]
+    if len(kinds) != 1:
+        raise InvalidValue(f"{where}: give url (with expect), command or generate, one of them")
+    unknown = sorted(set(node) - {"url", "command", "generate", "expect", "timeout_s"})
     if unknown:
         raise InvalidValue(f"{where}: unknown key {', '.join(map(str, unknown))}")
     expect = node.get("expect", 200)
     if isinstance(expect, bool) or not isinstance(expect, int) or not 100 <= expect <= 599:
         raise InvalidValue(f"{where}.expect: an HTTP status code, got {expect!r}")
     timeout = _seconds(node.get("timeout_s"), f"{where}.timeout_s", DEFAULT_HEALTH_TIMEOUT_S)
+    if "generate" in node:
+        return Health(generate=check_url(node["generate"], f"{where}.generate").rstrip("/"),
+                      timeout_s=timeout)
     if "url" in node:
         return Health(url=check_url(node["url"], f"{where}.url"), expect=expect,
                       timeout_s=timeout)

@@ -7,7 +7,8 @@ Probes (``live:`` in ledger.yaml, see :mod:`ledger.core.service`):
 ``process: REGEX``   the one process whose ``/proc/PID/cmdline`` (arguments joined by
                      spaces) matches; several matches are an ambiguity, reported with every
                      pid and command line, never resolved by picking one;
-``url: URL``         the server's ``/server_info`` (the bundled engine, SGLang-like servers).
+``url: URL``         the server's ``/server_info``: the bundled engine's, SGLang's or vLLM's
+                     (:mod:`ledger.live.engines`).
 
 For a pid, the environment comes from ``/proc/PID/environ`` and the arguments from
 ``/proc/PID/cmdline``.  A process of another user cannot be read without privileges: that
@@ -59,6 +60,10 @@ class Observed:
     # what the server says it runs with, defaults applied (server_info ``knobs``); empty
     # when it says nothing of it (a /proc probe: only the raw environment is known)
     effective: dict[str, str] = field(default_factory=dict)
+    # launch flags as a real engine reports them (SGLang's server_args, vLLM's config):
+    # effective values, no command line (None: the probe read a command line, or nothing)
+    flags: dict[str, str] | None = None
+    engine: str = ""  # sglang | vllm for an engine's own answer; "" otherwise
 
     def to_dict(self) -> dict:
         return {"state": self.state, "probe": self.probe.to_dict() if self.probe else None,
@@ -197,23 +202,102 @@ def observe(probe: LiveProbe | None, root: Path) -> Observed:
                     _iso(process_start(pid)), f"/proc/{pid}", problem)
 
 
-def _observe_url(probe: LiveProbe) -> Observed:
+def _fetch(url: str) -> tuple[int, bytes | str]:
+    """(HTTP status, body) of a GET, or (0, why) when nothing answered."""
     import urllib.error  # here: loading urllib.request costs every command ~30 ms
     import urllib.request
 
     try:
-        with urllib.request.urlopen(probe.value, timeout=URL_TIMEOUT_S) as resp:
-            info = json.loads(resp.read())
+        with urllib.request.urlopen(url, timeout=URL_TIMEOUT_S) as resp:
+            return resp.status, resp.read()
     except urllib.error.HTTPError as e:
-        return Observed(UNREADABLE, probe, detail=f"{probe.value} answered HTTP {e.code}")
+        return e.code, b""
     except (urllib.error.URLError, OSError) as e:
-        reason = getattr(e, "reason", e)
-        return Observed(NOT_RUNNING, probe, detail=f"no answer from {probe.value}: {reason}")
+        return 0, str(getattr(e, "reason", e))
+
+
+def _sibling(url: str, path: str) -> str:
+    """``path`` on the server of ``url`` (same scheme, host and port)."""
+    from urllib.parse import urlsplit
+    from urllib.parse import urlunsplit
+
+    parts = urlsplit(url)
+    base = parts.path.rsplit("/", 1)[0]
+    return urlunsplit((parts.scheme, parts.netloc, base + path, "", ""))
+
+
+def _observe_url(probe: LiveProbe) -> Observed:
+    """A server's own account of what it runs (the answers of :mod:`ledger.live.engines`).
+
+    The URL given first; where it is 404, SGLang's older ``/get_server_info`` and then
+    vLLM's ``/metrics`` (``vllm:cache_config_info``) on the same server — never another
+    host."""
+    status, body = _fetch(probe.value)
+    if status == 0:
+        return Observed(NOT_RUNNING, probe, detail=f"no answer from {probe.value}: {body}")
+    if status == 404:
+        return _observe_fallbacks(probe)
+    if status != 200:
+        return Observed(UNREADABLE, probe, detail=f"{probe.value} answered HTTP {status}")
+    try:
+        info = json.loads(body)
     except ValueError:
         return Observed(UNREADABLE, probe, detail=f"{probe.value} did not answer JSON")
-    if not isinstance(info, dict) or not isinstance(info.get("env"), dict):
-        return Observed(UNREADABLE, probe, detail=f"{probe.value} has no 'env' mapping "
-                                                  "(not a server_info endpoint?)")
+    if not isinstance(info, dict):
+        return Observed(UNREADABLE, probe, detail=f"{probe.value} did not answer an object")
+    if isinstance(info.get("env"), dict):
+        return _bundled(probe, info)
+    return _from_engine_answer(probe, probe.value, info)
+
+
+def _from_engine_answer(probe: LiveProbe, url: str, info: dict) -> Observed:
+    from ledger.live import engines
+
+    if engines.is_sglang(info):
+        return _engine_observed(probe, url, engines.from_sglang(info), info)
+    if "vllm_config" in info:
+        if not isinstance(info["vllm_config"], dict):  # the text format: ask for JSON
+            status, body = _fetch(url + ("&" if "?" in url else "?") + "config_format=json")
+            try:
+                info = json.loads(body) if status == 200 else info
+            except ValueError:
+                pass
+        if isinstance(info.get("vllm_config"), dict):
+            return _engine_observed(probe, url, engines.from_vllm(info), info)
+    return Observed(UNREADABLE, probe, detail=f"{url} is not a server_info answer the ledger "
+                    "reads (the bundled engine's, SGLang's or vLLM's)")
+
+
+def _observe_fallbacks(probe: LiveProbe) -> Observed:
+    from ledger.live import engines
+
+    older = _sibling(probe.value, "/get_server_info")
+    status, body = _fetch(older)
+    if status == 200:
+        try:
+            info = json.loads(body)
+        except ValueError:
+            info = None
+        if isinstance(info, dict):
+            return _from_engine_answer(probe, older, info)
+    metrics = _sibling(probe.value, "/metrics")
+    status, body = _fetch(metrics)
+    if status == 200:
+        state = engines.from_vllm_metrics(body.decode("utf-8", "replace"))
+        if state is not None:
+            return _engine_observed(probe, metrics + " (vllm:cache_config_info)", state, {})
+    return Observed(UNREADABLE, probe, detail=f"{probe.value} answered 404, and neither "
+                    f"{older} nor vllm:cache_config_info in {metrics} answered")
+
+
+def _engine_observed(probe: LiveProbe, source: str, state, info: dict) -> Observed:
+    """An SGLang or vLLM answer: flags and env as reported (effective values)."""
+    return Observed(RUNNING, probe, env=dict(state.env), source=source, info=info,
+                    env_complete=False, effective={**state.flags, **state.env},
+                    flags=dict(state.flags), engine=state.engine)
+
+
+def _bundled(probe: LiveProbe, info: dict) -> Observed:
     env = {str(k): None if v is None else str(v) for k, v in info["env"].items()}
     argv = info.get("argv") if isinstance(info.get("argv"), list) else None
     pid = info.get("pid") if isinstance(info.get("pid"), int) else None

@@ -194,6 +194,8 @@ def _check_once(health, timeout: float, cwd) -> tuple[bool, str]:
     import urllib.error  # here: loading urllib.request costs every command ~30 ms
     import urllib.request
 
+    if health.generate:
+        return generates_a_token(health.generate, timeout)
     if health.url:
         try:
             with urllib.request.urlopen(health.url, timeout=timeout) as resp:
@@ -227,3 +229,45 @@ def restart_and_check(ws: Workspace, names: Sequence[str]) -> RestartResult:
         if not step.health.ok:
             break
     return result
+
+
+def generates_a_token(base_url: str, timeout: float) -> tuple[bool, str]:
+    """(ok, what happened) of one 1-token completion sent to ``base_url``.
+
+    OpenAI's ``/v1/completions`` first (vLLM, SGLang and the bundled engine all serve it;
+    ``model`` is left out, which all three accept for their one model), then SGLang's
+    ``/generate`` when that route is 404.  Ok only when the answer holds at least one
+    completion token (``usage.completion_tokens``, or ``meta_info.completion_tokens``):
+    an answer without a token is a failure, whatever its status."""
+    import json
+    import urllib.error  # here: loading urllib.request costs every command ~30 ms
+    import urllib.request
+
+    attempts = (("/v1/completions", {"prompt": "ok", "max_tokens": 1, "temperature": 0}),
+                ("/generate", {"text": "ok", "sampling_params": {"max_new_tokens": 1,
+                                                                 "temperature": 0}}))
+    last = ""
+    for path, body in attempts:
+        url = base_url + path
+        req = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST",
+                                     headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(req, timeout=timeout) as resp:
+                answer = json.loads(resp.read())
+        except urllib.error.HTTPError as e:
+            last = f"POST {url} = {e.code}"
+            if e.code == 404:
+                continue
+            return False, last
+        except (urllib.error.URLError, OSError) as e:
+            return False, f"POST {url}: no tokens within {timeout:.1f}s " \
+                          f"({getattr(e, 'reason', e)})"
+        except ValueError:
+            return False, f"POST {url}: the answer is not JSON"
+        counts = answer.get("usage") or answer.get("meta_info") if isinstance(answer, dict) \
+            else None
+        tokens = counts.get("completion_tokens") if isinstance(counts, dict) else None
+        if isinstance(tokens, int) and tokens >= 1:
+            return True, f"POST {url} generated {tokens} token"
+        return False, f"POST {url} answered without a completion token"
+    return False, last

@@ -19,6 +19,10 @@ the raw environment, so none) — and ``default``, the engine's default from the
 (the target's declared release first), for a side that is unset.  The state compares raw
 values only: the effective value is shown, never used to call a knob live.
 
+A real SGLang or vLLM (:mod:`ledger.live.engines`) reports effective values, no command
+line: a flag's process value is what the server reports, and a knob the file leaves unset
+that the server reports at its catalog default is ``live`` (it cannot be told apart).
+
 Launch flags are knobs whose name starts with ``--``: the process's value comes from its
 command line (:func:`ledger.live.probe.launch_flags`, spelled as the bash format spells
 a script's launch flags), the file's from :func:`file_values`.
@@ -36,6 +40,7 @@ from typing import Sequence
 from ledger.core import planner
 from ledger.core.model import Target
 from ledger.errors import LedgerError
+from ledger.values import default_text
 from ledger.live.probe import AMBIGUOUS
 from ledger.live.probe import NO_PROBE
 from ledger.live.probe import NOT_RUNNING
@@ -104,6 +109,8 @@ def file_values(tf: TargetFile) -> dict[str, str]:
 def process_value(obs: Observed, knob: str) -> tuple[bool, str | None]:
     """(known, value) of ``knob`` in the running process."""
     if knob.startswith("--"):
+        if obs.argv is None and obs.flags is not None:  # an engine's effective flags
+            return True, obs.flags.get(knob)
         if obs.argv is None:
             return False, None
         flags = launch_flags(obs.argv)
@@ -168,6 +175,10 @@ def target_live(ws: Workspace, target: Target, obs: Observed | None = None,
     found = defaults(target, unset) if defaults is not None and unset else {}
     for row in out.knobs:
         row.default = found.get(row.knob)
+        if obs.engine and row.state == PENDING and row.file is None \
+                and row.default is not None and row.process == default_text(row.default):
+            # An engine's answer holds effective values: its default is the file's unset.
+            row.state = LIVE
     return out
 
 
