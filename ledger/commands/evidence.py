@@ -96,6 +96,17 @@ def _patch_sides(ws: Workspace, e: Entry) -> Iterator[tuple]:
         shutil.rmtree(scratch, ignore_errors=True)
 
 
+def judging_of(ws: Workspace) -> dict:
+    """The verdict's settings from ledger.yaml's ``bench:``: ``tolerance_pct`` and ``guards``
+    (each left to :func:`ledger.evidence.stats.analyze`'s default when not set)."""
+    out: dict = {}
+    if ws.config.bench_tolerance_pct is not None:
+        out["tolerance_pct"] = ws.config.bench_tolerance_pct
+    if ws.config.bench_guards:
+        out["guards"] = tuple(ws.config.bench_guards)
+    return out
+
+
 def _parse_concurrency(values: Sequence[int] | None) -> list[int]:
     concs = list(values or DEFAULT_CONCURRENCY)
     if not concs or any(c < 1 for c in concs):
@@ -207,7 +218,8 @@ def run_ab(
                               "kept: nothing (an A/B is stored whole or not at all: rerun "
                               f"`ledger ab {e.id}`)") from err
         summary = record_ab(ws.root, e.id, result, metric=metric,
-                            engine_commit=current_engine_commit(ws), context=context)
+                            engine_commit=current_engine_commit(ws), context=context,
+                            judging=judging_of(ws))
         _commit_evidence(ws, e, f"ab {e.id}: {summary.get('headline', '')}")
     return summary
 
@@ -248,7 +260,7 @@ def add_evidence(
             ws.root, e.id, [Path(f) for f in files], side, concurrency=concurrency,
             rate=rate, metric=metric, engine_commit=commit, context=context, now=moment,
             select=parse_selection(workload), allow_mismatch=allow_mismatch,
-            new_run=new_run,
+            new_run=new_run, judging=judging_of(ws),
         )
         _commit_evidence(ws, e, f"evidence add {e.id} side {side}: "
                                 f"{summary.get('headline', '')}",

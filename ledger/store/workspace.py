@@ -86,6 +86,10 @@ class Config:
     targets: dict[str, Target] = field(default_factory=dict)
     engine_repo: str | None = None
     bench_command: str | None = None
+    # ``bench: tolerance_pct`` (the practical tolerance of A/B verdicts, default 2) and
+    # ``bench: guards`` (metrics whose regression vetoes a gain): ledger.evidence.stats
+    bench_tolerance_pct: float | None = None
+    bench_guards: tuple[str, ...] = ()
     # the engine release of every target that names none (``engine: sglang==0.5.23`` at the
     # top of ledger.yaml); a target's own ``engine:`` wins (ledger.commands.catalog.engine_of)
     engine: str | None = None
@@ -100,8 +104,13 @@ class Config:
         if self.engine:
             d["engine"] = self.engine
         d["targets"] = {name: t.to_dict() for name, t in self.targets.items()}
-        if self.bench_command:
-            d["bench"] = {"command": self.bench_command}
+        bench = {"command": self.bench_command} if self.bench_command else {}
+        if self.bench_tolerance_pct is not None:
+            bench["tolerance_pct"] = self.bench_tolerance_pct
+        if self.bench_guards:
+            bench["guards"] = list(self.bench_guards)
+        if bench:
+            d["bench"] = bench
         return d
 
 
@@ -262,10 +271,21 @@ def _config_from(data, path: str, line_of) -> Config:
     command = bench.get("command")
     if command is not None and not isinstance(command, str):
         raise ConfigError(path, "bench command must be a string", line_of("bench", "command"))
+    tolerance = bench.get("tolerance_pct")
+    if tolerance is not None and (isinstance(tolerance, bool) or not isinstance(
+            tolerance, (int, float)) or not 0 < tolerance < 100):
+        raise ConfigError(path, f"bench tolerance_pct {tolerance!r}: a number of percent "
+                          "between 0 and 100 (e.g. 2)", line_of("bench", "tolerance_pct"))
+    guards = bench.get("guards") or []
+    if not isinstance(guards, list) or not all(isinstance(g, str) for g in guards):
+        raise ConfigError(path, "bench guards must be a list of metric names (e.g. "
+                          "[p99_itl_ms])", line_of("bench", "guards"))
     return Config(
         targets=targets,
         engine_repo=None if engine_repo in (None, "") else engine_repo,
         bench_command=command,
+        bench_tolerance_pct=None if tolerance is None else float(tolerance),
+        bench_guards=tuple(guards),
         roots=declared,
         engine=engine,
     )
