@@ -96,6 +96,35 @@ def _patch_sides(ws: Workspace, e: Entry) -> Iterator[tuple]:
         shutil.rmtree(scratch, ignore_errors=True)
 
 
+def check_bench_reads_knob(ws: Workspace, e: Entry, raw_command: str,
+                           allow_other_engine: bool) -> None:
+    """Refuse an A/B whose bench measures an engine that never reads the entry's knob
+    (rules in :mod:`ledger.evidence.bench_engine`); patch entries are not checked."""
+    if e.kind != "knob" or allow_other_engine:
+        return
+    from ledger.evidence.bench_engine import bench_engine
+    from ledger.evidence.bench_engine import knob_engine
+    from ledger.evidence.bench_engine import other_engine_reason
+
+    if bench_engine(raw_command) is None:
+        return  # a bench of the operator's own: which engine it starts is theirs to say
+    from envknobs.catalog import bundled_catalogs
+    from envknobs.catalog import load_catalog
+    from ledger.commands.catalog import engine_of
+
+    try:
+        from engine.knobs import REGISTRY as bundled
+    except ImportError:  # installed without the engine
+        bundled = ()
+    catalogs = {p.stem: load_catalog(p) for p in bundled_catalogs()}
+    target = ws.target(e.target)
+    spec = engine_of(ws, target)
+    reason = other_engine_reason(e.id, e.knob, e.target, raw_command, spec,
+                                 knob_engine(e.knob, spec, bundled, catalogs))
+    if reason:
+        raise EvidenceError(reason)
+
+
 def judging_of(ws: Workspace) -> dict:
     """The verdict's settings from ledger.yaml's ``bench:``: ``tolerance_pct`` and ``guards``
     (each left to :func:`ledger.evidence.stats.analyze`'s default when not set)."""
@@ -139,19 +168,23 @@ def _points_text(concs: list[int], rates: list[float] | None) -> list[str]:
 def plan_ab(
     s, ref: str, *, runs: int = DEFAULT_RUNS, concurrency: Sequence[int] | None = None,
     bench: str | None = None, rate: Sequence[float] | None = None,
+    allow_other_engine: bool = False,
 ) -> dict:
-    """What `ledger ab --dry-run` shows: the command, what differs between sides, the runs."""
+    """What `ledger ab --dry-run` shows: the command, what differs between sides, the runs.
+    Refused as `ab` itself would be when the bench cannot read the entry's knob."""
     from ledger.evidence.runner import DEFAULT_BENCH_COMMAND
     from ledger.evidence.runner import check_template
     from ledger.evidence.runner import resolve_bench
 
     ws = s.ws
-    command = resolve_bench(bench or ws.config.bench_command or DEFAULT_BENCH_COMMAND)
+    raw = bench or ws.config.bench_command or DEFAULT_BENCH_COMMAND
+    command = resolve_bench(raw)
     tokens = check_template(command)
     concs, rates = _load_plan(concurrency, rate)
     if rates is not None and not any("{rate}" in t for t in tokens):
         raise EvidenceError("a request-rate sweep needs a bench command that uses {rate}")
     e = ws.resolve(ref)
+    check_bench_reads_knob(ws, e, raw, allow_other_engine)
     if e.kind == "knob":
         side_a, side_b, _ = _knob_sides(ws, e, command)
         a_all, b_all = {**side_a.env, **side_a.flags}, {**side_b.env, **side_b.flags}
@@ -184,11 +217,13 @@ def run_ab(
     metric: str = "output_throughput",
     progress: Callable[[int, int, float, str], None] | None = None,
     rate: Sequence[float] | None = None,
+    allow_other_engine: bool = False,
 ) -> dict:
     """Measure entry ``ref``'s effect; store, commit and return the run's summary.
 
     ``rate``: sweep these request rates instead of concurrencies (the bench command
-    must use ``{rate}``).
+    must use ``{rate}``).  ``allow_other_engine``: measure a knob with a bench of another
+    engine than the one that reads it (refused otherwise: :func:`check_bench_reads_knob`).
     """
     from ledger.evidence.runner import DEFAULT_BENCH_COMMAND
     from ledger.evidence.runner import resolve_bench
@@ -196,12 +231,14 @@ def run_ab(
     from ledger.evidence.store import record_ab
 
     ws = s.ws
-    command = resolve_bench(bench or ws.config.bench_command or DEFAULT_BENCH_COMMAND)
+    raw = bench or ws.config.bench_command or DEFAULT_BENCH_COMMAND
+    command = resolve_bench(raw)
     concs, rates = _load_plan(concurrency, rate)
     if runs < 1:
         raise EvidenceError(f"--runs must be at least 1, got {runs}")
     with WriterLock(ws, s.command):
         e = ws.resolve(ref)
+        check_bench_reads_knob(ws, e, raw, allow_other_engine)
         try:
             if e.kind == "knob":
                 side_a, side_b, context = _knob_sides(ws, e, command)

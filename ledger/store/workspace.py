@@ -222,6 +222,25 @@ def _line_of(node, keys) -> int | None:
         return None
 
 
+def _bench_of(bench, path, line_of) -> tuple[str | None, float | None, list[str]]:
+    """``bench:``'s command, tolerance_pct and guards, each checked (ConfigError naming it)."""
+    if not isinstance(bench, dict):
+        raise ConfigError(path, "bench must be a mapping", line_of("bench"))
+    command = bench.get("command")
+    if command is not None and not isinstance(command, str):
+        raise ConfigError(path, "bench command must be a string", line_of("bench", "command"))
+    tolerance = bench.get("tolerance_pct")
+    if tolerance is not None and (isinstance(tolerance, bool) or not isinstance(
+            tolerance, (int, float)) or not 0 < tolerance < 100):
+        raise ConfigError(path, f"bench tolerance_pct {tolerance!r}: a number of percent "
+                          "between 0 and 100 (e.g. 2)", line_of("bench", "tolerance_pct"))
+    guards = bench.get("guards") or []
+    if not isinstance(guards, list) or not all(isinstance(g, str) for g in guards):
+        raise ConfigError(path, "bench guards must be a list of metric names (e.g. "
+                          "[p99_itl_ms])", line_of("bench", "guards"))
+    return command, tolerance, guards
+
+
 def _config_from(data, path: str, line_of) -> Config:
     if not isinstance(data, dict):
         raise ConfigError(path, "expected a mapping with version, targets, engine_repo", 1)
@@ -265,21 +284,7 @@ def _config_from(data, path: str, line_of) -> Config:
     if engine is not None and not (isinstance(engine, str) and ENGINE_SPEC_RE.match(engine)):
         raise ConfigError(path, f"engine {engine!r}: write it as sglang==X or vllm==X",
                           line_of("engine"))
-    bench = data.get("bench") or {}
-    if not isinstance(bench, dict):
-        raise ConfigError(path, "bench must be a mapping", line_of("bench"))
-    command = bench.get("command")
-    if command is not None and not isinstance(command, str):
-        raise ConfigError(path, "bench command must be a string", line_of("bench", "command"))
-    tolerance = bench.get("tolerance_pct")
-    if tolerance is not None and (isinstance(tolerance, bool) or not isinstance(
-            tolerance, (int, float)) or not 0 < tolerance < 100):
-        raise ConfigError(path, f"bench tolerance_pct {tolerance!r}: a number of percent "
-                          "between 0 and 100 (e.g. 2)", line_of("bench", "tolerance_pct"))
-    guards = bench.get("guards") or []
-    if not isinstance(guards, list) or not all(isinstance(g, str) for g in guards):
-        raise ConfigError(path, "bench guards must be a list of metric names (e.g. "
-                          "[p99_itl_ms])", line_of("bench", "guards"))
+    command, tolerance, guards = _bench_of(data.get("bench") or {}, path, line_of)
     return Config(
         targets=targets,
         engine_repo=None if engine_repo in (None, "") else engine_repo,
