@@ -84,7 +84,7 @@ def evidence_for(ws: Workspace, entry: Entry, context: dict | None = None) -> Ev
 
     summary = store.latest_summary(ws.root, entry.id)
     if summary is None:
-        return NONE
+        return _notes_only(ws, entry)
     engine_commit = current_engine_commit(ws)
     recorded_at = summary.get("engine_commit")
     if recorded_at and engine_commit and recorded_at != engine_commit \
@@ -105,6 +105,19 @@ def evidence_for(ws: Workspace, entry: Entry, context: dict | None = None) -> Ev
     matters, story = stale_story(commits, knob_changes, commit_change)
     return EvidenceInfo(store.headline(summary), summary.get("verdict"), bool(reasons),
                         summary, tuple(story), matters)
+
+
+def _notes_only(ws: Workspace, entry: Entry) -> EvidenceInfo:
+    """An entry with notes but no measured run: the numbers its note's A/B table says,
+    said as not measured by the ledger (no verdict); NONE without such a note."""
+    from ledger.evidence.notes import load_notes
+    from ledger.evidence.notes import notes_headline
+
+    try:
+        said = notes_headline(load_notes(ws.root, entry.id))
+    except LedgerError:  # an unreadable notes.yaml: `evidence show` says why
+        return NONE
+    return EvidenceInfo(said, None, False, None) if said else NONE
 
 
 MAX_COMMITS = 50  # more engine commits than this since the evidence: said as a range
