@@ -168,3 +168,34 @@ def test_pairs_cancel_a_drifting_machine_that_hides_ten_percent_from_unpaired_ru
     assert paired["verdict"] == "gain" and p["design"] == "paired", format_headline(paired)
     assert 7 < p["delta_pct"] < 13 and p["ci_low_pct"] > 2
     assert "12 pairs" in format_headline(paired)
+
+
+def test_vllm_results_imported_in_alternating_order_are_judged_as_pairs(tmp_path):
+    """A real vLLM 0.9.2 ``--save-result`` file, copied per run with its ``date`` moved on
+    and its throughput set: A and B imported side by side, their dates alternating A B A
+    B …, are paired; the stored runs keep every number the files said."""
+    import json
+    from pathlib import Path
+
+    from ledger.evidence.store import import_evidence
+    from ledger.evidence.store import load_run
+
+    real = json.loads((Path(__file__).parent / "fixtures/real/vllm-0.9.2-c4.json").read_text())
+    files = {"A": [], "B": []}
+    drift = [1.0, 0.6, 0.9, 0.55]  # a machine with slow spells, the same for both of a pair
+    for i, slow in enumerate(drift):
+        for side, k in (("A", 0), ("B", 1)):
+            obj = dict(real, date=f"20261206-05{i:02d}{k * 30:02d}",
+                       output_throughput=real["output_throughput"] * slow * (1.10 if k else 1.0)
+                       * (1 + 0.003 * ((i + k) % 3 - 1)))
+            path = tmp_path / f"{side}{i}.json"
+            path.write_text(json.dumps(obj))
+            files[side].append((path, obj["output_throughput"]))
+    import_evidence(tmp_path / "ws", "e1", [p for p, _ in files["A"]], "A")
+    summary = import_evidence(tmp_path / "ws", "e1", [p for p, _ in files["B"]], "B")
+    cell = summary["by_concurrency"][0]["metrics"]["output_throughput"]
+    assert cell["design"] == "paired" and summary["verdict"] == "gain", summary["headline"]
+    assert "4 pairs" in summary["headline"]
+    rows, _, _ = load_run(tmp_path / "ws", "e1", summary["run_id"])
+    stored = sorted(r["output_throughput"] for r in rows)
+    assert stored == sorted(v for side in files.values() for _, v in side)  # never altered
