@@ -147,7 +147,7 @@ def judge_cell(a: Any, b: Any, higher_is_better: bool, *, paired: bool,
 
 def cell_reason(cell: dict[str, Any]) -> str | None:
     """Why a cell is what it is, in the reader's words: ``clear of ±2%``, ``within ±2%``,
-    ``crosses ±2%: ~12 more runs a side``, ``fewer than 3 runs a side``."""
+    ``crosses ±2%: need ~12 more runs a side``, ``fewer than 3 runs a side``."""
     verdict = cell.get("verdict")
     tol = f"±{cell.get('tolerance_pct', DEFAULT_TOLERANCE_PCT):g}%"
     unit = "pairs" if cell.get("design") == "paired" else "runs a side"
@@ -162,7 +162,10 @@ def cell_reason(cell: dict[str, Any]) -> str | None:
     need = cell.get("runs_needed")
     n = min(int(cell.get("n_a") or 0), int(cell.get("n_b") or 0))
     if need is None:
-        return f"crosses {tol}, the change sits on its edge: no affordable run count settles it"
+        # The estimate sits on the tolerance's edge, or the spread is so wide that no
+        # affordable count settles it: say so instead of a number nobody would run.
+        return f"crosses {tol}: more than {MAX_SUGGESTED_RUNS} {unit} would not settle it " \
+            "at this spread"
     return f"crosses {tol}: need ~{max(need - n, 1)} more {unit}"
 
 

@@ -199,3 +199,14 @@ def test_vllm_results_imported_in_alternating_order_are_judged_as_pairs(tmp_path
     rows, _, _ = load_run(tmp_path / "ws", "e1", summary["run_id"])
     stored = sorted(r["output_throughput"] for r in rows)
     assert stored == sorted(v for side in files.values() for _, v in side)  # never altered
+
+
+def test_a_spread_no_affordable_run_count_settles_is_said_so():
+    from ledger.evidence.verdict import cell_reason
+
+    # Pairs +10%, -5%, +2%, -1%, +4%: a change of +1.9%, right on the ±2% edge.
+    cell = judge_cell([1000.0] * 5, [1100.0, 950.0, 1020.0, 990.0, 1040.0], True, paired=True)
+    cell.update(n_a=5, n_b=5)
+    assert cell["verdict"] == "inconclusive" and cell["runs_needed"] is None, cell
+    assert cell_reason(cell) == "crosses ±2%: more than 1000 pairs would not settle it at " \
+        "this spread"
