@@ -17,6 +17,13 @@ analysis before issue 52), so the tally shows what pairing buys.
 Each trial runs 2 + 2 x ``--runs`` benches of ~3 s on a quiet machine (more under load):
 the defaults take ~15-20 minutes; ``--trials 3 --runs 5`` about 3-4.  Figures depend on the
 machine and on what else runs on it: say where and under which load they were taken.
+
+Measured once (2026-12-07, the 2-core VM shared with seven other sessions, whose load
+alone was 11-20, so ``--load 0``): ``--trials 10 --runs 5`` took 2610 s; A/B paired gain
+6/10, inconclusive 4/10 (unpaired: gain 7/10); A/A inconclusive 10/10 (paired and
+unpaired), never a gain or a regression.  At that load a run's noise is not a slow drift
+both runs of a pair share (intervals of ±25-45% on 5 pairs), so pairing did not help and
+its 4 degrees of freedom cost a little against Welch's ~8.
 """
 
 from __future__ import annotations
