@@ -83,10 +83,14 @@ class Progress:
               "serving MODEL_DIR.")
 @click.option("--metric", default=PRIMARY_METRIC, show_default=True,
               help="Primary metric for the verdict.")
+@click.option("--allow-other-engine", "allow_other_engine", is_flag=True,
+              help="Measure a knob although the bench runs an engine that does not read it "
+              "(the bundled engine's bench on an SGLang/vLLM knob is refused otherwise).")
 @json_option
 @dry_run_option
 @click.pass_context
-def ab(ctx, ref, runs, concurrency, rate, bench, metric, json_out, dry_run) -> None:
+def ab(ctx, ref, runs, concurrency, rate, bench, metric, allow_other_engine, json_out,
+       dry_run) -> None:
     """Collect A/B evidence for an entry: A = reverted, B = applied, alternating."""
     from ledger.commands.evidence import plan_ab
     from ledger.commands.evidence import run_ab
@@ -95,7 +99,8 @@ def ab(ctx, ref, runs, concurrency, rate, bench, metric, json_out, dry_run) -> N
     concs = None if concurrency is None else _int_list(concurrency)
     rates = _rate_list(rate)
     if dry_run:
-        plan = plan_ab(s, ref, runs=runs, concurrency=concs, bench=bench, rate=rates)
+        plan = plan_ab(s, ref, runs=runs, concurrency=concs, bench=bench, rate=rates,
+                       allow_other_engine=allow_other_engine)
         if wants_json(ctx, json_out):
             return emit_json(plan)
         points = plan["rate"] if plan["load"] == "rate" else plan["concurrency"]
@@ -113,7 +118,8 @@ def ab(ctx, ref, runs, concurrency, rate, bench, metric, json_out, dry_run) -> N
     points = len(rates) if rates is not None else len(concs or DEFAULT_CONCURRENCY)
     _warn(ab_power_warnings(runs, [0] * points))  # before minutes of benches
     summary = run_ab(s, ref, runs=runs, concurrency=concs, bench=bench,
-                     metric=metric, progress=Progress(), rate=rates)
+                     metric=metric, progress=Progress(), rate=rates,
+                     allow_other_engine=allow_other_engine)
     if wants_json(ctx, json_out):
         return emit_json(summary)
     click.echo(f"{summary.get('entry', ref)}: {safe(summary.get('headline', ''))}")

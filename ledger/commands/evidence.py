@@ -96,6 +96,46 @@ def _patch_sides(ws: Workspace, e: Entry) -> Iterator[tuple]:
         shutil.rmtree(scratch, ignore_errors=True)
 
 
+def check_bench_reads_knob(ws: Workspace, e: Entry, raw_command: str,
+                           allow_other_engine: bool) -> None:
+    """Refuse an A/B whose bench measures an engine that never reads the entry's knob
+    (rules in :mod:`ledger.evidence.bench_engine`); patch entries are not checked."""
+    if e.kind != "knob" or allow_other_engine:
+        return
+    from ledger.evidence.bench_engine import bench_engine
+    from ledger.evidence.bench_engine import knob_engine
+    from ledger.evidence.bench_engine import other_engine_reason
+
+    if bench_engine(raw_command) is None:
+        return  # a bench of the operator's own: which engine it starts is theirs to say
+    from envknobs.catalog import bundled_catalogs
+    from envknobs.catalog import load_catalog
+    from ledger.commands.catalog import engine_of
+
+    try:
+        from engine.knobs import REGISTRY as bundled
+    except ImportError:  # installed without the engine
+        bundled = ()
+    catalogs = {p.stem: load_catalog(p) for p in bundled_catalogs()}
+    target = ws.target(e.target)
+    spec = engine_of(ws, target)
+    reason = other_engine_reason(e.id, e.knob, e.target, raw_command, spec,
+                                 knob_engine(e.knob, spec, bundled, catalogs))
+    if reason:
+        raise EvidenceError(reason)
+
+
+def judging_of(ws: Workspace) -> dict:
+    """The verdict's settings from ledger.yaml's ``bench:``: ``tolerance_pct`` and ``guards``
+    (each left to :func:`ledger.evidence.stats.analyze`'s default when not set)."""
+    out: dict = {}
+    if ws.config.bench_tolerance_pct is not None:
+        out["tolerance_pct"] = ws.config.bench_tolerance_pct
+    if ws.config.bench_guards:
+        out["guards"] = tuple(ws.config.bench_guards)
+    return out
+
+
 def _parse_concurrency(values: Sequence[int] | None) -> list[int]:
     concs = list(values or DEFAULT_CONCURRENCY)
     if not concs or any(c < 1 for c in concs):
@@ -128,19 +168,23 @@ def _points_text(concs: list[int], rates: list[float] | None) -> list[str]:
 def plan_ab(
     s, ref: str, *, runs: int = DEFAULT_RUNS, concurrency: Sequence[int] | None = None,
     bench: str | None = None, rate: Sequence[float] | None = None,
+    allow_other_engine: bool = False,
 ) -> dict:
-    """What `ledger ab --dry-run` shows: the command, what differs between sides, the runs."""
+    """What `ledger ab --dry-run` shows: the command, what differs between sides, the runs.
+    Refused as `ab` itself would be when the bench cannot read the entry's knob."""
     from ledger.evidence.runner import DEFAULT_BENCH_COMMAND
     from ledger.evidence.runner import check_template
     from ledger.evidence.runner import resolve_bench
 
     ws = s.ws
-    command = resolve_bench(bench or ws.config.bench_command or DEFAULT_BENCH_COMMAND)
+    raw = bench or ws.config.bench_command or DEFAULT_BENCH_COMMAND
+    command = resolve_bench(raw)
     tokens = check_template(command)
     concs, rates = _load_plan(concurrency, rate)
     if rates is not None and not any("{rate}" in t for t in tokens):
         raise EvidenceError("a request-rate sweep needs a bench command that uses {rate}")
     e = ws.resolve(ref)
+    check_bench_reads_knob(ws, e, raw, allow_other_engine)
     if e.kind == "knob":
         side_a, side_b, _ = _knob_sides(ws, e, command)
         a_all, b_all = {**side_a.env, **side_a.flags}, {**side_b.env, **side_b.flags}
@@ -173,11 +217,13 @@ def run_ab(
     metric: str = "output_throughput",
     progress: Callable[[int, int, float, str], None] | None = None,
     rate: Sequence[float] | None = None,
+    allow_other_engine: bool = False,
 ) -> dict:
     """Measure entry ``ref``'s effect; store, commit and return the run's summary.
 
     ``rate``: sweep these request rates instead of concurrencies (the bench command
-    must use ``{rate}``).
+    must use ``{rate}``).  ``allow_other_engine``: measure a knob with a bench of another
+    engine than the one that reads it (refused otherwise: :func:`check_bench_reads_knob`).
     """
     from ledger.evidence.runner import DEFAULT_BENCH_COMMAND
     from ledger.evidence.runner import resolve_bench
@@ -185,12 +231,14 @@ def run_ab(
     from ledger.evidence.store import record_ab
 
     ws = s.ws
-    command = resolve_bench(bench or ws.config.bench_command or DEFAULT_BENCH_COMMAND)
+    raw = bench or ws.config.bench_command or DEFAULT_BENCH_COMMAND
+    command = resolve_bench(raw)
     concs, rates = _load_plan(concurrency, rate)
     if runs < 1:
         raise EvidenceError(f"--runs must be at least 1, got {runs}")
     with WriterLock(ws, s.command):
         e = ws.resolve(ref)
+        check_bench_reads_knob(ws, e, raw, allow_other_engine)
         try:
             if e.kind == "knob":
                 side_a, side_b, context = _knob_sides(ws, e, command)
@@ -207,7 +255,8 @@ def run_ab(
                               "kept: nothing (an A/B is stored whole or not at all: rerun "
                               f"`ledger ab {e.id}`)") from err
         summary = record_ab(ws.root, e.id, result, metric=metric,
-                            engine_commit=current_engine_commit(ws), context=context)
+                            engine_commit=current_engine_commit(ws), context=context,
+                            judging=judging_of(ws))
         _commit_evidence(ws, e, f"ab {e.id}: {summary.get('headline', '')}")
     return summary
 
@@ -248,7 +297,7 @@ def add_evidence(
             ws.root, e.id, [Path(f) for f in files], side, concurrency=concurrency,
             rate=rate, metric=metric, engine_commit=commit, context=context, now=moment,
             select=parse_selection(workload), allow_mismatch=allow_mismatch,
-            new_run=new_run,
+            new_run=new_run, judging=judging_of(ws),
         )
         _commit_evidence(ws, e, f"evidence add {e.id} side {side}: "
                                 f"{summary.get('headline', '')}",

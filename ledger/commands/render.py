@@ -70,7 +70,9 @@ def build_model(ws: Workspace):
     for e in entries:
         info = evidence_for(ws, e)
         if info.summary is not None:
-            evidence[e.id] = info.summary
+            # The headline as `show` says it: a stale one with what changed since (issue 52).
+            evidence[e.id] = {**info.summary, "headline": info.text} if info.stale \
+                else info.summary
             if info.stale:
                 stale.add(e.id)
     patch_stats = {e.id: _patch_stats(ws, e) for e in entries if e.kind == "patch"}

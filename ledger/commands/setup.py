@@ -33,6 +33,12 @@ GITIGNORE = ("# local state of knob ledger: lock, intent record, backups\n.ledge
              "# this machine's root directories (see `ledger root list`)\nledger.local.yaml\n")
 
 
+def _is_bundled_engine(repo: Path) -> bool:
+    """Whether ``repo`` is a checkout of the bundled engine (the package ``ledger demo``
+    copies: ``engine/__main__.py`` beside ``engine/knobs.py``)."""
+    return (repo / "engine" / "__main__.py").is_file() and (repo / "engine" / "knobs.py").is_file()
+
+
 def init_workspace(directory: Path, engine_repo: str | None = None, dry_run: bool = False,
                    roots: Mapping[str, str] | None = None) -> Path:
     """Create a workspace in ``directory`` (a new git repo with ledger.yaml).
@@ -69,8 +75,12 @@ def init_workspace(directory: Path, engine_repo: str | None = None, dry_run: boo
     root.mkdir(parents=True, exist_ok=True)
     if not (root / ".git").exists():
         wsgit.init(root)
-    config = Config(engine_repo=repo_setting, bench_command=DEFAULT_BENCH_COMMAND,
-                    roots=declared)
+    # The bundled engine's bench only where the engine is the bundled one (issue 52): on
+    # SGLang/vLLM targets it would measure an engine that never reads their knobs.  With
+    # no engine repo `ab` still falls back to it, and refuses it for another engine's knob.
+    bundled = engine_repo is not None and _is_bundled_engine(repo_path)
+    config = Config(engine_repo=repo_setting,
+                    bench_command=DEFAULT_BENCH_COMMAND if bundled else None, roots=declared)
     (root / CONFIG_NAME).write_text(dump_config(config), encoding="utf-8")
     (root / ".gitignore").write_text(GITIGNORE, encoding="utf-8")
     (root / ENTRIES_NAME).write_bytes(entries_bytes([]))

@@ -2,12 +2,16 @@
 
 Pure: it reads an analysis as :func:`ledger.evidence.stats.analyze` returns it.
 
-Headline: the concurrency shown is the most significant one supporting the verdict
-(smallest adjusted p, then the largest effect, then the highest concurrency); for
-``neutral`` and ``inconclusive`` it is the concurrency with the smallest p / largest
-effect, so the operator sees the best case the data could not confirm.  Every other
-load point follows with its change (a range past :data:`COMPACT_AFTER` points), and a
-``neutral`` or ``inconclusive`` cell says why (:func:`neutral_reason`).
+Every headline says the verdict, the change, which metric, at which load point, the
+interval, *why* the verdict (``clear of ±2%``, ``within ±2%``, ``crosses ±2%: need ~7 more
+runs a side``, ``fewer than 3 runs a side``) and how many runs it rests on (``3 runs a
+side``, ``5 pairs``, ``n=4/3``).
+
+The load point shown: for ``gain`` / ``regression`` the one that clears the tolerance by
+the widest margin (then the larger effect, more runs, the higher load); otherwise the one
+with the largest change, so the operator sees the best case the data could not settle.
+Every other load point follows with its change (a range past :data:`COMPACT_AFTER`
+points).  A guard's veto (:func:`ledger.evidence.stats.guard_veto`) leads the line.
 """
 
 from __future__ import annotations
@@ -18,15 +22,22 @@ from typing import Mapping
 
 from ledger.evidence.load import LoadPoint
 from ledger.evidence.load import of_row
-from ledger.evidence.stats import ALPHA
-from ledger.evidence.stats import MIN_RUNS
+from ledger.evidence.stats import entry_verdict
+from ledger.evidence.verdict import cell_reason
 
 COMPACT_AFTER = 4  # more load points than this are summed up as a range
 
 
+def _good_interval(cell: Mapping[str, Any]) -> tuple[float, float] | None:
+    lo, hi = cell.get("ci_low_pct"), cell.get("ci_high_pct")
+    if lo is None or hi is None:
+        return None
+    return (lo, hi) if cell.get("higher_is_better", True) else (-hi, -lo)
+
+
 def pick_headline_cell(analysis: Mapping[str, Any]) -> tuple[LoadPoint, dict[str, Any]] | None:
     """The (load point, metric cell) the headline shows; rules in the module docs."""
-    metric, verdict = analysis["metric"], analysis["verdict"]
+    metric = analysis["metric"]
     cells = [
         (of_row(b), b["metrics"][metric])
         for b in analysis["by_concurrency"]
@@ -34,15 +45,19 @@ def pick_headline_cell(analysis: Mapping[str, Any]) -> tuple[LoadPoint, dict[str
     ]
     if not cells:
         return None
+    verdict = entry_verdict(c["verdict"] for _, c in cells)
     if verdict in ("gain", "regression"):
         cells = [c for c in cells if c[1]["verdict"] == verdict]
 
     def strength(item: tuple[LoadPoint, dict[str, Any]]) -> tuple[float, float, int, float]:
         point, cell = item
-        p = cell.get("p_adjusted", cell["p_value"])
+        good = _good_interval(cell)
+        margin = 0.0
+        if good is not None and verdict in ("gain", "regression"):
+            margin = good[0] if verdict == "gain" else -good[1]
         effect = abs(cell["delta_pct"]) if cell["delta_pct"] is not None else -1.0
         runs = min(cell["n_a"], cell["n_b"])
-        return (p if p is not None else 2.0, -effect, -runs, -point.value)
+        return (-margin, -effect, -runs, -point.value)
 
     return min(cells, key=strength)
 
@@ -51,24 +66,23 @@ def _pct(x: float | None) -> str:
     return "n/a" if x is None else f"{x:+.1f}"
 
 
+def runs_said(cell: Mapping[str, Any]) -> str:
+    """How many runs a cell rests on: ``5 pairs``, ``3 runs a side`` or ``n=4/3``."""
+    n_a, n_b = int(cell.get("n_a") or 0), int(cell.get("n_b") or 0)
+    if cell.get("design") == "paired":
+        return f"{n_a} pair{'s' if n_a != 1 else ''}"
+    if n_a == n_b:
+        return f"{n_a} run{'s' if n_a != 1 else ''} a side"
+    return f"n={n_a}/{n_b}"
+
+
 def neutral_reason(cell: Mapping[str, Any], warnings: Iterable[str] = ()) -> str | None:
-    """Why a cell is ``neutral`` or ``inconclusive`` (None for a gain or a regression):
-    too few runs to conclude, a CI that crosses 0, or a p-value that is not small enough."""
-    verdict = cell.get("verdict")
-    n_a, n_b = cell.get("n_a", 0), cell.get("n_b", 0)
-    if verdict == "inconclusive":
-        return f"n={n_a}/{n_b}: fewer than {MIN_RUNS} runs a side"
-    if verdict != "neutral":
+    """Why a cell has its verdict (:func:`ledger.evidence.verdict.cell_reason`); None for a
+    cell judged before the interval verdict (an older summary: no ``design``), whose
+    stored headline says it."""
+    if "design" not in cell:
         return None
-    if any("cannot reach" in w for w in warnings):
-        return f"n={n_a}/{n_b} cannot reach p<{ALPHA:g}"
-    lo, hi = cell.get("ci_low_pct"), cell.get("ci_high_pct")
-    if lo is not None and hi is not None and lo <= 0 <= hi:
-        return "CI crosses 0"
-    p = cell.get("p_adjusted", cell.get("p_value"))
-    if p is not None and p >= ALPHA:
-        return f"Holm p {p:.3g} >= {ALPHA:g}"
-    return "the CI and the p-value disagree on the direction"
+    return cell_reason(dict(cell))
 
 
 def _others(analysis: Mapping[str, Any], point: LoadPoint) -> str:
@@ -89,32 +103,42 @@ def _others(analysis: Mapping[str, Any], point: LoadPoint) -> str:
     return f", {span} over {first}..{last} ({len(cells)} points)"
 
 
+def _veto_text(analysis: Mapping[str, Any]) -> str:
+    veto = analysis.get("veto")
+    if not veto:
+        return ""
+    point = of_row(veto)
+    return (f"regression: guard {veto['metric']} {_pct(veto.get('delta_pct'))}% "
+            f"@{point.label} (CI {_pct(veto.get('ci_low_pct'))}.."
+            f"{_pct(veto.get('ci_high_pct'))}%) vetoes ")
+
+
 def format_headline(analysis: Mapping[str, Any] | None) -> str:
     """One line for `ledger show/list/diff/restore`, e.g.
-    ``gain +12.8% output_throughput @c64 (CI +9.1..+16.0%, n=5/5), +5.7% @c96; outputs
-    identical``: the most telling load point with its CI and run counts (and, when it is
-    not a gain or a regression, why: ``n=4/4 cannot reach p<0.05``), then every other
-    point's change (a range past four points), then what the outputs did.
+    ``gain +12.1% output_throughput @c64 (CI +11.2..+13.8%, clear of ±2%; 3 runs a side),
+    +5.7% @c96; outputs identical``: the most telling load point with its interval, why,
+    and the runs it rests on, then every other point's change, then what the outputs did.
     """
     if not analysis:
         return "no evidence"
     picked = pick_headline_cell(analysis)
-    verdict, metric, outputs = analysis["verdict"], analysis["metric"], analysis["outputs"]
+    metric, outputs = analysis["metric"], analysis["outputs"]
     if picked is None:
-        return f"{verdict} {metric} (no runs, outputs {outputs})"
+        return f"{analysis['verdict']} {metric} (no runs, outputs {outputs})"
     point, cell = picked
+    verdict = entry_verdict(b["metrics"][metric]["verdict"] for b in analysis["by_concurrency"]
+                            if metric in b["metrics"]) if analysis.get("veto") else \
+        analysis["verdict"]
     delta = "n/a" if cell["delta_pct"] is None else f"{cell['delta_pct']:+.1f}%"
-    if cell["ci_low_pct"] is None:
-        ci = "CI n/a"
-    else:
-        ci = f"CI {_pct(cell['ci_low_pct'])}..{_pct(cell['ci_high_pct'])}%"
-    why = neutral_reason(cell, analysis.get("warnings") or ())
-    runs = why if why and why.startswith("n=") else f"n={cell['n_a']}/{cell['n_b']}"
-    extra = f", {why}" if why and not why.startswith("n=") else ""
+    ci = "CI n/a" if cell["ci_low_pct"] is None else \
+        f"CI {_pct(cell['ci_low_pct'])}..{_pct(cell['ci_high_pct'])}%"
+    why = neutral_reason(cell)
+    why = f", {why}" if why else ""
     return (
-        f"{verdict} {delta} {metric} @{point.label} ({ci}, {runs}{extra})"
-        f"{_others(analysis, point)}; outputs {outputs}"
+        f"{_veto_text(analysis)}{verdict} {delta} {metric} @{point.label} "
+        f"({ci}{why}; {runs_said(cell)}){_others(analysis, point)}; outputs {outputs}"
     )
 
 
-__all__ = ["COMPACT_AFTER", "format_headline", "neutral_reason", "pick_headline_cell"]
+__all__ = ["COMPACT_AFTER", "format_headline", "neutral_reason", "pick_headline_cell",
+           "runs_said"]

@@ -24,6 +24,7 @@ from ledger.evidence.load import of_row
 ID_COLUMNS = ("side", "concurrency", "repeat")
 RATE_ID_COLUMNS = ("side", "rate", "repeat")
 DIGEST_COLUMN = "output_digest"
+RUN_TIME = "run_time"  # seconds since the epoch a run started, when an import knows it
 
 
 def _id_columns(rows: Sequence[Mapping[str, Any]]) -> tuple[str, ...]:

@@ -11,42 +11,32 @@ optionally ``output_digest``.  "Concurrency" below stands for whichever load poi
 table has: a rate sweep is judged per rate exactly as a concurrency sweep per concurrency.
 
 Per concurrency and metric we report
-  * ``median_a``, ``median_b`` and ``delta_pct`` = 100 * (median_b / median_a - 1);
-  * a 95% percentile-bootstrap interval of that delta (``scipy.stats.bootstrap``, each side
-    resampled independently, seeded from the data so the same input gives the same
-    interval);
+  * ``median_a``, ``median_b`` (the imported / measured numbers, never altered);
+  * ``delta_pct`` and its 95% interval ``ci_low_pct..ci_high_pct``, the ``verdict``, the
+    ``design`` (``paired`` / ``unpaired``), the ``tolerance_pct`` and, for an interval
+    that crosses the tolerance, ``runs_needed``: :mod:`ledger.evidence.verdict` decides;
   * the two-sided Mann-Whitney U p-value (``scipy.stats.mannwhitneyu``), Holm-adjusted
     across the concurrencies of that metric (scipy has no Holm step-down, so it is the
-    five lines in :func:`_holm`).
+    five lines in :func:`_holm`): reported beside the interval, not deciding.
+
+Pairing: ``ledger ab`` runs A then B for each repeat at a load point, so ``analyze(...,
+paired=True)`` pairs them by repeat and judges the per-pair log-ratios, in which a slow
+spell of a shared machine cancels.  Imported runs pair when each has a ``run_time`` and
+the sides alternate in time (:func:`_pairs`); otherwise they are judged unpaired.
 
 Metric direction comes from the name: ``*_ms`` is a latency (lower is better);
 ``*throughput*``, ``*goodput*`` and ``*_per_s`` are rates (higher is better).  Columns
-with neither (``duration``, ``completed``, token counts) are kept in ``runs.csv`` but not
-judged.
+with neither (``duration``, ``completed``, token counts, ``run_time``) are kept in
+``runs.csv`` but not judged.
 
-Verdict rules (per concurrency and metric, then for the entry):
-  * ``inconclusive`` - fewer than :data:`MIN_RUNS` runs on either side, or a median of A
-    that is zero (no percentage change is defined).
-  * ``gain`` / ``regression`` - *significant* in the good / bad direction: the
-    Holm-adjusted p-value is below :data:`ALPHA` **and** the bootstrap interval lies
-    entirely on that side of zero.  Both are required: at n=5 a percentile bootstrap of
-    medians is too narrow (it under-covers), so on its own it would call noise a gain; the
-    rank test is exact for small samples without ties and keeps the false-call rate at or
-    below ALPHA for the whole set of concurrencies of a metric.
-  * ``neutral`` - otherwise.
-  * The entry verdict looks only at the primary metric (default ``output_throughput``):
-    ``inconclusive`` when no concurrency has enough runs; ``regression`` when any
-    concurrency is a regression; ``gain`` when at least one is a gain (and none is a
-    regression); ``neutral`` otherwise.  Other metrics carry their own per-concurrency
-    verdicts but do not change the entry verdict: judging twenty correlated metrics at
-    once would multiply false alarms, and the operator chose the metric that matters.
-
-Honest limits: with 5 runs per side the smallest exact two-sided Mann-Whitney p is
-2/252 = 0.0079 and the test's real size at ALPHA = 0.05 is 8/252 = 0.032; with three
-concurrencies Holm needs p <= 0.0167, i.e. at most one A/B pair out of order.  Small
-effects (5% at 3% noise) therefore need more runs; ``benchmarks/ab_power.py`` measures
-how many.  With too few runs to reach ALPHA at all (3 vs 3: p >= 0.1) the summary carries
-a warning (:func:`power_warnings`) and ``ledger ab`` prints it, before and after running.
+The entry verdict looks only at the primary metric (default ``output_throughput``):
+``regression`` when any load point is one; ``gain`` when at least one is a gain (and none
+is a regression); ``neutral`` when every point is shown neutral; ``inconclusive``
+otherwise.  Other metrics carry their own per-point verdicts and do not change the entry
+verdict, except **guards** (``bench: guards:`` in ledger.yaml, e.g. ``p99_itl_ms``): a
+guard metric judged a regression at any point vetoes a gain, and the entry is a
+regression (:func:`guard_veto`).  Judging twenty correlated metrics at once would
+multiply false alarms; the operator chooses the few that matter.
 
 Outputs: ``identical`` when, at every concurrency that has digests, A and B produced one
 and the same ``output_digest``; ``differ`` when any concurrency shows two digests;
@@ -63,6 +53,7 @@ from typing import TYPE_CHECKING
 from typing import Any
 from typing import Iterable
 from typing import Mapping
+from typing import Sequence
 
 from ledger.errors import EvidenceError
 from ledger.evidence.defaults import PRIMARY_METRIC
@@ -73,14 +64,15 @@ from ledger.evidence.load import LoadPoint
 from ledger.evidence.load import of_row
 from ledger.evidence.runs_csv import DIGEST_COLUMN
 from ledger.evidence.runs_csv import ID_COLUMNS
+from ledger.evidence.runs_csv import RUN_TIME
+from ledger.evidence.verdict import DEFAULT_TOLERANCE_PCT
+from ledger.evidence.verdict import MIN_RUNS
+from ledger.evidence.verdict import judge_cell
 
 if TYPE_CHECKING:
     import pandas as pd
 
 ALPHA = 0.05
-CONFIDENCE = 0.95
-MIN_RUNS = 3
-N_RESAMPLES = 2000
 SIDES = ("A", "B")
 VERDICTS = ("gain", "neutral", "regression", "inconclusive")
 
@@ -149,40 +141,6 @@ def judged_metrics(df: "pd.DataFrame") -> list[str]:
     return sorted(out)
 
 
-def _seed(a: Any, b: Any) -> int:
-    # Seed from the data itself: the same runs always give the same interval.
-    h = hashlib.sha256(a.tobytes() + b"|" + b.tobytes()).digest()
-    return int.from_bytes(h[:8], "little")
-
-
-def _delta_ci(a: Any, b: Any) -> tuple[float | None, float | None]:
-    """95% percentile-bootstrap interval of 100*(median(b)/median(a) - 1)."""
-    import numpy as np
-    from scipy import stats
-
-    def delta_pct(x: Any, y: Any, axis: int = -1) -> Any:
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return 100.0 * (np.median(y, axis=axis) / np.median(x, axis=axis) - 1.0)
-
-    with warnings.catch_warnings():
-        # Degenerate resamples (all values equal) are legitimate here, not a problem.
-        warnings.simplefilter("ignore")
-        res = stats.bootstrap(
-            (a, b),
-            delta_pct,
-            n_resamples=N_RESAMPLES,
-            confidence_level=CONFIDENCE,
-            method="percentile",
-            vectorized=True,
-            paired=False,
-            random_state=np.random.default_rng(_seed(a, b)),
-        )
-    lo, hi = float(res.confidence_interval.low), float(res.confidence_interval.high)
-    if not (math.isfinite(lo) and math.isfinite(hi)):
-        return None, None
-    return lo, hi
-
-
 def _mann_whitney(a: Any, b: Any) -> float:
     import numpy as np
     from scipy import stats
@@ -206,62 +164,93 @@ def _holm(pvalues: list[float]) -> list[float]:
     return adjusted
 
 
-def compare_metric(a: Any, b: Any, higher_is_better: bool) -> dict[str, Any]:
-    """Medians, delta %, bootstrap CI and raw Mann-Whitney p for one metric at one concurrency.
+def compare_metric(a: Any, b: Any, higher_is_better: bool, *, paired: bool = False,
+                   tol_pct: float = DEFAULT_TOLERANCE_PCT) -> dict[str, Any]:
+    """Medians, delta %, its interval, verdict and raw Mann-Whitney p for one metric at
+    one load point (:func:`ledger.evidence.verdict.judge_cell` decides).
 
-    ``verdict`` is filled in by :func:`analyze` once p-values are adjusted.
+    ``paired``: ``a[i]`` and ``b[i]`` ran together (a pair with a non-finite value on
+    either side is dropped).  ``p_adjusted`` is filled in by :func:`analyze`.
     """
     import numpy as np
 
     a = np.asarray(a, dtype=float)
     b = np.asarray(b, dtype=float)
-    # Sorted: the result must not depend on the order rows were stored in (the seed does).
-    a = np.sort(a[np.isfinite(a)])
-    b = np.sort(b[np.isfinite(b)])
+    if paired and a.size == b.size:
+        keep = np.isfinite(a) & np.isfinite(b)
+        a, b = a[keep], b[keep]
+    else:
+        paired = False
+        # Sorted: the result must not depend on the order rows were stored in.
+        a = np.sort(a[np.isfinite(a)])
+        b = np.sort(b[np.isfinite(b)])
     out: dict[str, Any] = {
         "median_a": float(np.median(a)) if a.size else None,
         "median_b": float(np.median(b)) if b.size else None,
-        "delta_pct": None,
-        "ci_low_pct": None,
-        "ci_high_pct": None,
         "p_value": None,
-        "verdict": "inconclusive",
         "higher_is_better": higher_is_better,
         "n_a": int(a.size),
         "n_b": int(b.size),
     }
-    if out["median_a"] is not None and out["median_b"] is not None and out["median_a"] != 0:
-        out["delta_pct"] = 100.0 * (out["median_b"] / out["median_a"] - 1.0)
-    if a.size >= MIN_RUNS and b.size >= MIN_RUNS and out["delta_pct"] is not None:
-        out["ci_low_pct"], out["ci_high_pct"] = _delta_ci(a, b)
+    out.update(judge_cell(a, b, higher_is_better, paired=paired, tol_pct=tol_pct))
+    if out["ci_low_pct"] is not None:
         out["p_value"] = _mann_whitney(a, b)
     return out
 
 
-def _judge(m: dict[str, Any], p_adj: float) -> str:
-    lo, hi = m["ci_low_pct"], m["ci_high_pct"]
-    if lo is None or hi is None or p_adj >= ALPHA:
-        return "neutral"
-    good_side = lo > 0 if m["higher_is_better"] else hi < 0
-    bad_side = hi < 0 if m["higher_is_better"] else lo > 0
-    if good_side:
-        return "gain"
-    if bad_side:
-        return "regression"
-    return "neutral"
+def _pairs(side_a: "pd.DataFrame", side_b: "pd.DataFrame", by_repeat: bool):
+    """Row positions ``(ia, ib)`` of A/B pairs that ran together, or None (unpaired).
+
+    ``by_repeat``: ``ledger ab`` ran A then B for each repeat, so repeat ``r`` of A and of B
+    are a pair.  Otherwise runs pair only when every run has a ``run_time`` (imported
+    results that carry their date) and, in time order, the sides alternate A B A B (or
+    B A B A): each adjacent couple is a pair.  Anything else is analysed unpaired.
+    """
+    if by_repeat:
+        ra, rb = list(side_a["repeat"]), list(side_b["repeat"])
+        common = sorted(set(ra) & set(rb))
+        if len(ra) != len(set(ra)) or len(rb) != len(set(rb)) or not common:
+            return None
+        return [(ra.index(r), rb.index(r)) for r in common]
+    if RUN_TIME not in side_a.columns or len(side_a) != len(side_b) or side_a.empty:
+        return None
+    times = [(t, s, i) for s, frame in (("A", side_a), ("B", side_b))
+             for i, t in enumerate(frame[RUN_TIME])]
+    if any(t is None or t != t for t, _, _ in times):  # a missing (NaN) time
+        return None
+    times.sort()
+    order = [s for _, s, _ in times]
+    if any(order[i] == order[i + 1] for i in range(len(order) - 1)):
+        return None
+    pairs = []
+    for k in range(0, len(times), 2):
+        (_, s1, i1), (_, _, i2) = times[k], times[k + 1]
+        pairs.append((i1, i2) if s1 == "A" else (i2, i1))
+    return pairs
 
 
 def analyze(
-    rows: Iterable[Mapping[str, Any]] | "pd.DataFrame", metric: str = PRIMARY_METRIC
+    rows: Iterable[Mapping[str, Any]] | "pd.DataFrame",
+    metric: str = PRIMARY_METRIC,
+    *,
+    paired: bool = False,
+    tolerance_pct: float = DEFAULT_TOLERANCE_PCT,
+    guards: Sequence[str] = (),
 ) -> dict[str, Any]:
     """Judge a runs table.
 
+    ``paired``: the rows come from ``ledger ab`` (A then B for each repeat): each repeat's
+    A and B are analysed as a pair.  Without it, runs pair only by their ``run_time``
+    (see :func:`_pairs`).  ``tolerance_pct``: the practical tolerance of the verdict.
+    ``guards``: metrics that veto a gain (see :func:`entry_verdict`).
+
     Returns ``{"metric", "higher_is_better", "verdict", "outputs", "warnings", "load",
-    "by_concurrency"}`` (``warnings``: :func:`power_warnings` of the primary metric)
-    where ``load`` is ``concurrency`` or ``rate`` and ``by_concurrency`` is a list
-    (ascending load) of ``{LOAD: value, "n_a", "n_b", "metrics": {name: {...}}}`` as in
-    summary.yaml.
-    Raises EvidenceError when the primary metric is not a judged metric of the table.
+    "tolerance_pct", "guards", "veto", "by_concurrency"}`` (``warnings``:
+    :func:`power_warnings` of the primary metric; ``veto``: the guard cell that turned
+    the verdict, or None) where ``load`` is ``concurrency`` or ``rate`` and
+    ``by_concurrency`` is a list (ascending load) of ``{LOAD: value, "n_a", "n_b",
+    "metrics": {name: {...}}}`` as in summary.yaml.
+    Raises EvidenceError when the primary metric (or a guard) is not a judged metric.
     """
     direction = metric_direction(metric)
     if direction is None:
@@ -269,6 +258,7 @@ def analyze(
             f"cannot judge {metric!r}: the primary metric must be a rate "
             "(…throughput, …_per_s: higher is better) or a latency (…_ms: lower is better)"
         )
+    tol = check_tolerance(tolerance_pct)
     df = runs_frame(rows)
     metrics = judged_metrics(df)
     if len(df) and metric not in metrics:
@@ -276,94 +266,111 @@ def analyze(
             f"the runs have no {metric!r} column; judged metrics present: "
             + (", ".join(metrics) or "none")
         )
+    bad_guards = [g for g in guards if metric_direction(g) is None]
+    if bad_guards:
+        raise EvidenceError(f"cannot guard with {', '.join(map(repr, bad_guards))}: a guard "
+                            "metric is a rate (…throughput) or a latency (…_ms)")
     load = load_column(df)
     by_conc: list[dict[str, Any]] = []
     for value, group in sorted(df.groupby(load), key=lambda kv: kv[0]):
-        side_a = group[group["side"] == "A"]
-        side_b = group[group["side"] == "B"]
+        side_a = group[group["side"] == "A"].reset_index(drop=True)
+        side_b = group[group["side"] == "B"].reset_index(drop=True)
+        pairs = _pairs(side_a, side_b, paired)
+        if pairs is not None:
+            side_a = side_a.iloc[[i for i, _ in pairs]]
+            side_b = side_b.iloc[[j for _, j in pairs]]
         point = LoadPoint(load, float(value)).row_value
         block = {load: point, "n_a": len(side_a), "n_b": len(side_b), "metrics": {}}
         for name in metrics:
             cmp = compare_metric(
-                side_a[name].to_numpy(), side_b[name].to_numpy(), bool(metric_direction(name))
+                side_a[name].to_numpy(), side_b[name].to_numpy(), bool(metric_direction(name)),
+                paired=pairs is not None, tol_pct=tol,
             )
             if cmp["n_a"] == 0 and cmp["n_b"] == 0:
                 continue  # this bench did not report the metric at this concurrency
             block["metrics"][name] = cmp
         by_conc.append(block)
-    # Holm across concurrencies, separately for each metric.
+    # Holm across concurrencies, separately for each metric (reported, not deciding).
     for name in metrics:
         cells = [b["metrics"][name] for b in by_conc if name in b["metrics"]]
         tested = [c for c in cells if c["p_value"] is not None]
         for cell, p_adj in zip(tested, _holm([c["p_value"] for c in tested]), strict=True):
             cell["p_adjusted"] = p_adj
-            cell["verdict"] = _judge(cell, p_adj)
     primary = [b["metrics"][metric] for b in by_conc if metric in b["metrics"]]
+    verdict = entry_verdict(c["verdict"] for c in primary)
+    veto = guard_veto(by_conc, load, guards) if verdict != "regression" else None
     return {
         "metric": metric,
         "higher_is_better": direction,
-        "verdict": entry_verdict(c["verdict"] for c in primary),
+        "verdict": "regression" if veto else verdict,
         "outputs": outputs_check(df),
         "warnings": power_warnings((c["n_a"], c["n_b"]) for c in primary),
         "load": load,
+        "tolerance_pct": tol,
+        "guards": list(guards),
+        "veto": veto,
         "by_concurrency": by_conc,
     }
 
 
-def min_p_value(n_a: int, n_b: int) -> float:
-    """The smallest two-sided p an exact Mann-Whitney test can give for ``n_a`` vs ``n_b`` runs.
-
-    Both extreme orderings (every B above every A, or below) are one arrangement each out
-    of C(n_a + n_b, n_a): 3 vs 3 -> 2/20 = 0.1, 5 vs 5 -> 2/252 = 0.0079.
-    """
-    if n_a < 1 or n_b < 1:
-        return 1.0
-    return min(1.0, 2.0 / math.comb(n_a + n_b, n_a))
-
-
-def runs_needed(levels: int = 1, alpha: float = ALPHA) -> int:
-    """The fewest runs per side (equal sides) that can reach ``alpha`` after Holm over
-    ``levels`` concurrencies (the smallest adjusted p is ``levels`` x the smallest p)."""
-    n = 1
-    while levels * min_p_value(n, n) >= alpha:
-        n += 1
-    return n
+def check_tolerance(tolerance_pct: Any) -> float:
+    """The practical tolerance as a float in (0, 100), or EvidenceError naming the value."""
+    try:
+        tol = float(tolerance_pct)
+    except (TypeError, ValueError):
+        tol = float("nan")
+    if not (0 < tol < 100):
+        raise EvidenceError(f"tolerance_pct must be a number of percent in (0, 100), "
+                            f"got {tolerance_pct!r}")
+    return tol
 
 
-def power_warnings(sizes: Iterable[tuple[int, int]], alpha: float = ALPHA) -> list[str]:
-    """Why no verdict but ``neutral`` is possible: none of the (n_a, n_b) cells of a
-    metric can reach ``alpha`` even if every B run beat every A run.  Empty when one can.
+def guard_veto(by_conc: list[dict[str, Any]], load: str,
+               guards: Sequence[str]) -> dict[str, Any] | None:
+    """The first guard metric cell (guards in the order given, load points ascending) whose
+    own verdict is ``regression``, as ``{"metric", LOAD, "delta_pct", "ci_low_pct",
+    "ci_high_pct"}``; None when no guard regressed.  A gain in throughput that costs a
+    regression of a guarded latency (p99 ITL, TTFT) is not a gain: the entry is judged
+    a regression and the headline says which guard and where."""
+    for name in guards:
+        for block in by_conc:
+            cell = block["metrics"].get(name)
+            if cell and cell["verdict"] == "regression":
+                return {"metric": name, load: block[load], "delta_pct": cell["delta_pct"],
+                        "ci_low_pct": cell["ci_low_pct"], "ci_high_pct": cell["ci_high_pct"]}
+    return None
 
-    A cell with fewer than :data:`MIN_RUNS` runs on a side is not tested (it is
-    ``inconclusive``) and does not count; when no cell is tested, that is the warning.
-    """
+
+def power_warnings(sizes: Iterable[tuple[int, int]]) -> list[str]:
+    """What a reader should know of the run counts before reading a verdict: fewer than
+    :data:`MIN_RUNS` runs on a side (nothing can be judged), or exactly that many (only
+    a large or very steady change clears the tolerance: the t interval of 3 runs uses
+    t = 4.3).  Empty otherwise."""
     sizes = list(sizes)
     tested = [(a, b) for a, b in sizes if a >= MIN_RUNS and b >= MIN_RUNS]
     if not tested:
         return [f"fewer than {MIN_RUNS} runs on a side: the verdict can only be inconclusive"
                 ] if any(a or b for a, b in sizes) else []
-    m = len(tested)
-    best = min(tested, key=lambda ab: min_p_value(*ab))
-    p = min_p_value(*best)
-    if m * p < alpha:
+    fewest = min(min(a, b) for a, b in tested)
+    if fewest > MIN_RUNS:
         return []
-    holm = f" (x{m} concurrencies, Holm: {min(1.0, m * p):.3g})" if m > 1 else ""
-    return [f"{best[0]} vs {best[1]} runs cannot reach p < {alpha:g}: the smallest two-sided "
-            f"Mann-Whitney p is {p:.3g}{holm}, so the verdict can only be neutral; use at "
-            f"least {runs_needed(m, alpha)} runs per side"]
+    return [f"{fewest} runs a side: the interval is wide (few degrees of freedom), so only "
+            "a large or very steady change is told apart from the tolerance; 5 or more "
+            "runs a side narrow it"]
 
 
 def entry_verdict(verdicts: Iterable[str]) -> str:
-    """Combine the primary metric's per-concurrency verdicts into the entry verdict."""
+    """Combine the primary metric's per-load-point verdicts into the entry verdict:
+    ``regression`` if any point is one, else ``gain`` if any is, else ``neutral`` only
+    when every point is shown neutral, else ``inconclusive``."""
     vs = list(verdicts)
-    judged = [v for v in vs if v != "inconclusive"]
-    if not judged:
-        return "inconclusive"
-    if "regression" in judged:
+    if "regression" in vs:
         return "regression"
-    if "gain" in judged:
+    if "gain" in vs:
         return "gain"
-    return "neutral"
+    if vs and all(v == "neutral" for v in vs):
+        return "neutral"
+    return "inconclusive"
 
 
 def outputs_check(df: "pd.DataFrame") -> str:
@@ -383,11 +390,12 @@ def outputs_check(df: "pd.DataFrame") -> str:
 
 
 VERDICT_RULE = (
-    f"a load point is a gain (regression) when the Holm-adjusted two-sided Mann-Whitney "
-    f"p < {ALPHA:g} and the {CONFIDENCE:.0%} bootstrap CI of the median's change lies "
-    f"wholly above (below) 0 in the metric's good direction; inconclusive with fewer than "
-    f"{MIN_RUNS} runs a side; neutral otherwise.  The entry: regression if any point is "
-    "one, else gain if any is, else neutral"
+    "per load point, the 95% t interval of the metric's change (per-pair log-ratios when A "
+    "and B ran in pairs, else Welch) against the tolerance: wholly beyond +tol (-tol) in the "
+    "metric's good direction is a gain (regression), wholly within ±tol neutral, crossing "
+    f"it inconclusive (with the runs a side that would settle it), fewer than {MIN_RUNS} "
+    "runs a side inconclusive.  The entry: regression if any point is one (or a guard "
+    "metric regressed), else gain if any is, else neutral when all are, else inconclusive"
 )
 __all__ = [
     "ALPHA",
@@ -397,9 +405,7 @@ __all__ = [
     "analyze",
     "compare_metric",
     "entry_verdict",
-    "min_p_value",
     "power_warnings",
-    "runs_needed",
     "judged_metrics",
     "load_column",
     "metric_direction",

@@ -44,6 +44,7 @@ from ledger.core.model import NAME_RE as ENTRY_ID_RE
 from ledger.errors import EvidenceError
 from ledger.evidence.load import LoadPoint
 from ledger.evidence.load import of_row
+from ledger.evidence.runs_csv import RUN_TIME
 from ledger.evidence.runs_csv import parse_runs_csv
 from ledger.evidence.runs_csv import runs_csv_text
 from ledger.evidence.summary import build_summary
@@ -251,15 +252,18 @@ def save_evidence(
     run_id: str | None = None,
     workload: Mapping[str, Any] | None = None,
     notes: Sequence[str] = (),
+    judging: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Judge ``rows`` and store them as a new run; return the summary written.
 
     ``workload``: the run's workload key (see :func:`summary_workload`); ``notes``:
-    warnings to keep in the summary beside the statistics' own."""
+    warnings to keep in the summary beside the statistics' own; ``judging``: keyword
+    arguments of :func:`ledger.evidence.stats.analyze` (``paired``, ``tolerance_pct``,
+    ``guards``)."""
     from ledger.evidence.stats import analyze
 
     run_id = run_id or new_run_id()
-    analysis = analyze(rows, metric)
+    analysis = analyze(rows, metric, **dict(judging or {}))
     analysis["warnings"] = [*analysis.get("warnings", []), *notes]
     summary = build_summary(
         analysis,
@@ -286,12 +290,15 @@ def record_ab(
     metric: str = "output_throughput",
     engine_commit: str | None = None,
     context: Mapping[str, str | None] | None = None,
+    judging: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Store a :class:`ledger.evidence.runner.AbResult` as a new ``ab`` run; return its summary.
 
     A and B run one bench template, so they differ only by the entry; when the entry
     changes what the bench reports of its workload (a model, a dataset), the summary
-    warns of it rather than refusing: that difference is what was measured."""
+    warns of it rather than refusing: that difference is what was measured.  The runs
+    ran A then B for each repeat, so they are judged as pairs (``judging`` adds the
+    tolerance and guards)."""
     from ledger.evidence.workload import compare_sides
     from ledger.evidence.workload import mismatch_text
     from ledger.evidence.workload import summary_workload
@@ -315,6 +322,7 @@ def record_ab(
         finished=result.finished,
         workload=summary_workload(keys.get("A"), keys.get("B")),
         notes=notes,
+        judging={**dict(judging or {}), "paired": True},
     )
 
 
@@ -335,12 +343,32 @@ def _join_rows(rows: list[dict[str, Any]], imported: list[dict[str, Any]], parse
         key = (r["side"], of_row(r))
         next_repeat[key] = max(next_repeat.get(key, 0), r["repeat"] + 1)
     for path, result in parsed:
+        when = _run_time(result.origin) if len(result.rows) == 1 else None
         for r in result.rows:
             key = (side, of_row(r))
-            rows.append({"side": side, "repeat": next_repeat.get(key, 0), **r})
+            rows.append({"side": side, "repeat": next_repeat.get(key, 0), **r,
+                         **({RUN_TIME: when} if when is not None else {})})
             next_repeat[key] = next_repeat.get(key, 0) + 1
         imported.append({"path": str(path.resolve()), "shape": result.shape, "side": side,
                          "rows": len(result.rows), **_origin_meta(result.origin)})
+
+
+def _run_time(origin: Mapping[str, Any]) -> float | None:
+    """Seconds since the epoch of a result's ``date`` (vLLM's ``20250101-120000``, or ISO
+    8601; naive times are taken as UTC), None when it has none.  Only a file holding one
+    run gets it: the date of a file of many runs says when the first ran, not each."""
+    date = origin.get("date")
+    if not isinstance(date, str):
+        return None
+    for fmt in ("%Y%m%d-%H%M%S", "%Y-%m-%dT%H:%M:%S%z", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S"):
+        try:
+            parsed = datetime.strptime(date.replace("Z", "+0000"), fmt)
+        except ValueError:
+            continue
+        if parsed.tzinfo is None:
+            parsed = parsed.replace(tzinfo=timezone.utc)
+        return parsed.timestamp()
+    return None
 
 
 def _origin_meta(origin: Mapping[str, Any]) -> dict[str, Any]:
@@ -395,6 +423,7 @@ def import_evidence(
     rate: float | None = None,
     select: Mapping[str, str] | None = None,
     allow_mismatch: Sequence[str] = (),
+    judging: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Import bench result files for one side; return the summary of the run written.
 
@@ -406,7 +435,10 @@ def import_evidence(
     several.  The files of a side must measure one workload, and A and B the same one,
     but for the fields in ``allow_mismatch`` (see :mod:`ledger.evidence.workload`; an
     allowed ``input_len`` / ``output_len`` also joins results whose lengths, estimated
-    from their token counts, differ within a file or a side).
+    from their token counts, differ within a file or a side).  ``judging``: the
+    tolerance and guards of :func:`ledger.evidence.stats.analyze`; a file of one run
+    that says when it ran gives its rows a ``run_time``, so A and B imported in
+    alternating order are judged as pairs (see :func:`_run_time`).
     """
     from ledger.evidence.importers import read_result_files
     from ledger.evidence.workload import check_allow
@@ -434,7 +466,7 @@ def import_evidence(
     summary = save_evidence(
         ws_root, entry_id, rows, meta, source="import", metric=metric,
         engine_commit=engine_commit, context=context, started=started,
-        finished=now_iso(now), run_id=new_run_id(now), workload=workload,
+        finished=now_iso(now), run_id=new_run_id(now), workload=workload, judging=judging,
     )
     if previous:
         # The merged run is safely in place; readers already skip the old one.

@@ -4,10 +4,16 @@ Pure (no files).  The schema is the contract with the render engineer and the CL
 
     entry, run_id, source (ab|import), metric, higher_is_better, verdict, outputs,
     warnings, engine_commit, context {KNOB: value}, started, finished, headline, load,
+    tolerance_pct, guards [metric…] and veto {metric, LOAD, delta_pct, ci_…} (when any),
     workload {tool, backend, dataset, input_len, …} (absent in older files),
     by_concurrency: [{concurrency, n_a, n_b, metrics: {name: {median_a, median_b,
         delta_pct, ci_low_pct, ci_high_pct, p_value, p_adjusted, verdict,
-        higher_is_better, n_a, n_b}}}]
+        higher_is_better, n_a, n_b, design, tolerance_pct, runs_needed}}}]
+
+``design`` is ``paired`` (per-pair log-ratios; ``n_a`` = ``n_b`` = pairs) or ``unpaired``;
+``runs_needed`` (runs a side in all) only on a cell whose interval crosses the tolerance.
+Files written before the interval verdict lack ``design``, ``tolerance_pct`` and
+``runs_needed``; their stored verdicts and headlines are shown as they were written.
 
 ``load`` is ``concurrency`` or ``rate`` (:mod:`ledger.evidence.load`); in a rate sweep each
 block of ``by_concurrency`` (the name is kept for the readers of older files) has ``rate``
@@ -43,6 +49,9 @@ CELL_KEYS = (
     "higher_is_better",
     "n_a",
     "n_b",
+    "design",
+    "tolerance_pct",
+    "runs_needed",
 )
 
 
@@ -67,8 +76,12 @@ def _cell(cell: Mapping[str, Any]) -> dict[str, Any]:
         "higher_is_better": bool(cell["higher_is_better"]),
         "n_a": int(cell["n_a"]),
         "n_b": int(cell["n_b"]),
+        "design": cell.get("design"),
+        "tolerance_pct": cell.get("tolerance_pct"),
+        "runs_needed": cell.get("runs_needed"),
     }
-    return {k: rounded[k] for k in CELL_KEYS}
+    # Keys a cell does not have (older files, a cell judged before pairing existed) stay out.
+    return {k: rounded[k] for k in CELL_KEYS if rounded[k] is not None or k in CELL_KEYS[:11]}
 
 
 def build_summary(
@@ -117,9 +130,16 @@ def build_summary(
         # From the stored (rounded) numbers, as the table is: one CI everywhere.
         "headline": format_headline({**analysis, "by_concurrency": blocks}),
         "load": analysis.get("load", CONCURRENCY),
+        **({"tolerance_pct": analysis["tolerance_pct"]} if "tolerance_pct" in analysis else {}),
+        **({"guards": list(analysis["guards"])} if analysis.get("guards") else {}),
+        **({"veto": _veto(analysis["veto"])} if analysis.get("veto") else {}),
         **({"workload": dict(workload)} if workload else {}),
         "by_concurrency": blocks,
     }
+
+
+def _veto(veto: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: _dec(v, 2) if k.endswith("_pct") else v for k, v in veto.items()}
 
 
 def headline(summary: Mapping[str, Any] | None) -> str:

@@ -96,6 +96,8 @@ def _with_targets(ours: str, targets: dict[str, Any], theirs: str | None = None,
             config.engine_repo = other.engine_repo
         if "bench" in taken:
             config.bench_command = other.bench_command
+            config.bench_tolerance_pct, config.bench_guards = \
+                other.bench_tolerance_pct, other.bench_guards
         if "engine" in taken:
             config.engine = other.engine
     return dump_config(config, ours)

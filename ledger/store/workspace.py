@@ -86,6 +86,10 @@ class Config:
     targets: dict[str, Target] = field(default_factory=dict)
     engine_repo: str | None = None
     bench_command: str | None = None
+    # ``bench: tolerance_pct`` (the practical tolerance of A/B verdicts, default 2) and
+    # ``bench: guards`` (metrics whose regression vetoes a gain): ledger.evidence.stats
+    bench_tolerance_pct: float | None = None
+    bench_guards: tuple[str, ...] = ()
     # the engine release of every target that names none (``engine: sglang==0.5.23`` at the
     # top of ledger.yaml); a target's own ``engine:`` wins (ledger.commands.catalog.engine_of)
     engine: str | None = None
@@ -104,8 +108,13 @@ class Config:
         if self.engine:
             d["engine"] = self.engine
         d["targets"] = {name: t.to_dict() for name, t in self.targets.items()}
-        if self.bench_command:
-            d["bench"] = {"command": self.bench_command}
+        bench = {"command": self.bench_command} if self.bench_command else {}
+        if self.bench_tolerance_pct is not None:
+            bench["tolerance_pct"] = self.bench_tolerance_pct
+        if self.bench_guards:
+            bench["guards"] = list(self.bench_guards)
+        if bench:
+            d["bench"] = bench
         return d
 
 
@@ -217,6 +226,25 @@ def _line_of(node, keys) -> int | None:
         return None
 
 
+def _bench_of(bench, path, line_of) -> tuple[str | None, float | None, list[str]]:
+    """``bench:``'s command, tolerance_pct and guards, each checked (ConfigError naming it)."""
+    if not isinstance(bench, dict):
+        raise ConfigError(path, "bench must be a mapping", line_of("bench"))
+    command = bench.get("command")
+    if command is not None and not isinstance(command, str):
+        raise ConfigError(path, "bench command must be a string", line_of("bench", "command"))
+    tolerance = bench.get("tolerance_pct")
+    if tolerance is not None and (isinstance(tolerance, bool) or not isinstance(
+            tolerance, (int, float)) or not 0 < tolerance < 100):
+        raise ConfigError(path, f"bench tolerance_pct {tolerance!r}: a number of percent "
+                          "between 0 and 100 (e.g. 2)", line_of("bench", "tolerance_pct"))
+    guards = bench.get("guards") or []
+    if not isinstance(guards, list) or not all(isinstance(g, str) for g in guards):
+        raise ConfigError(path, "bench guards must be a list of metric names (e.g. "
+                          "[p99_itl_ms])", line_of("bench", "guards"))
+    return command, tolerance, guards
+
+
 def _config_from(data, path: str, line_of) -> Config:
     if not isinstance(data, dict):
         raise ConfigError(path, "expected a mapping with version, targets, engine_repo", 1)
@@ -260,12 +288,7 @@ def _config_from(data, path: str, line_of) -> Config:
     if engine is not None and not (isinstance(engine, str) and ENGINE_SPEC_RE.match(engine)):
         raise ConfigError(path, f"engine {engine!r}: write it as sglang==X or vllm==X",
                           line_of("engine"))
-    bench = data.get("bench") or {}
-    if not isinstance(bench, dict):
-        raise ConfigError(path, "bench must be a mapping", line_of("bench"))
-    command = bench.get("command")
-    if command is not None and not isinstance(command, str):
-        raise ConfigError(path, "bench command must be a string", line_of("bench", "command"))
+    command, tolerance, guards = _bench_of(data.get("bench") or {}, path, line_of)
     title = data.get("title")
     if title is not None and not isinstance(title, str):
         raise ConfigError(path, "title must be a string", line_of("title"))
@@ -274,6 +297,8 @@ def _config_from(data, path: str, line_of) -> Config:
         targets=targets,
         engine_repo=None if engine_repo in (None, "") else engine_repo,
         bench_command=command,
+        bench_tolerance_pct=None if tolerance is None else float(tolerance),
+        bench_guards=tuple(guards),
         roots=declared,
         engine=engine,
     )

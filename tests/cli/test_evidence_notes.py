@@ -38,13 +38,15 @@ def test_a_note_and_a_link_are_shown_by_show_diff_and_the_docs(story, ledger, tm
 
     show = ledger(*a("show", ctas)).stdout
     assert "note      side B: DSV4_DECODE_PERF_PLAN.md (DSV4 decode perf plan)  " \
-           "(2026-12-01T14:50:00Z)" in show
+           "(2026-12-01T14:50:00Z) — +12.8% @c64, +5.7% @c96" in show
     assert f"note      {link}" in show
-    assert "evidence  no evidence" in show  # a note is no bench result: no headline from it
+    # A note is no bench result: its numbers are said as the note's, and no verdict drawn.
+    assert "evidence  note: +12.8% @c64, +5.7% @c96 (not measured by the ledger)" in show
     data = ledger(*a("show", ctas, "--json")).json()
     assert data["notes"][0]["text"] == HOSTILE and data["verdict"] is None
     shown = ledger(*a("evidence", "show", ctas)).stdout
-    assert "no evidence" in shown and "note  side B: DSV4_DECODE_PERF_PLAN.md" in shown
+    assert "note: +12.8% @c64, +5.7% @c96 (not measured by the ledger)" in shown
+    assert "note  side B: DSV4_DECODE_PERF_PLAN.md" in shown
     diff = ledger(*a("diff")).stdout
     assert "      note      side B: DSV4_DECODE_PERF_PLAN.md" in diff and link in diff
 

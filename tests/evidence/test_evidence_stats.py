@@ -50,18 +50,25 @@ def fake_ab(
     return rows
 
 
-def test_a_a_is_neutral_in_at_least_95_of_100_trials():
+def test_a_a_is_never_a_gain_or_a_regression_and_neutral_when_steady():
+    # 3% noise, 5 runs a side: the interval (about ±4.4%) cannot fit inside ±2%, so an A/A
+    # is honestly inconclusive; it must (almost) never be called a gain or a regression.
     verdicts = [analyze(fake_ab(seed, 0.0, only_primary=True))["verdict"] for seed in range(100)]
-    assert verdicts.count("neutral") >= 95, verdicts
+    assert verdicts.count("gain") + verdicts.count("regression") <= 2, verdicts
+    assert "neutral" not in verdicts or verdicts.count("inconclusive") > 50
+    # A steady bench (0.5% noise) shows the A/A inside the tolerance: neutral.
+    steady = [analyze(fake_ab(seed, 0.0, noise=0.005, only_primary=True))["verdict"]
+              for seed in range(100)]
+    assert steady.count("neutral") >= 95, steady
 
 
 def test_a_a_over_three_concurrencies_keeps_false_calls_rare():
-    # Holm across concurrencies: three chances to be fooled must not triple the false calls.
+    # Three chances to be fooled: an interval must still clear the ±2% band to call a change.
     verdicts = [
         analyze(fake_ab(1000 + s, 0.0, concurrencies=(1, 16, 64), only_primary=True))["verdict"]
         for s in range(100)
     ]
-    assert verdicts.count("neutral") >= 93, verdicts
+    assert verdicts.count("gain") + verdicts.count("regression") <= 3, verdicts
 
 
 @pytest.mark.parametrize("seed", range(10))
@@ -106,7 +113,7 @@ def test_one_side_only_is_inconclusive():
 
 
 def test_latency_primary_metric_lower_is_better():
-    a = analyze(fake_ab(2, +0.10), metric="median_tpot_ms")
+    a = analyze(fake_ab(0, +0.10), metric="median_tpot_ms")
     cell = a["by_concurrency"][0]["metrics"]["median_tpot_ms"]
     assert cell["higher_is_better"] is False and cell["delta_pct"] < 0
     assert a["verdict"] == "gain"  # tpot went down: better
@@ -149,23 +156,25 @@ def test_headline_format_and_no_evidence():
     line = format_headline(a)
     assert re.fullmatch(
         r"gain \+\d+\.\d% output_throughput @c(1|64) "
-        r"\(CI \+\d+\.\d\.\.\+\d+\.\d%, n=5/5\), \+\d+\.\d% @c(1|64); outputs identical",
+        r"\(CI \+\d+\.\d\.\.\+\d+\.\d%, clear of ±2%; 5 runs a side\), "
+        r"\+\d+\.\d% @c(1|64); outputs identical",
         line,
     ), line
     assert format_headline(None) == "no evidence"
 
 
 def test_a_neutral_headline_says_why_and_shows_every_load_point():
-    # 4 vs 4 runs at two concurrencies: even a perfect split gives Holm p = 2 x 0.029.
-    a = analyze(fake_ab(2, +0.13, runs=4, noise=0.005, concurrencies=(64, 96)))
+    a = analyze(fake_ab(2, +0.002, runs=5, noise=0.005, concurrencies=(64, 96)))
     line = format_headline(a)
     assert a["verdict"] == "neutral"
-    assert "n=4/4 cannot reach p<0.05)" in line and "@c64" in line and "@c96" in line
+    assert "within ±2%; 5 runs a side)" in line and "@c64" in line and "@c96" in line
     cells = [b["metrics"]["output_throughput"] for b in a["by_concurrency"]]
-    assert all(neutral_reason(c, a["warnings"]).startswith("n=4/4 cannot") for c in cells)
-    # With enough runs but noise, the reason is the data's.
-    noisy = analyze(fake_ab(3, +0.01, runs=5, noise=0.05, concurrencies=(64,)))
-    assert noisy["verdict"] == "neutral" and "CI crosses 0" in format_headline(noisy)
+    assert all(neutral_reason(c) == "within ±2%" for c in cells)
+    # A noisy bench: the interval crosses the tolerance, and the line says what would settle it.
+    noisy = analyze(fake_ab(3, +0.05, runs=5, noise=0.05, concurrencies=(64,)))
+    assert noisy["verdict"] == "inconclusive", format_headline(noisy)
+    assert re.search(r"crosses ±2%: need ~\d+ more runs a side; 5 runs a side\)",
+                     format_headline(noisy)), format_headline(noisy)
 
 
 def test_many_load_points_are_summed_up_as_a_range():
@@ -181,7 +190,7 @@ def test_the_headline_and_the_table_show_one_ci():
     cell = summary["by_concurrency"][0]["metrics"]["output_throughput"]
     ci = f"CI {cell['ci_low_pct']:+.1f}..{cell['ci_high_pct']:+.1f}%"
     assert ci in summary["headline"]
-    assert "Mann-Whitney" in VERDICT_RULE and "Holm" in VERDICT_RULE
+    assert "tolerance" in VERDICT_RULE and "pairs" in VERDICT_RULE
 
 
 def test_headline_shows_the_regressing_concurrency():
@@ -210,41 +219,17 @@ def test_holm_matches_hand_computation():
 
 def test_entry_verdict_rules():
     assert entry_verdict([]) == "inconclusive"
-    assert entry_verdict(["inconclusive", "neutral"]) == "neutral"
+    # Neutral only when every load point is shown neutral.
+    assert entry_verdict(["inconclusive", "neutral"]) == "inconclusive"
+    assert entry_verdict(["neutral", "neutral"]) == "neutral"
     assert entry_verdict(["gain", "neutral"]) == "gain"
     assert entry_verdict(["gain", "regression"]) == "regression"
 
 
-def test_smallest_attainable_p_is_exact_and_warned_when_it_cannot_reach_alpha():
-    from itertools import combinations
-
-    from scipy import stats
-
-    from ledger.evidence.stats import min_p_value
+def test_power_warnings_say_when_runs_are_few():
     from ledger.evidence.stats import power_warnings
-    from ledger.evidence.stats import runs_needed
 
-    # The formula against scipy's exact test on the most extreme arrangement.
-    for n_a, n_b in ((3, 3), (4, 4), (5, 5), (3, 6)):
-        a, b = list(range(n_a)), list(range(n_a, n_a + n_b))
-        exact = stats.mannwhitneyu(b, a, alternative="two-sided", method="exact").pvalue
-        assert min_p_value(n_a, n_b) == pytest.approx(exact)
-        # ...and no arrangement of the ranks does better.
-        ranks = range(n_a + n_b)
-        assert min(stats.mannwhitneyu([r for r in ranks if r not in pick], list(pick),
-                                      alternative="two-sided", method="exact").pvalue
-                   for pick in combinations(ranks, n_a)) == pytest.approx(exact)
-    assert min_p_value(3, 3) == pytest.approx(0.1) and min_p_value(5, 5) < 0.008
     (w,) = power_warnings([(3, 3)])
-    assert "3 vs 3" in w and "0.1" in w and "at least 4 runs" in w
+    assert w.startswith("3 runs a side") and "5 or more" in w
     assert power_warnings([(5, 5)]) == [] and power_warnings([(4, 4)]) == []
-    # Holm over concurrencies: 4 vs 4 (0.029) passes alone, not x2.
-    assert power_warnings([(4, 4), (4, 4)]) and runs_needed(2) == 5
     assert "inconclusive" in power_warnings([(2, 2)])[0]
-
-
-def test_analyze_says_a_perfect_three_run_gain_could_only_be_neutral():
-    rows = fake_ab(seed=1, shift=0.5, runs=3, only_primary=True)
-    out = analyze(rows)
-    assert out["verdict"] == "neutral" and out["warnings"]
-    assert analyze(fake_ab(seed=1, shift=0.5, runs=5, only_primary=True))["warnings"] == []

@@ -40,6 +40,7 @@ SUMMARY_KEYS = [
     "finished",
     "headline",
     "load",
+    "tolerance_pct",
     "by_concurrency",
 ]
 
@@ -97,7 +98,10 @@ def test_layout_and_summary_schema(tmp_path):
         "p_value",
         "verdict",
         "higher_is_better",
+        "design",
+        "tolerance_pct",
     }
+    assert cell["design"] == "unpaired" and cell["tolerance_pct"] == 2.0
     assert headline(loaded).startswith("gain +12.8% output_throughput @c")
     header = (d / "runs.csv").read_text().splitlines()[0]
     assert (
