@@ -55,8 +55,8 @@ def written_summary(written: list[Path]) -> list[str]:
 @click.argument("directory", type=click.Path(file_okay=False))
 @click.option("--force", is_flag=True, help="Use DIRECTORY even if it is not empty (an earlier "
               "demo's directory is replaced without it).")
-@click.option("--runs", type=int, default=None, help="A/B runs per side [default: 8, "
-              "enough for p < 0.05 with a shared machine's slow spells in the mix].")
+@click.option("--runs", type=int, default=None, help="A/B runs per side [default: 8: as "
+              "interleaved pairs, a shared machine's slow spells cancel within each pair].")
 @click.pass_context
 def demo(ctx, directory, force, runs) -> None:
     """The whole story on the bundled engine, printed as a transcript you can retype.
