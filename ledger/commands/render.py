@@ -71,8 +71,8 @@ def build_model(ws: Workspace):
         info = evidence_for(ws, e)
         if info.summary is not None:
             # The headline as `show` says it: a stale one with what changed since (issue 52).
-            evidence[e.id] = {**info.summary, "headline": info.text} if info.stale \
-                else info.summary
+            evidence[e.id] = {**info.summary, "headline": info.text, "stale_said": True} \
+                if info.stale else info.summary
             if info.stale:
                 stale.add(e.id)
     patch_stats = {e.id: _patch_stats(ws, e) for e in entries if e.kind == "patch"}

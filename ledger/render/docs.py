@@ -123,6 +123,8 @@ def _evidence_view(model: RenderModel, entry: Entry) -> dict[str, Any] | None:
         "started": when(summary.get("started")),
         "finished": when(summary.get("finished")),
         "stale": entry.id in model.stale,
+        # the headline already names what changed since (ledger.evidence.staleness)
+        "stale_said": bool(summary.get("stale_said")),
         "rows": rows,
         "other_rows": other,
     }
