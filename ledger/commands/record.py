@@ -44,14 +44,13 @@ from ledger.core import planner
 from ledger.core.recording import Asked
 from ledger.core.recording import NewEntry
 from ledger.core.recording import before_value
+from ledger.core.recording import entry_of
 from ledger.core.recording import plan_knob
 from ledger.core.recording import plan_places
 from ledger.core.recording import selected_places
 from ledger.core.recording import wants_without
-from ledger.core.model import Action
 from ledger.core.model import Entry
 from ledger.core.model import Target
-from ledger.core.model import check_class
 from ledger.core.model import slugify
 from ledger.core.recording import RecordOptions
 from ledger.core.recording import when_trailers
@@ -151,23 +150,8 @@ def new_entry(s: Session, *, kind: str, cls: str, title: str, why: str, adopt: b
               when: str = "", **fields) -> Entry:
     """A new entry, its history one record (or adopt) action; ``when``: the real time of
     the change where it is not now (``--when``, an adopted commit's date)."""
-    entries = s.ws.entries()
-    if not title or not title.strip():
-        raise InvalidValue("--title must not be empty")
-    action = Action(at=s.now, action="adopt" if adopt else "record", why=why, command=s.command,
-                    when=when)
-    return Entry(
-        id=new_entry_id(e.id for e in entries),
-        seq=planner.next_seq(entries),
-        kind=kind,
-        cls=check_class(cls),
-        title=title.strip(),
-        slug=planner.unique_slug(entries, slugify(title)),
-        recorded=s.now,
-        why=why,
-        history=(action,),
-        **fields,
-    )
+    return entry_of(_new(s, s.ws.entries(), title), kind=kind, cls=cls, title=title, why=why,
+                    adopt=adopt, when=when, **fields)
 
 
 @dataclass
@@ -202,7 +186,7 @@ def record_knob(s: Session, opts: RecordOptions | None = None, *, dry_run: bool 
             chosen = select_places(tf, knob, opts.at, opts.value)
             places = selected_places(tf, entries, knob, opts.value, chosen, opts.force)
             if places is not None:
-                plan, message = plan_places(_new(s, entries, opts), opts, knob, places)
+                plan, message = plan_places(_new(s, entries, opts.title), opts, knob, places)
                 return _apply(s, plan, message, opts, dry_run, files, drifts, {}, warnings)
         else:
             for tf in files.values():
@@ -210,7 +194,7 @@ def record_knob(s: Session, opts: RecordOptions | None = None, *, dry_run: bool 
         befores = {name: before_value(tf, entries, opts, knob, drifts, asked[name])
                    for name, tf in files.items()}
         edits = _edited(entries, opts, knob, files, befores)
-        plan, message = plan_knob(_new(s, entries, opts), opts, knob, files, befores, edits)
+        plan, message = plan_knob(_new(s, entries, opts.title), opts, knob, files, befores, edits)
         return _apply(s, plan, message, opts, dry_run, files, drifts,
                       {name: e.raw for name, e in edits.items()}, warnings)
 
@@ -225,11 +209,11 @@ def _edited(entries, opts: RecordOptions, knob: str, files: Mapping[str, TargetF
             for name, tf in files.items()}
 
 
-def _new(s: Session, entries, opts: RecordOptions) -> NewEntry:
-    return NewEntry(id=new_entry_id(e.id for e in entries),
-                              seq=planner.next_seq(entries),
-                              slug=planner.unique_slug(entries, slugify(opts.title)),
-                              now=s.now, command=s.command)
+def _new(s: Session, entries, title: str) -> NewEntry:
+    """What a new entry gets from the workspace and the session: id, order, slug, time."""
+    return NewEntry(id=new_entry_id(e.id for e in entries), seq=planner.next_seq(entries),
+                    slug=planner.unique_slug(entries, slugify(title or "")), now=s.now,
+                    command=s.command)
 
 
 def _apply(s: Session, plan, message: str, opts: RecordOptions, dry_run: bool, files,

@@ -167,8 +167,6 @@ class RecordOptions:
         if self.several and self.string:
             raise UsageError("--string writes one YAML target's value; name one target")
         check_class(self.cls)
-        if not self.title or not self.title.strip():
-            raise InvalidValue("--title must not be empty")
         targets = [target_of(name) for name in self.targets]
         for t in targets:
             if self.at is not None and t.format != "bash":
@@ -344,15 +342,21 @@ class NewEntry:
     command: str
 
 
-def entry_of(new: NewEntry, opts: RecordOptions, knob: str, *, adopt: bool = False,
+def entry_of(new: NewEntry, *, kind: str, cls: str, title: str, why: str, adopt: bool = False,
              when: str = "", **fields) -> Entry:
-    """A new knob entry, its history one record (or adopt) action at ``when`` (its real
-    time, where it is not now)."""
-    action = Action(at=new.now, action="adopt" if adopt else "record", why=opts.why,
+    """A new entry (a knob, or a patch), its history one record (or adopt) action at
+    ``when`` (its real time, where it is not now)."""
+    if not title or not title.strip():
+        raise InvalidValue("--title must not be empty")
+    action = Action(at=new.now, action="adopt" if adopt else "record", why=why,
                     command=new.command, when=when)
-    return Entry(id=new.id, seq=new.seq, kind="knob", cls=check_class(opts.cls),
-                 title=opts.title.strip(), slug=new.slug, recorded=new.now, why=opts.why,
-                 history=(action,), knob=knob, after=opts.value, **fields)
+    return Entry(id=new.id, seq=new.seq, kind=kind, cls=check_class(cls), title=title.strip(),
+                 slug=new.slug, recorded=new.now, why=why, history=(action,), **fields)
+
+
+def _knob_entry(new: NewEntry, opts: RecordOptions, knob: str, **fields) -> Entry:
+    return entry_of(new, kind="knob", cls=opts.cls, title=opts.title, why=opts.why, knob=knob,
+                    after=opts.value, **fields)
 
 
 def plan_knob(new: NewEntry, opts: RecordOptions, knob: str, files: Mapping[str, TargetFile],
@@ -366,7 +370,7 @@ def plan_knob(new: NewEntry, opts: RecordOptions, knob: str, files: Mapping[str,
     also = {name: {"before": befores[name],
                    **{k: v for k, v in where[name].items() if v is not None}}
             for name in others}
-    entry = entry_of(new, opts, knob, adopt=opts.adopt or opts.past.already_reverted,
+    entry = _knob_entry(new, opts, knob, adopt=opts.adopt or opts.past.already_reverted,
                      when=opts.past.when, target=first, before=befores[first],
                      also=also or None, **where[first])
     entry = opts.past.taken_back(entry, at=new.now, command=new.command)
@@ -379,7 +383,7 @@ def plan_places(new: NewEntry, opts: RecordOptions, knob: str, places: dict[str,
     (As before this module: its history keeps no ``--when`` and its message no ``When:``
     trailer.)"""
     first = next(iter(places.values()))
-    entry = entry_of(new, opts, knob, target=opts.target, before=first["before"],
+    entry = _knob_entry(new, opts, knob, target=opts.target, before=first["before"],
                      places=places, at=str(opts.at))
     lines = ", ".join(str(p["line"]) for p in places.values())
     message = (f"record {opts.cls} {knob}={value_text(opts.value, quote=True)} in "

@@ -70,8 +70,6 @@ def test_options_are_checked_together_before_anything_is_read():
     for o, message in cases:
         with pytest.raises(UsageError, match=message):
             o.checked(AT, TARGETS.__getitem__)
-    with pytest.raises(InvalidValue, match="--title must not be empty"):
-        opts(title="  ").checked(AT, TARGETS.__getitem__)
 
 
 def test_options_name_their_targets_once():
@@ -205,6 +203,12 @@ def test_a_change_already_reverted_by_hand_writes_nothing_and_is_reverted():
     assert plan.knob_edits == {} and e.state == "reverted" and e.suspicion == "suspected"
     assert [a.action for a in e.history] == ["adopt", "suspect"]
     assert "(already reverted)" in message and "\nWhen: 2026-12-01T10:00" in message
+
+
+def test_an_entry_needs_a_title():
+    places = {"launch 2": {"line": 2, "before": "256", "raw": "x", "anchor": None}}
+    with pytest.raises(InvalidValue, match="--title must not be empty"):
+        recording.plan_places(NEW, opts(title="  ", at=2), K, places)
 
 
 def test_a_change_at_places_records_each_place():
