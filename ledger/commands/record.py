@@ -2,7 +2,7 @@
 (or, with ``adopt``, record a change already made by hand).
 
 Like ``restore``: the command reads its 1..N targets once under the lock, asks the
-catalogs (:func:`validate_knob` — the one check of the value, against the target's
+catalogs (:func:`ask_catalogs` — the one check of the value, against the target's
 engine release — and the names the file and the catalogs know), has each file edited
 once (:func:`ledger.store.targets.edited`), and the pure planner
 (:mod:`ledger.core.recording`) decides the entry and its plan; one transaction applies
@@ -67,17 +67,6 @@ from ledger.store.targets import edited
 from ledger.store.targets import read_target
 from ledger.store.targets import select_places
 from ledger.store.workspace import new_entry_id
-
-
-def validate_knob(
-    knob: str, value: str | None, no_validate: bool, target: Target | None = None,
-    engine: str | None = None,
-) -> list[str]:
-    """Check a knob (or ``--flag``) assignment: its grammar (:func:`check_grammar`), then,
-    unless ``no_validate``, the catalogs (:func:`catalog_warnings`); return warnings,
-    raise on errors."""
-    check_grammar(knob, value, target)
-    return [] if no_validate else catalog_warnings(knob, value, target, engine)
 
 
 def check_grammar(knob: str, value: str | None, target: Target | None = None) -> None:
@@ -258,4 +247,4 @@ def ask_catalogs(ws, opts: RecordOptions, files: Mapping[str, TargetFile]
 
 
 __all__ = ["RecordOptions", "Recorded", "ask_catalogs", "catalog_warnings", "check_config_key",
-           "check_grammar", "new_entry", "record_knob", "validate_knob", "when_trailers"]
+           "check_grammar", "new_entry", "record_knob", "when_trailers"]
