@@ -69,8 +69,10 @@ from ledger.store.targets import select_places
 from ledger.store.workspace import new_entry_id
 
 
-def check_grammar(knob: str, value: str | None, target: Target | None = None) -> None:
-    """A name and a value a config file can carry (InvalidValue otherwise).
+def check_grammar(knob: str, value: str | None, target: Target | None = None,
+                  before: str | None = None) -> None:
+    """A name and values (the new one, and an adopted change's ``before``) a config file
+    can carry (InvalidValue otherwise).
 
     The keys of an engine ``--config`` file (a yaml-map target with ``flags``) are server
     arguments (or a Helm values argument list's ``--flags``); every other knob is an env
@@ -82,8 +84,9 @@ def check_grammar(knob: str, value: str | None, target: Target | None = None) ->
             (check_flag_name if is_flag_name(knob) else check_key_name)(knob)
         else:  # an env variable or a launch flag here: a YAML map's other keys need --flags
             check_flag_name(knob) if is_flag_name(knob) else check_knob_name(knob)
-        if value is not None:
-            check_knob_value(value)
+        for v in (value, before):
+            if v is not None:
+                check_knob_value(v)
     except KnobError as e:
         hint = ""
         if target is not None and not target.flags and target.format == "yaml-map":
@@ -224,9 +227,7 @@ def ask_catalogs(ws, opts: RecordOptions, files: Mapping[str, TargetFile]
     warnings: list[str] = []
     engines = {name: engine_of(ws, tf.target, tf.text) for name, tf in files.items()}
     for name, tf in files.items():
-        check_grammar(opts.knob, opts.value, tf.target)
-        if opts.before is not None:
-            check_grammar(opts.knob, opts.before, tf.target)
+        check_grammar(opts.knob, opts.value, tf.target, opts.before)
         found = [] if opts.no_validate else [
             *catalog_warnings(opts.knob, opts.value, tf.target, engines[name]),
             *class_warnings(opts.knob, opts.cls)]
