@@ -23,7 +23,7 @@ def record() -> None:
 
 
 def string_option(f):
-    return click.option("--string", "as_string", is_flag=True,
+    return click.option("--string", "string", is_flag=True,
                         help="YAML targets: write the value as a string (\"32\"), not typed "
                         "as its neighbours or the flag catalog say.")(f)
 
@@ -80,11 +80,37 @@ def when_option(f, text: str = "When it really happened (ISO 8601 like 2026-12-0
     return click.option("--when", "when", default="", metavar="TIME", help=text)(f)
 
 
-def past_of(when, already_reverted, reverted_when, reverted_why, suspected, not_a_revert):
-    from ledger.commands.record_past import Past
+def record_options_of(targets: str, knob: str, value: str | None, params: dict,
+                      several: bool = True):
+    """The command's options from the CLI's parameters, each declared once by the click
+    options above under the name of its :class:`~ledger.core.recording.RecordOptions`
+    field (the past's under :class:`~ledger.core.recording.Past`'s; ``--at``/``--all`` make
+    ``at``, ``--before-unset`` ``before_given``); ``several``: TARGET may name several
+    targets, separated by commas."""
+    from dataclasses import fields
 
-    return Past(when=when, already_reverted=already_reverted, reverted_when=reverted_when,
-                reverted_why=reverted_why, suspected=suspected, not_a_revert=not_a_revert)
+    from ledger.core.recording import Past
+    from ledger.core.recording import RecordOptions
+
+    params = dict(params)
+    at = selection(params.pop("at_line"), params.pop("all_places"))
+    before_unset = params.pop("before_unset", False)
+    before_given = params.get("before") is not None or before_unset
+    past = Past(**{f.name: params.pop(f.name) for f in fields(Past)})
+    names = split_targets(targets) if several and "," in targets else [targets]
+    return RecordOptions(targets=tuple(names), knob=knob, value=value, at=at, past=past,
+                         before_given=before_given, **params)
+
+
+def split_targets(text: str) -> list[str]:
+    """``decode,prefill`` as target names, each once, in the order given."""
+    names = [n.strip() for n in text.split(",")]
+    if any(not n for n in names):
+        raise UsageError(f"TARGET {text!r}: name the targets separated by commas")
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise UsageError(f"TARGET {text!r}: {', '.join(twice)} named twice")
+    return names
 
 
 def selection(at_line: int | None, all_places: bool) -> int | str | None:
@@ -108,10 +134,8 @@ def selection(at_line: int | None, all_places: bool) -> int | str | None:
 @json_option
 @dry_run_option
 @click.pass_context
-def record_knob(ctx, target_name, assignment, cls, title, why, at_line, all_places, unset,
-                as_string, adopt, before, before_unset, when, already_reverted, reverted_when, reverted_why,
-                suspected, not_a_revert, no_validate, force, restart, json_out,
-                dry_run) -> None:
+def record_knob(ctx, target_name, assignment, unset, json_out, restart, dry_run,
+                **params) -> None:
     """Change KNOB in TARGET (with backup) and record the entry.
 
     In a bash script a knob set in several places that take effect (the branches of an
@@ -136,43 +160,14 @@ def record_knob(ctx, target_name, assignment, cls, title, why, at_line, all_plac
         if "=" not in assignment:
             raise UsageError(f"expected KNOB=VALUE, got {assignment!r} (or use --unset)")
         knob, value = assignment.split("=", 1)
-    if before is not None and before_unset:
+    if params["before"] is not None and params["before_unset"]:
         raise UsageError("give --before VALUE or --before-unset, not both")
     if knob.startswith("-"):
         raise UsageError(f"{knob} is a launch flag: use `ledger record flag {target_name} "
                          f"{assignment}`")
-    at = selection(at_line, all_places)
-    if "," in target_name:
-        if as_string:
-            raise UsageError("--string writes one YAML target's value; name one target")
-        return _record_targets(ctx, target_name, knob, value, at, cls=cls, title=title,
-                               why=why, adopt=adopt, before=before,
-                               before_given=before is not None or before_unset,
-                               no_validate=no_validate, force=force, restart=restart,
-                               past=past_of(when, already_reverted, reverted_when,
-                                            reverted_why, suspected, not_a_revert),
-                               json_out=json_out, dry_run=dry_run)
-    r = do_record(ctx.find_object(State).session(ctx), target=target_name, knob=knob,
-                  value=value, cls=cls, title=title, why=why, adopt=adopt, before=before,
-                  before_given=before is not None or before_unset, no_validate=no_validate,
-                  force=force, dry_run=dry_run, at=at, restart=restart, string=as_string,
-                  past=past_of(when, already_reverted, reverted_when, reverted_why, suspected,
-                               not_a_revert))
-    _report(ctx, r, adopt, json_out, dry_run, r.live)
-
-
-def _record_targets(ctx, target_names: str, knob: str, value, at, *, json_out: bool,
-                    dry_run: bool, **options) -> None:
-    """``record knob decode,prefill K=V``: one entry across several targets."""
-    from ledger.commands.record_many import record_knob_targets
-    from ledger.commands.record_many import split_targets
-
-    if at is not None:
-        raise UsageError("--at/--all select places in one script; name one target")
-    r = record_knob_targets(ctx.find_object(State).session(ctx),
-                            targets=split_targets(target_names), knob=knob, value=value,
-                            dry_run=dry_run, **options)
-    _report(ctx, r, options["adopt"], json_out, dry_run, r.live)
+    opts = record_options_of(target_name, knob, value, params)
+    r = do_record(ctx.find_object(State).session(ctx), opts, dry_run=dry_run, restart=restart)
+    _report(ctx, r, opts.adopt, json_out, dry_run, r.live)
 
 
 def _report(ctx, r, adopt: bool, json_out: bool, dry_run: bool, live) -> None:
@@ -235,18 +230,13 @@ any env knob."""
 @json_option
 @dry_run_option
 @click.pass_context
-def record_flag(ctx, target_name, flag_words, cls, title, why, at_line, all_places, unset,
-                as_string, when, already_reverted, reverted_when, reverted_why, suspected, not_a_revert,
-                no_validate, force, restart, json_out, dry_run) -> None:
+def record_flag(ctx, target_name, flag_words, unset, json_out, restart, dry_run,
+                **params) -> None:
     from ledger.commands.record import record_knob as do_record
 
     flag, value = parse_flag_words(flag_words, unset)
-    at = selection(at_line, all_places)
-    r = do_record(ctx.find_object(State).session(ctx), target=target_name, knob=flag,
-                  value=value, cls=cls, title=title, why=why, no_validate=no_validate,
-                  force=force, dry_run=dry_run, at=at, restart=restart, string=as_string,
-                  past=past_of(when, already_reverted, reverted_when, reverted_why, suspected,
-                               not_a_revert))
+    opts = record_options_of(target_name, flag, value, params, several=False)
+    r = do_record(ctx.find_object(State).session(ctx), opts, dry_run=dry_run, restart=restart)
     _report(ctx, r, False, json_out, dry_run, r.live)
 
 

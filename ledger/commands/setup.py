@@ -20,7 +20,7 @@ from ledger.store import wsgit
 from ledger.store.roots import contract_home
 from ledger.store.roots import new_root_name
 from ledger.store.roots import split_rooted
-from ledger.store.targets import format_of
+from ledger.store.targets import target_format
 from ledger.store.targets import read_target
 from ledger.store.workspace import CONFIG_NAME
 from ledger.store.workspace import ENTRIES_NAME
@@ -141,7 +141,7 @@ def add_target(
         spelled = s.ws.place(abs_path, root)
     try:
         target = Target(name, spelled, fmt, container, key_path, flags)
-        format_of(target)  # a malformed container address or key path fails here
+        target_format(target)  # a malformed container address or key path fails here
     except FormatError as e:
         raise InvalidValue(f"target {name}: {e}") from None
     # parses (by its path on this machine), so a bad file or a missing container fails now
@@ -186,7 +186,7 @@ def target_summary(s: Session, name: str, target: Target | None = None) -> dict:
     else:
         d = {**base, **tf.summary.to_dict()}
     # files it names or that sit beside it (a unit's drop-ins), read now (not cached)
-    outside = format_of(t).outside_notes(tf.text, str(tf.path))
+    outside = target_format(t).outside_notes(tf.text, str(tf.path))
     if outside:
         d["notes"] = [*d["notes"], *outside]
     from ledger.commands.catalog import engine_of

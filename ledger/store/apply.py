@@ -111,6 +111,7 @@ def new_target_bytes(
     entries: Sequence[Entry] = (),
     sources: Mapping[planner.KnobKey, str | None] | None = None,
     lines: Mapping[planner.KnobKey, str | None] | None = None,
+    edited: Mapping[str, bytes] | None = None,
 ) -> dict[Path, tuple[bytes, bytes]]:
     """(old, new) bytes per target path for the planned knob values.
 
@@ -118,6 +119,8 @@ def new_target_bytes(
     a deterministic order whatever the order of the commands that removed them.
     ``sources`` / ``lines``: the exact text of each new value, and the exact lines of a
     knob that comes back (see :func:`planner.knob_sources`, :func:`planner.knob_lines`).
+    ``edited``: target -> its new bytes where the command already made the edit (``record``
+    edits once, then applies that edit).
     """
     order = {key: layer[0].seq for key, layer in planner.knob_layers(entries).items()}
     by_target: dict[str, dict[str, str | None]] = {}
@@ -134,8 +137,11 @@ def new_target_bytes(
             tf = parse_target(tf.target, tf.path, out[tf.path][1])
         texts = {k: (sources or {}).get((target, k)) for k in knob_values}
         blocks = {k: (lines or {}).get((target, k)) for k in knob_values}
-        new = edit_target(tf, knob_values, anchors.get(target), places.get(target), texts,
-                          blocks)
+        if edited and target in edited and tf.raw is files[target].raw:
+            new = edited[target]
+        else:
+            new = edit_target(tf, knob_values, anchors.get(target), places.get(target), texts,
+                              blocks)
         if new != tf.raw:
             out[tf.path] = (old, new)
             # Kept for the next command while the edit's verification is at hand (keyed
@@ -171,13 +177,15 @@ def apply_plan(
     engine: Callable[[Sequence[Entry], planner.Plan], EnginePlan | None] | None = None,
     files: dict[str, TargetFile] | None = None,
     drifts: Sequence | None = None,
+    edited: Mapping[str, bytes] | None = None,
 ) -> Applied:
     """Carry out ``plan``: all of it or none of it.
 
     The plan's ``added`` entries are what the command records (last in the result's
     ``changed``); ``extra_ledger_writes``, other workspace files it writes (a patch).
     ``files``/``drifts``: the targets the caller read under the lock and the drift it
-    found in them, so that each file is read and checked once.
+    found in them, so that each file is read and checked once; ``edited``: the new bytes
+    of targets the caller already edited (see :func:`new_target_bytes`).
     """
     entries = ws.entries()
     result = Applied(op=plan.op, changed=[*(new for _, new in plan.changes), *plan.added],
@@ -188,7 +196,7 @@ def apply_plan(
         result.changed = [*(new for _, new in plan.changes), *plan.added]
     after = plan.new_entries(entries)
     writes = new_target_bytes(files, plan.knob_edits, entries, planner.knob_sources(after),
-                              planner.knob_lines(after))
+                              planner.knob_lines(after), edited)
     result.files = {str(path): unified(str(path), old, new) for path, (old, new) in writes.items()}
     engine_plan = None
     if plan.patch_flips:

@@ -11,66 +11,32 @@ given a source writes it back verbatim (``value: $HF_TOKEN`` comes back as it wa
 
 Flag catalogs: a yaml-map target with ``flags: sglang|vllm`` is an engine ``--config``
 file; ``record knob`` checks its keys against that engine's flag catalog (see
-:func:`ledger.commands.record.check_config_key`).
+:func:`ledger.commands.record.check_config_key`).  The file as read is a
+:class:`ledger.core.target_file.TargetFile` (pure; the planners decide from it).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from dataclasses import field
 from pathlib import Path
-from typing import Any
 from typing import Mapping
 
 from envknobs.registry import KnobError
 from ledger.core.layout import add_knob
 from ledger.core.layout import anchor_for
 from ledger.core.model import Target
+from ledger.core.target_file import ENCODING
+from ledger.core.target_file import ERRORS
+from ledger.core.target_file import Edited
+from ledger.core.target_file import TargetFile
 from ledger.core.model import place_knob
 from ledger.core.model import split_place
 from ledger.errors import AmbiguousPlace
 from ledger.errors import InvalidValue
 from ledger.errors import LedgerError
 from ledger.errors import TargetError
+from ledger.errors import UsageError
 from ledger.store.workspace import Workspace
 from ledger.store.managed import check_target_file
-
-ENCODING = "utf-8"
-ERRORS = "surrogateescape"
-
-
-@dataclass(frozen=True)
-class TargetFile:
-    target: Target
-    path: Path
-    raw: bytes
-    values: dict[str, str]
-    # bash targets: what the format sees (envknobs.formats.common.places.Summary), and the value
-    # at every place of every knob, keyed knob@place ("CUDA_VISIBLE_DEVICES@launch 2")
-    summary: Any = None
-    place_values: dict[str, str | None] = field(default_factory=dict)
-
-    @property
-    def text(self) -> str:
-        return self.raw.decode(ENCODING, ERRORS)
-
-    def live(self, knob: str) -> str | None:
-        """The live value of a layer key: a knob, or ``knob@place``."""
-        if split_place(knob)[1] is not None:
-            return self.place_values.get(knob)
-        return self.values.get(knob)
-
-    def ambiguity(self, knob: str):
-        """For a whole knob (not ``knob@place``) that has no single value in the file —
-        conditional on a branch or repeated on several launch lines — its summary."""
-        if split_place(knob)[1] is not None:
-            return None
-        found = self.knob_summary(knob)
-        return found if found is not None and found.needs_selection else None
-
-    def knob_summary(self, knob: str):
-        """The format's view of ``knob`` (places, conditional, repeated), if it has one."""
-        return self.summary.get(knob) if self.summary is not None else None
 
 
 def anchor_in(
@@ -82,7 +48,7 @@ def anchor_in(
     """
     from envknobs.formats import FormatError
 
-    fmt = _format(tf.target)
+    fmt = target_format(tf.target)
     try:
         place = launch_place_anchor(fmt, text, knob)
         if place is not None:
@@ -106,7 +72,8 @@ def launch_place_anchor(fmt, text: str, knob: str) -> dict | None:
 
 
 def target_format(target: Target):
-    """The envknobs format that reads and edits ``target``."""
+    """The envknobs format that reads and edits ``target`` (FormatError for a bad setting:
+    a malformed container address or key path); the one way to a target's format."""
     from envknobs.formats import get_format
 
     if target.format == "yaml-map":
@@ -118,23 +85,68 @@ def target_format(target: Target):
     return get_format(target.format, container=target.container)
 
 
-_format = target_format
-
-
-def format_of(target: Target):
-    """The envknobs format object of ``target`` (FormatError for a bad setting)."""
-    return _format(target)
-
-
 def source_in(target: Target, text: str, knob: str) -> str | None:
     """The exact text ``knob``'s value is written with in ``text`` (None: absent, or a
     format that does not keep it)."""
     from envknobs.formats import FormatError
 
     try:
-        return _format(target).source(text, knob)
+        return target_format(target).source(text, knob)
     except (FormatError, KnobError):
         return None
+
+
+def canonical_knob(tf: TargetFile, knob: str) -> str:
+    """A flag as the file's launch lines spell it in the catalog (``--tp`` -> ``--tp-size``)."""
+    return target_format(tf.target).canonical(tf.text, knob)
+
+
+def select_places(tf: TargetFile, knob: str, at: int | str | None, value: str | None,
+                  adopt: bool = False) -> list:
+    """The format's places of ``knob`` that ``at`` (a line, ``"all"``) selects.
+
+    Without ``at``: no silent pick — a knob with several places, or one that depends on a
+    branch, is refused with each place as ``file:line`` and how to select one (with
+    ``adopt``: record it with ``--at``); a file the format cannot select in gives no
+    places (its edit reports it, naming the file)."""
+    from envknobs.formats import FormatError
+    from envknobs.formats.common.places import AmbiguousKnob
+
+    try:
+        return target_format(tf.target).select_places(tf.text, knob, at,
+                                                      "unset" if value is None else "set")
+    except AmbiguousKnob as e:
+        if adopt:
+            raise UsageError(f"{tf.path}: {knob} has several places; --adopt cannot say which "
+                             "one was edited: record it with --at LINE instead") from e
+        raise ambiguous(e, tf.path) from e
+    except FormatError as e:
+        if at is None:
+            return []
+        raise TargetError(str(tf.path), str(e)) from e
+
+
+def edited(tf: TargetFile, knob: str, value: str | None, *, anchors: Mapping[str, dict | None],
+           places: Mapping[str, dict] | None = None, string: bool = False,
+           without: bool = False) -> Edited:
+    """``tf`` with ``knob`` set to ``value`` (or unset): the one edit a recorded change makes,
+    as :func:`edit_target` writes it (``anchors``/``places``: the target's ledger knobs, so
+    a knob the ledger had goes back where it was), with where the knob sits and the exact
+    text of its value before and after.  ``string``: the value written as a YAML string;
+    ``without``: also the text without the knob (:attr:`Edited.without`)."""
+    from envknobs.formats.yaml.scalar import double_quoted
+
+    sources = {knob: " " + double_quoted(value)} if string and value is not None else None
+    raw = edit_target(tf, {knob: value}, anchors, places, sources)
+    text = raw.decode(ENCODING, ERRORS)
+    holding = tf.text if value is None else text
+    return Edited(
+        raw,
+        anchor=anchor_in(tf, holding, knob, anchors),
+        before_source=source_in(tf.target, tf.text, knob),
+        after_source=None if value is None else source_in(tf.target, text, knob),
+        without=edit_target(tf, {knob: None}).decode(ENCODING, ERRORS) if without else None,
+    )
 
 
 def _message(e: Exception, path: Path) -> str:
@@ -182,7 +194,7 @@ def parse_target(target: Target, path: Path, raw: bytes) -> TargetFile:
 
     text = raw.decode(ENCODING, ERRORS)
     try:
-        fmt = _format(target)
+        fmt = target_format(target)
         summary = fmt.summary(text)
         if summary is None:  # a format whose knobs have one spot each
             return TargetFile(target, path, raw, fmt.parse(text))
@@ -226,7 +238,7 @@ def edit_target(
     from envknobs.formats import FormatError
     from envknobs.formats.common.places import AmbiguousKnob
 
-    fmt = _format(tf.target)
+    fmt = target_format(tf.target)
     text = tf.text
     present = tf.values
     plain = {k: v for k, v in edits.items() if split_place(k)[1] is None}

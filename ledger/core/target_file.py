@@ -1,0 +1,84 @@
+"""A target file as the ledger sees it: its bytes and what its format found in them.
+
+Pure: no reading, no parsing here.  :mod:`ledger.store.targets` reads a file and fills one
+in through the target's ``envknobs`` format; the planners (:mod:`ledger.core.recording`,
+:mod:`ledger.core.planner`) and :mod:`ledger.core.layout` decide from it without touching
+the disk.  The text is the bytes decoded as UTF-8 with ``surrogateescape``, so that any
+byte sequence comes back out exactly as it went in.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from dataclasses import field
+from pathlib import Path
+from typing import Any
+
+from ledger.core.model import Target
+from ledger.core.model import split_place
+
+ENCODING = "utf-8"
+ERRORS = "surrogateescape"
+
+
+@dataclass(frozen=True)
+class TargetFile:
+    target: Target
+    path: Path
+    raw: bytes
+    values: dict[str, str]
+    # bash targets: what the format sees (envknobs.formats.common.places.Summary), and the value
+    # at every place of every knob, keyed knob@place ("CUDA_VISIBLE_DEVICES@launch 2")
+    summary: Any = None
+    place_values: dict[str, str | None] = field(default_factory=dict)
+
+    @property
+    def text(self) -> str:
+        return self.raw.decode(ENCODING, ERRORS)
+
+    def live(self, knob: str) -> str | None:
+        """The live value of a layer key: a knob, or ``knob@place``."""
+        if split_place(knob)[1] is not None:
+            return self.place_values.get(knob)
+        return self.values.get(knob)
+
+    def ambiguity(self, knob: str):
+        """For a whole knob (not ``knob@place``) that has no single value in the file —
+        conditional on a branch or repeated on several launch lines — its summary."""
+        if split_place(knob)[1] is not None:
+            return None
+        found = self.knob_summary(knob)
+        return found if found is not None and found.needs_selection else None
+
+    def knob_summary(self, knob: str):
+        """The format's view of ``knob`` (places, conditional, repeated), if it has one."""
+        return self.summary.get(knob) if self.summary is not None else None
+
+    def names(self) -> list[str]:
+        """Every knob and flag name the file holds, in file order."""
+        names = list(self.values)
+        if self.summary is not None:
+            names += [k.knob for k in self.summary.knobs]
+        return list(dict.fromkeys(names))
+
+
+@dataclass(frozen=True)
+class Edited:
+    """A target file edited once by its format (the change a command records): the new
+    bytes, and what the format says of the knob in the file before and after — where the
+    knob sits (``anchor``, see :mod:`ledger.core.layout`) and the exact text of its value.
+    ``without``: the text with the knob removed, where a planner asked for it (the lines
+    of an adopted knob the file added by hand)."""
+
+    raw: bytes
+    anchor: dict | None = None
+    before_source: str | None = None
+    after_source: str | None = None
+    without: str | None = None
+
+    @property
+    def text(self) -> str:
+        return self.raw.decode(ENCODING, ERRORS)
+
+
+__all__ = ["ENCODING", "ERRORS", "Edited", "TargetFile"]
