@@ -375,7 +375,7 @@ def record_at(s: Session, tf, entries, *, knob: str, value: str | None, at: int 
     drifts = []
     for p in selected:
         key = place_knob(knob, p.key)
-        live = tf.place_values.get(key)
+        live = tf.live(key)
         layer = layers.get((target, key))
         expected = planner.layer_value(layer) if layer else live
         if live != expected and not force:
@@ -452,8 +452,8 @@ def _adopted_before(tf, layer, knob: str, value: str | None, before: str | None)
 def _before_now(tf, layer, knob: str, force: bool, drifts, value: str | None) -> str | None:
     """The value in effect before a new change: the ledger's, which the file must agree
     with (``drifts``: what checking the file found; drift is refused unless ``force``,
-    which takes the file's)."""
-    live = tf.values.get(knob)
+    which takes the file's; a computed value is its shell text, :meth:`TargetFile.live`)."""
+    live = tf.live(knob)
     expected = planner.layer_value(layer) if layer else live
     if live != expected:
         if not force:

@@ -230,7 +230,7 @@ def add_knob(
         return placed
     exact = "".join(old[:ops[0][1]]) + lines + "".join(old[ops[0][1]:])
     try:
-        if fmt.parse(exact) == fmt.parse(placed):
+        if fmt.parse_exact(exact) == fmt.parse_exact(placed):
             return exact
     except ValueError:
         pass
@@ -252,7 +252,7 @@ def _add_at_anchor(
     if len(ops) != 1 or ops[0][0] != "insert":
         return placed
     block = new[ops[0][3]:ops[0][4]]
-    present = fmt.parse(text)
+    present = fmt.parse_exact(text)
     spans = _spans(fmt, text, [k for k in managed if k in present and k != knob])
     anchors = {k: a for k, a in managed.items() if a}
     pos, side = _resolve(text, anchor, anchors, spans)
@@ -269,7 +269,7 @@ def _add_at_anchor(
         return placed  # the anchor is a last line without a newline: keep the format's way
     moved = "".join(old[:pos] + block + old[pos:])
     try:
-        if fmt.parse(moved) != {**present, knob: value}:
+        if fmt.parse_exact(moved) != {**present, knob: value}:
             return placed
     except ValueError:
         return placed

@@ -55,10 +55,32 @@ class TargetFile:
         return self.raw.decode(ENCODING, ERRORS)
 
     def live(self, knob: str) -> str | None:
-        """The live value of a layer key: a knob, or ``knob@place``."""
+        """The live value of a layer key: a knob, or ``knob@place``; a value the shell
+        computes is its shell text (``${MEM_FRACTION_STATIC}``: :attr:`exprs`)."""
         if split_place(knob)[1] is not None:
-            return self.place_values.get(knob)
-        return self.values.get(knob)
+            found = self.place_values.get(knob)
+        else:
+            found = self.values.get(knob)
+        return found if found is not None else self.exprs.get(knob)
+
+    @property
+    def exprs(self) -> dict[str, str]:
+        """Layer key -> the shell text of a value the shell computes (bash targets).
+
+        Such a value is recorded as that text, and written back as those bytes, so that
+        a revert of ``--mem-fraction-static ${MEM_FRACTION_STATIC}`` -> ``0.85`` puts the
+        expression back instead of removing the flag (issue 50).  Kept apart from
+        :attr:`values`, which hold what the process receives (A/B sides, ``status
+        --live``, release checks need real values, never shell text)."""
+        out: dict[str, str] = {}
+        for k in getattr(self.summary, "knobs", ()) or ():
+            for p in k.places:
+                expr = getattr(p, "expr", None)
+                if expr is not None:
+                    out[place_knob(k.knob, p.key)] = expr
+                    if not k.needs_selection and len(k.places) == 1:
+                        out[k.knob] = expr
+        return out
 
     def ambiguity(self, knob: str):
         """For a whole knob (not ``knob@place``) that has no single value in the file —
@@ -102,7 +124,8 @@ def launch_place_anchor(fmt, text: str, knob: str) -> dict | None:
     if found is None or len(found.places) != 1 or found.places[0].kind not in _LAUNCH_WORDS:
         return None
     p = found.places[0]
-    return {"place": {"key": p.key, "value": p.value, "raw": p.raw, "anchor": p.anchor}}
+    value = p.value if p.value is not None else getattr(p, "expr", None)
+    return {"place": {"key": p.key, "value": value, "raw": p.raw, "anchor": p.anchor}}
 
 
 def target_format(target: Target):
@@ -298,4 +321,14 @@ def _add(fmt, text: str, knob: str, value: str, anchors: Mapping[str, dict | Non
             )
         except FormatError:
             pass  # the text around it changed: the format places it as a new knob
+        if raw is None and place.get("raw") and isinstance(place.get("value"), str):
+            # Back where it was, as it was recorded there, then given this value (a value
+            # computed from a variable goes back as that text: issue 50).
+            try:
+                out = fmt.edit_places(text, knob, [PlaceEdit(
+                    str(place.get("key")), str(place.get("value")), raw=place.get("raw"),
+                    anchor=place.get("anchor"))])
+                return fmt.set_exact(out, knob, value, source)
+            except FormatError:
+                pass
     return add_knob(fmt, text, knob, value, anchors, source=source, lines=lines)

@@ -82,6 +82,8 @@ from envknobs.formats.bash.words import quote_value
 from envknobs.formats.bash.write import add_docker_env
 from envknobs.formats.bash.write import add_flag
 from envknobs.formats.bash.write import add_prefix
+from envknobs.formats.bash.write import value_span
+from envknobs.formats.bash.summary import fingerprints_except
 from envknobs.formats.bash.argstring import put_back_in
 from envknobs.formats.bash.strings import refuse_holder
 from envknobs.formats.bash.strings import script_strings
@@ -141,6 +143,15 @@ class BashFormat(TargetFormat):
             if k.value is not None and not k.needs_selection
         }
 
+    def parse_exact(self, text: str) -> dict[str, str]:
+        out = {}
+        for k in self.summary(text).knobs:
+            if not k.needs_selection and len(k.places) == 1:
+                value = k.places[0].value if k.places[0].value is not None else k.places[0].expr
+                if value is not None:
+                    out[k.knob] = value
+        return out
+
     def summary(self, text: str) -> Summary:
         """Every knob and flag with its places, and the launch commands (``target show``);
         the flags of strings the launch expands (``$OPTS``: :mod:`.strings`) included."""
@@ -160,6 +171,44 @@ class BashFormat(TargetFormat):
         """The name this file's knob goes by: a flag's catalog spelling for its engine
         (``--tp`` -> ``--tp-size``, ``-tp`` -> ``--tensor-parallel-size`` for vLLM)."""
         return resolve_knob(_read(text), knob)
+
+    def source(self, text: str, knob: str) -> str | None:
+        """The shell text of ``knob``'s value where the shell computes it
+        (``${MEM_FRACTION_STATIC}``), its one place seen on every path; None for a
+        static value (rendered on a write, as ever) or a knob without one place."""
+        try:
+            found = self.knob(text, knob)
+        except FormatError:
+            return None
+        if found is None or found.needs_selection or len(found.places) != 1:
+            return None
+        return found.places[0].expr
+
+    def set_exact(self, text: str, knob: str, value: str, source: str | None) -> str:
+        """``set``, writing ``source`` verbatim where it is the shell text of a computed
+        value (:meth:`source`) equal to ``value``: a revert puts
+        ``--mem-fraction-static ${MEM_FRACTION_STATIC}`` back, byte for byte.  The
+        place must be the knob's one place and hold one value word; the result is
+        re-read: that place computes from exactly ``source`` and every other knob reads
+        as before.  Else the value is rendered (a literal)."""
+        if source is None or source != value or decode_value(source) is not None:
+            return self.set(text, knob, value)
+        a = _read(text)
+        knob = resolve_knob(a, knob)
+        state = a.knobs.get(knob)
+        if state is None or len(state.places) != 1 or state.conditional:
+            return self.set(text, knob, value)
+        site = state.places[0]
+        span = value_span(text, site)
+        if span is None:
+            return self.set(text, knob, value)
+        out = text[: span[0]] + source + text[span[1]:]
+        after = _read(out)
+        if self.source(out, knob) != source or fingerprints_except(a, after, knob):
+            raise FormatError(
+                f"line {site.line}: cannot write {knob} back as {source!r}: re-reading the "
+                "file does not show it computed from that text; edit it by hand")
+        return out
 
     def select_places(
         self, text: str, knob: str, at: int | str | None, action: str = "set"
@@ -189,12 +238,20 @@ class BashFormat(TargetFormat):
         return tuple(found)
 
     # -- writing --------------------------------------------------------------------
-    def set(self, text: str, knob: str, value: str, at: int | str | None = None) -> str:
+    def set(self, text: str, knob: str, value: str, at: int | str | None = None,
+            source: str | None = None) -> str:
         """Set ``knob`` to ``value`` at the selected places (see the module docstring).
+
+        ``source``: the shell text of a computed value to write back (:meth:`set_exact`);
+        a knob that is absent is added with the value, then given that text.
 
         Raises KnobError on a bad name/value, AmbiguousKnob when a selection is needed,
         FormatError when the place is computed by the shell or the edit does not verify.
         """
+        if source is not None and at is None and source == value:
+            out = text if self.source(text, knob) is not None else \
+                self.set(text, knob, "0", at)
+            return self.set_exact(out, knob, value, source)
         _check(knob, value)
         a = _read(text)
         knob = resolve_knob(a, knob)
@@ -233,6 +290,8 @@ class BashFormat(TargetFormat):
             _check(knob, value)
         removals = [k for k, v in edits.items() if v is None]
         changes = {k: v for k, v in edits.items() if v is not None}
+        for knob in [k for k in changes if (sources or {}).get(k) is not None]:
+            text = self.set_exact(text, knob, changes.pop(knob), sources[knob])  # type: ignore[index]
         if len(edits) > 1:
             out = self._batch(text, removals, changes)
             if out is not None:

@@ -408,6 +408,38 @@ def _folded_lines(text: str, node: ScalarNode, knobs: set[str]) -> dict[str, int
         return {}
 
 
+def _value_token(argv: Argv, knob: str) -> Token | None:
+    """The list item holding the value of ``knob``'s occurrence that takes effect: its
+    value word (``- --x`` ``- v``), or the flag word itself (``- --x=v``)."""
+    use = next((u for u in reversed(argv.uses) if u.knob == knob), None)
+    if use is None:
+        return None
+    if use.form == "space" and len(use.values) == 1:
+        tok = argv.tokens[use.values[0].start]
+    elif use.form == "equals":
+        tok = argv.tokens[use.word.start]
+    else:
+        return None
+    return None if tok.node.style in ("|", ">") else tok
+
+
+def argv_value_source(text: str, argv: Argv, knob: str) -> str | None:
+    """The exact text of the list item holding ``knob``'s value (``mlx5_bond_0,...``
+    plain, ``"0.8"`` quoted, ``'--x=v'``): what an entry keeps, so that a revert writes
+    the item back in its own style, whatever its neighbours' (issue 50)."""
+    tok = _value_token(argv, knob) if argv.script is None else None
+    return None if tok is None else text[tok.node.start_mark.index : tok.node.end_mark.index]
+
+
+def with_argv_source(text: str, argv: Argv, knob: str, source: str) -> str | None:
+    """``text`` with the item :func:`argv_value_source` names written as ``source``
+    (None: no such item); the caller checks that the file then reads as intended."""
+    tok = _value_token(argv, knob) if argv.script is None else None
+    if tok is None or "\n" in source:
+        return None
+    return text[: tok.node.start_mark.index] + source + text[tok.node.end_mark.index :]
+
+
 def list_argv(seq: SequenceNode, engine: str | None = None) -> Argv:
     """A bare list of argument words (Helm values ``extraArgs``, ``vllm_args``) as an argv."""
     from envknobs.formats.bash.analysis import flag_lookup

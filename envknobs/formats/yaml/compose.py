@@ -250,13 +250,84 @@ def _edit_script(text: str, a: ComposeArgv, knob: str, value: str | None) -> str
     return words.replaced([(sw.start, sw.end, requoted(new, sw.raw))])  # type: ignore[union-attr]
 
 
+def _value_word(a: ComposeArgv, knob: str) -> tuple[int, str] | None:
+    """(word index, prefix) of the value word of ``knob``'s occurrence that takes effect,
+    where compose interpolates it: ``--x ${X:-8}`` (prefix "") or ``--x=${X:-8}``
+    (prefix ``--x=``); None for a literal value, a switch or a list of words."""
+    use = next((u for u in reversed(a.uses) if u.knob == knob), None)
+    if use is None or use.value is not None:
+        return None
+    if use.form == "space" and len(use.values) == 1:
+        return use.values[0].start, ""
+    if use.form == "equals":
+        return use.word.start, a.words[use.word.start].raw.partition("=")[0] + "="
+    return None
+
+
+def _word_source(text: str, a: ComposeArgv, i: int) -> str:
+    w = a.words[i]
+    if w.part.tokens is not None:
+        node = w.part.tokens[w.index].node
+        return text[node.start_mark.index : node.end_mark.index]
+    return w.part.words.words[w.index].raw  # type: ignore[union-attr]
+
+
+def _expr(text: str, a: ComposeArgv, knob: str) -> str | None:
+    found = _value_word(a, knob)
+    return None if found is None else _word_source(text, a, found[0])[len(found[1]):]
+
+
+def compose_source(text: str, service: MappingNode, label: str, knob: str) -> str | None:
+    """The text of flag ``knob``'s value where compose interpolates it
+    (``${MAX_MODEL_LEN:-8192}``): what the ledger records as its value, so that a
+    revert writes it back (issue 50).  None for a literal or a shell script's flag."""
+    a = ComposeArgv(text, service, label)
+    found = _value_word(a, knob) if a.script is None else None
+    if found is None:
+        return None
+    i, prefix = found
+    return _word_source(text, a, i)[len(prefix):]
+
+
+def restore_compose_source(text: str, service: MappingNode, label: str, knob: str,
+                           source: str) -> str | None:
+    """``text`` with flag ``knob``'s value word written back as ``source`` (the text
+    :func:`compose_source` gave), in place; None where the flag has no single value word
+    to hold it (the caller writes the value instead)."""
+    a = ComposeArgv(text, service, label)
+    if a.script is not None:
+        return None
+    use = next((u for u in reversed(a.uses) if u.knob == knob), None)
+    if use is None:
+        return None
+    if use.form == "space" and len(use.values) == 1:
+        i, prefix = use.values[0].start, ""
+    elif use.form == "equals":
+        i, prefix = use.word.start, a.words[use.word.start].raw.partition("=")[0] + "="
+    else:
+        return None
+    w = a.words[i]
+    if w.part.tokens is not None:
+        node = w.part.tokens[w.index].node
+        if prefix and not source.startswith(("'", '"')):
+            new = prefix + source
+        elif prefix:
+            return None
+        else:
+            new = source
+        return text[: node.start_mark.index] + new + text[node.end_mark.index :]
+    sw = w.part.words.words[w.index]  # type: ignore[union-attr]
+    return w.part.words.replaced([(sw.start, sw.end, prefix + source)])  # type: ignore[union-attr]
+
+
 def compose_places(text: str, service: MappingNode, label: str):
     """(knob, file line, value or None where computed) of the occurrence of each flag that
     takes effect, and notes (a flag given twice, a script inside a string)."""
     a = ComposeArgv(text, service, label)
     if a.script is None:
         last = {u.knob: u for u in a.uses}
-        rows = [(k, a.line(text, u.word.start), u.value) for k, u in last.items()]
+        rows = [(k, a.line(text, u.word.start), u.value, _expr(text, a, k))
+                for k, u in last.items()]
         return rows, flagedit.repeated_note(a.uses, lambda i: a.line(text, i), f"the {a.label}")
     w = a.words[a.script]
     bash = _bash()
@@ -271,4 +342,4 @@ def compose_places(text: str, service: MappingNode, label: str):
 
 
 __all__ = ["ComposeArgv", "PARTS", "canonical_compose_flag", "compose_flags", "compose_places",
-           "edit_compose_flag", "is_command_path"]
+           "compose_source", "edit_compose_flag", "is_command_path", "restore_compose_source"]

@@ -57,6 +57,9 @@ from envknobs.flags import check_flag_name
 from envknobs.flags import is_flag_name
 from envknobs.formats.common import FormatError
 from envknobs.formats.common import TargetFormat
+from envknobs.formats.yaml.argv import argv_value_source
+from envknobs.formats.yaml.argv import read_argv
+from envknobs.formats.yaml.argv import with_argv_source
 from envknobs.formats.yaml.argv import canonical_flag_in
 from envknobs.formats.yaml.argv import container_flags
 from envknobs.formats.yaml.argv import edit_container_flag
@@ -237,7 +240,8 @@ class K8sFormat(FlagPlaces, TargetFormat):
         c = self._locate(text)
         return canonical_flag_in(c.node, c.label, text, knob)
 
-    def _edit_flag(self, text: str, knob: str, value: str | None) -> str:
+    def _edit_flag(self, text: str, knob: str, value: str | None,
+                   source: str | None = None) -> str:
         check_flag_name(knob)
         if value is not None:
             check_knob_value(value)
@@ -247,6 +251,10 @@ class K8sFormat(FlagPlaces, TargetFormat):
         before = self.parse(text)
         if value is not None and before.get(knob) == value:
             return text  # (an unset always edits: a computed flag is absent from parse)
+        if value is not None and source is not None:  # the item as it was written
+            out = with_argv_source(text, read_argv(c.node, c.label), knob, source)
+            if out is not None and self.parse(out) == {**before, knob: value}:
+                return out
         out = edit_container_flag(text, c.node, c.label, knob, value)
         return verified(before, self.parse(out), knob, value, out)
 
@@ -261,8 +269,12 @@ class K8sFormat(FlagPlaces, TargetFormat):
         return self.set(text, knob, value, source=source)
 
     def source(self, text: str, knob: str) -> str | None:
-        """The exact source text of ``knob``'s value (after ``value:``), or None."""
+        """The exact source text of ``knob``'s value (after ``value:``; a flag's: its
+        value's list item, :func:`~.argv.argv_value_source`), or None."""
         c = self._locate(text)
+        if is_flag_name(knob):
+            knob = canonical_flag_in(c.node, c.label, text, knob)
+            return argv_value_source(text, read_argv(c.node, c.label), knob)
         item = next((it for it in reversed(c.items) if it.name == knob), None)
         sourced = _from_sources(c).get(knob)
         if item is None and sourced is not None:
@@ -296,7 +308,7 @@ class K8sFormat(FlagPlaces, TargetFormat):
         verbatim where it reads back as ``value``; otherwise the value is rendered.
         """
         if is_flag_name(knob):
-            return self._edit_flag(text, knob, value)
+            return self._edit_flag(text, knob, value, source)
         check_assignment_args(knob, value)
         check_yaml_text(value)
         c = self._locate(text)

@@ -87,9 +87,13 @@ from envknobs.formats.yaml.edit import splice_value
 from envknobs.formats.yaml.edit import value_span
 from envknobs.formats.yaml.edit import walk_path
 from envknobs.formats.common.places import Summary
+from envknobs.formats.yaml.argv import argv_value_source
+from envknobs.formats.yaml.argv import with_argv_source
 from envknobs.formats.yaml.compose import PARTS
 from envknobs.formats.yaml.compose import canonical_compose_flag
 from envknobs.formats.yaml.compose import compose_flags
+from envknobs.formats.yaml.compose import compose_source
+from envknobs.formats.yaml.compose import restore_compose_source
 from envknobs.formats.yaml.compose import compose_places
 from envknobs.formats.yaml.compose import edit_compose_flag
 from envknobs.formats.yaml.compose import is_command_path
@@ -306,6 +310,24 @@ class YamlMapFormat(FlagPlaces, TargetFormat):
         out = edit_compose_flag(text, m.service, name, knob, value)  # type: ignore[arg-type]
         return verified(before, self.parse(out), knob, value, out)
 
+    def _compose_back(self, text: str, m: _Map, knob: str, source: str) -> str:
+        """A compose flag's interpolated value (``${MAX_MODEL_LEN:-8192}``) written back
+        as it was, in place (a revert); the file must then read it from that text, and
+        every other flag as before."""
+        name = str(self.steps[1])
+        knob = canonical_compose_flag(text, m.service, name, knob)  # type: ignore[arg-type]
+        before = self.parse(text)
+        out = restore_compose_source(text, m.service, name, knob, source)  # type: ignore[arg-type]
+        if out is None:
+            raise FormatError(f"{self._where()}: cannot write {knob} back as {source!r}; "
+                              "edit it by hand")
+        after = self.parse(out)
+        before.pop(knob, None)
+        if after != before or self.source(out, knob) != source:
+            raise FormatError(f"{self._where()}: writing {knob} back as {source!r} does not "
+                              "read back as it; edit it by hand")
+        return out
+
     def set_exact(self, text: str, knob: str, value: str, source: str | None) -> str:
         return self.set(text, knob, value, source=source)
 
@@ -314,6 +336,13 @@ class YamlMapFormat(FlagPlaces, TargetFormat):
         if (env := self._env_items(text)) is not None:
             return env.source(text, knob)
         m = self._locate(text)
+        if m.service is not None and is_flag_name(knob):
+            name = str(self.steps[1])
+            knob = canonical_compose_flag(text, m.service, name, knob)  # type: ignore[arg-type]
+            return compose_source(text, m.service, name, knob)  # type: ignore[arg-type]
+        if isinstance(m.node, SequenceNode) and not self.strings and is_flag_name(knob):
+            argv = list_argv(m.node, self.engine)
+            return argv_value_source(text, argv, self.canonical(text, knob))
         if isinstance(m.node, SequenceNode) or m.service is not None:
             return None
         pair = self._pairs(m).get(knob)
@@ -343,6 +372,8 @@ class YamlMapFormat(FlagPlaces, TargetFormat):
             return env.set(text, knob, value, source=source)
         m = self._locate(text)
         if m.service is not None:
+            if source is not None and source == value and "$" in value:
+                return self._compose_back(text, m, knob, value)
             return self._compose_edit(text, m, knob, value)
         before = self.parse(text)
         if before.get(knob) == value:
@@ -354,6 +385,10 @@ class YamlMapFormat(FlagPlaces, TargetFormat):
                 knob = self.canonical(text, knob)
                 if before.get(knob) == value:
                     return text
+                if source is not None:  # the item as it was written
+                    out = with_argv_source(text, list_argv(m.node, self.engine), knob, source)
+                    if out is not None and self.parse(out) == {**before, knob: value}:
+                        return out
                 out = edit_list_flag(text, m.node, knob, value, self.engine)
             return verified(before, self.parse(out), knob, value, out)
         pairs = self._pairs(m)
