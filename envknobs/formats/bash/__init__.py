@@ -56,6 +56,7 @@ untouched.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Mapping
 from typing import Sequence
 
@@ -83,6 +84,8 @@ from envknobs.formats.bash.write import add_docker_env
 from envknobs.formats.bash.write import add_flag
 from envknobs.formats.bash.write import add_prefix
 from envknobs.formats.bash.write import value_span
+from envknobs.formats.bash.reach import barrier_notes
+from envknobs.formats.bash.reach import refuse_unreached
 from envknobs.formats.bash.summary import fingerprints_except
 from envknobs.formats.bash.argstring import put_back_in
 from envknobs.formats.bash.strings import refuse_holder
@@ -156,7 +159,9 @@ class BashFormat(TargetFormat):
         """Every knob and flag with its places, and the launch commands (``target show``);
         the flags of strings the launch expands (``$OPTS``: :mod:`.strings`) included."""
         a = _read(text)
-        return with_strings(a, summarize(a))
+        found = with_strings(a, summarize(a))
+        notes = barrier_notes(a)
+        return replace(found, notes=(*found.notes, *notes)) if notes else found
 
     def knob(self, text: str, knob: str) -> KnobSummary | None:
         """The places of one knob (None when the script never sets it)."""
@@ -315,7 +320,11 @@ class BashFormat(TargetFormat):
         puts a new top-level knob (:func:`~.additions.add_batch`); else one at a time."""
         for knob, value in values.items():
             _check(knob, value)
-        out = add_batch(_read(text), values) if len(values) > 1 else None
+        a = _read(text)
+        for knob in values:
+            if not is_flag_name(knob):
+                refuse_unreached(a, knob)
+        out = add_batch(a, values) if len(values) > 1 else None
         if out is not None:
             return out
         for knob, value in values.items():
@@ -338,6 +347,7 @@ class BashFormat(TargetFormat):
             try:
                 if not is_flag_name(knob):
                     refuse_holder(a, knob)
+                    refuse_unreached(a, knob)
                 if select(a, knob, None, "unset").sites:
                     present.append(knob)
             except FormatError:
@@ -387,6 +397,7 @@ class BashFormat(TargetFormat):
         no string holds it); an env edit of a string's variable is refused."""
         if not is_flag_name(knob):
             refuse_holder(a, knob)
+            refuse_unreached(a, knob)
             return None
         before = self.parse(a.text)
         out = string_edit(a, knob, value, at)

@@ -223,7 +223,15 @@ def remove_items(text: str, toks: list[Token]) -> str:
 
 
 def _empty_list_check(toks: list[Token], text: str) -> None:
+    """A block list emptied by a removal leaves its key null: refused where the list names
+    a program (its first word is no flag: a container's ``command:``), which would then
+    be the image's; a list of arguments only (Helm ``extraArgs:`` holding
+    ``- "--enforce-eager"``) is emptied, its key then null, which reads as no arguments
+    (and a revert puts the item back where it was)."""
     for seq in {id(t.seq): t.seq for t in toks}.values():
+        first = seq.value[0] if seq.value else None
+        if isinstance(first, ScalarNode) and str(first.value).startswith("-"):
+            continue
         if all(any(t.node is n for t in toks) for n in seq.value) and not seq.flow_style:
             raise FormatError(f"line {line_of(text, seq.start_mark.index)}: removing every "
                               "word of this list would leave its key empty; edit it by hand")

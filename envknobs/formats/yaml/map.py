@@ -156,6 +156,11 @@ def _typed(value: str, old: ScalarNode, quote: str | None) -> str:
     return value
 
 
+# The keys of a Helm values map that hold the server's extra arguments as a list of words
+# (vLLM production-stack ``vllmConfig.extraArgs``, KubeAI ``args``, ``vllm_args``).
+ARGS_KEYS = ("extraArgs", "extraCmdArgs", "extra_args", "vllm_args", "args")
+
+
 class YamlMapFormat(FlagPlaces, TargetFormat):
     """A mapping of knobs in a YAML file; see the module docstring."""
 
@@ -230,6 +235,26 @@ class YamlMapFormat(FlagPlaces, TargetFormat):
             pairs[key] = (k, v)
         return pairs
 
+    def _args_list(self, text: str) -> YamlMapFormat | None:
+        """The argument list inside the map at the key path (a Helm ``vllmConfig:`` map
+        whose ``extraArgs:`` holds ``- "--enforce-eager"``), read as its own list of
+        flags: the chart passes those words to the server, so they are this target's flag
+        knobs too, read and edited there (issue 50).  None without one."""
+        try:
+            m = self._locate(text)
+        except FormatError:
+            return None
+        if m.service is not None or not isinstance(m.node, MappingNode):
+            return None
+        if self._env_items(text) is not None:
+            return None
+        for k, v in m.node.value:
+            emptied = isinstance(v, ScalarNode) and v.tag.endswith(":null")
+            if scalar_text(k) in ARGS_KEYS and (isinstance(v, SequenceNode) or emptied):
+                return YamlMapFormat(format_path((*self.steps, scalar_text(k))),
+                                     strings=False, engine=self.engine)
+        return None
+
     def _env_items(self, text: str) -> EnvListAt | None:
         """The k8s reader of a name/value env list at the key path (Helm values), or None."""
         if not self.steps:
@@ -250,7 +275,12 @@ class YamlMapFormat(FlagPlaces, TargetFormat):
             return list_values(m.node) if self.strings else \
                 flag_values(list_argv(m.node, self.engine))
         pairs = self._pairs(m)
-        return {k: scalar_text(v) for k, (_, v) in pairs.items() if isinstance(v, ScalarNode)}
+        found = {k: scalar_text(v) for k, (_, v) in pairs.items() if isinstance(v, ScalarNode)}
+        args = self._args_list(text)
+        if args is None:
+            return found
+        found.pop(args.steps[-1], None)  # (an emptied list: its key null, no knob)
+        return {**found, **args.parse(text)}
 
     def summary(self, text: str) -> Summary:
         """Each knob with the line it is on (one place each; for an argument list or a
@@ -269,8 +299,21 @@ class YamlMapFormat(FlagPlaces, TargetFormat):
             notes = repeated_note(argv.uses, lambda i: line_of(
                 text, argv.tokens[i].node.start_mark.index), f"the list at {self._where()}")
             return line_summary(text, rows, self._where(), notes=notes)
+        args = self._args_list(text)
+        if args is not None:
+            inner = args.summary(text)
+            mine = self._plain_summary(text, m)
+            return Summary((*mine.knobs, *inner.knobs), (), (*mine.notes, *inner.notes))
+        return self._plain_summary(text, m)
+
+    def _plain_summary(self, text: str, m: _Map) -> Summary:
         lines = self._lines(text, m)
-        rows = [(k, lines.get(k, 0), v) for k, v in self.parse(text).items()]
+        pairs = self._pairs(m)
+        values = {k: scalar_text(v) for k, (_, v) in pairs.items() if isinstance(v, ScalarNode)}
+        args = self._args_list(text)
+        if args is not None:
+            values.pop(args.steps[-1], None)
+        rows = [(k, lines.get(k, 0), v) for k, v in values.items()]
         both = [] if self.strings else [negation_conflict(k, lines) for k in lines
                                         if k.startswith("no-") and k[3:] in lines]
         return line_summary(text, rows, self._where(), notes=both)
@@ -285,6 +328,9 @@ class YamlMapFormat(FlagPlaces, TargetFormat):
         """A flag as the engine's catalog spells it (``--tp`` -> ``--tp-size``)."""
         if not is_flag_name(knob):
             return knob
+        args = self._args_list(text)
+        if args is not None:
+            return args.canonical(text, knob)
         try:
             m = self._locate(text)
             if m.service is not None:
@@ -333,6 +379,8 @@ class YamlMapFormat(FlagPlaces, TargetFormat):
 
     def source(self, text: str, knob: str) -> str | None:
         """The exact text after ``knob:`` (to the end of its value), or None."""
+        if is_flag_name(knob) and (args := self._args_list(text)) is not None:
+            return args.source(text, knob)
         if (env := self._env_items(text)) is not None:
             return env.source(text, knob)
         m = self._locate(text)
@@ -368,6 +416,8 @@ class YamlMapFormat(FlagPlaces, TargetFormat):
     def set(self, text: str, knob: str, value: str, source: str | None = None) -> str:
         """Set ``knob`` to ``value`` (typed as the file has it); ``source``: see the docstring."""
         self._check_args(knob, value)
+        if is_flag_name(knob) and (args := self._args_list(text)) is not None:
+            return args.set(text, knob, value, source=source)
         if (env := self._env_items(text)) is not None:
             return env.set(text, knob, value, source=source)
         m = self._locate(text)
@@ -471,6 +521,8 @@ class YamlMapFormat(FlagPlaces, TargetFormat):
     def unset(self, text: str, knob: str) -> str:
         """Remove ``knob`` from the map (same text if it is absent)."""
         self._check_args(knob)
+        if is_flag_name(knob) and (args := self._args_list(text)) is not None:
+            return args.unset(text, knob)
         if (env := self._env_items(text)) is not None:
             return env.unset(text, knob)
         m = self._locate(text)
