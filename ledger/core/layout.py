@@ -220,6 +220,17 @@ def add_knob(
     the format wrote, where the file then reads exactly the same (so an ``env:`` list or
     an item written in another style than the format's comes back byte for byte).
     """
+    if text and not text.endswith(("\n", "\r")):
+        # No final newline: placed as in the file with one, which then goes again, where
+        # the file reads the same without it (issue 50: a knob removed from such a file
+        # comes back where it was, not appended after a line that changed).
+        eol = "\r\n" if "\r\n" in text else "\n"
+        out = add_knob(fmt, text + eol, knob, value, managed, source, lines)
+        try:
+            if out.endswith(eol) and fmt.parse_exact(out[: -len(eol)]) == fmt.parse_exact(out):
+                return out[: -len(eol)]
+        except ValueError:
+            pass
     placed = _add_at_anchor(fmt, text, knob, value, managed, source)
     if lines is None:
         return placed

@@ -91,3 +91,41 @@ def test_the_bash_reader_resolves_the_abbreviation_too():
     assert BashFormat().parse(text) == {"--max-num-batched-tokens": "2048"}
     assert BashFormat().set(text, "--max-num-batched-tokens", "4096") == \
         text.replace("2048", "4096")
+
+
+COMPOSE_ARGS = """\
+services:
+  vllm:
+    image: vllm/vllm-openai:latest
+    entrypoint: ["/bin/sh", "-c", "pip install -q hf_transfer && exec vllm serve \\"$@\\"", "--"]
+    command:
+      - Qwen/Qwen2.5-7B-Instruct
+      - --gpu-memory-utilization=0.85
+      - --max-model-len
+      - "8192"
+"""
+
+
+def test_the_flags_an_sh_c_script_gets_as_its_arguments(tmp_path, ledger):
+    path = tmp_path / "compose.yaml"
+    path.write_text(COMPOSE_ARGS)
+    root = tmp_path / "ws"
+    assert ledger("init", root, "--root", f"tmp={tmp_path}").exit_code == 0
+    r = ledger("-C", root, "target", "add", "c", path, "--format", "yaml-map",
+               "--key-path", "services.vllm.command")
+    assert r.exit_code == 0, r.stderr
+    shown = {k["knob"]: k for k in ledger("-C", root, "target", "show", "c", "--json")
+             .json()["knobs"]}
+    assert shown["--gpu-memory-utilization"]["value"] == "0.85"
+    assert shown["--max-model-len"]["places"][0]["line"] == 8
+    r = ledger("-C", root, "record", "flag", "c", "--gpu-memory-utilization=0.8",
+               "--class", "perf", "--title", "gmu")
+    assert r.exit_code == 0 and "0.85 -> 0.8" in r.stdout
+    text = path.read_text()
+    assert text == COMPOSE_ARGS.replace("=0.85", "=0.8")  # the script string untouched
+    r = ledger("-C", root, "record", "flag", "c", "--max-num-seqs=32", "--class", "perf",
+               "--title", "seqs")
+    assert r.exit_code == 0, r.stderr
+    assert path.read_text().endswith('      - "8192"\n      - --max-num-seqs\n      - "32"\n')
+    assert ledger("-C", root, "revert", "--perf-only", "--why", "w").exit_code == 0
+    assert path.read_text() == COMPOSE_ARGS

@@ -178,16 +178,18 @@ class BashFormat(TargetFormat):
         return resolve_knob(_read(text), knob)
 
     def source(self, text: str, knob: str) -> str | None:
-        """The shell text of ``knob``'s value where the shell computes it
-        (``${MEM_FRACTION_STATIC}``), its one place seen on every path; None for a
-        static value (rendered on a write, as ever) or a knob without one place."""
+        """The exact shell text of ``knob``'s value (``"/models/x"``, ``'0.8'``, or the
+        text the shell computes it from: ``${MEM_FRACTION_STATIC}``), its one place seen
+        on every path; None for a knob without one such place or one value word."""
         try:
-            found = self.knob(text, knob)
+            a = _read(text)
         except FormatError:
             return None
-        if found is None or found.needs_selection or len(found.places) != 1:
+        state = a.knobs.get(resolve_knob(a, knob))
+        if state is None or len(state.places) != 1 or state.conditional:
             return None
-        return found.places[0].expr
+        span = value_span(text, state.places[0])
+        return text[span[0] : span[1]] if span else None
 
     def set_exact(self, text: str, knob: str, value: str, source: str | None) -> str:
         """``set``, writing ``source`` verbatim where it is the shell text of a computed
@@ -196,7 +198,7 @@ class BashFormat(TargetFormat):
         place must be the knob's one place and hold one value word; the result is
         re-read: that place computes from exactly ``source`` and every other knob reads
         as before.  Else the value is rendered (a literal)."""
-        if source is None or source != value or decode_value(source) is not None:
+        if source is None:
             return self.set(text, knob, value)
         a = _read(text)
         knob = resolve_knob(a, knob)
@@ -208,11 +210,17 @@ class BashFormat(TargetFormat):
         if span is None:
             return self.set(text, knob, value)
         out = text[: span[0]] + source + text[span[1]:]
-        after = _read(out)
-        if self.source(out, knob) != source or fingerprints_except(a, after, knob):
-            raise FormatError(
-                f"line {site.line}: cannot write {knob} back as {source!r}: re-reading the "
-                "file does not show it computed from that text; edit it by hand")
+        try:
+            after = _read(out)
+            reads = self.parse_exact(out).get(knob) == value and self.source(out, knob) == source
+        except FormatError:
+            reads = False
+        if not reads or fingerprints_except(a, after, knob):
+            if source == value and decode_value(source) is None:  # computed: no other way
+                raise FormatError(
+                    f"line {site.line}: cannot write {knob} back as {source!r}: re-reading "
+                    "the file does not show it computed from that text; edit it by hand")
+            return self.set(text, knob, value)  # the text no longer fits: rendered
         return out
 
     def select_places(
@@ -253,10 +261,11 @@ class BashFormat(TargetFormat):
         Raises KnobError on a bad name/value, AmbiguousKnob when a selection is needed,
         FormatError when the place is computed by the shell or the edit does not verify.
         """
-        if source is not None and at is None and source == value:
-            out = text if self.source(text, knob) is not None else \
-                self.set(text, knob, "0", at)
-            return self.set_exact(out, knob, value, source)
+        if source is not None and at is None:
+            if self.source(text, knob) is not None:
+                return self.set_exact(text, knob, value, source)
+            if source == value and decode_value(source) is None:  # a computed value, absent
+                return self.set_exact(self.set(text, knob, "0", at), knob, value, source)
         _check(knob, value)
         a = _read(text)
         knob = resolve_knob(a, knob)

@@ -160,10 +160,20 @@ def _spans(text: str, toks: list[Token]) -> set[tuple[int, int]]:
     """The text of the items ``toks``: whole lines in a block list; in a flow list each
     run of neighbouring items with the comma that joins it to the rest."""
     spans: set[tuple[int, int]] = set()
-    for t in toks:
-        if not t.seq.flow_style:
-            spans.add((line_start(text, dash_before(text, t.node.start_mark.index)),
-                       line_end(text, last_content_end(text, t.node))))
+    block = sorted((line_start(text, dash_before(text, t.node.start_mark.index)),
+                    line_end(text, last_content_end(text, t.node)))
+                   for t in toks if not t.seq.flow_style)
+    for start, end in block:
+        # A flag and its value item with only comment lines between them (SGLang's LWS
+        # example: `- --disaggregation-ib-device`, `# should modify ...`, `- mlx5_...`) go
+        # as one cut, the comment with them, so a revert puts back that one cut whole.
+        prev = max(spans, default=None)
+        if prev is not None and all(not ln.strip() or ln.strip().startswith("#")
+                                    for ln in text[prev[1]:start].splitlines()):
+            spans.discard(prev)
+            spans.add((prev[0], end))
+        else:
+            spans.add((start, end))
     for seq in {id(t.seq): t.seq for t in toks if t.seq.flow_style}.values():
         items = seq.value
         doomed = sorted(k for k, n in enumerate(items) if any(t.node is n for t in toks))

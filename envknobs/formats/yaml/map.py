@@ -356,23 +356,31 @@ class YamlMapFormat(FlagPlaces, TargetFormat):
         out = edit_compose_flag(text, m.service, name, knob, value)  # type: ignore[arg-type]
         return verified(before, self.parse(out), knob, value, out)
 
-    def _compose_back(self, text: str, m: _Map, knob: str, source: str) -> str:
-        """A compose flag's interpolated value (``${MAX_MODEL_LEN:-8192}``) written back
-        as it was, in place (a revert); the file must then read it from that text, and
-        every other flag as before."""
+    def _compose_back(self, text: str, m: _Map, knob: str, value: str,
+                      source: str) -> str | None:
+        """A compose flag's value word written back as it was (``source``: a list item in
+        its own style, or the ``${MAX_MODEL_LEN:-8192}`` compose interpolates), in place;
+        the file must then read ``value`` from exactly that text, every other flag as
+        before.  None where it does not (the value is then rendered); an interpolated
+        value that cannot go back is refused, as nothing else writes it."""
         name = str(self.steps[1])
         knob = canonical_compose_flag(text, m.service, name, knob)  # type: ignore[arg-type]
         before = self.parse(text)
         out = restore_compose_source(text, m.service, name, knob, source)  # type: ignore[arg-type]
-        if out is None:
+        computed = source == value and "$" in value
+        try:
+            after = None if out is None else self.parse(out)
+            fits = after is not None and self.source(out, knob) == source and (
+                after == {**{k: v for k, v in before.items() if k != knob}}
+                if computed else after == {**before, knob: value})
+        except FormatError:
+            fits = False
+        if fits:
+            return out
+        if computed:
             raise FormatError(f"{self._where()}: cannot write {knob} back as {source!r}; "
                               "edit it by hand")
-        after = self.parse(out)
-        before.pop(knob, None)
-        if after != before or self.source(out, knob) != source:
-            raise FormatError(f"{self._where()}: writing {knob} back as {source!r} does not "
-                              "read back as it; edit it by hand")
-        return out
+        return None
 
     def set_exact(self, text: str, knob: str, value: str, source: str | None) -> str:
         return self.set(text, knob, value, source=source)
@@ -422,8 +430,10 @@ class YamlMapFormat(FlagPlaces, TargetFormat):
             return env.set(text, knob, value, source=source)
         m = self._locate(text)
         if m.service is not None:
-            if source is not None and source == value and "$" in value:
-                return self._compose_back(text, m, knob, value)
+            if source is not None:
+                back = self._compose_back(text, m, knob, value, source)
+                if back is not None:
+                    return back
             return self._compose_edit(text, m, knob, value)
         before = self.parse(text)
         if before.get(knob) == value:
