@@ -69,6 +69,7 @@ from envknobs.formats.bash.additions import add_batch
 from envknobs.formats.bash.analysis import Analysis
 from envknobs.formats.bash.analysis import analyse
 from envknobs.formats.bash.analysis import flag_lookup
+from envknobs.formats.bash.launch import scan_flags
 from envknobs.formats.bash.select import Selection
 from envknobs.formats.bash.select import apply_edits
 from envknobs.formats.bash.select import remove_everywhere
@@ -119,6 +120,26 @@ def _read(text: str) -> Analysis:
     systemd unit, a YAML document: see :mod:`envknobs.formats.common.sniff`)."""
     refuse_foreign(text, "bash")
     return analyse(text)
+
+
+def refuse_two_spellings(a: Analysis, knob: str) -> None:
+    """FormatError where one launch gives flag ``knob`` under two spellings argparse reads
+    as one (``--speculative-algo EAGLE`` and ``--speculative-algorithm NGRAM``): argparse
+    takes the last, and which one the operator meant is theirs to say."""
+    from envknobs.formats.bash.launch import flag_spelling
+
+    for launch in a.launches:
+        if launch.shape is None:
+            continue
+        uses = [u for u in scan_flags(launch.shape.args, flag_lookup(launch.engine))
+                if u.knob == knob]
+        names = sorted({flag_spelling(u.word)[0] for u in uses})  # type: ignore[misc]
+        if len(names) > 1:
+            where = ", ".join(f"line {line_of(a.text, u.word.start)} "
+                              f"({a.text[u.word.start:u.end]})" for u in uses)
+            raise FormatError(f"{knob}: {' and '.join(names)} are one flag to argparse "
+                              f"({where}); argparse takes the last: remove one by hand, "
+                              "then record the other")
 
 
 def resolve_knob(a: Analysis, knob: str) -> str:
@@ -269,6 +290,8 @@ class BashFormat(TargetFormat):
         _check(knob, value)
         a = _read(text)
         knob = resolve_knob(a, knob)
+        if is_flag_name(knob):
+            refuse_two_spellings(a, knob)
         inside = self._in_string(a, knob, value, at)
         if inside is not None:
             return inside
@@ -282,6 +305,8 @@ class BashFormat(TargetFormat):
         _check(knob)
         a = _read(text)
         knob = resolve_knob(a, knob)
+        if is_flag_name(knob):
+            refuse_two_spellings(a, knob)
         inside = self._in_string(a, knob, None, at)
         if inside is not None:
             return inside

@@ -251,12 +251,31 @@ class K8sFormat(FlagPlaces, TargetFormat):
         before = self.parse(text)
         if value is not None and before.get(knob) == value:
             return text  # (an unset always edits: a computed flag is absent from parse)
+        if knob not in before:
+            self._refuse_env_string(text, c, knob)
         if value is not None and source is not None:  # the item as it was written
             out = with_argv_source(text, read_argv(c.node, c.label), knob, source)
             if out is not None and self.parse(out) == {**before, knob: value}:
                 return out
         out = edit_container_flag(text, c.node, c.label, knob, value)
         return verified(before, self.parse(out), knob, value, out)
+
+    def _refuse_env_string(self, text: str, c: _Container, knob: str) -> None:
+        """A flag the container's argv does not have but an env value holds (KServe's
+        ``VLLM_ADDITIONAL_ARGS: >- --max-model-len 8192 ...``): the server reads it from
+        there, so adding it to the argv would give it twice and editing the argv none.
+        Refused naming that item's line and the way to change it (issue 50)."""
+        import re
+
+        word = re.compile(rf"(^|\s){re.escape(knob)}(=|\s|$)")
+        for it in c.items:
+            if it.value is not None and word.search(str(it.value.value)):
+                line = line_of(text, it.node.start_mark.index)
+                raise FormatError(
+                    f"line {line}: {knob} is in the value of env {it.name} of container "
+                    f"{c.label}, a string of flags the server reads; the ledger does not "
+                    f"edit flags inside a k8s env value yet: record the whole string "
+                    f"(ledger record knob TARGET {it.name}='...')")
 
     def _refuse_shadowed(self, text: str, c: _Container, knob: str) -> None:
         if knob in script_env(c.node, c.label):

@@ -201,8 +201,14 @@ class YamlMapFormat(FlagPlaces, TargetFormat):
             keys = []
             if isinstance(parent, MappingNode):
                 keys = [str(k.value) for k, _ in parent.value]
+            hint = ""
+            if len(self.steps) == 3 and self.steps[0] == "services" and last == "environment":
+                at = f" (line {parent.start_mark.line + 1})" if parent is not None else ""
+                hint = (f"; compose service {self.steps[1]}{at} has no environment: yet: add "
+                        "`environment:` with one `KEY: value` under the service by hand "
+                        "(its env then starts there), then add the target again")
             raise FormatError(
-                f"{self._where()} not found (keys there: {', '.join(keys) or 'none'})"
+                f"{self._where()} not found (keys there: {', '.join(keys) or 'none'}){hint}"
             )
         return self._as_map(pair[1], pair[0], pair[1])
 
@@ -308,12 +314,9 @@ class YamlMapFormat(FlagPlaces, TargetFormat):
 
     def _plain_summary(self, text: str, m: _Map) -> Summary:
         lines = self._lines(text, m)
-        pairs = self._pairs(m)
-        values = {k: scalar_text(v) for k, (_, v) in pairs.items() if isinstance(v, ScalarNode)}
-        args = self._args_list(text)
-        if args is not None:
-            values.pop(args.steps[-1], None)
-        rows = [(k, lines.get(k, 0), v) for k, v in values.items()]
+        values = self.parse(text)
+        rows = [(k, lines.get(k, 0), v) for k, v in values.items() if not is_flag_name(k)
+                or self._args_list(text) is None]
         both = [] if self.strings else [negation_conflict(k, lines) for k in lines
                                         if k.startswith("no-") and k[3:] in lines]
         return line_summary(text, rows, self._where(), notes=both)
