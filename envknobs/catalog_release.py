@@ -245,7 +245,7 @@ def checked_for_engine(spec: str | None, name: str, value: str | None,
     names.  A spec without a bundled catalog is a warning, then the generic check.
     """
     if spec is None:
-        return generic()
+        return [*generic(), *removed_everywhere(name)]
     try:
         found = release_warnings(spec, name, value)
     except KnobError as e:
@@ -256,6 +256,32 @@ def checked_for_engine(spec: str | None, name: str, value: str | None,
         return found
     general = generic()
     return found if any(w.startswith("unknown ") for w in general) else general
+
+
+def removed_everywhere(name: str) -> list[str]:
+    """For a target that declares no release: a warning for a name that every bundled
+    release of an engine lists as removed (``VLLM_USE_V1: removed in vLLM >= 0.30.0;
+    declare the release with `engine:` ...``), so that the file's engine not being known
+    does not hide a name no catalogued release reads.  Names only some releases removed
+    are left to the declared release (they may be right for an older one)."""
+    out: list[str] = []
+    if is_flag_name(name):  # a flag's fate depends on the release too much (splits, renames
+        return out          # of flags old servers still take): the declared release says
+    for engine in _NAMES:
+        releases = bundled_releases(engine)
+        try:
+            gone = [load_release(engine, v)[2].get(name) for v in releases]
+        except KnobError:
+            continue
+        if not releases or any(g is None for g in gone):
+            continue
+        repl = gone[-1].get("replacement")
+        use = f" (use {repl})" if repl else ""
+        status = gone[0].get("status") or "removed"
+        out.append(f"{name}: {status} in {_NAMES[engine]} >= {releases[0]}{use}; declare the "
+                   f"release with `engine: {engine}==X` in ledger.yaml to check it against "
+                   "the release the file runs")
+    return out
 
 
 def class_hint_warnings(declared, cls: str) -> list[str]:
@@ -298,6 +324,18 @@ def release_findings(spec: str, values: dict[str, str | None]) -> list[str]:
     return out
 
 
+class ComputedDefault(str):
+    """The default of a name the catalog declares with no constant default (``null``):
+    the engine works it out at startup (SGLang's thread pool from the CPU count, vLLM's
+    attention backend from the device).  Shown as ``unset (default: computed at
+    startup)``, never as a bare ``unset`` that reads like "off"."""
+
+    computed = True
+
+
+COMPUTED_DEFAULT = ComputedDefault("computed at startup")
+
+
 def default_of(spec: str | None, name: str, generic: Registry | None = None) -> object:
     """What the engine uses for ``name`` when it is unset: the default in release ``spec``
     (when it declares the name), else the ``generic`` registry's or the bundled flag
@@ -310,14 +348,22 @@ def default_of(spec: str | None, name: str, generic: Registry | None = None) -> 
             knobs, flags = Registry(), FlagRegistry()
         declared = (flags if is_flag_name(name) else knobs).get(name)
         if declared is not None:
-            return declared.default
+            return _declared_default(declared)
     if is_flag_name(name):
         from envknobs.catalog import lookup_flag
 
         declared = lookup_flag(name)
     else:
         declared = generic.get(name) if generic is not None else None
-    return None if declared is None else declared.default
+    return None if declared is None else _declared_default(declared)
+
+
+def _declared_default(declared) -> object:
+    """A declared name's default; a valued one without a constant default is computed at
+    startup (a switch's absent default is simply off: ``False``, or None for no default)."""
+    if declared.default is None and getattr(declared, "type", None) not in ("bool", None):
+        return COMPUTED_DEFAULT
+    return declared.default
 
 
 def release_default(spec: str, name: str) -> object:

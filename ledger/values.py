@@ -16,6 +16,8 @@ def value_text(value: str | None, *, quote: bool = False, default: object = None
     """A knob value for a message: ``unset`` for None (``unset (default 256)`` when the
     engine's default is known), else the value (``repr`` if ``quote``)."""
     if value is None:
+        if getattr(default, "computed", False):  # envknobs.catalog_release.ComputedDefault
+            return f"{UNSET} (default: {default})"
         return UNSET if default is None else f"{UNSET} (default {default_text(default)})"
     return repr(value) if quote else value
 

@@ -304,9 +304,10 @@ class DotenvFormat(TargetFormat):
                 found[b.key] = b.value
         return found
 
-    def set(self, text: str, knob: str, value: str) -> str:
+    def set(self, text: str, knob: str, value: str, source: str | None = None) -> str:
         """Set ``knob``; KnobError for a bad name/value, FormatError for a value that
-        cannot be written for both python-dotenv and bash, or an interpolated line."""
+        cannot be written for both python-dotenv and bash, or an interpolated line.
+        ``source``: the exact text after ``=`` to write where it reads as ``value``."""
         if is_flag_name(knob):
             return self._flag(text, knob, value)
         check_assignment_args(knob, value)
@@ -314,10 +315,30 @@ class DotenvFormat(TargetFormat):
         # The last binding decides, even `K` without '=' (python-dotenv reads it as no value).
         last = next((b for b in reversed(_bindings(text)) if b.key == knob), None)
         if last is None or last.value is None:
-            out = insert_line(text, len(text), f"{knob}={_render_for(knob, value, None)}")
+            exact = source is not None and "\n" not in source and \
+                self._keys(f"{knob}={source}\n").get(knob) == value
+            written = source if exact else _render_for(knob, value, None)
+            out = insert_line(text, len(text), f"{knob}={written}")
             _refuse_new_string(text, out)
             return verified(self.parse(text), self.parse(out), knob, value, out)
         return self.edit_many(text, {knob: value})
+
+    def source(self, text: str, knob: str) -> str | None:
+        """The exact text after ``knob=`` on the line that decides it (``'FLASHINFER'``,
+        ``"/data/hf cache"``), which a revert writes back where it still reads as the
+        value; None for a flag, an interpolated or absent value."""
+        if is_flag_name(knob):
+            return None
+        b = next((b for b in reversed(_bindings(text)) if b.key == knob), None)
+        if b is None or b.value is None or _is_dynamic(b) or b.eq < 0:
+            return None
+        return text[b.eq + 1 : b.value_end]
+
+    def set_exact(self, text: str, knob: str, value: str, source: str | None) -> str:
+        last = next((b for b in reversed(_bindings(text)) if b.key == knob), None)
+        if source is None or last is None or last.value is None or is_flag_name(knob):
+            return self.set(text, knob, value)
+        return self.edit_many(text, {knob: value}, {knob: source})
 
     def unset(self, text: str, knob: str) -> str:
         """Delete every line that sets ``knob`` (same text if there is none)."""
@@ -354,7 +375,10 @@ class DotenvFormat(TargetFormat):
                     f"({b.value!r}); edit it by hand"
                 )
             if b.value != value:
-                cuts.append((b, _render_for(knob, value, b.quote)))
+                src = (sources or {}).get(knob)
+                exact = src is not None and "\n" not in src and \
+                    self._keys(f"{knob}={src}\n").get(knob) == value
+                cuts.append((b, src if exact else _render_for(knob, value, b.quote)))
         if not cuts:
             return text
         out = text

@@ -220,6 +220,17 @@ def add_knob(
     the format wrote, where the file then reads exactly the same (so an ``env:`` list or
     an item written in another style than the format's comes back byte for byte).
     """
+    if text and not text.endswith(("\n", "\r")):
+        # No final newline: placed as in the file with one, which then goes again, where
+        # the file reads the same without it (issue 50: a knob removed from such a file
+        # comes back where it was, not appended after a line that changed).
+        eol = "\r\n" if "\r\n" in text else "\n"
+        out = add_knob(fmt, text + eol, knob, value, managed, source, lines)
+        try:
+            if out.endswith(eol) and fmt.parse_exact(out[: -len(eol)]) == fmt.parse_exact(out):
+                return out[: -len(eol)]
+        except ValueError:
+            pass
     placed = _add_at_anchor(fmt, text, knob, value, managed, source)
     if lines is None:
         return placed
@@ -230,7 +241,7 @@ def add_knob(
         return placed
     exact = "".join(old[:ops[0][1]]) + lines + "".join(old[ops[0][1]:])
     try:
-        if fmt.parse(exact) == fmt.parse(placed):
+        if fmt.parse_exact(exact) == fmt.parse_exact(placed):
             return exact
     except ValueError:
         pass
@@ -252,7 +263,7 @@ def _add_at_anchor(
     if len(ops) != 1 or ops[0][0] != "insert":
         return placed
     block = new[ops[0][3]:ops[0][4]]
-    present = fmt.parse(text)
+    present = fmt.parse_exact(text)
     spans = _spans(fmt, text, [k for k in managed if k in present and k != knob])
     anchors = {k: a for k, a in managed.items() if a}
     pos, side = _resolve(text, anchor, anchors, spans)
@@ -269,7 +280,7 @@ def _add_at_anchor(
         return placed  # the anchor is a last line without a newline: keep the format's way
     moved = "".join(old[:pos] + block + old[pos:])
     try:
-        if fmt.parse(moved) != {**present, knob: value}:
+        if fmt.parse_exact(moved) != {**present, knob: value}:
             return placed
     except ValueError:
         return placed

@@ -249,8 +249,8 @@ def _before_now(tf: TargetFile, layer, knob: str, force: bool, drifts: Sequence[
                 value: str | None) -> str | None:
     """The value in effect before a new change: the ledger's, which the file must agree
     with (``drifts``: what checking the file found; drift is refused unless ``force``,
-    which takes the file's)."""
-    live = tf.values.get(knob)
+    which takes the file's; a computed value is its shell text, :meth:`TargetFile.live`)."""
+    live = tf.live(knob)
     expected = planner.layer_value(layer) if layer else live
     if live != expected:
         if not force:
@@ -274,7 +274,7 @@ def selected_places(tf: TargetFile, entries: Sequence[Entry], knob: str, value: 
     drifts = []
     for p in selected:
         key = place_knob(knob, p.key)
-        live = tf.place_values.get(key)
+        live = tf.live(key)
         layer = layers.get((target, key))
         expected = planner.layer_value(layer) if layer else live
         if live != expected and not force:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ledger.core.model import Target
+from ledger.core.model import place_knob
 from ledger.core.model import split_place
 
 ENCODING = "utf-8"
@@ -37,10 +38,32 @@ class TargetFile:
         return self.raw.decode(ENCODING, ERRORS)
 
     def live(self, knob: str) -> str | None:
-        """The live value of a layer key: a knob, or ``knob@place``."""
+        """The live value of a layer key: a knob, or ``knob@place``; a value the shell
+        computes is its shell text (``${MEM_FRACTION_STATIC}``: :attr:`exprs`)."""
         if split_place(knob)[1] is not None:
-            return self.place_values.get(knob)
-        return self.values.get(knob)
+            found = self.place_values.get(knob)
+        else:
+            found = self.values.get(knob)
+        return found if found is not None else self.exprs.get(knob)
+
+    @property
+    def exprs(self) -> dict[str, str]:
+        """Layer key -> the shell text of a value the shell computes (bash targets).
+
+        Such a value is recorded as that text, and written back as those bytes, so that
+        a revert of ``--mem-fraction-static ${MEM_FRACTION_STATIC}`` -> ``0.85`` puts the
+        expression back instead of removing the flag.  Kept apart from :attr:`values`,
+        which hold what the process receives (A/B sides, ``status --live``, release
+        checks need real values, never shell text)."""
+        out: dict[str, str] = {}
+        for k in getattr(self.summary, "knobs", ()) or ():
+            for p in k.places:
+                expr = getattr(p, "expr", None)
+                if expr is not None:
+                    out[place_knob(k.knob, p.key)] = expr
+                    if not k.needs_selection and len(k.places) == 1:
+                        out[k.knob] = expr
+        return out
 
     def ambiguity(self, knob: str):
         """For a whole knob (not ``knob@place``) that has no single value in the file —

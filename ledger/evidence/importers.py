@@ -156,6 +156,9 @@ def parse_located(text: str, where: str) -> list[tuple[str, dict[str, Any]]]:
         whole = None
     if isinstance(whole, dict):
         return [(where, whole)]
+    sweep = _sweep_runs(whole, where)
+    if sweep is not None:
+        return sweep
     if whole is not None:
         hint = (" (nearest known format: llmperf's per-request list, whose objects have "
                 "ttft_s, end_to_end_latency_s, number_output_tokens)"
@@ -175,6 +178,39 @@ def parse_located(text: str, where: str) -> list[tuple[str, dict[str, Any]]]:
             raise ImportFormatError(f"{where}:{lineno}", "expected a JSON object on each line")
         objs.append((f"{where}:{lineno}", obj))
     return objs
+
+
+def _sweep_runs(whole: Any, where: str) -> list[tuple[str, dict[str, Any]]] | None:
+    """The runs of a vLLM ``bench sweep serve`` ``summary.json``: a JSON list of one
+    combination's ``--save-result`` objects, each with its ``run_number`` and the sweep's
+    overrides (``max_num_seqs`` ...) added.  They are repeats of one workload, each named
+    ``summary.json[run=N]``; ``run_number`` is no metric and is dropped.  None for any
+    other list (the caller says what it is not)."""
+    if not isinstance(whole, list) or not whole or not all(
+            isinstance(o, dict) and "run_number" in o and detect_shape(o) == "vllm"
+            for o in whole):
+        return None
+    out = []
+    for i, obj in enumerate(whole):
+        run = obj.get("run_number")
+        obj = {k: v for k, v in obj.items() if k != "run_number"}
+        out.append((f"{where}[run={run if isinstance(run, int) else i}]", obj))
+    return out
+
+
+def _refuse_failed_run(here: str, obj: Mapping[str, Any]) -> None:
+    """A run that completed no request measured nothing: its throughputs of 0 would read
+    as a regression of 100%.  Refused, naming what the file says (``completed: 0,
+    failed: 8``), never stored as a 0 throughput."""
+    done = obj.get("completed")
+    if isinstance(done, (int, float)) and not isinstance(done, bool) and done == 0:
+        failed = obj.get("failed")
+        said = "completed: 0" + (f", failed: {failed}" if isinstance(failed, (int, float))
+                                 and not isinstance(failed, bool) else "")
+        raise ImportFormatError(
+            here, f"the run completed no request ({said}): it measured nothing, so it is "
+            "not imported; fix the failing requests (the server's log says why) and run the "
+            "bench again")
 
 
 def _metrics(obj: Mapping[str, Any], shape: str) -> dict[str, Any]:
@@ -419,6 +455,8 @@ def parse_results(
         if found != shape:
             raise ImportFormatError(here, f"mixes {shape} and {found} results in one file")
     located = _select(located, select, where)
+    for here, obj in located:
+        _refuse_failed_run(here, obj)
     axis = axis or choose_axis(located, concurrency, rate, rate_cap)
     keys = [workload_of(obj, shape, axis) for _, obj in located]
     workload = _one_workload(located, keys, shape, where, allow)

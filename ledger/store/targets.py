@@ -68,7 +68,8 @@ def launch_place_anchor(fmt, text: str, knob: str) -> dict | None:
     if found is None or len(found.places) != 1 or found.places[0].kind not in _LAUNCH_WORDS:
         return None
     p = found.places[0]
-    return {"place": {"key": p.key, "value": p.value, "raw": p.raw, "anchor": p.anchor}}
+    value = p.value if p.value is not None else getattr(p, "expr", None)
+    return {"place": {"key": p.key, "value": value, "raw": p.raw, "anchor": p.anchor}}
 
 
 def target_format(target: Target):
@@ -310,4 +311,14 @@ def _add(fmt, text: str, knob: str, value: str, anchors: Mapping[str, dict | Non
             )
         except FormatError:
             pass  # the text around it changed: the format places it as a new knob
+        if raw is None and place.get("raw") and isinstance(place.get("value"), str):
+            # Back where it was, as it was recorded there, then given this value (a value
+            # computed from a variable goes back as that text).
+            try:
+                out = fmt.edit_places(text, knob, [PlaceEdit(
+                    str(place.get("key")), str(place.get("value")), raw=place.get("raw"),
+                    anchor=place.get("anchor"))])
+                return fmt.set_exact(out, knob, value, source)
+            except FormatError:
+                pass
     return add_knob(fmt, text, knob, value, anchors, source=source, lines=lines)

@@ -120,7 +120,9 @@ def test_a_prefix_or_alias_edits_the_flag_the_script_spells_otherwise(story, led
     r = ledger(*story.args("record", "flag", "decode", "--speculative-algo=NGRAM",
                            "--class", "perf", "--title", "ngram"))
     assert r.exit_code == 0, r.stderr
-    assert "recorded as --speculative-algorithm" in r.stderr
+    # (the catalogs' prefix rule names it --speculative-algorithm before it is recorded;
+    # the release says so: issue 50 resolves prefixes in every reader)
+    assert "argparse reads it as --speculative-algorithm" in r.stderr
     text = story.script.read_text()
     assert "--speculative-algorithm NGRAM" in text and "--speculative-algo " not in text
     (entry,) = ledger(*story.args("list", "--json")).json()
@@ -151,7 +153,8 @@ def test_one_flag_spelt_twice_is_refused_naming_both_lines(story, ledger):
                            "--class", "perf", "--title", "eagle3"))
     assert r.exit_code == 1
     assert "--speculative-algo and --speculative-algorithm" in r.stderr
-    assert f"{story.script}:11 (--speculative-algo EAGLE)" in r.stderr and f"{story.script}:12" in r.stderr
+    assert f"{story.script}:" in r.stderr and "line 11 (--speculative-algo EAGLE)" in r.stderr
+    assert "line 12 (--speculative-algorithm NGRAM)" in r.stderr
     assert story.script.read_text() == before
 
 

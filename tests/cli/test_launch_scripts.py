@@ -147,7 +147,8 @@ def test_record_flag_on_an_args_launcher_through_suspect_clear_restore(ws, tmp_p
     assert ws.run("revert", "--perf-only", "--why", "w").exit_code == 0
     assert script.read_text() == ARGS_SGLANG
     listed = ws.run("list").stdout
-    assert "--cuda-graph-max-bs: unset -> 256" in listed
+    # (SGLang computes its default at startup: shown as such, issue 50)
+    assert "--cuda-graph-max-bs: unset (default: comp" in listed  # (the column is cut)
     assert ws.run("render", "--out", tmp_path / "docs").exit_code == 0
     assert "--cuda-graph-max-bs" in (tmp_path / "docs" / "CHANGELOG.md").read_text()
 

@@ -134,11 +134,19 @@ def test_unset_knob_is_not_reported_and_set_goes_after_the_unset() -> None:
     assert BASH.parse(out) == {"K": "2"}
 
 
-def test_computed_values_are_left_out_and_refused() -> None:
+def test_computed_values_are_left_out_replaced_and_written_back() -> None:
+    """A computed value is no static value, but its shell text is what the ledger records:
+    a set replaces it and a set with that text as the source writes it back (issue 50);
+    an append still depends on what came before, and is refused."""
     text = 'export A=$(nproc) B="$HOME/x" C=~/y D=plain E=`id` F+=x\n'
     assert BASH.parse(text) == {"D": "plain"}
-    with pytest.raises(FormatError, match=r"line 1: A is computed by the shell"):
-        BASH.set(text, "A", "4")
+    assert BASH.source(text, "A") == "$(nproc)" and BASH.source(text, "B") == '"$HOME/x"'
+    assert BASH.parse_exact(text)["E"] == "`id`"
+    out = BASH.set(text, "A", "4")
+    assert out == text.replace("$(nproc)", "4")
+    assert BASH.edit_many(out, {"A": "$(nproc)"}, {"A": "$(nproc)"}) == text
+    with pytest.raises(FormatError, match=r"line 1: F is computed by the shell"):
+        BASH.set(text, "F", "4")
     assert BASH.unset(text, "A") == 'export B="$HOME/x" C=~/y D=plain E=`id` F+=x\n'
 
 

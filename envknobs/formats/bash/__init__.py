@@ -56,6 +56,7 @@ untouched.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Mapping
 from typing import Sequence
 
@@ -68,6 +69,7 @@ from envknobs.formats.bash.additions import add_batch
 from envknobs.formats.bash.analysis import Analysis
 from envknobs.formats.bash.analysis import analyse
 from envknobs.formats.bash.analysis import flag_lookup
+from envknobs.formats.bash.launch import scan_flags
 from envknobs.formats.bash.select import Selection
 from envknobs.formats.bash.select import apply_edits
 from envknobs.formats.bash.select import remove_everywhere
@@ -82,6 +84,10 @@ from envknobs.formats.bash.words import quote_value
 from envknobs.formats.bash.write import add_docker_env
 from envknobs.formats.bash.write import add_flag
 from envknobs.formats.bash.write import add_prefix
+from envknobs.formats.bash.write import value_span
+from envknobs.formats.bash.reach import barrier_notes
+from envknobs.formats.bash.reach import refuse_unreached
+from envknobs.formats.bash.summary import fingerprints_except
 from envknobs.formats.bash.argstring import put_back_in
 from envknobs.formats.bash.strings import refuse_holder
 from envknobs.formats.bash.strings import script_strings
@@ -116,6 +122,26 @@ def _read(text: str) -> Analysis:
     return analyse(text)
 
 
+def refuse_two_spellings(a: Analysis, knob: str) -> None:
+    """FormatError where one launch gives flag ``knob`` under two spellings argparse reads
+    as one (``--speculative-algo EAGLE`` and ``--speculative-algorithm NGRAM``): argparse
+    takes the last, and which one the operator meant is theirs to say."""
+    from envknobs.formats.bash.launch import flag_spelling
+
+    for launch in a.launches:
+        if launch.shape is None:
+            continue
+        uses = [u for u in scan_flags(launch.shape.args, flag_lookup(launch.engine))
+                if u.knob == knob]
+        names = sorted({flag_spelling(u.word)[0] for u in uses})  # type: ignore[misc]
+        if len(names) > 1:
+            where = ", ".join(f"line {line_of(a.text, u.word.start)} "
+                              f"({a.text[u.word.start:u.end]})" for u in uses)
+            raise FormatError(f"{knob}: {' and '.join(names)} are one flag to argparse "
+                              f"({where}); argparse takes the last: remove one by hand, "
+                              "then record the other")
+
+
 def resolve_knob(a: Analysis, knob: str) -> str:
     """The knob name the analysis uses for ``knob`` (a flag's catalog spelling)."""
     if not is_flag_name(knob):
@@ -141,11 +167,22 @@ class BashFormat(TargetFormat):
             if k.value is not None and not k.needs_selection
         }
 
+    def parse_exact(self, text: str) -> dict[str, str]:
+        out = {}
+        for k in self.summary(text).knobs:
+            if not k.needs_selection and len(k.places) == 1:
+                value = k.places[0].value if k.places[0].value is not None else k.places[0].expr
+                if value is not None:
+                    out[k.knob] = value
+        return out
+
     def summary(self, text: str) -> Summary:
         """Every knob and flag with its places, and the launch commands (``target show``);
         the flags of strings the launch expands (``$OPTS``: :mod:`.strings`) included."""
         a = _read(text)
-        return with_strings(a, summarize(a))
+        found = with_strings(a, summarize(a))
+        notes = barrier_notes(a)
+        return replace(found, notes=(*found.notes, *notes)) if notes else found
 
     def knob(self, text: str, knob: str) -> KnobSummary | None:
         """The places of one knob (None when the script never sets it)."""
@@ -160,6 +197,52 @@ class BashFormat(TargetFormat):
         """The name this file's knob goes by: a flag's catalog spelling for its engine
         (``--tp`` -> ``--tp-size``, ``-tp`` -> ``--tensor-parallel-size`` for vLLM)."""
         return resolve_knob(_read(text), knob)
+
+    def source(self, text: str, knob: str) -> str | None:
+        """The exact shell text of ``knob``'s value (``"/models/x"``, ``'0.8'``, or the
+        text the shell computes it from: ``${MEM_FRACTION_STATIC}``), its one place seen
+        on every path; None for a knob without one such place or one value word."""
+        try:
+            a = _read(text)
+        except FormatError:
+            return None
+        state = a.knobs.get(resolve_knob(a, knob))
+        if state is None or len(state.places) != 1 or state.conditional:
+            return None
+        span = value_span(text, state.places[0])
+        return text[span[0] : span[1]] if span else None
+
+    def set_exact(self, text: str, knob: str, value: str, source: str | None) -> str:
+        """``set``, writing ``source`` verbatim where it is the shell text of a computed
+        value (:meth:`source`) equal to ``value``: a revert puts
+        ``--mem-fraction-static ${MEM_FRACTION_STATIC}`` back, byte for byte.  The
+        place must be the knob's one place and hold one value word; the result is
+        re-read: that place computes from exactly ``source`` and every other knob reads
+        as before.  Else the value is rendered (a literal)."""
+        if source is None:
+            return self.set(text, knob, value)
+        a = _read(text)
+        knob = resolve_knob(a, knob)
+        state = a.knobs.get(knob)
+        if state is None or len(state.places) != 1 or state.conditional:
+            return self.set(text, knob, value)
+        site = state.places[0]
+        span = value_span(text, site)
+        if span is None:
+            return self.set(text, knob, value)
+        out = text[: span[0]] + source + text[span[1]:]
+        try:
+            after = _read(out)
+            reads = self.parse_exact(out).get(knob) == value and self.source(out, knob) == source
+        except FormatError:
+            reads = False
+        if not reads or fingerprints_except(a, after, knob):
+            if source == value and decode_value(source) is None:  # computed: no other way
+                raise FormatError(
+                    f"line {site.line}: cannot write {knob} back as {source!r}: re-reading "
+                    "the file does not show it computed from that text; edit it by hand")
+            return self.set(text, knob, value)  # the text no longer fits: rendered
+        return out
 
     def select_places(
         self, text: str, knob: str, at: int | str | None, action: str = "set"
@@ -189,15 +272,26 @@ class BashFormat(TargetFormat):
         return tuple(found)
 
     # -- writing --------------------------------------------------------------------
-    def set(self, text: str, knob: str, value: str, at: int | str | None = None) -> str:
+    def set(self, text: str, knob: str, value: str, at: int | str | None = None,
+            source: str | None = None) -> str:
         """Set ``knob`` to ``value`` at the selected places (see the module docstring).
+
+        ``source``: the shell text of a computed value to write back (:meth:`set_exact`);
+        a knob that is absent is added with the value, then given that text.
 
         Raises KnobError on a bad name/value, AmbiguousKnob when a selection is needed,
         FormatError when the place is computed by the shell or the edit does not verify.
         """
+        if source is not None and at is None:
+            if self.source(text, knob) is not None:
+                return self.set_exact(text, knob, value, source)
+            if source == value and decode_value(source) is None:  # a computed value, absent
+                return self.set_exact(self.set(text, knob, "0", at), knob, value, source)
         _check(knob, value)
         a = _read(text)
         knob = resolve_knob(a, knob)
+        if is_flag_name(knob):
+            refuse_two_spellings(a, knob)
         inside = self._in_string(a, knob, value, at)
         if inside is not None:
             return inside
@@ -211,6 +305,8 @@ class BashFormat(TargetFormat):
         _check(knob)
         a = _read(text)
         knob = resolve_knob(a, knob)
+        if is_flag_name(knob):
+            refuse_two_spellings(a, knob)
         inside = self._in_string(a, knob, None, at)
         if inside is not None:
             return inside
@@ -233,6 +329,8 @@ class BashFormat(TargetFormat):
             _check(knob, value)
         removals = [k for k, v in edits.items() if v is None]
         changes = {k: v for k, v in edits.items() if v is not None}
+        for knob in [k for k in changes if (sources or {}).get(k) is not None]:
+            text = self.set_exact(text, knob, changes.pop(knob), sources[knob])  # type: ignore[index]
         if len(edits) > 1:
             out = self._batch(text, removals, changes)
             if out is not None:
@@ -256,7 +354,11 @@ class BashFormat(TargetFormat):
         puts a new top-level knob (:func:`~.additions.add_batch`); else one at a time."""
         for knob, value in values.items():
             _check(knob, value)
-        out = add_batch(_read(text), values) if len(values) > 1 else None
+        a = _read(text)
+        for knob in values:
+            if not is_flag_name(knob):
+                refuse_unreached(a, knob)
+        out = add_batch(a, values) if len(values) > 1 else None
         if out is not None:
             return out
         for knob, value in values.items():
@@ -279,6 +381,7 @@ class BashFormat(TargetFormat):
             try:
                 if not is_flag_name(knob):
                     refuse_holder(a, knob)
+                    refuse_unreached(a, knob)
                 if select(a, knob, None, "unset").sites:
                     present.append(knob)
             except FormatError:
@@ -328,6 +431,7 @@ class BashFormat(TargetFormat):
         no string holds it); an env edit of a string's variable is refused."""
         if not is_flag_name(knob):
             refuse_holder(a, knob)
+            refuse_unreached(a, knob)
             return None
         before = self.parse(a.text)
         out = string_edit(a, knob, value, at)

@@ -15,6 +15,8 @@ places in file order.  Lines move; keys do not.
 
 from __future__ import annotations
 
+import functools
+
 import itertools
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -103,7 +105,38 @@ def flag_lookup(engine: str | None) -> Callable[[str], object]:
 
     if engine == "engine":
         return lambda name: None  # the bundled engine's flags are not in the catalogs
-    return lambda name: lookup_flag(name, engine if engine in ("sglang", "vllm") else None)
+    chosen = engine if engine in ("sglang", "vllm") else None
+
+    def find(name: str):
+        found = lookup_flag(name, chosen)
+        if found is None and name.startswith("--") and "=" not in name:
+            found = flag_by_prefix(name, chosen)
+        return found
+
+    return find
+
+
+@functools.lru_cache(maxsize=1024)
+def flag_by_prefix(name: str, engine: str | None):
+    """argparse's abbreviation rule over the flag catalogs: ``--max-num-batched-token``
+    is ``--max-num-batched-tokens``, where it is a prefix of that one flag only (of
+    ``engine``'s catalog, or of every catalog naming one flag).  So one argument has one
+    spelling in every format that reads flags through :func:`flag_lookup` (bash launch
+    lines, YAML argument lists, compose commands, strings of flags), and an edit of the
+    full name changes the word the file has instead of adding a second one (issue 50)."""
+    from envknobs.catalog import flag_registries
+    from envknobs.catalog_release import prefix_matches
+
+    registries = flag_registries()
+    names = [engine] if engine is not None else sorted(registries)
+    hits = {}
+    for e in names:
+        registry = registries.get(e)
+        if registry is None:
+            continue
+        for full in prefix_matches(registry, name):
+            hits.setdefault(full, registry.get(full))
+    return next(iter(hits.values())) if len(hits) == 1 else None
 
 
 class Analysis:

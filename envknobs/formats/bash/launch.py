@@ -33,6 +33,7 @@ from typing import Callable
 
 from envknobs.formats.bash.words import decode_value
 from envknobs.formats.bash.wrappers import WRAPPERS
+from envknobs.formats.bash.wrappers import TWO_WORDS
 from envknobs.formats.bash.wrappers import skip_options
 from envknobs.formats.bash.wrappers import wrapper_at
 from envknobs.formats.bash.lexer import Word
@@ -123,7 +124,7 @@ def skip_wrappers(words: list[Word], k: int, prefixes: list[Word]) -> int:
                 else:
                     break
         else:
-            if text not in WRAPPERS and text != "uv":
+            if text not in WRAPPERS and text not in TWO_WORDS:
                 return k
             texts = [word_text(w) for w in words]
             found = wrapper_at(texts, k)

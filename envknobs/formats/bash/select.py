@@ -392,7 +392,10 @@ def _verify(before: Analysis, after: Analysis, knob: str, expected, put_backs=()
             wrong.append(knob)
     elif put_backs:
         st = after.knobs.get(knob)
-        keys = {st.key(s): s.value for s in st.places} if st else {}
+        from envknobs.formats.bash.write import computed_text
+
+        keys = {st.key(s): s.value if s.value is not None else computed_text(after.text, s)
+                for s in st.places} if st else {}
         if any(keys.get(e.key, object()) != e.value for e in put_backs):
             wrong.append(knob)
     elif expected is not None and _absent_as_none(new.get(knob)) != _absent_as_none(expected):

@@ -23,6 +23,7 @@ from envknobs.formats.common.places import Summary
 
 def to_places(a: Analysis, state: KnobState) -> tuple[Place, ...]:
     from envknobs.formats.bash.write import anchor_for_site
+    from envknobs.formats.bash.write import computed_text
 
     return tuple(
         Place(
@@ -30,6 +31,7 @@ def to_places(a: Analysis, state: KnobState) -> tuple[Place, ...]:
             value=s.value, computed=s.computed, launch=s.launch,
             raw=a.text[s.start : s.end], anchor=anchor_for_site(a, s),
             seen_by=tuple(sorted({n for n, seen in state.per_visit if s in seen})),
+            expr=computed_text(a.text, s),
         )
         for s in state.places
     )
@@ -152,6 +154,12 @@ def fingerprints(a: Analysis) -> dict[str, tuple]:
     """Knob -> what every visit sees (keys, values): equal before and after an edit of
     another knob, whatever lines moved."""
     return {k: fingerprint(st) for k, st in a.knobs.items()}
+
+
+def fingerprints_except(before: Analysis, after: Analysis, knob: str) -> list[str]:
+    """The knobs other than ``knob`` that read differently in ``after``."""
+    old, new = fingerprints(before), fingerprints(after)
+    return sorted(k for k in set(old) | set(new) if k != knob and old.get(k) != new.get(k))
 
 
 def insertion_point(a: Analysis, knob: str) -> tuple[int, str]:

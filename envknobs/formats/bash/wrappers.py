@@ -28,7 +28,27 @@ wrapper            what is stepped over
 ``uv run``         ``--with PKG``, ``--python V``, ``--project DIR``, ``--env-file F`` ...,
                    its switches, ``--``
 ``uvx``            ``--from PKG``, ``--with PKG``, ``--python V``
+``apptainer exec``  Apptainer's / Singularity's options (``--bind X``, ``--env K=V``,
+``singularity      ``--nv``, ``--cleanenv`` ...), then the image; also ``run``
+exec``
+``sudo``           ``-u USER``, ``-g GROUP``, ``-C N`` ...; its switches
 =================  =====================================================================
+
+How each wrapper passes the script's environment on (:func:`env_dropped`): some give the
+wrapped command none of it, and an ``export`` in the script then never reaches the
+server.  The bash format refuses such a write (naming the line, why, and how to pass the
+variable), rather than exit 0 after a change nobody reads:
+
+=======================  ================================================================
+wrapper                  drops the environment
+=======================  ================================================================
+``apptainer``/           with ``--cleanenv`` / ``-e`` / ``--containall`` / ``-C``: only
+``singularity exec``     ``--env K=V`` (``--env-file F``) reach the command
+``env``                  with ``-i`` / ``--ignore-environment`` / ``-``: only its
+                         ``K=V`` words
+``sudo``                 always (``env_reset``), unless ``-E`` / ``--preserve-env``:
+                         ``sudo K=V cmd`` or ``--preserve-env=K`` pass one
+=======================  ================================================================
 
 A long option with ``=`` (``--nodes=2``) is one word everywhere.  A wrapper's option the
 table does not know is read as a switch; a launch the reader does not recognise at all
@@ -51,6 +71,11 @@ class Wrapper:
     pairs: frozenset[str] = frozenset()  # options taking the next two words
     positional: int = 0  # words before the command (taskset's mask)
     module: bool = False  # ``-m MODULE`` follows: the wrapper is the interpreter (torchrun)
+    # How the script's environment reaches the wrapped command (see the module docstring):
+    clears: frozenset[str] = frozenset()  # options with which it gets none of it
+    clears_always: bool = False  # it gets none of it unless one of ``keeps`` is given
+    keeps: frozenset[str] = frozenset()
+    passes: str = ""  # how one variable is passed then ("--env K=V")
 
 
 def _set(words: str) -> frozenset[str]:
@@ -91,21 +116,36 @@ WRAPPERS: dict[str, Wrapper] = {
                         "--index --index-url --extra-index-url")),
 }
 WRAPPERS["mpiexec"] = WRAPPERS["mpirun"]
+WRAPPERS["apptainer exec"] = Wrapper(
+    _set("--bind -B --mount --env --env-file --home -H --overlay -o --pwd --workdir -W "
+         "--security --network --network-args --apply-cgroups --hostname --fusemount "
+         "--scratch -S --app --add-caps --drop-caps --cpus --memory --config --dns"),
+    positional=1, clears=_set("--cleanenv -e --containall -C"),
+    passes="--env K=V (or --env-file F)")
+for _name in ("apptainer run", "singularity exec", "singularity run"):
+    WRAPPERS[_name] = WRAPPERS["apptainer exec"]
+WRAPPERS["sudo"] = Wrapper(
+    _set("-u --user -g --group -C --close-from -D --chdir -h --host -p --prompt -r --role "
+         "-t --type -U --other-user -T --command-timeout"),
+    clears_always=True, keeps=_set("-E --preserve-env"),
+    passes="sudo K=V CMD, or sudo --preserve-env=K")
+TWO_WORDS = {"uv": ("run",), "apptainer": ("exec", "run"), "singularity": ("exec", "run")}
 
 
 def wrapper_at(texts: Sequence[str | None], k: int) -> tuple[Wrapper, int] | None:
     """The wrapper whose name starts at ``texts[k]`` and the index after its name."""
     name = (texts[k] or "").rsplit("/", 1)[-1]
-    if name == "uv" and k + 1 < len(texts) and texts[k + 1] == "run":
-        return WRAPPERS["uv run"], k + 2
+    if name in TWO_WORDS and k + 1 < len(texts) and texts[k + 1] in TWO_WORDS[name]:
+        return WRAPPERS[f"{name} {texts[k + 1]}"], k + 2
     found = WRAPPERS.get(name)
     return (found, k + 1) if found is not None else None
 
 
 def skip_options(texts: Sequence[str | None], k: int, w: Wrapper,
-                 is_option: Callable[[str], bool]) -> int:
+                 is_option: Callable[[str], bool], seen: list[str] | None = None) -> int:
     """The index of the wrapped command's first word after the wrapper's options at ``k``
-    (for a ``module`` wrapper: the word before ``-m``, which then plays the interpreter)."""
+    (for a ``module`` wrapper: the word before ``-m``, which then plays the interpreter);
+    ``seen`` gets the name of each option read (never an option's value)."""
     while k < len(texts):
         t = texts[k] or ""
         if t == "--":
@@ -114,6 +154,8 @@ def skip_options(texts: Sequence[str | None], k: int, w: Wrapper,
         if not is_option(t):
             break
         name = t.partition("=")[0]
+        if seen is not None:
+            seen.append(name)
         if "=" in t:
             k += 1
         elif name in w.pairs:
@@ -125,3 +167,41 @@ def skip_options(texts: Sequence[str | None], k: int, w: Wrapper,
         else:
             k += 1
     return min(k + w.positional, len(texts))
+
+
+_ENV_CLEARS = frozenset({"-i", "--ignore-environment", "-"})
+
+
+def env_dropped(texts: Sequence[str | None], k: int,
+                is_option: Callable[[str], bool]) -> tuple[int, str, str] | None:
+    """Where a command's wrappers give the wrapped command none of the script's
+    environment: ``(index of the wrapper's name, what drops it, how to pass one variable
+    instead)``, walking the wrappers from ``texts[k]`` (None: each wrapper passes it on)."""
+    while k < len(texts):
+        name = (texts[k] or "").rsplit("/", 1)[-1]
+        if name == "env":
+            j = k + 1
+            while j < len(texts) and texts[j] is not None and is_option(texts[j] or "-x"):
+                if texts[j] in _ENV_CLEARS:
+                    return k, f"env {texts[j]}", "its K=V words (env -i K=V CMD)"
+                j += 1
+            if j < len(texts) and texts[j] == "-":
+                return k, "env -", "its K=V words (env - K=V CMD)"
+            while j < len(texts) and "=" in (texts[j] or "") and not (texts[j] or "=").startswith("="):
+                j += 1
+            k = j
+            continue
+        found = wrapper_at(texts, k)
+        if found is None:
+            return None
+        w, j = found
+        names: list[str] = []
+        end = skip_options(texts, j, w, is_option, names)
+        opts = set(names)
+        label = " ".join(t or "" for t in texts[k:j])
+        if opts & w.clears:
+            return k, f"{label} {sorted(opts & w.clears)[0]}", w.passes
+        if w.clears_always and not opts & w.keeps:
+            return k, label, w.passes
+        k = end
+    return None

@@ -39,6 +39,34 @@ def computed_error(text: str, site: Site) -> FormatError:
     )
 
 
+def value_span(text: str, site: Site) -> tuple[int, int] | None:
+    """The span of ``site``'s value as written (an assignment's text after ``=``, a
+    flag's value word or the part after ``--x=``, a docker ``-e K=V``'s V); None where
+    the site has no value word (a switch, an ``unset``, a list of words)."""
+    obj = site.obj
+    if isinstance(obj, Def):
+        found = obj.word.assignment() if site.kind != "unset" else None
+        return (found[2], obj.word.end) if found else None
+    if isinstance(obj, DockerEnv):
+        return (obj.value_start, obj.word.end) if obj.value_start >= 0 else None
+    if isinstance(obj, FlagUse):
+        if obj.form == "space" and len(obj.values) == 1:
+            return obj.values[0].start, obj.values[0].end
+        if obj.form == "equals" and "=" in obj.word.text:
+            return obj.word.start + obj.word.text.index("=") + 1, obj.word.end
+    return None
+
+
+def computed_text(text: str, site: Site) -> str | None:
+    """The shell text a computed ``site`` takes its value from (``${MEM_FRACTION}``,
+    ``"$(nproc)"``): what the ledger records as its value, and what a revert writes back
+    byte for byte.  None for a static site, or one without a single value word."""
+    if not site.computed:
+        return None
+    span = value_span(text, site)
+    return text[span[0] : span[1]] if span else None
+
+
 def write_value(text: str, site: Site, value: str, lookup) -> str:
     """Give ``site`` the value ``value``, keeping its form and quoting style."""
     obj = site.obj
@@ -49,7 +77,10 @@ def write_value(text: str, site: Site, value: str, lookup) -> str:
                     f"line {site.line}: {site.knob} is unset among other names; edit it by hand"
                 )
             return _splice(text, site.start, site.end, f"export {site.knob}={quote_value(value)}")
-        if site.computed:
+        # A computed value (``$(nproc)``) is replaced too: the entry records its shell
+        # text as the value before, and a revert writes that text back (issue 50).
+        # An append (``K+=x``) or an array keeps depending on what came before: refused.
+        if site.computed and (obj.append or obj.word.array is not None):
             raise computed_error(text, site)
         _, _, value_start = obj.word.assignment()  # type: ignore[misc]
         raw = text[value_start : obj.word.end]

@@ -93,6 +93,11 @@ class TargetFormat:
         raise FormatError(f"{self.name} targets have no places to select: edit the knob whole")
 
     # -- exact sources --------------------------------------------------------------
+    def parse_exact(self, text: str) -> dict[str, str]:
+        """:meth:`parse`, plus each knob whose one value the file computes, as the text it
+        is computed from (``${MEM_FRACTION_STATIC}``): what the ledger records of it."""
+        return self.parse(text)
+
     def source(self, text: str, knob: str) -> str | None:
         """The exact text of ``knob``'s value as written (None: absent, or not kept)."""
         return None

@@ -42,6 +42,9 @@ class Place:
     raw: str  # the exact source text of the place
     anchor: dict[str, Any] | None = None  # where a removed launch word goes back
     seen_by: tuple[int, ...] = ()  # the launches (1-based; 0: the end of the script) it reaches
+    # a computed value's shell text (``${MEM_FRACTION_STATIC}``): the value the ledger
+    # records for it, so a revert writes those bytes back (None: static, or no one word)
+    expr: str | None = None
 
     def where(self, path: str | None = None) -> str:
         return f"{path}:{self.line}" if path else f"line {self.line}"

@@ -160,10 +160,20 @@ def _spans(text: str, toks: list[Token]) -> set[tuple[int, int]]:
     """The text of the items ``toks``: whole lines in a block list; in a flow list each
     run of neighbouring items with the comma that joins it to the rest."""
     spans: set[tuple[int, int]] = set()
-    for t in toks:
-        if not t.seq.flow_style:
-            spans.add((line_start(text, dash_before(text, t.node.start_mark.index)),
-                       line_end(text, last_content_end(text, t.node))))
+    block = sorted((line_start(text, dash_before(text, t.node.start_mark.index)),
+                    line_end(text, last_content_end(text, t.node)))
+                   for t in toks if not t.seq.flow_style)
+    for start, end in block:
+        # A flag and its value item with only comment lines between them (SGLang's LWS
+        # example: `- --disaggregation-ib-device`, `# should modify ...`, `- mlx5_...`) go
+        # as one cut, the comment with them, so a revert puts back that one cut whole.
+        prev = max(spans, default=None)
+        if prev is not None and all(not ln.strip() or ln.strip().startswith("#")
+                                    for ln in text[prev[1]:start].splitlines()):
+            spans.discard(prev)
+            spans.add((prev[0], end))
+        else:
+            spans.add((start, end))
     for seq in {id(t.seq): t.seq for t in toks if t.seq.flow_style}.values():
         items = seq.value
         doomed = sorted(k for k, n in enumerate(items) if any(t.node is n for t in toks))
@@ -223,7 +233,15 @@ def remove_items(text: str, toks: list[Token]) -> str:
 
 
 def _empty_list_check(toks: list[Token], text: str) -> None:
+    """A block list emptied by a removal leaves its key null: refused where the list names
+    a program (its first word is no flag: a container's ``command:``), which would then
+    be the image's; a list of arguments only (Helm ``extraArgs:`` holding
+    ``- "--enforce-eager"``) is emptied, its key then null, which reads as no arguments
+    (and a revert puts the item back where it was)."""
     for seq in {id(t.seq): t.seq for t in toks}.values():
+        first = seq.value[0] if seq.value else None
+        if isinstance(first, ScalarNode) and str(first.value).startswith("-"):
+            continue
         if all(any(t.node is n for t in toks) for n in seq.value) and not seq.flow_style:
             raise FormatError(f"line {line_of(text, seq.start_mark.index)}: removing every "
                               "word of this list would leave its key empty; edit it by hand")
@@ -406,6 +424,38 @@ def _folded_lines(text: str, node: ScalarNode, knobs: set[str]) -> dict[str, int
                 if w.raw.partition("=")[0] in knobs}
     except FormatError:
         return {}
+
+
+def _value_token(argv: Argv, knob: str) -> Token | None:
+    """The list item holding the value of ``knob``'s occurrence that takes effect: its
+    value word (``- --x`` ``- v``), or the flag word itself (``- --x=v``)."""
+    use = next((u for u in reversed(argv.uses) if u.knob == knob), None)
+    if use is None:
+        return None
+    if use.form == "space" and len(use.values) == 1:
+        tok = argv.tokens[use.values[0].start]
+    elif use.form == "equals":
+        tok = argv.tokens[use.word.start]
+    else:
+        return None
+    return None if tok.node.style in ("|", ">") else tok
+
+
+def argv_value_source(text: str, argv: Argv, knob: str) -> str | None:
+    """The exact text of the list item holding ``knob``'s value (``mlx5_bond_0,...``
+    plain, ``"0.8"`` quoted, ``'--x=v'``): what an entry keeps, so that a revert writes
+    the item back in its own style, whatever its neighbours' (issue 50)."""
+    tok = _value_token(argv, knob) if argv.script is None else None
+    return None if tok is None else text[tok.node.start_mark.index : tok.node.end_mark.index]
+
+
+def with_argv_source(text: str, argv: Argv, knob: str, source: str) -> str | None:
+    """``text`` with the item :func:`argv_value_source` names written as ``source``
+    (None: no such item); the caller checks that the file then reads as intended."""
+    tok = _value_token(argv, knob) if argv.script is None else None
+    if tok is None or "\n" in source:
+        return None
+    return text[: tok.node.start_mark.index] + source + text[tok.node.end_mark.index :]
 
 
 def list_argv(seq: SequenceNode, engine: str | None = None) -> Argv:

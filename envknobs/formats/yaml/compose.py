@@ -24,6 +24,7 @@ is noted in ``summary`` (the last takes effect, as argparse reads it).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from ruamel.yaml.nodes import MappingNode
@@ -36,6 +37,8 @@ from envknobs.formats.bash.words import quote_value
 from envknobs.formats.common import FormatError
 from envknobs.formats.common.text import line_of
 from envknobs.formats.yaml import flagedit
+from envknobs.formats.bash.launch import FlagUse
+from envknobs.formats.bash.launch import scan_flags
 from envknobs.formats.yaml.argv import ListWords
 from envknobs.formats.yaml.argv import Token
 from envknobs.formats.yaml.argv import _tokens
@@ -74,6 +77,23 @@ class _CWord:
     raw: str  # as a shell word, for the flag reader
 
 
+_ALL_ARGS = re.compile(r'"\$@"|"\$\{@\}"|\$@|\$\{@\}')
+
+
+def _passes_args(script: str) -> bool:
+    """Whether a ``sh -c`` script hands its arguments to a command (``"$@"``)."""
+    return bool(_ALL_ARGS.search(script))
+
+
+def _bash_launches(script: str):
+    from envknobs.formats.bash.analysis import analyse
+
+    try:
+        return analyse(script).launches
+    except FormatError:
+        return []
+
+
 def _interpolated(value: str) -> bool:
     return "$" in value.replace("$$", "")
 
@@ -101,6 +121,16 @@ class ComposeArgv:
         image = scalar_text((get(service, "image") or (None, None))[1]) or ""
         words = [Word(i, i, w.raw) for i, w in enumerate(self.words)]
         self.engine, self.uses = (None, []) if self.script is not None else launch_flags(words, image)
+        # ``sh -c 'exec vllm serve "$@"' -- ARGS...``: the words after the script's $0 are
+        # its "$@", the launch's own flags (issue 50): read and edited there.
+        self.params: list[FlagUse] | None = None
+        if self.script is not None and _passes_args(self.words[self.script].text):
+            from envknobs.formats.bash.analysis import flag_lookup
+
+            launches = _bash_launches(self.words[self.script].text)
+            self.engine = next((l.engine for l in launches if l.engine), None) or (
+                "vllm" if "vllm" in image else ("sglang" if "sglang" in image else None))
+            self.params = scan_flags(words[self.script + 2:], flag_lookup(self.engine))
 
     # -- the Words editor (flagedit) ------------------------------------------------
     @property
@@ -200,7 +230,9 @@ def compose_flags(text: str, service: MappingNode, label: str) -> dict[str, str]
 
     a = ComposeArgv(text, service, label)
     if a.script is not None:
-        return {k: v for k, v in _bash().parse(_script_text(a)).items() if k.startswith("-")}
+        own = flag_values(Argv([], {}, a.engine, a.params or []))
+        return {**own, **{k: v for k, v in _bash().parse(_script_text(a)).items()
+                          if k.startswith("-")}}
     return flag_values(Argv([], {}, a.engine, a.uses))
 
 
@@ -210,7 +242,7 @@ def canonical_compose_flag(text: str, service: MappingNode, label: str, knob: st
     from envknobs.formats.bash.analysis import flag_lookup
 
     a = ComposeArgv(text, service, label)
-    if a.script is not None:
+    if a.script is not None and a.params is None:
         return _bash().canonical(_script_text(a), knob)
     flag = flag_lookup(a.engine)(knob)
     return flag.name if flag is not None else canonical_flag(knob)  # type: ignore[attr-defined]
@@ -224,11 +256,26 @@ def edit_compose_flag(text: str, service: MappingNode, label: str, knob: str,
     a = ComposeArgv(text, service, label)
     if value is not None and "$" in value:
         shell_word(value)  # refused: compose would interpolate it
+    if a.script is not None and a.params is not None and not _in_script_flags(a, knob):
+        return _edit_params(text, a, knob, value, flag_lookup(a.engine)(knob))
     if a.script is not None:
         return _edit_script(text, a, knob, value)
     if value is None:
         return flagedit.unset_flag(text, a, a.uses, knob)
     return flagedit.set_flag(text, a, a.uses, knob, value, flag_lookup(a.engine)(knob))
+
+
+def _in_script_flags(a: ComposeArgv, knob: str) -> bool:
+    return knob in _bash().parse(_script_text(a)) or any(
+        k.knob == knob for k in _bash().summary(_script_text(a)).knobs)
+
+
+def _edit_params(text: str, a: ComposeArgv, knob: str, value: str | None, flag) -> str:
+    """A flag of the words the script gets as ``"$@"``: edited where it is; a new one
+    goes after the last of them (in ``command:``), where the operator keeps the rest."""
+    if value is None:
+        return flagedit.unset_flag(text, a, a.params or [], knob)
+    return flagedit.set_flag(text, a, a.params or [], knob, value, flag)
 
 
 def _edit_script(text: str, a: ComposeArgv, knob: str, value: str | None) -> str:
@@ -250,25 +297,107 @@ def _edit_script(text: str, a: ComposeArgv, knob: str, value: str | None) -> str
     return words.replaced([(sw.start, sw.end, requoted(new, sw.raw))])  # type: ignore[union-attr]
 
 
+def _value_word(a: ComposeArgv, knob: str) -> tuple[int, str] | None:
+    """(word index, prefix) of the value word of ``knob``'s occurrence that takes effect,
+    where compose interpolates it: ``--x ${X:-8}`` (prefix "") or ``--x=${X:-8}``
+    (prefix ``--x=``); None for a literal value, a switch or a list of words."""
+    use = next((u for u in reversed(a.uses) if u.knob == knob), None)
+    if use is None or use.value is not None:
+        return None
+    if use.form == "space" and len(use.values) == 1:
+        return use.values[0].start, ""
+    if use.form == "equals":
+        return use.word.start, a.words[use.word.start].raw.partition("=")[0] + "="
+    return None
+
+
+def _word_source(text: str, a: ComposeArgv, i: int) -> str:
+    w = a.words[i]
+    if w.part.tokens is not None:
+        node = w.part.tokens[w.index].node
+        return text[node.start_mark.index : node.end_mark.index]
+    return w.part.words.words[w.index].raw  # type: ignore[union-attr]
+
+
+def _expr(text: str, a: ComposeArgv, knob: str) -> str | None:
+    found = _value_word(a, knob)
+    if found is None:
+        return None
+    raw = _word_source(text, a, found[0])
+    if found[1] and a.words[found[0]].part.tokens is not None:
+        return raw  # a list item --x=${X}: the item's text, as compose_source gives it
+    return raw[len(found[1]):]
+
+
+def compose_source(text: str, service: MappingNode, label: str, knob: str) -> str | None:
+    """The exact text of flag ``knob``'s value word (a list item as written, ``"8192"``;
+    a string's shell word; ``${MAX_MODEL_LEN:-8192}`` where compose interpolates it):
+    what an entry keeps, so that a revert writes it back byte for byte (issue 50).  None
+    for a switch or a flag of a shell script."""
+    a = ComposeArgv(text, service, label)
+    uses = a.uses if a.script is None else (a.params or [])
+    use = next((u for u in reversed(uses) if u.knob == knob), None)
+    if use is None:
+        return None
+    if use.form == "space" and len(use.values) == 1:
+        return _word_source(text, a, use.values[0].start)
+    if use.form == "equals":
+        raw = _word_source(text, a, use.word.start)
+        if a.words[use.word.start].part.tokens is not None:
+            return raw
+        name = raw.partition("=")[0]
+        return None if name.startswith(("'", '"')) else raw[len(name) + 1:]
+    return None
+
+
+def restore_compose_source(text: str, service: MappingNode, label: str, knob: str,
+                           source: str) -> str | None:
+    """``text`` with flag ``knob``'s value word written back as ``source`` (the text
+    :func:`compose_source` gave), in place; None where the flag has no single value word
+    to hold it (the caller writes the value instead)."""
+    a = ComposeArgv(text, service, label)
+    uses = a.uses if a.script is None else (a.params or [])
+    use = next((u for u in reversed(uses) if u.knob == knob), None)
+    if use is None or "\n" in source:
+        return None
+    if use.form == "space" and len(use.values) == 1:
+        i, prefix = use.values[0].start, ""
+    elif use.form == "equals":  # the flag as the process gets it, then the value's text
+        i, prefix = use.word.start, a.words[use.word.start].text.partition("=")[0] + "="
+    else:
+        return None
+    w = a.words[i]
+    if w.part.tokens is not None:  # a list item: its whole text (the flag too, for --x=v)
+        node = w.part.tokens[w.index].node
+        return text[: node.start_mark.index] + source + text[node.end_mark.index :]
+    sw = w.part.words.words[w.index]  # type: ignore[union-attr]
+    return w.part.words.replaced([(sw.start, sw.end, prefix + source)])  # type: ignore[union-attr]
+
+
 def compose_places(text: str, service: MappingNode, label: str):
     """(knob, file line, value or None where computed) of the occurrence of each flag that
     takes effect, and notes (a flag given twice, a script inside a string)."""
     a = ComposeArgv(text, service, label)
     if a.script is None:
         last = {u.knob: u for u in a.uses}
-        rows = [(k, a.line(text, u.word.start), u.value) for k, u in last.items()]
+        rows = [(k, a.line(text, u.word.start), u.value, _expr(text, a, k))
+                for k, u in last.items()]
         return rows, flagedit.repeated_note(a.uses, lambda i: a.line(text, i), f"the {a.label}")
     w = a.words[a.script]
     bash = _bash()
     values, summary = bash.parse(w.text), bash.summary(w.text)
     flags = [k for k in summary.knobs if k.knob.startswith("-") and k.places]
+    params = {u.knob: u for u in a.params or [] if u.knob not in {k.knob for k in flags}}
+    own = [(k, a.line(text, u.word.start), u.value) for k, u in params.items()]
+    notes = flagedit.repeated_note(a.params or [], lambda i: a.line(text, i),
+                                   f"the arguments of {a.label}") if a.params else []
     if w.part.tokens is None:
         first = a.line(text, a.script)
-        return [(k.knob, first, values.get(k.knob)) for k in flags], []
+        return own + [(k.knob, first, values.get(k.knob)) for k in flags], notes
     node = w.part.tokens[w.index].node
     first = line_of(text, node.start_mark.index) + (1 if node.style in ("|", ">") else 0) - 1
-    return [(k.knob, first + k.places[-1].line, values.get(k.knob)) for k in flags], []
+    return own + [(k.knob, first + k.places[-1].line, values.get(k.knob)) for k in flags], notes
 
 
 __all__ = ["ComposeArgv", "PARTS", "canonical_compose_flag", "compose_flags", "compose_places",
-           "edit_compose_flag", "is_command_path"]
+           "compose_source", "edit_compose_flag", "is_command_path", "restore_compose_source"]

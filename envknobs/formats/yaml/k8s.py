@@ -57,6 +57,9 @@ from envknobs.flags import check_flag_name
 from envknobs.flags import is_flag_name
 from envknobs.formats.common import FormatError
 from envknobs.formats.common import TargetFormat
+from envknobs.formats.yaml.argv import argv_value_source
+from envknobs.formats.yaml.argv import read_argv
+from envknobs.formats.yaml.argv import with_argv_source
 from envknobs.formats.yaml.argv import canonical_flag_in
 from envknobs.formats.yaml.argv import container_flags
 from envknobs.formats.yaml.argv import edit_container_flag
@@ -237,7 +240,8 @@ class K8sFormat(FlagPlaces, TargetFormat):
         c = self._locate(text)
         return canonical_flag_in(c.node, c.label, text, knob)
 
-    def _edit_flag(self, text: str, knob: str, value: str | None) -> str:
+    def _edit_flag(self, text: str, knob: str, value: str | None,
+                   source: str | None = None) -> str:
         check_flag_name(knob)
         if value is not None:
             check_knob_value(value)
@@ -247,8 +251,31 @@ class K8sFormat(FlagPlaces, TargetFormat):
         before = self.parse(text)
         if value is not None and before.get(knob) == value:
             return text  # (an unset always edits: a computed flag is absent from parse)
+        if knob not in before:
+            self._refuse_env_string(text, c, knob)
+        if value is not None and source is not None:  # the item as it was written
+            out = with_argv_source(text, read_argv(c.node, c.label), knob, source)
+            if out is not None and self.parse(out) == {**before, knob: value}:
+                return out
         out = edit_container_flag(text, c.node, c.label, knob, value)
         return verified(before, self.parse(out), knob, value, out)
+
+    def _refuse_env_string(self, text: str, c: _Container, knob: str) -> None:
+        """A flag the container's argv does not have but an env value holds (KServe's
+        ``VLLM_ADDITIONAL_ARGS: >- --max-model-len 8192 ...``): the server reads it from
+        there, so adding it to the argv would give it twice and editing the argv none.
+        Refused naming that item's line and the way to change it (issue 50)."""
+        import re
+
+        word = re.compile(rf"(^|\s){re.escape(knob)}(=|\s|$)")
+        for it in c.items:
+            if it.value is not None and word.search(str(it.value.value)):
+                line = line_of(text, it.node.start_mark.index)
+                raise FormatError(
+                    f"line {line}: {knob} is in the value of env {it.name} of container "
+                    f"{c.label}, a string of flags the server reads; the ledger does not "
+                    f"edit flags inside a k8s env value yet: record the whole string "
+                    f"(ledger record knob TARGET {it.name}='...')")
 
     def _refuse_shadowed(self, text: str, c: _Container, knob: str) -> None:
         if knob in script_env(c.node, c.label):
@@ -261,8 +288,12 @@ class K8sFormat(FlagPlaces, TargetFormat):
         return self.set(text, knob, value, source=source)
 
     def source(self, text: str, knob: str) -> str | None:
-        """The exact source text of ``knob``'s value (after ``value:``), or None."""
+        """The exact source text of ``knob``'s value (after ``value:``; a flag's: its
+        value's list item, :func:`~.argv.argv_value_source`), or None."""
         c = self._locate(text)
+        if is_flag_name(knob):
+            knob = canonical_flag_in(c.node, c.label, text, knob)
+            return argv_value_source(text, read_argv(c.node, c.label), knob)
         item = next((it for it in reversed(c.items) if it.name == knob), None)
         sourced = _from_sources(c).get(knob)
         if item is None and sourced is not None:
@@ -296,7 +327,7 @@ class K8sFormat(FlagPlaces, TargetFormat):
         verbatim where it reads back as ``value``; otherwise the value is rendered.
         """
         if is_flag_name(knob):
-            return self._edit_flag(text, knob, value)
+            return self._edit_flag(text, knob, value, source)
         check_assignment_args(knob, value)
         check_yaml_text(value)
         c = self._locate(text)

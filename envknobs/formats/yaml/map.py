@@ -87,9 +87,13 @@ from envknobs.formats.yaml.edit import splice_value
 from envknobs.formats.yaml.edit import value_span
 from envknobs.formats.yaml.edit import walk_path
 from envknobs.formats.common.places import Summary
+from envknobs.formats.yaml.argv import argv_value_source
+from envknobs.formats.yaml.argv import with_argv_source
 from envknobs.formats.yaml.compose import PARTS
 from envknobs.formats.yaml.compose import canonical_compose_flag
 from envknobs.formats.yaml.compose import compose_flags
+from envknobs.formats.yaml.compose import compose_source
+from envknobs.formats.yaml.compose import restore_compose_source
 from envknobs.formats.yaml.compose import compose_places
 from envknobs.formats.yaml.compose import edit_compose_flag
 from envknobs.formats.yaml.compose import is_command_path
@@ -152,6 +156,11 @@ def _typed(value: str, old: ScalarNode, quote: str | None) -> str:
     return value
 
 
+# The keys of a Helm values map that hold the server's extra arguments as a list of words
+# (vLLM production-stack ``vllmConfig.extraArgs``, KubeAI ``args``, ``vllm_args``).
+ARGS_KEYS = ("extraArgs", "extraCmdArgs", "extra_args", "vllm_args", "args")
+
+
 class YamlMapFormat(FlagPlaces, TargetFormat):
     """A mapping of knobs in a YAML file; see the module docstring."""
 
@@ -192,8 +201,14 @@ class YamlMapFormat(FlagPlaces, TargetFormat):
             keys = []
             if isinstance(parent, MappingNode):
                 keys = [str(k.value) for k, _ in parent.value]
+            hint = ""
+            if len(self.steps) == 3 and self.steps[0] == "services" and last == "environment":
+                at = f" (line {parent.start_mark.line + 1})" if parent is not None else ""
+                hint = (f"; compose service {self.steps[1]}{at} has no environment: yet: add "
+                        "`environment:` with one `KEY: value` under the service by hand "
+                        "(its env then starts there), then add the target again")
             raise FormatError(
-                f"{self._where()} not found (keys there: {', '.join(keys) or 'none'})"
+                f"{self._where()} not found (keys there: {', '.join(keys) or 'none'}){hint}"
             )
         return self._as_map(pair[1], pair[0], pair[1])
 
@@ -226,6 +241,26 @@ class YamlMapFormat(FlagPlaces, TargetFormat):
             pairs[key] = (k, v)
         return pairs
 
+    def _args_list(self, text: str) -> YamlMapFormat | None:
+        """The argument list inside the map at the key path (a Helm ``vllmConfig:`` map
+        whose ``extraArgs:`` holds ``- "--enforce-eager"``), read as its own list of
+        flags: the chart passes those words to the server, so they are this target's flag
+        knobs too, read and edited there (issue 50).  None without one."""
+        try:
+            m = self._locate(text)
+        except FormatError:
+            return None
+        if m.service is not None or not isinstance(m.node, MappingNode):
+            return None
+        if self._env_items(text) is not None:
+            return None
+        for k, v in m.node.value:
+            emptied = isinstance(v, ScalarNode) and v.tag.endswith(":null")
+            if scalar_text(k) in ARGS_KEYS and (isinstance(v, SequenceNode) or emptied):
+                return YamlMapFormat(format_path((*self.steps, scalar_text(k))),
+                                     strings=False, engine=self.engine)
+        return None
+
     def _env_items(self, text: str) -> EnvListAt | None:
         """The k8s reader of a name/value env list at the key path (Helm values), or None."""
         if not self.steps:
@@ -246,7 +281,12 @@ class YamlMapFormat(FlagPlaces, TargetFormat):
             return list_values(m.node) if self.strings else \
                 flag_values(list_argv(m.node, self.engine))
         pairs = self._pairs(m)
-        return {k: scalar_text(v) for k, (_, v) in pairs.items() if isinstance(v, ScalarNode)}
+        found = {k: scalar_text(v) for k, (_, v) in pairs.items() if isinstance(v, ScalarNode)}
+        args = self._args_list(text)
+        if args is None:
+            return found
+        found.pop(args.steps[-1], None)  # (an emptied list: its key null, no knob)
+        return {**found, **args.parse(text)}
 
     def summary(self, text: str) -> Summary:
         """Each knob with the line it is on (one place each; for an argument list or a
@@ -265,8 +305,18 @@ class YamlMapFormat(FlagPlaces, TargetFormat):
             notes = repeated_note(argv.uses, lambda i: line_of(
                 text, argv.tokens[i].node.start_mark.index), f"the list at {self._where()}")
             return line_summary(text, rows, self._where(), notes=notes)
+        args = self._args_list(text)
+        if args is not None:
+            inner = args.summary(text)
+            mine = self._plain_summary(text, m)
+            return Summary((*mine.knobs, *inner.knobs), (), (*mine.notes, *inner.notes))
+        return self._plain_summary(text, m)
+
+    def _plain_summary(self, text: str, m: _Map) -> Summary:
         lines = self._lines(text, m)
-        rows = [(k, lines.get(k, 0), v) for k, v in self.parse(text).items()]
+        values = self.parse(text)
+        rows = [(k, lines.get(k, 0), v) for k, v in values.items() if not is_flag_name(k)
+                or self._args_list(text) is None]
         both = [] if self.strings else [negation_conflict(k, lines) for k in lines
                                         if k.startswith("no-") and k[3:] in lines]
         return line_summary(text, rows, self._where(), notes=both)
@@ -281,6 +331,9 @@ class YamlMapFormat(FlagPlaces, TargetFormat):
         """A flag as the engine's catalog spells it (``--tp`` -> ``--tp-size``)."""
         if not is_flag_name(knob):
             return knob
+        args = self._args_list(text)
+        if args is not None:
+            return args.canonical(text, knob)
         try:
             m = self._locate(text)
             if m.service is not None:
@@ -306,14 +359,49 @@ class YamlMapFormat(FlagPlaces, TargetFormat):
         out = edit_compose_flag(text, m.service, name, knob, value)  # type: ignore[arg-type]
         return verified(before, self.parse(out), knob, value, out)
 
+    def _compose_back(self, text: str, m: _Map, knob: str, value: str,
+                      source: str) -> str | None:
+        """A compose flag's value word written back as it was (``source``: a list item in
+        its own style, or the ``${MAX_MODEL_LEN:-8192}`` compose interpolates), in place;
+        the file must then read ``value`` from exactly that text, every other flag as
+        before.  None where it does not (the value is then rendered); an interpolated
+        value that cannot go back is refused, as nothing else writes it."""
+        name = str(self.steps[1])
+        knob = canonical_compose_flag(text, m.service, name, knob)  # type: ignore[arg-type]
+        before = self.parse(text)
+        out = restore_compose_source(text, m.service, name, knob, source)  # type: ignore[arg-type]
+        computed = source == value and "$" in value
+        try:
+            after = None if out is None else self.parse(out)
+            fits = after is not None and self.source(out, knob) == source and (
+                after == {**{k: v for k, v in before.items() if k != knob}}
+                if computed else after == {**before, knob: value})
+        except FormatError:
+            fits = False
+        if fits:
+            return out
+        if computed:
+            raise FormatError(f"{self._where()}: cannot write {knob} back as {source!r}; "
+                              "edit it by hand")
+        return None
+
     def set_exact(self, text: str, knob: str, value: str, source: str | None) -> str:
         return self.set(text, knob, value, source=source)
 
     def source(self, text: str, knob: str) -> str | None:
         """The exact text after ``knob:`` (to the end of its value), or None."""
+        if is_flag_name(knob) and (args := self._args_list(text)) is not None:
+            return args.source(text, knob)
         if (env := self._env_items(text)) is not None:
             return env.source(text, knob)
         m = self._locate(text)
+        if m.service is not None and is_flag_name(knob):
+            name = str(self.steps[1])
+            knob = canonical_compose_flag(text, m.service, name, knob)  # type: ignore[arg-type]
+            return compose_source(text, m.service, name, knob)  # type: ignore[arg-type]
+        if isinstance(m.node, SequenceNode) and not self.strings and is_flag_name(knob):
+            argv = list_argv(m.node, self.engine)
+            return argv_value_source(text, argv, self.canonical(text, knob))
         if isinstance(m.node, SequenceNode) or m.service is not None:
             return None
         pair = self._pairs(m).get(knob)
@@ -339,10 +427,16 @@ class YamlMapFormat(FlagPlaces, TargetFormat):
     def set(self, text: str, knob: str, value: str, source: str | None = None) -> str:
         """Set ``knob`` to ``value`` (typed as the file has it); ``source``: see the docstring."""
         self._check_args(knob, value)
+        if is_flag_name(knob) and (args := self._args_list(text)) is not None:
+            return args.set(text, knob, value, source=source)
         if (env := self._env_items(text)) is not None:
             return env.set(text, knob, value, source=source)
         m = self._locate(text)
         if m.service is not None:
+            if source is not None:
+                back = self._compose_back(text, m, knob, value, source)
+                if back is not None:
+                    return back
             return self._compose_edit(text, m, knob, value)
         before = self.parse(text)
         if before.get(knob) == value:
@@ -354,6 +448,10 @@ class YamlMapFormat(FlagPlaces, TargetFormat):
                 knob = self.canonical(text, knob)
                 if before.get(knob) == value:
                     return text
+                if source is not None:  # the item as it was written
+                    out = with_argv_source(text, list_argv(m.node, self.engine), knob, source)
+                    if out is not None and self.parse(out) == {**before, knob: value}:
+                        return out
                 out = edit_list_flag(text, m.node, knob, value, self.engine)
             return verified(before, self.parse(out), knob, value, out)
         pairs = self._pairs(m)
@@ -436,6 +534,8 @@ class YamlMapFormat(FlagPlaces, TargetFormat):
     def unset(self, text: str, knob: str) -> str:
         """Remove ``knob`` from the map (same text if it is absent)."""
         self._check_args(knob)
+        if is_flag_name(knob) and (args := self._args_list(text)) is not None:
+            return args.unset(text, knob)
         if (env := self._env_items(text)) is not None:
             return env.unset(text, knob)
         m = self._locate(text)

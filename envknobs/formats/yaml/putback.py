@@ -88,7 +88,14 @@ class FlagPlaces:
         if out is None:
             raise FormatError(f"{knob}: the text around its old place changed")
         after = self.parse(out)  # type: ignore[attr-defined]
+        if knob not in after and self.source(out, knob) == e.value:  # type: ignore[attr-defined]
+            if after == before:  # a computed value back as the text it was computed from
+                return out
         if after.get(knob) is not None and after.get(knob) != e.value:
+            if "$" in e.value:  # the text a value was computed from (issue 50)
+                out = self.set_exact(out, knob, e.value, e.value)  # type: ignore[attr-defined]
+                if self.parse(out) == before and self.source(out, knob) == e.value:  # type: ignore[attr-defined]
+                    return out
             out = self.set(out, knob, e.value)  # type: ignore[attr-defined]
             after = self.parse(out)  # type: ignore[attr-defined]
         if after != {**before, knob: e.value}:
@@ -105,12 +112,14 @@ def line_summary(
     vllm``), ``flag_scope`` where the flags are (the same by default)."""
     lines = text.splitlines()
     knobs = []
-    for knob, line, value in rows:
+    for row in rows:
+        knob, line, value = row[:3]
+        expr = row[3] if len(row) > 3 else None  # a computed value's text, where known
         flag = is_flag_name(knob)
         where = (flag_scope or scope) if flag else scope
         place = Place(knob=knob, key="at 1", line=line, kind="yaml-flag" if flag else "env",
                       scope=where, value=value, computed=value is None, launch=None,
-                      raw=lines[line - 1] if 0 < line <= len(lines) else "")
+                      raw=lines[line - 1] if 0 < line <= len(lines) else "", expr=expr)
         knobs.append(KnobSummary(knob, (place,), False, False, is_flag=flag))
     return Summary(tuple(knobs), (), tuple(notes))
 

@@ -1,0 +1,55 @@
+"""Whether the script's environment reaches the server at all (issue 50).
+
+A launch wrapper may give the command it runs none of the script's environment:
+``apptainer exec --cleanenv``, ``env -i``, ``sudo`` (see the env rules of
+:mod:`.wrappers`).  An ``export K=V`` (or a ``K=V`` prefix in front of such a wrapper)
+then changes the file and nothing the server reads; the write is refused, naming the
+line, why, and how that wrapper passes one variable, so the ledger never exits 0 after
+a change the server never sees.
+
+Which commands are looked at: the script's launch commands when it has any (a wrapper in
+front of a recognised server); else every command (a launch the reader cannot see into,
+``apptainer exec ... bash -lc "vllm serve ..."``, is still the command that runs it).
+"""
+
+from __future__ import annotations
+
+from envknobs.formats.bash.analysis import Analysis
+from envknobs.formats.bash.launch import word_text
+from envknobs.formats.bash.wrappers import env_dropped
+from envknobs.formats.common import FormatError
+from envknobs.formats.common.text import line_of
+
+
+def env_barriers(a: Analysis) -> list[tuple[int, str, str]]:
+    """(line, what drops the env, how to pass one variable) of each command that runs the
+    server (see the module docstring) with a wrapper giving it none of the script's env."""
+    simples = [launch.simple for launch in a.launches] or list(a.tree.simples)
+    out = []
+    for simple in simples:
+        words = simple.words
+        k = 0
+        while k < len(words) and words[k].assignment():
+            k += 1
+        found = env_dropped([word_text(w) for w in words], k, lambda t: t.startswith("-"))
+        if found is not None:
+            i, what, passes = found
+            out.append((line_of(a.text, words[i].start), what, passes))
+    return out
+
+
+def barrier_notes(a: Analysis) -> list[str]:
+    """``target show``'s note for each such command."""
+    return [f"line {line}: `{what}` gives the command none of the script's environment "
+            f"(only {passes} reach it): env knobs of this script are not the server's"
+            for line, what, passes in env_barriers(a)]
+
+
+def refuse_unreached(a: Analysis, knob: str) -> None:
+    """FormatError where a wrapper keeps the script's env var ``knob`` from the server."""
+    for line, what, passes in env_barriers(a)[:1]:
+        raise FormatError(
+            f"line {line}: `{what}` gives the command it runs none of the script's "
+            f"environment, so {knob} set in the script would never reach the server; pass "
+            f"it on that line instead ({passes}), by hand: the ledger does not edit a "
+            "wrapper's options yet; or let the wrapper pass the environment on")
