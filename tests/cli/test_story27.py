@@ -83,8 +83,12 @@ def test_the_history_brought_in_without_re_enactment(st, ledger):
         "### [pd: inflight watchdog gives up") < changelog.index("### [pd: release inflight")
     assert "made 2026-12-01 14:48 UTC" in changelog[perf_at:]
     entry_md = (render / "entries" / f"{ctas}.md").read_text()
-    assert entry_md.index("2026-12-01 14:48 UTC") < entry_md.index("2026-12-02 14:14 UTC") \
-        < entry_md.index("2026-12-04 09:30 UTC")
+    # the off-the-table card dates its reason (the hand revert of 14:14); the history
+    # below lists the record, the revert and the clear in the order they happened
+    assert "hang (2026-12-02 14:14 UTC)" in entry_md[:entry_md.index("## Change")]
+    history = entry_md[entry_md.index("## History"):]
+    assert history.index("2026-12-01 14:48 UTC") < history.index("2026-12-02 14:14 UTC") \
+        < history.index("2026-12-04 09:30 UTC")
 
     r = a("restore", "--perf-only")
     assert r.exit_code == 0, r.stderr
