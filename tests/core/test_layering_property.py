@@ -1,4 +1,5 @@
-"""Any sequence of commands reaching the same applied set leaves the same file (DESIGN §2)."""
+"""Any sequence of commands reaching the same applied set leaves the same file
+(docs/ARCHITECTURE.md §2)."""
 
 from __future__ import annotations
 
