@@ -315,6 +315,7 @@ def _third_party() -> list[str]:
     return sorted(m for m in found if m.split(".")[0] not in (*PACKAGES, "__future__"))
 
 
+@pytest.mark.slow
 def test_every_module_imports_alone():
     out = subprocess.run(
         [sys.executable, "-c", _ALONE, json.dumps(sorted(MODULES)), json.dumps(_third_party()),

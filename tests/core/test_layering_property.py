@@ -7,6 +7,7 @@ import json
 import tempfile
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 from hypothesis import HealthCheck
 from hypothesis import given
@@ -36,7 +37,8 @@ def run(runner, *args):
     return r
 
 
-@settings(max_examples=60, deadline=None, derandomize=True,
+@pytest.mark.slow
+@settings(max_examples=20, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.tuples(st.sampled_from(["revert", "restore"]),
                           st.integers(0, len(CHANGES) - 1)), min_size=1, max_size=14))
