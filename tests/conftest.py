@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -14,6 +15,13 @@ from click.testing import CliRunner
 from ledger.cli import cli
 
 LONG_FACTOR = 10
+
+# A suite started in the background by a non-interactive shell (`cmd &`, some CI runners)
+# inherits SIGINT ignored, and so would every `ledger` the tests start: the Ctrl-C tests
+# would see a command that cannot be interrupted.  Each process of the suite (the xdist
+# workers too) puts Python's own handler back; its children then start with the default.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 # The ledger's cache of parsed files (ledger.store.cache) goes to a directory of the test
 # session's own, shared by its tests (and the commands they start), never ~/.cache.
