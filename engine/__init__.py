@@ -1,4 +1,4 @@
-"""The bundled prefill/decode-disaggregated LLM engine (see DESIGN.md section 6).
+"""The bundled prefill/decode-disaggregated LLM engine (see docs/ARCHITECTURE.md §6).
 
 Public API: :class:`LLMEngine` and :class:`SamplingParams` (offline generation),
 ``python -m engine generate|bench|serve`` (engine.tools.cli), and the knobs in engine.knobs.

@@ -4,13 +4,24 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 from dataclasses import dataclass
 from pathlib import Path
 
+import hypothesis
 import pytest
 from click.testing import CliRunner
 
 from ledger.cli import cli
+
+LONG_FACTOR = 10
+
+# A suite started in the background by a non-interactive shell (`cmd &`, some CI runners)
+# inherits SIGINT ignored, and so would every `ledger` the tests start: the Ctrl-C tests
+# would see a command that cannot be interrupted.  Each process of the suite (the xdist
+# workers too) puts Python's own handler back; its children then start with the default.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 # The ledger's cache of parsed files (ledger.store.cache) goes to a directory of the test
 # session's own, shared by its tests (and the commands they start), never ~/.cache.
@@ -20,6 +31,16 @@ if "LEDGER_CACHE_DIR" not in os.environ:
     os.environ["LEDGER_CACHE_DIR"] = tempfile.mkdtemp(prefix="knob-ledger-test-cache-")
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+
+# Property tests (hypothesis).  A test's own ``@settings(max_examples=N)`` is its everyday
+# count, chosen so the whole suite runs in minutes; a test without one runs the profile's
+# default.  For a long run (before a release, after touching a parser or the planner):
+#     KNOB_LEDGER_HYPOTHESIS=long .venv/bin/python -m pytest -q tests/envknobs tests/core
+# multiplies every count by LONG_FACTOR (see pytest_collection_modifyitems below).
+hypothesis.settings.register_profile("knob-ledger", max_examples=100, deadline=None)
+hypothesis.settings.register_profile("long", max_examples=100 * LONG_FACTOR, deadline=None)
+PROFILE = os.environ.get("KNOB_LEDGER_HYPOTHESIS") or "knob-ledger"
+hypothesis.settings.load_profile(PROFILE)
 
 SERVE_DECODE = """\
 #!/usr/bin/env bash
@@ -91,3 +112,31 @@ def _git_log(path: Path) -> list[str]:
     out = subprocess.run(["git", "-C", str(path), "log", "--format=%s"], check=True,
                          capture_output=True, text=True, env={**os.environ, "GIT_PAGER": "cat"})
     return out.stdout.splitlines()
+
+
+def pytest_collection_modifyitems(items):
+    """Modules with a ``slow`` test run first; under the ``long`` hypothesis profile every
+    property test runs LONG_FACTOR times its own example count.
+
+    Slow first: the workers (``-n 4 --dist loadscope``, pyproject.toml) take whole modules
+    in collection order, so a long module collected last (the demo, the engine's PD runs)
+    would start when the others are done and run alone; started first, the quick
+    modules fill the other workers around it.  The order is the same in every worker, as
+    xdist requires.  An explicit ``@settings(max_examples=N)`` overrides a profile, so
+    the profile alone would only reach the tests that set none: the counts are scaled
+    here."""
+    slow = {_module_of(i) for i in items if i.get_closest_marker("slow")}
+    items.sort(key=lambda i: _module_of(i) not in slow)  # stable: the order within stays
+    if PROFILE != "long":
+        return
+    for item in items:
+        test = getattr(item, "obj", None)
+        own = getattr(test, "_hypothesis_internal_use_settings", None)
+        if (getattr(test, "is_hypothesis_test", False) and own is not None
+                and own.max_examples != hypothesis.settings.default.max_examples):
+            test._hypothesis_internal_use_settings = hypothesis.settings(
+                own, max_examples=own.max_examples * LONG_FACTOR)
+
+
+def _module_of(item) -> str:
+    return item.nodeid.partition("::")[0]

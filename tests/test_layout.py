@@ -3,7 +3,7 @@
 A function's body is at most 60 lines and a module at most 500 lines of code.
 What is measured is code: a function's signature and docstring, and a module's
 blank and comment-only lines, are not counted, so documenting a decision never
-pushes code over a limit (DESIGN.md asks for decisions to be written down).
+pushes code over a limit (docs/ARCHITECTURE.md §1 asks for decisions to be written down).
 """
 
 from __future__ import annotations

@@ -276,7 +276,7 @@ def add_evidence(
     A bench run before later changes says so instead of being stamped with today's
     state: ``when`` (its time), ``engine_commit`` (a revision of the engine repo it ran
     at) and ``knobs`` (``K=V``: the target's other knobs then).  Against today's engine
-    and knobs such evidence is shown stale, as DESIGN §4 says.  ``new_run``: a run of its
+    and knobs such evidence is shown stale (docs/ARCHITECTURE.md §5).  ``new_run``: a run of its
     own, not joined to the entry's latest import.
     """
     from ledger.core.when import parse_time

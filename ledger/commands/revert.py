@@ -67,15 +67,16 @@ def restore(
     why: str = "",
     dry_run: bool = False,
 ) -> Applied:
-    """Re-apply reverted entries, holding back suspects and regressions (DESIGN §2)."""
+    """Re-apply reverted entries, holding back suspects and regressions
+    (docs/ARCHITECTURE.md §2)."""
     cls = _class_selector(refs, perf_only, cls)
     with writing(s, dry_run):
         entries = s.ws.entries()
         chosen = _resolve_all(s, refs) if refs else planner.select(entries, cls=cls, state="reverted")
         from ledger.evidence.view import evidence_of
 
-        # The operator sees what they claw back (DESIGN §2): each entry's headline comes
-        # with the result, from the same evidence the verdicts gate on.
+        # The operator sees what they claw back (docs/ARCHITECTURE.md §2): each entry's
+        # headline comes with the result, from the same evidence the verdicts gate on.
         evidence = evidence_of(s.ws, chosen)
         plan = planner.plan_restore(
             entries, chosen, why=why, at=s.now, command=s.command, explicit=bool(refs),

@@ -2,7 +2,7 @@
 
 No files, no git, no clock: every function takes entries (and, where needed, the live
 values a caller read, or the time to stamp history with) and returns data.  This is
-where the semantics of DESIGN §2 live, so they can be tested exhaustively and fast.
+where the semantics of docs/ARCHITECTURE.md §2 live, to be tested exhaustively and fast.
 
 Knob layering
     For one (target, knob) pair, knob entries stack in record order (``seq``).  The

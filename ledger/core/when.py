@@ -6,7 +6,7 @@ has ``at`` (when the ledger recorded it: the workspace commit's time) and, where
 ``when`` (when it really happened).  History, ``ledger log`` and the rendered docs order
 by :func:`effective` — ``when`` where known, else ``at``.  Pure: the caller passes "now".
 
-Decisions (DESIGN is silent):
+Decisions (docs/ARCHITECTURE.md is silent on them):
 
 * A time without a UTC offset is taken as UTC (deterministic on every machine; write
   ``+01:00`` for another zone).  A date alone is its midnight.

@@ -1,7 +1,7 @@
 """The engine-repo side of patch entries: a classified stack of patches over a git repo.
 
-The contract (DESIGN §2 "Patch stack"): the engine tree equals *base + applied patches
-in record order*.  This module knows nothing of the workspace; the core hands it the
+The contract (docs/ARCHITECTURE.md §2, "Patch stack"): the engine tree equals *base +
+applied patches in record order*.  This module knows nothing of the workspace; the core hands it the
 ordered patch entries and gets back plans, commits and booleans.
 
 Mechanism

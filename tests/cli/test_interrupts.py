@@ -126,6 +126,7 @@ def test_an_interrupted_bisect_puts_the_start_back_and_keeps_its_record(perf, tm
     assert "interrupted" in shown.stdout, shown.stdout
 
 
+@pytest.mark.slow
 def test_an_interrupted_restart_rolls_the_mutation_back(perf, tmp_path):
     story, entry, slow = perf
     mark = tmp_path / "restart.pid"

@@ -86,6 +86,7 @@ def test_revert_and_restore_perf_across_knobs_and_patches(demo, ledger):
     assert log.count("Ledger-Action: revert") == 1 and log.count("Ledger-Action: restore") == 1
 
 
+@pytest.mark.slow
 def test_engine_tests_pass_on_the_reverted_and_restored_copy(demo, ledger):
     d, a, _ = demo
     repo = d.root / "engine-repo"
@@ -94,8 +95,9 @@ def test_engine_tests_pass_on_the_reverted_and_restored_copy(demo, ledger):
     env = {**os.environ, "PYTHONPATH": str(repo)}
 
     def engine_tests() -> None:
-        r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                            "--rootdir", str(repo), *tests], cwd=repo, env=env,
+        # -n 0: this handful of tests in the one process (the ini's addopts start workers)
+        r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-n", "0", "-p",
+                            "no:cacheprovider", "--rootdir", str(repo), *tests], cwd=repo, env=env,
                            capture_output=True, text=True)
         assert r.returncode == 0, r.stdout[-3000:]
         probe = subprocess.run([sys.executable, "-c", "import engine, sys; print(engine.__file__)"],

@@ -52,6 +52,7 @@ def test_router_and_workers_refuse_bad_requests_and_keep_serving(cluster, call):
     assert status == 200 and len(body["output_ids"]) <= 3 and isinstance(body["text"], str)
 
 
+@pytest.mark.slow
 def test_dropped_transfers_fail_fast_free_pages_and_servers_recover(servers, call):
     env = {"ENGINE_TRANSFER_DROP_PROB": "1", "ENGINE_INFLIGHT_TIMEOUT_S": "1.0"}
     purl, durl, rurl = servers.pd_cluster(env)

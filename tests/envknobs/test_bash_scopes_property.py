@@ -32,7 +32,7 @@ GRID = [
     for c1, c2, m, loop in itertools.product("01", "01", "abc", ["", "1 2"])
 ]
 PROPERTY = settings(
-    max_examples=60,
+    max_examples=30,
     derandomize=True,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],

@@ -17,7 +17,7 @@ from tests.envknobs.knob_oracles import knob_names
 from tests.envknobs.knob_oracles import values
 from tests.envknobs.knob_oracles import yaml11_env
 
-PROPERTY = settings(max_examples=80, derandomize=True, deadline=None)
+PROPERTY = settings(max_examples=30, derandomize=True, deadline=None)
 
 MANIFESTS = """\
 # PD pair for GLM: decode + prefill.   A comment line that is deliberately longer than eighty columns.

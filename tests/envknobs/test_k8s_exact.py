@@ -25,7 +25,7 @@ from envknobs.formats.yaml.scalar import single_quoted
 
 from tests.envknobs.knob_oracles import values
 
-PROPERTY = settings(max_examples=120, derandomize=True, deadline=None)
+PROPERTY = settings(max_examples=40, derandomize=True, deadline=None)
 
 TEMPLATE = """\
 # PD roles; the prefill engine's TARGET is the knob under test

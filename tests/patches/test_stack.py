@@ -80,6 +80,7 @@ def test_recording_builds_the_full_stack(repo: Path, stack: Stack, tmp_path: Pat
     assert engine.stack_live(items(stack, ALL, ALL)) == dict.fromkeys(stack.ids, True)
 
 
+@pytest.mark.slow
 def test_every_revert_and_restore_order(repo: Path, stack: Stack, tmp_path: Path) -> None:
     """For each order of the four entries: revert them one by one in that order, then
     restore them in that order.  Every ordered subset is a prefix of some full order, so

@@ -1,6 +1,6 @@
 """A render model holding every kind of entry and state the docs must show.
 
-The story is the one the tool exists for (DESIGN.md): a perf knob that gained +12.8% was
+The story is the one the tool exists for (docs/ARCHITECTURE.md): a perf knob that gained +12.8% was
 suspected in a hang, reverted, and later cleared; bugfix knobs and patches stay applied.
 Hostile strings (a script tag, table pipes, backticks, a leading '#') ride along in
 titles, reasons and values so every test sees them.

@@ -135,6 +135,7 @@ def cli_step(clone, op: str, arg: str | None) -> None:
             assert r.returncode == 0 or r.stderr.startswith("error:"), r.stderr
 
 
+@pytest.mark.slow
 def test_the_issues_twenty_operations_through_the_cli(tmp_path):
     team = make_team(tmp_path / "team")
     who = dict(zip("ABC", team))

@@ -24,6 +24,7 @@ import os
 import tempfile
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck
 from hypothesis import event
 from hypothesis import given
@@ -60,7 +61,7 @@ race = st.tuples(st.just("race"), st.integers(0, 2), st.integers(0, 2),
                  st.sampled_from(ACTIONS), st.sampled_from(ACTIONS), st.integers(0, 7))
 # Sharing as often as changing, so that most runs merge, replay and conflict.
 op = st.one_of(record, record, action, share, share, race, by_class)
-EXAMPLES = int(os.environ.get("LEDGER_SYNC_EXAMPLES", "15"))
+EXAMPLES = int(os.environ.get("LEDGER_SYNC_EXAMPLES", "6"))
 
 
 def _entries_at(root: Path, rev: str):
@@ -198,6 +199,7 @@ def solo(tmp: Path, merged) -> bytes:
     return alone.serve.read_bytes()
 
 
+@pytest.mark.slow
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
 @given(st.lists(op, min_size=4, max_size=18))
 def test_clones_converge_to_the_solo_ledger(steps):

@@ -39,12 +39,10 @@ from typing import Sequence
 
 from envknobs.flags import check_flag_name
 from envknobs.flags import is_flag_name
-from envknobs.formats.bash.argstring import ArgString
 from envknobs.formats.bash.argstring import owner
 from envknobs.formats.bash.argstring import put_back_in
 from envknobs.formats.bash.argstring import remove_in
 from envknobs.formats.bash.argstring import set_in
-from envknobs.formats.bash.edit import anchor_of
 from envknobs.formats.bash.edit import put_back
 from envknobs.formats.bash.edit import removal_span
 from envknobs.formats.common import FormatError
@@ -80,18 +78,6 @@ def _read(text: str) -> Service:
     return svc
 
 
-def _launch(svc: Service) -> ex.Launch | None:
-    if len(svc.commands) != 1 or svc.commands[0].error is not None:
-        return None
-    return ex.read_launch(svc.commands[0], svc)
-
-
-def _strings(launch: ex.Launch | None) -> dict[str, ArgString]:
-    """The launch's strings of flags by variable name (their flags are the unit's knobs,
-    not the variable itself)."""
-    return {s.name: s for s in launch.strings.values()} if launch is not None else {}
-
-
 def _style(text: str, a: Assignment) -> str:
     raw = text[a.word.start : a.word.end]
     if raw[:1] in "'\"":
@@ -112,9 +98,9 @@ class SystemdFormat(TargetFormat):
     def parse(self, text: str) -> dict[str, str]:
         """Env knob -> value (``Environment=``, literal ones), then flag -> value."""
         svc = _read(text)
-        launch = _launch(svc)
+        launch = ex.launch_of(svc)
         flags = ex.flag_values(launch) if launch is not None and launch.shape else {}
-        strings = _strings(launch)
+        strings = ex.launch_strings(launch)
         env = {k: v for k, v in env_values(svc).items() if k not in strings}
         return {**env, **flags}
 
@@ -134,7 +120,7 @@ class SystemdFormat(TargetFormat):
         from envknobs.flags import canonical_flag
         from envknobs.formats.bash.analysis import flag_lookup
 
-        launch = _launch(_read(text))
+        launch = ex.launch_of(_read(text))
         flag = flag_lookup(launch.engine if launch else None)(knob)
         return flag.name if flag is not None else canonical_flag(knob)  # type: ignore[attr-defined]
 
@@ -154,7 +140,7 @@ class SystemdFormat(TargetFormat):
         in a string of flags also counts as an edit of the string's variable."""
         from envknobs.formats.systemd.dropins import refuse_overridden
 
-        launch = _launch(_read(text))
+        launch = ex.launch_of(_read(text))
         checked: list[tuple[str, bool]] = []
         for knob in knobs:
             flag = is_flag_name(knob)
@@ -227,7 +213,7 @@ class SystemdFormat(TargetFormat):
         if knob in svc.unset:
             raise FormatError(f"line {svc.unset[knob]}: UnsetEnvironment= removes {knob} from "
                               "the service's environment: a value set here takes no effect")
-        launch = _launch(svc)
+        launch = ex.launch_of(svc)
         if launch is not None and launch.shape is not None and launch.shape.docker:
             raise FormatError(
                 f"line {launch.command.directive.line}: ExecStart= runs docker/podman "
@@ -266,7 +252,7 @@ class SystemdFormat(TargetFormat):
         if not is_flag_name(knob):
             a = svc.env.get(knob)
             return text[a.word.start : a.word.end] if a is not None else None
-        launch = _launch(svc)
+        launch = ex.launch_of(svc)
         uses = [u for u in launch.uses if u.knob == knob] if launch else []
         if not uses or uses[-1].form != "space" or len(uses[-1].values) != 1:
             return None
@@ -310,7 +296,7 @@ def _put_back(fmt: SystemdFormat, text: str, knob: str, e: PlaceEdit) -> str | N
     anchor = e.anchor or {}
     svc = _read(text)
     if str(anchor.get("container", "")).startswith("string "):
-        out = put_back_in(text, list(_strings(_launch(svc)).values()), anchor)
+        out = put_back_in(text, list(ex.launch_strings(ex.launch_of(svc)).values()), anchor)
         if out is not None and e.value is not None:  # the words removed held another value
             out = _in_string_value(fmt, out, knob, e.value)
     else:
@@ -326,7 +312,7 @@ def _put_back(fmt: SystemdFormat, text: str, knob: str, e: PlaceEdit) -> str | N
 
 
 def _spread(text: str) -> set[str]:
-    launch = _launch(_read(text))
+    launch = ex.launch_of(_read(text))
     return ex.spread(launch) if launch is not None and launch.shape else set()
 
 
@@ -344,7 +330,7 @@ def _in_string(text: str, own, knob: str, value: str | None, flag) -> str:
 
 
 def _refuse_string(launch: ex.Launch | None, knob: str) -> None:
-    s = _strings(launch).get(knob)
+    s = ex.launch_strings(launch).get(knob)
     if s is not None:
         raise FormatError(f"{s.where}: {knob} holds the command's flags, which are knobs of "
                           f"their own: record them as flags (ledger record flag TARGET --FLAG=V)")
@@ -400,13 +386,3 @@ def _remove_assignments(text: str, svc: Service, knob: str) -> str:
     for start, end, whole in sorted(cuts, key=lambda c: -c[0]):
         text = remove_lines(text, start, end) if whole else text[:start] + text[end:]
     return text
-
-
-def anchor_for_word(text: str, words, w, cut, ident: str) -> dict:
-    """A word's anchor (see :func:`envknobs.formats.bash.edit.anchor_of`)."""
-    previous = [x.start for x in words if x.end <= cut[0]]
-    following = [x.end for x in words if x.start >= cut[1]]
-    start = max(previous) if previous else cut[0]
-    end = min(following) if following else cut[1]
-    return {"container": ident, **anchor_of(text, cut, start, end)}
-

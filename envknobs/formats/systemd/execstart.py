@@ -267,3 +267,16 @@ def add_flag(text: str, launch: Launch, knob: str, value: str, flag) -> str:
     if line_of(text, anchor.start) > first_line and starts_line:
         return insert_continuation_line(text, anchor.start, new)
     return insert_words(text, last.end, new)
+
+
+def launch_of(svc: Service) -> Launch | None:
+    """The unit's one launch (None: no ``ExecStart=``, several, or one that does not read)."""
+    if len(svc.commands) != 1 or svc.commands[0].error is not None:
+        return None
+    return read_launch(svc.commands[0], svc)
+
+
+def launch_strings(launch: Launch | None) -> dict[str, ArgString]:
+    """The launch's strings of flags by variable name (their flags are the unit's knobs,
+    not the variable itself)."""
+    return {s.name: s for s in launch.strings.values()} if launch is not None else {}

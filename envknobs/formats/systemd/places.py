@@ -10,6 +10,7 @@ in the *container* ``env N`` (the N-th ``Environment=`` line) or ``launch 1``.
 from __future__ import annotations
 
 from envknobs.formats.bash.argstring import place_of
+from envknobs.formats.bash.edit import anchor_of
 from envknobs.formats.bash.edit import removal_span
 from envknobs.formats.common.places import KnobSummary
 from envknobs.formats.common.places import LaunchInfo
@@ -22,8 +23,6 @@ from envknobs.formats.systemd.unit import split_words
 
 
 def _env_places(text: str, svc: Service, strings) -> list[KnobSummary]:
-    from envknobs.formats.systemd import anchor_for_word
-
     out = []
     for name, a in svc.env.items():
         if name in strings:
@@ -48,8 +47,6 @@ def _env_places(text: str, svc: Service, strings) -> list[KnobSummary]:
 
 
 def _flag_places(text: str, launch: ex.Launch) -> list[KnobSummary]:
-    from envknobs.formats.systemd import anchor_for_word
-
     values = ex.flag_values(launch)
     last = {u.knob: u for u in launch.uses}
     words = list(launch.command.words)
@@ -96,11 +93,8 @@ def _notes(text: str, svc: Service, launch: ex.Launch | None) -> list[str]:
 
 
 def summarize(text: str, svc: Service) -> Summary:
-    from envknobs.formats.systemd import _launch
-    from envknobs.formats.systemd import _strings
-
-    launch = _launch(svc)
-    knobs = _env_places(text, svc, _strings(launch))
+    launch = ex.launch_of(svc)
+    knobs = _env_places(text, svc, ex.launch_strings(launch))
     launches: tuple[LaunchInfo, ...] = ()
     if launch is not None:
         d = launch.command.directive
@@ -120,3 +114,12 @@ def container_span(text: str, svc: Service, ident: str) -> tuple[int, int] | Non
         lg = svc.commands[0].directive.logical
         return lg.start, lg.end
     return None
+
+
+def anchor_for_word(text: str, words, w, cut, ident: str) -> dict:
+    """A word's anchor (see :func:`envknobs.formats.bash.edit.anchor_of`)."""
+    previous = [x.start for x in words if x.end <= cut[0]]
+    following = [x.end for x in words if x.start >= cut[1]]
+    start = max(previous) if previous else cut[0]
+    end = min(following) if following else cut[1]
+    return {"container": ident, **anchor_of(text, cut, start, end)}

@@ -1,0 +1,50 @@
+"""The suite's own machinery (tests/conftest.py): slow modules first, the long profile."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import hypothesis
+from hypothesis import given
+from hypothesis import settings
+from hypothesis import strategies as st
+
+from tests import conftest
+
+
+@dataclass
+class Item:
+    nodeid: str
+    slow: bool = False
+    obj: Any = None
+
+    def get_closest_marker(self, name: str):
+        return name if name == "slow" and self.slow else None
+
+
+def test_modules_with_a_slow_test_come_first_in_their_own_order():
+    items = [Item("tests/a.py::t1"), Item("tests/b.py::t1"), Item("tests/b.py::t2", slow=True),
+             Item("tests/a.py::t2"), Item("tests/c.py::t1", slow=True)]
+    conftest.pytest_collection_modifyitems(items)
+    assert [i.nodeid for i in items] == ["tests/b.py::t1", "tests/b.py::t2", "tests/c.py::t1",
+                                         "tests/a.py::t1", "tests/a.py::t2"]
+
+
+def test_the_long_profile_multiplies_each_property_tests_own_count(monkeypatch):
+    @settings(max_examples=7)
+    @given(st.integers())
+    def own(x):
+        pass
+
+    @given(st.integers())
+    def default(x):
+        pass
+
+    monkeypatch.setattr(conftest, "PROFILE", "long")
+    conftest.pytest_collection_modifyitems([Item("p.py::own", obj=own),
+                                            Item("p.py::default", obj=default)])
+    assert own._hypothesis_internal_use_settings.max_examples == 7 * conftest.LONG_FACTOR
+    # no count of its own: the loaded profile's default, not multiplied again
+    assert default._hypothesis_internal_use_settings.max_examples == \
+        hypothesis.settings.default.max_examples
