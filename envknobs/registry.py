@@ -19,6 +19,7 @@ import re
 from dataclasses import dataclass
 from dataclasses import field
 from typing import Any
+from typing import Callable
 from typing import Iterable
 from typing import Iterator
 from typing import Mapping
@@ -184,3 +185,26 @@ class Registry:
         upper = {k.upper(): k for k in self._knobs}
         found = difflib.get_close_matches(name.upper(), list(upper), n=n, cutoff=0.6)
         return [upper[f] for f in found]
+
+
+KeyCheck = Callable[[str], None]
+
+
+def key_checker(
+    known: Callable[[str], bool], names: Iterable[str] = (), what: str = "server argument"
+) -> KeyCheck:
+    """A ``check_key`` that refuses keys ``known`` does not know, suggesting ``names``.
+
+    ``known`` is the catalog lookup (it normalizes ``--`` and ``_``/``-`` itself).
+    """
+    choices = sorted(set(names))
+
+    def check(key: str) -> None:
+        if not known(key):
+            close = difflib.get_close_matches(key, choices, n=3)
+            hint = f" (did you mean {', '.join(close)}?)" if close else ""
+            raise KnobError(f"{key!r} is not a known {what}{hint}")
+
+    return check
+
+

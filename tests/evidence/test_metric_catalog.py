@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 
 from ledger.errors import InvalidValue
-from ledger.metric_catalog import MEASURES
-from ledger.metric_catalog import check_source
-from ledger.metric_catalog import current_name
-from ledger.metric_catalog import exported
-from ledger.metric_catalog import metric
+from ledger.evidence.metric_catalog import MEASURES
+from ledger.evidence.metric_catalog import check_source
+from ledger.evidence.metric_catalog import current_name
+from ledger.evidence.metric_catalog import exported
+from ledger.evidence.metric_catalog import metric
 
 SOURCES = Path(__file__).parent / "fixtures" / "metric_sources"
 

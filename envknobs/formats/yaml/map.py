@@ -44,10 +44,7 @@ keys of a ``--config`` file against a flag catalog on every set and unset.
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass
-from typing import Callable
-from typing import Iterable
 
 from ruamel.yaml.nodes import MappingNode
 from ruamel.yaml.nodes import Node
@@ -110,29 +107,10 @@ from envknobs.formats.yaml.scalar import plain_tag
 from envknobs.formats.yaml.scalar import quoted
 from envknobs.formats.yaml.scalar import render
 from envknobs.formats.yaml.scalar import resolved_tag
+from envknobs.registry import KeyCheck
 from envknobs.registry import KnobError
 from envknobs.registry import check_knob_value
-
-KeyCheck = Callable[[str], None]
-
-
-def key_checker(
-    known: Callable[[str], bool], names: Iterable[str] = (), what: str = "server argument"
-) -> KeyCheck:
-    """A ``check_key`` that refuses keys ``known`` does not know, suggesting ``names``.
-
-    ``known`` is the catalog lookup (it normalizes ``--`` and ``_``/``-`` itself).
-    """
-    choices = sorted(set(names))
-
-    def check(key: str) -> None:
-        if not known(key):
-            close = difflib.get_close_matches(key, choices, n=3)
-            hint = f" (did you mean {', '.join(close)}?)" if close else ""
-            raise KnobError(f"{key!r} is not a known {what}{hint}")
-
-    return check
-
+from envknobs.registry import key_checker
 
 @dataclass
 class _Map:
