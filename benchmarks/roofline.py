@@ -22,6 +22,7 @@ x batch (+ attention), plus the prefill of the prompts, which both sides' tok/s 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import tempfile
 import time
@@ -184,8 +185,12 @@ def run_dtype(args, model_dir: str, dtype_name: str) -> None:
     from engine.tools.bench import make_prompts
 
     eng = LLMEngine(EngineKnobs(dtype=dtype_name, num_pages=2048, max_running_requests=256,
-                                num_threads=args.threads), model_dir=model_dir)
-    print(f"\n== {dtype_name}: {eng.num_threads} threads, ops {eng.model.ops.describe()}; "
+                                num_threads=args.threads,
+                                cpu_isa=os.environ.get("ENGINE_CPU_ISA", "auto")),
+                    model_dir=model_dir)
+    paths = eng.model.cpu_paths
+    print(f"\n== {dtype_name}: {eng.num_threads} threads, ops {eng.model.ops.describe()}, ISA "
+          f"{paths.get('cpu_isa')}, GEMM {paths['gemm']}; "
           f"bandwidth (STREAM-like, best of sum and copy over {STREAM_BYTES >> 20} MiB) and "
           f"matmul rate measured right before each run")
     print(f"{'conc':>6} {'step ms':>8} {'MB/step':>8} {'GB/s':>6} {'of bw':>6} {'range':>9} "
