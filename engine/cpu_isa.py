@@ -28,8 +28,10 @@ avx512      avx512f/bw/vl/dq + torch capability         bf16: kernels' GEMM up t
 avx2        avx2 + fma + torch capability >= AVX2       bf16: kernels' GEMM at every batch
                                                         (widened bf16 + FMA), oneDNN bf16
                                                         only with avx_ne_convert; fp32: oneDNN
-portable    any CPU (plain C++ loops, aarch64 too)      bf16: kernels' GEMM at every batch;
-                                                        fp32: oneDNN on x86, else F.linear
+portable    any CPU (plain C++ loops, aarch64 too)      bf16: F.linear (the loops' GEMM
+                                                        only with ENGINE_LINEAR_BACKEND=
+                                                        kernels); fp32: oneDNN on x86,
+                                                        else F.linear
 ==========  ==========================================  ===============================
 
 ``auto`` takes the first row this machine can run.  ``ENGINE_CPU_ISA=avx2`` (or another)
@@ -138,7 +140,9 @@ def plan_cpu_paths(probe: CpuProbe, override: str = "auto") -> CpuPaths:
     # says which; an override to avx2/portable means a CPU without AVX-512).
     ne_convert = isa == "avx2" and bool(_has(probe, "avx_ne_convert"))
     onednn_bf16 = probe.onednn and probe.onednn_bf16 and (wide or ne_convert)
-    if not onednn_bf16:
+    if isa == "portable":
+        rows = 0  # plain loops: F.linear (torch's own GEMM) measured 15x faster at 16 rows
+    elif not onednn_bf16:
         rows = ALL_ROWS  # nothing else runs bf16 as fast: the kernels' GEMM takes every batch
     elif isa == "amx":
         rows = 3  # engine.model.linear.AMX_SMALL_BATCH_ROWS: oneDNN's tiles win above
@@ -148,6 +152,22 @@ def plan_cpu_paths(probe: CpuProbe, override: str = "auto") -> CpuPaths:
                     onednn_bf16=onednn_bf16,
                     vdpbf16=wide and bool(_has(probe, "avx512_bf16")),
                     kernel_gemm_rows=rows)
+
+
+# What torch's own ops and oneDNN may use on a CPU with only that ISA: the environment
+# variables torch (ATEN_CPU_CAPABILITY) and oneDNN (ONEDNN_MAX_CPU_ISA) read at start-up.
+_TORCH_CAPS = {"avx2": {"ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2"},
+               "portable": {"ATEN_CPU_CAPABILITY": "default", "ONEDNN_MAX_CPU_ISA": "SSE41"}}
+
+
+def torch_caps(override: str) -> dict[str, str]:
+    """The environment that makes torch and oneDNN behave as on a CPU with only
+    ``override`` (avx2, portable; nothing for the others): ``python -m engine`` sets what
+    of it the caller did not, before torch loads, so ENGINE_CPU_ISA=avx2 there runs what a
+    Zen 3 runs end to end (torch's vector ops AVX2, oneDNN without AVX-512 and without
+    bf16: torch's ``_is_mkldnn_bf16_supported`` then says False).  In a process where
+    torch is loaded already only the engine's own paths follow the override."""
+    return dict(_TORCH_CAPS.get(override, {}))
 
 
 def cpu_flags(cpuinfo: Path = Path("/proc/cpuinfo")) -> frozenset[str] | None:

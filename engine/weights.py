@@ -16,6 +16,7 @@ from engine.config import EngineError
 from engine.cpu_isa import ALL_ROWS
 from engine.cpu_isa import CpuPaths
 from engine.cpu_isa import cpu_paths
+from engine.cpu_isa import probe_cpu
 from engine.config import ModelConfig
 from engine.config import load_hf_config
 from engine.config import preset_config
@@ -134,7 +135,8 @@ def paths_report(model: LlamaForCausalLM, paths: CpuPaths | None) -> dict[str, o
         gemm = f"kernels {model.ops.variant} ({dot}) {rows}"
         if qkv.vnni_rows < ALL_ROWS:
             gemm += f", {large} above"
-    return {**report, **paths.as_report(), "gemm": gemm}
+    return {**report, **paths.as_report(), "gemm": gemm,
+            "torch_capability": probe_cpu().torch_capability}
 
 
 def init_random(model: LlamaForCausalLM, seed: int) -> None:

@@ -43,7 +43,7 @@ GRAVITON = CpuProbe(flags=frozenset({"fp", "asimd", "sve"}), torch_capability="D
 
 @pytest.mark.parametrize("probe,isa,onednn_bf16,rows", [
     (ZEN3, "avx2", False, ALL_ROWS), (ZEN4, "avx512", True, 64), (SPR, "amx", True, 3),
-    (GRAVITON, "portable", False, ALL_ROWS)])
+    (GRAVITON, "portable", False, 0)])
 def test_auto_takes_the_fastest_path_each_cpu_runs(probe, isa, onednn_bf16, rows):
     paths = plan_cpu_paths(probe, "auto")
     assert (paths.isa, paths.onednn_bf16, paths.kernel_gemm_rows) == (isa, onednn_bf16, rows)
@@ -111,7 +111,9 @@ def test_no_plan_uses_a_path_the_cpu_cannot_run(flags, capability, onednn, onedn
     assert not paths.onednn_fp32 or onednn
     assert not paths.vdpbf16 or "avx512_bf16" in flags
     # without oneDNN bf16 to take the large batches, the kernels' GEMM takes them all
-    assert paths.onednn_bf16 or paths.kernel_gemm_rows == ALL_ROWS
+    # (portable: torch's F.linear takes them all)
+    assert paths.onednn_bf16 or paths.kernel_gemm_rows == (
+        0 if paths.isa == "portable" else ALL_ROWS)
 
 
 def test_this_machines_probe_is_torchs_answer():
@@ -173,3 +175,5 @@ def test_bench_json_reports_the_chosen_paths(tmp_path):
     assert paths["onednn_bf16"] is False and paths["gemm"] == "aten"
     assert paths["kernels"].startswith("torch (") and "head_dim 16" in paths["kernels"]
     assert row["knobs"]["ENGINE_CPU_ISA"] == "portable"
+    # python -m engine capped torch too, as on a CPU with only that (engine.cpu_isa.torch_caps)
+    assert paths["torch_capability"] == "DEFAULT"

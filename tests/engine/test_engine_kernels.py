@@ -464,13 +464,15 @@ def test_the_linear_backend_decides_up_to_which_batch_the_kernels_gemm_runs(tmp_
     assert {m.vnni_rows for m in linears} == {rows}
     # oneDNN for the larger batches where it runs bf16; never packed where it cannot
     assert all((m.packed is not None) == paths.onednn_bf16 for m in linears)
+    assert all((m.vnni is not None) == (rows > 0) for m in linears)
     qkv = eng.model.layers[0].self_attn.qkv_proj
     for n in (1, 3, 4, 16, 64, 65, 600):
         x = torch.zeros(n, qkv.in_features, dtype=torch.bfloat16)
         assert qkv.small_batch(x) == (n <= rows), n
     report = eng.model.cpu_paths
     assert report["cpu_isa"] == isa and report["kernels"] == f"fused {eng.model.ops.variant}"
-    assert report["gemm"].startswith("onednn" if rows == 0 else "kernels")
+    assert report["gemm"].startswith(
+        "kernels" if rows else "onednn" if paths.onednn_bf16 else "aten")
 
 
 def test_cpu_has_amx_is_torchs_answer_or_false():

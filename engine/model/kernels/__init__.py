@@ -64,8 +64,8 @@ AVX2 + FMA        avx2           kernels' GEMM (widened,      oneDNN prepacked
                                  FMA) at every batch (oneDNN
                                  runs no bf16 there: never
                                  packed for it)
-anything else     portable       kernels' GEMM (plain loops)  oneDNN on x86, else F.linear
-                                 at every batch
+anything else     portable       F.linear (the loops' GEMM    oneDNN on x86, else F.linear
+                                 with ..._BACKEND=kernels)
 no compiler or    torch (eager,  oneDNN bf16 where it runs,   as above
 ninja, or a       the reason     else F.linear
 failed build      said in

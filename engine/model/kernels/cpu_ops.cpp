@@ -802,12 +802,21 @@ constexpr int kRowTile = 8, kLinBlocks = 3, kSiluPairs = 2;
 constexpr int kRowTile = 4, kLinBlocks = 1, kSiluPairs = 1;
 #endif
 
+// x as the tiles read it: bf16 pairs for the dot products; else float32, widened once per
+// call (measured: converting and broadcasting a bf16 of x per k and row cost more than the
+// FMAs on AVX2), so each k of a row is one broadcast from memory.
+#if defined(__AVX512BF16__)
+using XElem = BFloat16;
+#else
+using XElem = float;
+#endif
+
 // MR rows of x times NR blocks of 16 columns (w[j]: a packed block, KP steps of 32 bf16),
 // accumulated over all of K in registers from bias[j] (or 0), then epi(i, acc[i]) per row.
 // Each row's sums run over k in one order whatever MR is: a row's bits never depend on the
 // other rows of the batch.
 template <int MR, int NR, typename Epi>
-inline void gemm_tile(const BFloat16* x, int64_t xs, int64_t KP, const uint16_t* const* w,
+inline void gemm_tile(const XElem* x, int64_t xs, int64_t KP, const uint16_t* const* w,
                       const float* const* bias, const Prefetch& pf, const Epi& epi) {
   V acc[MR][NR];
   for (int j = 0; j < NR; ++j) {
@@ -828,8 +837,8 @@ inline void gemm_tile(const BFloat16* x, int64_t xs, int64_t KP, const uint16_t*
     V even[NR], odd[NR];
     for (int j = 0; j < NR; ++j) widen_pairs(w[j] + kp * 32, even[j], odd[j]);
     for (int i = 0; i < MR; ++i) {
-      const uint16_t* xp = reinterpret_cast<const uint16_t*>(x + i * xs + kp * 2);
-      const V a0 = vset1(bf16_to_float(xp[0])), a1 = vset1(bf16_to_float(xp[1]));
+      const float* xp = x + i * xs + kp * 2;
+      const V a0 = vset1(xp[0]), a1 = vset1(xp[1]);
       for (int j = 0; j < NR; ++j) acc[i][j] = vfmadd(a1, odd[j], vfmadd(a0, even[j], acc[i][j]));
     }
 #endif
@@ -841,7 +850,7 @@ inline void gemm_tile(const BFloat16* x, int64_t xs, int64_t KP, const uint16_t*
 // prefetch of the next tile's `next_lines` lines (per run) is spread over all of them.
 // epi(row, acc) stores a row's NR accumulators.
 template <int NR, int MR = kRowTile, typename Epi>
-inline void gemm_rows(const BFloat16* x, int64_t xs, int64_t M, int64_t KP,
+inline void gemm_rows(const XElem* x, int64_t xs, int64_t M, int64_t KP,
                       const uint16_t* const* w, const float* const* bias, Prefetch pf,
                       const Epi& epi) {
   const int64_t passes = M / MR + (M % MR >= 4) + (M % 4 >= 2) + M % 2;
@@ -866,7 +875,8 @@ inline void gemm_rows(const BFloat16* x, int64_t xs, int64_t M, int64_t KP,
 // [N, K] weight, the bias as float32 (no copy for the fp32 bias Linear keeps).
 struct GemmArgs {
   int64_t M, K, KP, NB, xs;
-  const BFloat16* x;
+  const XElem* x;
+  at::Tensor xw;  // x widened to float32 where XElem is float
   const uint16_t* w;
   at::Tensor bias;
   const float* b;
@@ -882,8 +892,15 @@ GemmArgs gemm_args(const char* op, const at::Tensor& x, const at::Tensor& wp,
   TORCH_CHECK(wp.dim() == 4 && wp.scalar_type() == at::kBFloat16 && wp.is_contiguous()
                   && wp.size(2) == 16 && wp.size(3) == 2 && wp.size(1) * 2 == x.size(1),
               op, ": wp must come from pack_bf16_vnni of a [N, ", x.size(1), "] weight");
-  GemmArgs g{x.size(0), x.size(1), x.size(1) / 2, wp.size(0), x.stride(0), x.data_ptr<BFloat16>(),
+  GemmArgs g{x.size(0), x.size(1), x.size(1) / 2, wp.size(0), x.stride(0), nullptr, {},
              reinterpret_cast<const uint16_t*>(wp.data_ptr<BFloat16>()), {}, nullptr};
+#if defined(__AVX512BF16__)
+  g.x = x.data_ptr<BFloat16>();
+#else
+  g.xw = x.to(at::kFloat).contiguous();
+  g.x = g.xw.data_ptr<float>();
+  g.xs = g.K;
+#endif
   if (bias.has_value() && bias->defined()) {
     TORCH_CHECK(bias->numel() == g.NB * 16, op, ": bias of ", bias->numel(), " for ",
                 g.NB * 16, " outputs");
