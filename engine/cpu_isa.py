@@ -25,7 +25,7 @@ avx512      avx512f/bw/vl/dq + torch capability         bf16: kernels' GEMM up t
             AVX512 or AMX                               (vdpbf16ps with avx512_bf16, widened
                                                         bf16 + FMA without), oneDNN above;
                                                         fp32: oneDNN
-avx2        avx2 + fma + torch capability >= AVX2       bf16: kernels' GEMM at every batch
+avx2        avx2/fma/f16c + torch capability >= AVX2    bf16: kernels' GEMM at every batch
                                                         (widened bf16 + FMA), oneDNN bf16
                                                         only with avx_ne_convert; fp32: oneDNN
 portable    any CPU (plain C++ loops, aarch64 too)      bf16: F.linear (the loops' GEMM
@@ -37,8 +37,9 @@ portable    any CPU (plain C++ loops, aarch64 too)      bf16: F.linear (the loop
 ``auto`` takes the first row this machine can run.  ``ENGINE_CPU_ISA=avx2`` (or another)
 on a CPU that can run more makes the engine behave as on a CPU with only that: the
 kernels' variant, and no oneDNN bf16 packing that such a CPU could not run, so the
-AVX2 code path really runs (torch's own ops and oneDNN's fp32 GEMM still pick their
-vectors themselves: set ``ATEN_CPU_CAPABILITY`` / ``ONEDNN_MAX_CPU_ISA`` to cap those too).
+AVX2 code path really runs.  Torch's own ops and oneDNN pick their vectors themselves at
+start-up: ``python -m engine`` caps them too (:func:`torch_caps`); a process that loaded
+torch already (the tests) caps only the engine's own paths.
 An ISA the CPU cannot run is refused, naming what is missing.
 """
 
@@ -105,7 +106,7 @@ def missing_for(isa: str, probe: CpuProbe) -> str | None:
         return None
     if not x86:
         return f"a {probe.machine} CPU (not x86-64)"
-    need = {"avx2": ("avx2", "fma"), "avx512": _AVX512, "amx": (*_AVX512, "amx_bf16", "amx_tile")}
+    need = {"avx2": ("avx2", "fma", "f16c"), "avx512": _AVX512, "amx": (*_AVX512, "amx_bf16", "amx_tile")}
     need_rank = {"avx2": 2, "avx512": 3, "amx": 3}
     if isa not in need:
         raise IsaError(f"ENGINE_CPU_ISA={isa!r}: expected one of {', '.join(CHOICES)}")

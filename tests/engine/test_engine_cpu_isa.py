@@ -89,7 +89,7 @@ def test_torchs_capability_caps_the_flags():
     assert plan_cpu_paths(unknown).isa == "avx512"
 
 
-X86_FLAGS = sorted({"avx2", "fma", "avx512f", "avx512bw", "avx512vl", "avx512dq",
+X86_FLAGS = sorted({"avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vl", "avx512dq",
                     "avx512_bf16", "amx_bf16", "amx_tile", "avx_ne_convert"})
 
 
