@@ -106,7 +106,8 @@ def missing_for(isa: str, probe: CpuProbe) -> str | None:
         return None
     if not x86:
         return f"a {probe.machine} CPU (not x86-64)"
-    need = {"avx2": ("avx2", "fma", "f16c"), "avx512": _AVX512, "amx": (*_AVX512, "amx_bf16", "amx_tile")}
+    need = {"avx2": ("avx2", "fma", "f16c"), "avx512": _AVX512,
+            "amx": (*_AVX512, "amx_bf16", "amx_tile")}
     need_rank = {"avx2": 2, "avx512": 3, "amx": 3}
     if isa not in need:
         raise IsaError(f"ENGINE_CPU_ISA={isa!r}: expected one of {', '.join(CHOICES)}")

@@ -159,8 +159,9 @@ def test_decode_attention_equals_the_float64_oracle(fused, dtype, heads, kv_head
                                       (96, 112, False), (32, 80, True)])
 def test_small_batch_bf16_gemm_equals_float32_math_and_ignores_the_other_rows(fused, k, n, bias):
     """Every tile shape (rows 8/4/2/1, column blocks 3/2/1 at the end of a thread's
-    share; AVX2 and portable: rows 4/2/1, one block), and the same bits whatever the thread count (each thread prefetches the
-    weights of its next tile: a wrong prefetch address would read past the matrix)."""
+    share; AVX2 and portable: rows 4/2/1, one block), and the same bits whatever the
+    thread count (each thread prefetches the weights of its next tile: a wrong prefetch
+    address would read past the matrix)."""
     g = torch.Generator().manual_seed(k + n)
     x = torch.randn(64, k, generator=g).to(torch.bfloat16)
     w = torch.randn(n, k, generator=g).to(torch.bfloat16)
@@ -417,7 +418,8 @@ def test_the_one_call_decoder_stack_gives_the_bits_of_the_layer_loop(tmp_path, k
     step's C++ stack against the Python loop over the same ops, logits bit for bit on every
     step (Qwen2's q/k/v biases; split-K)."""
     if backend == "onednn" and dtype == "bfloat16" and not cpu_paths(isa).onednn_bf16:
-        pytest.skip(f"oneDNN runs no bf16 on a CPU with only {isa} (refused: see test_engine_cpu_isa)")
+        pytest.skip(f"oneDNN runs no bf16 on a CPU with only {isa} "
+                    "(refused: see test_engine_cpu_isa)")
     _write_llama(tmp_path, family=family)
     runs, calls = {}, []
     for stacked in (True, False):
