@@ -31,6 +31,8 @@ from pathlib import Path
 import torch
 
 from engine.config import ModelConfig
+from engine.cpu_isa import probe_cpu
+from engine.model import kernels
 
 # STREAM's rule: arrays well past the last-level cache (32 MiB here), so what is timed
 # is DRAM, not cache.
@@ -70,13 +72,23 @@ def measure_machine(dtype: torch.dtype) -> tuple[float, float]:
     n = 2048
     x = torch.randn(n, n).to(dtype)
     y = torch.randn(n, n).to(dtype)
-    gemms = [lambda: x @ y]
-    if torch.backends.mkldnn.is_available():
-        # The engine's prepacked oneDNN GEMM beats plain mm in fp32 here; a roofline must
-        # use the fastest GEMM this machine has, or an engine could "beat" it.
+    # A roofline must use the fastest GEMM this machine has, or an engine could "beat" it:
+    # oneDNN's prepacked one where it runs the dtype (it beats plain mm in fp32 here), the
+    # engine kernels' bf16 GEMM where they are built.  Where oneDNN runs no bf16 (an AVX2
+    # CPU: engine.cpu_isa) packing would raise, and plain bf16 mm is torch's slow fallback
+    # (~100x the kernels' time), left out unless nothing else runs.
+    bf16_onednn = probe_cpu().onednn_bf16
+    gemms = [] if dtype == torch.bfloat16 and not bf16_onednn else [lambda: x @ y]
+    if torch.backends.mkldnn.is_available() and (dtype != torch.bfloat16 or bf16_onednn):
         packed = torch.ops.mkldnn._reorder_linear_weight(y, n)
         gemms.append(lambda: torch.ops.mkldnn._linear_pointwise(x, packed, None, "none",
                                                                 [], ""))
+    if dtype == torch.bfloat16 and kernels.load() is None:
+        lib = kernels.FusedCpuOps().lib
+        vnni = lib.pack_bf16_vnni(y.T.contiguous())  # x @ y = x @ (y^T)^T
+        gemms.append(lambda: lib.linear_bf16(x, vnni, None))
+    if not gemms:
+        gemms.append(lambda: x @ y)
     best = float("inf")
     for gemm in gemms:
         gemm()
