@@ -73,7 +73,7 @@ class CpuProbe:
     torch_capability: str  # torch.backends.cpu.get_cpu_capability()
     onednn: bool  # torch.backends.mkldnn.is_available()
     onednn_bf16: bool  # torch.ops.mkldnn._is_mkldnn_bf16_supported()
-    amx: bool  # torch's AMX tile check (engine.model.linear.cpu_has_amx)
+    amx: bool  # torch's AMX tile check (cpu_has_amx)
     machine: str = "x86_64"  # platform.machine()
 
 
@@ -185,12 +185,22 @@ def cpu_flags(cpuinfo: Path = Path("/proc/cpuinfo")) -> frozenset[str] | None:
     return None
 
 
+def cpu_has_amx() -> bool:
+    """Whether this CPU runs oneDNN's bf16 GEMMs on AMX tiles (and Linux lets this process
+    use them): torch's own check, which also asks the kernel for the tile state."""
+    import torch
+
+    init_amx = getattr(torch._C._cpu, "_init_amx", None)  # torch >= 2.3
+    try:
+        return bool(init_amx()) if init_amx is not None else False
+    except RuntimeError:
+        return False
+
+
 @functools.lru_cache(maxsize=1)
 def probe_cpu() -> CpuProbe:
     """This machine's :class:`CpuProbe` (asked once per process)."""
     import torch
-
-    from engine.model.linear import cpu_has_amx
 
     onednn = torch.backends.mkldnn.is_available()
     bf16_probe = getattr(torch.ops.mkldnn, "_is_mkldnn_bf16_supported", None)

@@ -36,6 +36,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from engine.cpu_isa import probe_cpu
+
 # oneDNN picks its blocking for this many rows; any row count still works.
 PACK_BATCH_HINT = 32
 # Up to this many rows a bf16 projection runs the fused kernels' GEMM when packed for it
@@ -43,16 +45,6 @@ PACK_BATCH_HINT = 32
 SMALL_BATCH_ROWS = 64
 # ... and on a CPU with AMX, where oneDNN's tiles are faster from 3-4 rows on (see above).
 AMX_SMALL_BATCH_ROWS = 3
-
-
-def cpu_has_amx() -> bool:
-    """Whether this CPU runs oneDNN's bf16 GEMMs on AMX tiles (and Linux lets this process
-    use them): torch's own check, which also asks the kernel for the tile state."""
-    init_amx = getattr(torch._C._cpu, "_init_amx", None)  # torch >= 2.3
-    try:
-        return bool(init_amx()) if init_amx is not None else False
-    except RuntimeError:
-        return False
 
 
 class Linear(nn.Linear):
@@ -86,8 +78,6 @@ class Linear(nn.Linear):
         """Pack the current weight for oneDNN (call after loading and dtype changes); False
         (nothing packed) for a bf16 weight where this CPU's oneDNN cannot run bf16 (torch's
         own probe: packing there raises "bf16 path needs the cpu support ...")."""
-        from engine.cpu_isa import probe_cpu
-
         if self.weight.dtype == torch.bfloat16 and not probe_cpu().onednn_bf16:
             self.packed = None
             return False

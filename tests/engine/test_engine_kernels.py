@@ -478,7 +478,7 @@ def test_the_linear_backend_decides_up_to_which_batch_the_kernels_gemm_runs(tmp_
 
 
 def test_cpu_has_amx_is_torchs_answer_or_false():
-    from engine.model.linear import cpu_has_amx
+    from engine.cpu_isa import cpu_has_amx
 
     flags = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
     assert isinstance(cpu_has_amx(), bool)
