@@ -152,7 +152,8 @@ def engine_run(engine: LLMEngine, prompts: list[list[int]], c: int, args) -> Eng
 
 def build_engine(args, dtype_name: str, num_threads: int) -> LLMEngine:
     knobs = EngineKnobs(dtype=dtype_name, num_pages=2048, max_running_requests=256,
-                        num_threads=num_threads, linear_backend=args.linear_backend)
+                        num_threads=num_threads, linear_backend=args.linear_backend,
+                        cpu_isa=args.cpu_isa)
     if args.model:
         return LLMEngine(knobs, model_dir=args.model)
     return LLMEngine(knobs, preset=args.preset)
@@ -197,11 +198,19 @@ def spin_on(cpu: int) -> subprocess.Popen:
     return proc
 
 
+def paths_line(eng: LLMEngine) -> str:
+    """Which paths the engine ran (engine.cpu_isa, engine.weights.paths_report)."""
+    p = eng.model.cpu_paths
+    return (f"engine paths: ISA {p.get('cpu_isa')} ({p.get('cpu_isa_why')}); kernels "
+            f"{p['kernels']}; GEMM {p['gemm']}")
+
+
 def run_dtype(args, dtype_name: str, concs: list[int]) -> None:
     eng = build_engine(args, dtype_name, args.threads)
     hf = hf_model(eng, args.model, eng.runner.dtype)
     print(f"\n== {dtype_name}: {eng.cfg.num_params / 1e6:.0f}M params, {eng.num_threads} "
           f"threads both sides")
+    print(paths_line(eng))
     print(HEADER)
     for c in concs:
         ours, theirs, load = pairs(args, eng, hf, c, eng.num_threads)
@@ -244,6 +253,9 @@ def main() -> int:
     ap.add_argument("--threads", type=int, default=2, help="torch threads, both sides "
                     "(0 = the engine's start-up choice)")
     ap.add_argument("--linear-backend", default="auto", choices=("auto", "aten", "onednn", "kernels"))
+    ap.add_argument("--cpu-isa", default=os.environ.get("ENGINE_CPU_ISA", "auto"),
+                    choices=("auto", "amx", "avx512", "avx2", "portable"),
+                    help="the engine's ENGINE_CPU_ISA (default: the environment's, else auto)")
     ap.add_argument("--busy", action="store_true", help="also run with one core kept busy")
     ap.add_argument("--busy-only", action="store_true", help="only the busy case")
     args = ap.parse_args()

@@ -22,6 +22,7 @@ x batch (+ attention), plus the prefill of the prompts, which both sides' tok/s 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import tempfile
 import time
@@ -30,6 +31,8 @@ from pathlib import Path
 import torch
 
 from engine.config import ModelConfig
+from engine.cpu_isa import probe_cpu
+from engine.model import kernels
 
 # STREAM's rule: arrays well past the last-level cache (32 MiB here), so what is timed
 # is DRAM, not cache.
@@ -69,13 +72,23 @@ def measure_machine(dtype: torch.dtype) -> tuple[float, float]:
     n = 2048
     x = torch.randn(n, n).to(dtype)
     y = torch.randn(n, n).to(dtype)
-    gemms = [lambda: x @ y]
-    if torch.backends.mkldnn.is_available():
-        # The engine's prepacked oneDNN GEMM beats plain mm in fp32 here; a roofline must
-        # use the fastest GEMM this machine has, or an engine could "beat" it.
+    # A roofline must use the fastest GEMM this machine has, or an engine could "beat" it:
+    # oneDNN's prepacked one where it runs the dtype (it beats plain mm in fp32 here), the
+    # engine kernels' bf16 GEMM where they are built.  Where oneDNN runs no bf16 (an AVX2
+    # CPU: engine.cpu_isa) packing would raise, and plain bf16 mm is torch's slow fallback
+    # (~100x the kernels' time), left out unless nothing else runs.
+    bf16_onednn = probe_cpu().onednn_bf16
+    gemms = [] if dtype == torch.bfloat16 and not bf16_onednn else [lambda: x @ y]
+    if torch.backends.mkldnn.is_available() and (dtype != torch.bfloat16 or bf16_onednn):
         packed = torch.ops.mkldnn._reorder_linear_weight(y, n)
         gemms.append(lambda: torch.ops.mkldnn._linear_pointwise(x, packed, None, "none",
                                                                 [], ""))
+    if dtype == torch.bfloat16 and kernels.load() is None:
+        lib = kernels.FusedCpuOps().lib
+        vnni = lib.pack_bf16_vnni(y.T.contiguous())  # x @ y = x @ (y^T)^T
+        gemms.append(lambda: lib.linear_bf16(x, vnni, None))
+    if not gemms:
+        gemms.append(lambda: x @ y)
     best = float("inf")
     for gemm in gemms:
         gemm()
@@ -184,8 +197,12 @@ def run_dtype(args, model_dir: str, dtype_name: str) -> None:
     from engine.tools.bench import make_prompts
 
     eng = LLMEngine(EngineKnobs(dtype=dtype_name, num_pages=2048, max_running_requests=256,
-                                num_threads=args.threads), model_dir=model_dir)
-    print(f"\n== {dtype_name}: {eng.num_threads} threads, ops {eng.model.ops.describe()}; "
+                                num_threads=args.threads,
+                                cpu_isa=os.environ.get("ENGINE_CPU_ISA", "auto")),
+                    model_dir=model_dir)
+    paths = eng.model.cpu_paths
+    print(f"\n== {dtype_name}: {eng.num_threads} threads, ops {eng.model.ops.describe()}, ISA "
+          f"{paths.get('cpu_isa')}, GEMM {paths['gemm']}; "
           f"bandwidth (STREAM-like, best of sum and copy over {STREAM_BYTES >> 20} MiB) and "
           f"matmul rate measured right before each run")
     print(f"{'conc':>6} {'step ms':>8} {'MB/step':>8} {'GB/s':>6} {'of bw':>6} {'range':>9} "

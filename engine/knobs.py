@@ -41,12 +41,19 @@ REGISTRY.declare(
 )
 REGISTRY.declare(
     "ENGINE_CPU_KERNELS", "str", "auto",
-    doc="Fused AVX-512 kernels around the CPU model's GEMMs (decode attention, RMSNorm + "
+    doc="Fused CPU kernels (AVX-512, AVX2 or portable C++: ENGINE_CPU_ISA) around the CPU model's GEMMs (decode attention, RMSNorm + "
         "residual, RoPE, SwiGLU; engine/model/kernels), compiled once per machine (~12 s, cached): "
         "auto = when the model's shapes, the "
         "CPU, a C++ compiler and ninja allow, else eager torch; on = required (an error "
         "where they cannot run); off = eager torch.",
     class_hint="perf", choices=("auto", "on", "off"),
+)
+REGISTRY.declare(
+    "ENGINE_CPU_ISA", "str", "auto",
+    doc="CPU code path of the kernels and GEMMs: auto = the fastest this CPU and torch build "
+        "run (amx, avx512, avx2, portable; engine/cpu_isa.py); an explicit ISA makes the "
+        "engine behave as on a CPU with only that (refused where this CPU cannot run it).",
+    class_hint="perf", choices=("auto", "amx", "avx512", "avx2", "portable"),
 )
 REGISTRY.declare(
     "ENGINE_DECODE_TARGET_CTAS", "int", 0,
@@ -106,6 +113,7 @@ class EngineKnobs:
     device: str = "auto"
     linear_backend: str = "auto"
     cpu_kernels: str = "auto"
+    cpu_isa: str = "auto"
     decode_target_ctas: int = 0
     max_running_requests: int = 64
     page_size: int = 16

@@ -13,13 +13,15 @@ import torch
 from engine.model.kernels import FusedCpuOps
 from engine.model.kernels import select_ops
 from engine.config import EngineError
+from engine.cpu_isa import ALL_ROWS
+from engine.cpu_isa import CpuPaths
+from engine.cpu_isa import cpu_paths
+from engine.cpu_isa import probe_cpu
 from engine.config import ModelConfig
 from engine.config import load_hf_config
 from engine.config import preset_config
-from engine.model.linear import AMX_SMALL_BATCH_ROWS
 from engine.model.linear import SMALL_BATCH_ROWS
 from engine.model.linear import Linear
-from engine.model.linear import cpu_has_amx
 from engine.model.llama import LlamaForCausalLM
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
@@ -47,7 +49,8 @@ def resolve_device(knob: str) -> torch.device:
 @torch.no_grad()
 def build_model(preset: str | None, model_dir: str | None, dtype_knob: str = "auto",
                 seed: int = 0, linear_backend: str = "auto", device: str = "auto",
-                cpu_kernels: str = "auto") -> tuple[LlamaForCausalLM, ModelConfig]:
+                cpu_kernels: str = "auto", cpu_isa: str = "auto"
+                ) -> tuple[LlamaForCausalLM, ModelConfig]:
     """A ready-to-run model in eval mode, on ``ENGINE_DEVICE``, in ``ENGINE_DTYPE``.
 
     Weights are made (or loaded) on the CPU with the seed, then moved, so a preset has
@@ -56,55 +59,84 @@ def build_model(preset: str | None, model_dir: str | None, dtype_knob: str = "au
     if (preset is None) == (model_dir is None):
         raise EngineError("give exactly one of --preset or --model")
     cfg = load_hf_config(model_dir) if model_dir else preset_config(preset or "")
+    target = resolve_device(device)
+    # ENGINE_CPU_ISA is refused (a CPU that cannot run it) before any weight is read.
+    paths = cpu_paths(cpu_isa) if target.type == "cpu" else None
     model = LlamaForCausalLM(cfg)
     if model_dir:
         load_hf_weights(model, Path(model_dir))
     else:
         init_random(model, seed)
     dtype = resolve_dtype(dtype_knob, cfg)
-    target = resolve_device(device)
     model = model.to(device=target, dtype=dtype).eval()
     # RoPE tables stay float32 whatever the weights are (cast per call).
     model.rope.float()
     # oneDNN prepacking is a CPU GEMM path; on a GPU the plain path is cuBLAS already.
-    if target.type == "cpu" and use_onednn(linear_backend, dtype):
+    if paths is not None and use_onednn(linear_backend, dtype, paths):
         for module in model.modules():
             if isinstance(module, Linear):
                 module.prepack()
     # The ops around the GEMMs: the fused CPU kernels where ENGINE_CPU_KERNELS allows.
-    model.ops = select_ops(cpu_kernels, cfg, target, dtype)
-    rows = kernel_gemm_rows(linear_backend)
+    model.ops = select_ops(cpu_kernels, cfg, target, dtype, paths.isa if paths else None)
+    rows = kernel_gemm_rows(linear_backend, paths) if paths else 0
     if isinstance(model.ops, FusedCpuOps) and dtype == torch.bfloat16 and rows:
         # Decode-sized bf16 batches: the kernels' GEMM (oneDNN keeps the large ones).
         for module in model.modules():
             if isinstance(module, Linear):
-                module.pack_vnni(rows)
+                module.pack_vnni(model.ops.lib, rows)
+    model.cpu_paths = paths_report(model, paths)
     return model, cfg
 
 
-def kernel_gemm_rows(backend: str) -> int:
+def kernel_gemm_rows(backend: str, paths: CpuPaths) -> int:
     """Up to how many rows a bf16 projection runs the fused kernels' GEMM (where they are
-    in use) under ``ENGINE_LINEAR_BACKEND``: ``kernels`` up to 64; ``auto`` the same, but
-    on a CPU with AMX only up to 3, where oneDNN's tiles win (engine.model.linear's
-    measurements); ``onednn`` and ``aten`` never.  Decided by the CPU, not timed at load,
-    so one machine always computes the same bits."""
+    in use) under ``ENGINE_LINEAR_BACKEND``: ``auto`` what engine.cpu_isa chose for the
+    CPU (64; 3 with AMX, where oneDNN's tiles win; every batch where oneDNN cannot run
+    bf16); ``kernels`` 64 even with AMX (every batch without oneDNN bf16); ``onednn`` and
+    ``aten`` never.  Decided by the CPU, not timed at load, so one machine always computes
+    the same bits."""
     if backend == "kernels":
-        return SMALL_BATCH_ROWS
+        return SMALL_BATCH_ROWS if paths.onednn_bf16 else ALL_ROWS
     if backend == "auto":
-        return AMX_SMALL_BATCH_ROWS if cpu_has_amx() else SMALL_BATCH_ROWS
+        return paths.kernel_gemm_rows
     return 0
 
 
-def use_onednn(backend: str, dtype: torch.dtype) -> bool:
+def use_onednn(backend: str, dtype: torch.dtype, paths: CpuPaths) -> bool:
     """Whether ``ENGINE_LINEAR_BACKEND`` asks for prepacked oneDNN weights here.
 
-    ``auto``, ``onednn`` and ``kernels`` pack float32 and bfloat16 (the dtypes oneDNN packs
-    on CPU) when torch was built with oneDNN; ``aten`` is the plain ``F.linear`` path (the
-    escape hatch).
+    ``auto``, ``onednn`` and ``kernels`` pack float32 and bfloat16 where engine.cpu_isa
+    says this CPU's oneDNN runs them; ``aten`` is the plain ``F.linear`` path (the escape
+    hatch).  ``onednn`` asked of a dtype oneDNN cannot run here is refused (``auto`` falls
+    back to the kernels' GEMM or ``F.linear``).
     """
     if backend == "aten" or not torch.backends.mkldnn.is_available():
         return False
-    return dtype in (torch.float32, torch.bfloat16)
+    can = {torch.float32: paths.onednn_fp32, torch.bfloat16: paths.onednn_bf16}.get(dtype, False)
+    if backend == "onednn" and not can and dtype in (torch.float32, torch.bfloat16):
+        raise EngineError(f"ENGINE_LINEAR_BACKEND=onednn: oneDNN cannot run {dtype} on this "
+                          f"CPU (ISA {paths.isa}, {paths.why}); use auto, kernels or aten")
+    return can
+
+
+def paths_report(model: LlamaForCausalLM, paths: CpuPaths | None) -> dict[str, object]:
+    """What the engine chose (bench JSON ``cpu_paths``, ``/server_info``, ``/health``): the
+    ISA and how it was chosen, the projections' GEMMs, and the kernels (on, or why off)."""
+    report: dict[str, object] = {"kernels": model.ops.describe()}
+    if paths is None:
+        return {**report, "gemm": "torch (not a CPU)"}
+    qkv = model.layers[0].self_attn.qkv_proj
+    large = "onednn" if qkv.packed is not None else "aten"
+    if qkv.vnni is None:
+        gemm = large
+    else:
+        dot = "vdpbf16ps" if paths.vdpbf16 and model.ops.variant == "avx512" else "bf16->fp32 FMA"
+        rows = "every batch" if qkv.vnni_rows >= ALL_ROWS else f"<= {qkv.vnni_rows} rows"
+        gemm = f"kernels {model.ops.variant} ({dot}) {rows}"
+        if qkv.vnni_rows < ALL_ROWS:
+            gemm += f", {large} above"
+    return {**report, **paths.as_report(), "gemm": gemm,
+            "torch_capability": probe_cpu().torch_capability}
 
 
 def init_random(model: LlamaForCausalLM, seed: int) -> None:

@@ -44,7 +44,7 @@ class LLMEngine:
         self.knobs = knobs
         self.model, self.cfg = build_model(preset, model_dir, knobs.dtype, knobs.seed,
                                               knobs.linear_backend, knobs.device,
-                                              knobs.cpu_kernels)
+                                              knobs.cpu_kernels, knobs.cpu_isa)
         self.tokenizer = load_tokenizer(model_dir)
         self.runner = ModelRunner(self.model, self.cfg, knobs)
         self.blocks = BlockManager(knobs.num_pages, knobs.page_size)

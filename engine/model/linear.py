@@ -23,6 +23,11 @@ projection shapes (kernels / oneDNN): 1 row 131/256 us, 2 rows 180/225, 4 rows 2
 :data:`AMX_SMALL_BATCH_ROWS` rows only (``ENGINE_LINEAR_BACKEND=kernels`` keeps it up to 64
 rows anyway).  oneDNN's AMX path gives ``F.linear``'s bits, which are not batch-invariant
 themselves (a row's bits depend on the row count), so neither is a bf16 decode there.
+
+A CPU whose oneDNN cannot run bf16 at all (AVX2 without AVX-NE-CONVERT: AMD Zen 2/3, most
+laptops; torch's ``_is_mkldnn_bf16_supported`` says so) gets no bf16 packing (packing there
+raised); the kernels' GEMM (widened bf16 + FMA on AVX2) then takes every batch, else
+``F.linear``.  engine.cpu_isa decides which, from the CPU and ``ENGINE_CPU_ISA``.
 """
 
 from __future__ import annotations
@@ -30,6 +35,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 from torch import nn
+
+from engine.cpu_isa import probe_cpu
 
 # oneDNN picks its blocking for this many rows; any row count still works.
 PACK_BATCH_HINT = 32
@@ -40,16 +47,6 @@ SMALL_BATCH_ROWS = 64
 AMX_SMALL_BATCH_ROWS = 3
 
 
-def cpu_has_amx() -> bool:
-    """Whether this CPU runs oneDNN's bf16 GEMMs on AMX tiles (and Linux lets this process
-    use them): torch's own check, which also asks the kernel for the tile state."""
-    init_amx = getattr(torch._C._cpu, "_init_amx", None)  # torch >= 2.3
-    try:
-        return bool(init_amx()) if init_amx is not None else False
-    except RuntimeError:
-        return False
-
-
 class Linear(nn.Linear):
     def __init__(self, in_features: int, out_features: int, bias: bool = False) -> None:
         super().__init__(in_features, out_features, bias=bias)
@@ -57,29 +54,37 @@ class Linear(nn.Linear):
         self.vnni: torch.Tensor | None = None  # the kernels' bf16 layout, see pack_vnni
         self.vnni_bias: torch.Tensor | None = None  # the bias as the kernel adds it (fp32)
         self.vnni_rows = 0  # up to this many rows x runs the kernels' GEMM (see pack_vnni)
+        self.kernel_lib = None  # the kernels' ops namespace that GEMM is in
 
-    def pack_vnni(self, max_rows: int = SMALL_BATCH_ROWS) -> bool:
-        """Also pack a bf16 weight for the fused kernels' small-batch GEMM (built kernels
-        only); False where its shape does not allow it (out % 16, in % 2) or the CPU has
-        no AVX512-BF16 (the kernels then lack the GEMM).  A third copy of the weight: the
-        price of the fastest GEMM at both batch sizes.  Batches of up to ``max_rows`` rows
-        (at most :data:`SMALL_BATCH_ROWS`) run it, larger ones oneDNN or ``F.linear``."""
+    def pack_vnni(self, lib, max_rows: int = SMALL_BATCH_ROWS) -> bool:
+        """Also pack a bf16 weight for the fused kernels' small-batch GEMM (``lib``: the
+        built variant's ``torch.ops`` namespace, engine.model.kernels.FusedCpuOps.lib);
+        False where its shape does not allow it (out % 16, in % 2).  A third copy of the
+        weight: the price of the fastest GEMM at both batch sizes.  Batches of up to
+        ``max_rows`` rows run it, larger ones oneDNN or ``F.linear`` (where oneDNN cannot
+        run bf16, engine.cpu_isa gives every batch to it)."""
         out_f, in_f = self.weight.shape
-        if (self.weight.dtype != torch.bfloat16 or out_f % 16 or in_f % 2
-                or not hasattr(torch.ops.knob_engine, "pack_bf16_vnni")):
+        if self.weight.dtype != torch.bfloat16 or out_f % 16 or in_f % 2:
             return False
         with torch.no_grad():
-            self.vnni = torch.ops.knob_engine.pack_bf16_vnni(self.weight.detach())
+            self.vnni = lib.pack_bf16_vnni(self.weight.detach())
             if self.bias is not None:
                 self.vnni_bias = self.bias.detach().float().contiguous()
-        self.vnni_rows = min(max_rows, SMALL_BATCH_ROWS)
+        self.kernel_lib = lib
+        self.vnni_rows = max_rows
         return True
 
-    def prepack(self) -> None:
-        """Pack the current weight for oneDNN (call after loading and dtype changes)."""
+    def prepack(self) -> bool:
+        """Pack the current weight for oneDNN (call after loading and dtype changes); False
+        (nothing packed) for a bf16 weight where this CPU's oneDNN cannot run bf16 (torch's
+        own probe: packing there raises "bf16 path needs the cpu support ...")."""
+        if self.weight.dtype == torch.bfloat16 and not probe_cpu().onednn_bf16:
+            self.packed = None
+            return False
         with torch.no_grad():
             self.packed = torch.ops.mkldnn._reorder_linear_weight(
                 self.weight.detach(), PACK_BATCH_HINT)
+        return True
 
     def small_batch(self, x: torch.Tensor) -> bool:
         """Whether x runs the fused kernels' GEMM (packed, bf16 rows, few enough of them)."""
@@ -88,7 +93,7 @@ class Linear(nn.Linear):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.small_batch(x):
-            return torch.ops.knob_engine.linear_bf16(x, self.vnni, self.vnni_bias)
+            return self.kernel_lib.linear_bf16(x, self.vnni, self.vnni_bias)
         if self.packed is not None and x.dim() == 2 and x.dtype == self.packed.dtype:
             # x: [N, in] -> [N, out]
             return torch.ops.mkldnn._linear_pointwise(x, self.packed, self.bias, "none", [], "")

@@ -102,6 +102,8 @@ class Worker:
         self.engine = engine
         self.role = role
         self.info = info or startup_info(role, None, engine.knobs)
+        # The CPU paths the engine chose (ISA, GEMMs, kernels): what the process runs.
+        self.info["cpu_paths"] = engine.model.cpu_paths
         self.model = self.info.get("model") or "engine"
         self.timeout = engine.knobs.inflight_timeout_s
         self.drop_prob = engine.knobs.transfer_drop_prob
@@ -123,7 +125,8 @@ class Worker:
                 "total_pages": self.engine.blocks.num_pages, "inflight": inflight,
                 "running": len(sched.running), "waiting": len(sched.waiting),
                 "dtype": self.engine.dtype_name, "device": self.engine.device_name,
-                "ops": self.engine.model.ops.describe(), "knobs": self.engine.knobs.as_env()}
+                "ops": self.engine.model.ops.describe(),
+                "cpu_paths": self.engine.model.cpu_paths, "knobs": self.engine.knobs.as_env()}
 
     def _sequence(self, req: GenerateRequest) -> Sequence:
         tokenizer = self.engine.tokenizer

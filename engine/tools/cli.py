@@ -119,7 +119,12 @@ def main(argv: list[str] | None = None) -> int:
 def _engine(args: argparse.Namespace, knobs: Any) -> Any:
     from engine.core.llm import LLMEngine
 
-    return LLMEngine(knobs, preset=args.preset, model_dir=args.model)
+    eng = LLMEngine(knobs, preset=args.preset, model_dir=args.model)
+    reason = getattr(eng.model.ops, "reason", "")
+    if eng.model.ops.name == "torch" and reason.startswith(("no C++", "ninja", "build failed")):
+        # The machine cannot build the kernels: it runs the plain path, and says so once.
+        print(f"note: fused CPU kernels off, eager torch ops: {reason}", file=sys.stderr)
+    return eng
 
 
 def _generate(parser: argparse.ArgumentParser, args: argparse.Namespace, knobs: Any) -> int:
@@ -163,7 +168,8 @@ def _bench(parser: argparse.ArgumentParser, args: argparse.Namespace, knobs: Any
         results = bench.bench_offline(eng, args.concurrency, prompts, args.output_len, progress)
         extra = {"mode": "offline", "model": args.model or args.preset,
                  "dtype": eng.dtype_name, "device": eng.device_name,
-                 "ops": eng.model.ops.describe(), **bench.knob_fields(knobs)}
+                 "ops": eng.model.ops.describe(), "cpu_paths": eng.model.cpu_paths,
+                 **bench.knob_fields(knobs)}
     extra.update(num_prompts=args.num_prompts, input_len=args.input_len,
                  output_len=args.output_len)
     bench.write_results(args.json, results, extra)

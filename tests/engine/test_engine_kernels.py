@@ -1,8 +1,9 @@
 """The fused CPU decode kernels (engine/model/kernels) against their eager torch references.
 
-Run wherever the kernels can be built (an AVX-512 CPU, a C++ compiler, ninja); where the
-machine lacks one of those the tests skip, naming it.  A build failure on a machine that
-has them all is a failure, not a skip (``load()`` must return None).
+Every kernel test runs once per variant this CPU can execute (avx512, avx2, portable:
+engine.cpu_isa decides, the way ENGINE_CPU_ISA does); a variant the CPU cannot run, or a
+machine without a C++ compiler or ninja, skips, naming why.  A build failure on a machine
+that has them all is a failure, not a skip (``load()`` must return None).
 """
 
 from __future__ import annotations
@@ -19,6 +20,10 @@ from engine.core.llm import LLMEngine
 from engine.core.sequence import SamplingParams
 from engine.model.kernels import FusedCpuOps
 from engine.model.kernels import TorchOps
+from engine.cpu_isa import ALL_ROWS
+from engine.cpu_isa import cpu_paths
+from engine.cpu_isa import missing_for
+from engine.cpu_isa import probe_cpu
 from engine.model.linear import Linear
 from engine.model.attention_ops import reference_attention
 from tests.engine.conftest import REPO
@@ -32,13 +37,29 @@ _missing = kernels._unavailable_reason()
 needs_kernels = pytest.mark.skipif(_missing is not None,
                                    reason=f"kernels not buildable: {_missing}")
 DTYPES = [torch.float32, torch.bfloat16]
-FUSED, TORCH = FusedCpuOps(), TorchOps()
+TORCH = TorchOps()
 
 
-@pytest.fixture(scope="module", autouse=True)
-def built():
-    if _missing is None:
-        assert kernels.load() is None
+def _isa_param(isa: str):
+    why = _missing and f"kernels not buildable: {_missing}"
+    why = why or (f"this CPU cannot run the {isa} kernels: {missing_for(isa, probe_cpu())}"
+                  if missing_for(isa, probe_cpu()) else None)
+    return pytest.param(isa, marks=pytest.mark.skipif(why is not None, reason=why or ""))
+
+
+ISAS = [_isa_param(isa) for isa in ("avx512", "avx2", "portable")]
+
+
+@pytest.fixture(params=ISAS)
+def isa(request) -> str:
+    """Each ISA this CPU runs (ENGINE_CPU_ISA), its kernels' variant built."""
+    assert kernels.load(kernels.VARIANT_OF_ISA[request.param]) is None
+    return request.param
+
+
+@pytest.fixture
+def fused(isa) -> FusedCpuOps:
+    return FusedCpuOps(kernels.VARIANT_OF_ISA[isa])
 
 
 def ulps_apart(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
@@ -50,7 +71,7 @@ def ulps_apart(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 @needs_kernels
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("n,h", [(1, 64), (7, 512), (32, 4096)])
-def test_rmsnorm_and_fused_residual_add_match_the_reference(dtype, n, h):
+def test_rmsnorm_and_fused_residual_add_match_the_reference(fused, dtype, n, h):
     g = torch.Generator().manual_seed(n + h)
     x = (torch.randn(n, h, generator=g) * 3).to(dtype)
     r = torch.randn(n, h, generator=g).to(dtype)
@@ -58,9 +79,9 @@ def test_rmsnorm_and_fused_residual_add_match_the_reference(dtype, n, h):
     # Only the float32 mean of squares is summed in another order: a few float32 ulps,
     # which bf16's rounding hides or turns into one bf16 step.
     bound = 8 if dtype == torch.float32 else 2.01
-    assert ulps_apart(FUSED.rmsnorm(x, w, 1e-6), TORCH.rmsnorm(x, w, 1e-6)).max() <= bound
+    assert ulps_apart(fused.rmsnorm(x, w, 1e-6), TORCH.rmsnorm(x, w, 1e-6)).max() <= bound
     xf, xt = x.clone(), x.clone()
-    yf, yt = FUSED.add_rmsnorm_(xf, r, w, 1e-5), TORCH.add_rmsnorm_(xt, r, w, 1e-5)
+    yf, yt = fused.add_rmsnorm_(xf, r, w, 1e-5), TORCH.add_rmsnorm_(xt, r, w, 1e-5)
     assert torch.equal(xf, xt)  # the residual stream, updated in place, bit for bit
     assert torch.equal(xf, x + r)
     assert ulps_apart(yf, yt).max().item() <= bound
@@ -69,7 +90,7 @@ def test_rmsnorm_and_fused_residual_add_match_the_reference(dtype, n, h):
 @needs_kernels
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("heads,d", [(12, 64), (6, 128)])
-def test_rope_in_place_on_the_qkv_rows_is_bit_identical(dtype, heads, d):
+def test_rope_in_place_on_the_qkv_rows_is_bit_identical(fused, dtype, heads, d):
     from engine.model.rope import RotaryEmbedding
 
     n, extra = 9, 2 * d  # v heads after the rotated ones stay untouched
@@ -78,7 +99,7 @@ def test_rope_in_place_on_the_qkv_rows_is_bit_identical(dtype, heads, d):
     cos, sin = rope.tables(positions, dtype)
     qkv = torch.randn(n, heads * d + extra, generator=torch.Generator().manual_seed(d)).to(dtype)
     a, b = qkv.clone(), qkv.clone()
-    FUSED.rope_(a, cos, sin, heads, d)
+    fused.rope_(a, cos, sin, heads, d)
     TORCH.rope_(b, cos, sin, heads, d)
     assert torch.equal(a, b)
     assert torch.equal(a[:, heads * d:], qkv[:, heads * d:])
@@ -87,10 +108,10 @@ def test_rope_in_place_on_the_qkv_rows_is_bit_identical(dtype, heads, d):
 
 @needs_kernels
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_swiglu_matches_the_reference(dtype):
+def test_swiglu_matches_the_reference(fused, dtype):
     gu = (torch.randn(5, 2 * 1408, generator=torch.Generator().manual_seed(3)) * 4).to(dtype)
     gu[0, :8] = torch.tensor([-100.0, -20.0, -1e-3, 0.0, 1e-3, 20.0, 88.0, 100.0]).to(dtype)
-    ours, ref = FUSED.silu_mul(gu), TORCH.silu_mul(gu.clone())
+    ours, ref = fused.silu_mul(gu), TORCH.silu_mul(gu.clone())
     assert ours.shape == (5, 1408)
     # Another exp than torch's: float32 results within a few ulps, bf16 within one rounding.
     assert ulps_apart(ours, ref).max().item() <= (8 if dtype == torch.float32 else 1.01)
@@ -102,7 +123,7 @@ def test_swiglu_matches_the_reference(dtype):
 @pytest.mark.parametrize("heads,kv_heads,d,splits", [(8, 4, 64, 1), (4, 4, 128, 1),
                                                      (16, 2, 64, 1), (8, 1, 64, 2),
                                                      (6, 3, 128, 3), (8, 4, 64, 7)])
-def test_decode_attention_equals_the_float64_oracle(dtype, heads, kv_heads, d, splits):
+def test_decode_attention_equals_the_float64_oracle(fused, dtype, heads, kv_heads, d, splits):
     """The block's real positions plus the own token; stale huge values past each context
     must not leak; q as a strided view of a fused qkv row, as the model passes it; split
     into ``splits`` ranges (some empty for the short rows) merged exactly."""
@@ -126,7 +147,7 @@ def test_decode_attention_equals_the_float64_oracle(dtype, heads, kv_heads, d, s
         v[b, :n] = ctx_v[b, :, :n].transpose(0, 1).double()
         k[b, n], v[b, n] = own_k[b].double(), own_v[b].double()
     ref = reference_attention(q.double(), k, v, lens + 1, d ** -0.5)
-    ours = FUSED.dense_decode_attention(q, own_k, own_v, kd, vd, lens, None, d ** -0.5, splits)
+    ours = fused.dense_decode_attention(q, own_k, own_v, kd, vd, lens, None, d ** -0.5, splits)
     assert ours.shape == (B, heads, d) and ours.dtype == dtype
     err = (ours.double() - ref).abs().max().item()
     # float32 inside: only the output's rounding to bf16 (|out| < 4 here) is bf16's.
@@ -136,28 +157,27 @@ def test_decode_attention_equals_the_float64_oracle(dtype, heads, kv_heads, d, s
 @needs_kernels
 @pytest.mark.parametrize("k,n,bias", [(512, 1024, False), (1408, 512, True), (64, 48, True),
                                       (96, 112, False), (32, 80, True)])
-def test_small_batch_bf16_gemm_equals_float32_math_and_ignores_the_other_rows(k, n, bias):
+def test_small_batch_bf16_gemm_equals_float32_math_and_ignores_the_other_rows(fused, k, n, bias):
     """Every tile shape (rows 8/4/2/1, column blocks 3/2/1 at the end of a thread's
-    share), and the same bits whatever the thread count (each thread prefetches the
-    weights of its next tile: a wrong prefetch address would read past the matrix)."""
-    if not hasattr(torch.ops.knob_engine, "pack_bf16_vnni"):
-        pytest.skip("this CPU has no AVX512-BF16: the kernels were built without the GEMM")
+    share; AVX2 and portable: rows 4/2/1, one block), and the same bits whatever the
+    thread count (each thread prefetches the weights of its next tile: a wrong prefetch
+    address would read past the matrix)."""
     g = torch.Generator().manual_seed(k + n)
     x = torch.randn(64, k, generator=g).to(torch.bfloat16)
     w = torch.randn(n, k, generator=g).to(torch.bfloat16)
     b = torch.randn(n, generator=g).to(torch.bfloat16) if bias else None
-    wp = torch.ops.knob_engine.pack_bf16_vnni(w)
+    wp = fused.lib.pack_bf16_vnni(w)
     exact = x.double() @ w.double().T + (0 if b is None else b.double())
-    full = torch.ops.knob_engine.linear_bf16(x, wp, b)
+    full = fused.lib.linear_bf16(x, wp, b)
     # float32 accumulation, one rounding to bf16: within a bf16 step of the exact value.
     assert ((full.double() - exact).abs() <= exact.abs() * 2 ** -8 + 1e-3).all()
     for m in (1, 2, 3, 7, 8, 13, 33):  # every tile shape: the same bits for each row
-        assert torch.equal(torch.ops.knob_engine.linear_bf16(x[:m], wp, b), full[:m])
+        assert torch.equal(fused.lib.linear_bf16(x[:m], wp, b), full[:m])
     threads = torch.get_num_threads()
     try:
         for t in (1, 3, 5):  # other shares of the column blocks per thread
             torch.set_num_threads(t)
-            assert torch.equal(torch.ops.knob_engine.linear_bf16(x, wp, b), full)
+            assert torch.equal(fused.lib.linear_bf16(x, wp, b), full)
     finally:
         torch.set_num_threads(threads)
     # the engine's Linear takes this path for small bf16 batches only
@@ -168,29 +188,27 @@ def test_small_batch_bf16_gemm_equals_float32_math_and_ignores_the_other_rows(k,
         lin.weight.copy_(w)
         if bias:
             lin.bias.copy_(b)
-    assert lin.pack_vnni()
+    assert lin.pack_vnni(fused.lib)
     assert torch.equal(lin(x[:5]), full[:5])
-    assert not Linear(k, n + 8).to(torch.bfloat16).pack_vnni()  # out % 16: not packed
+    assert not Linear(k, n + 8).to(torch.bfloat16).pack_vnni(fused.lib)  # out % 16: not packed
 
 
 @needs_kernels
 @pytest.mark.parametrize("k,i,bias", [(512, 1408, False), (96, 48, True), (64, 16, False)])
-def test_swiglu_in_the_gemm_epilogue_gives_the_bits_of_gemm_then_swiglu(k, i, bias):
-    if not hasattr(torch.ops.knob_engine, "pack_bf16_vnni"):
-        pytest.skip("this CPU has no AVX512-BF16: the kernels were built without the GEMM")
+def test_swiglu_in_the_gemm_epilogue_gives_the_bits_of_gemm_then_swiglu(fused, k, i, bias):
     g = torch.Generator().manual_seed(k + i)
     x = (torch.randn(64, k, generator=g) * 2).to(torch.bfloat16)
     w = torch.randn(2 * i, k, generator=g).to(torch.bfloat16)
     b = torch.randn(2 * i, generator=g).to(torch.bfloat16) if bias else None
-    wp = torch.ops.knob_engine.pack_bf16_vnni(w)
-    ref = FUSED.silu_mul(torch.ops.knob_engine.linear_bf16(x, wp, b))
+    wp = fused.lib.pack_bf16_vnni(w)
+    ref = fused.silu_mul(fused.lib.linear_bf16(x, wp, b))
     threads = torch.get_num_threads()
     try:
         for t in (threads, 1, 3):
             torch.set_num_threads(t)
             for m in (64, 33, 8, 7, 2, 1):
-                fused = torch.ops.knob_engine.linear_bf16_silu(x[:m], wp, b)
-                assert fused.shape == (m, i) and torch.equal(fused, ref[:m])
+                out = fused.lib.linear_bf16_silu(x[:m], wp, b)
+                assert out.shape == (m, i) and torch.equal(out, ref[:m])
     finally:
         torch.set_num_threads(threads)
     # the MLP takes it for small bf16 batches, the unfused ops elsewhere: the same output
@@ -199,56 +217,56 @@ def test_swiglu_in_the_gemm_epilogue_gives_the_bits_of_gemm_then_swiglu(k, i, bi
     mlp = MLP(k, i).to(torch.bfloat16)
     with torch.no_grad():
         mlp.gate_up_proj.weight.copy_(w)
-    assert mlp.gate_up_proj.pack_vnni()
-    assert torch.equal(mlp(x[:5], FUSED), mlp(x[:5], TORCH))
+    assert mlp.gate_up_proj.pack_vnni(fused.lib)
+    assert torch.equal(mlp(x[:5], fused), mlp(x[:5], TORCH))
     with pytest.raises(RuntimeError, match="gate and up halves"):
-        odd = torch.ops.knob_engine.pack_bf16_vnni(torch.ones(48, k, dtype=torch.bfloat16))
-        torch.ops.knob_engine.linear_bf16_silu(x, odd, None)  # 3 blocks of 16 rows
+        odd = fused.lib.pack_bf16_vnni(torch.ones(48, k, dtype=torch.bfloat16))
+        fused.lib.linear_bf16_silu(x, odd, None)  # 3 blocks of 16 rows
 
 
 @needs_kernels
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_row_scatter_equals_index_copy(dtype):
+def test_row_scatter_equals_index_copy(fused, dtype):
     g = torch.Generator().manual_seed(5)
     dst = torch.randn(300, 256, generator=g).to(dtype)
     src = torch.randn(70, 256, generator=g).to(dtype)
     index = torch.randperm(300, generator=g)[:70]
     ours, ref = dst.clone(), dst.clone()
-    FUSED.copy_rows_(ours, index, src)
+    fused.copy_rows_(ours, index, src)
     TORCH.copy_rows_(ref, index, src)
     assert torch.equal(ours, ref)
     with pytest.raises(RuntimeError, match="out of"):
-        FUSED.copy_rows_(ours, torch.tensor([0, 300] * 35), src)
+        fused.copy_rows_(ours, torch.tensor([0, 300] * 35), src)
 
 
 @needs_kernels
 @pytest.mark.parametrize("n,v", [(32, 4096), (3, 17), (2, 5), (1, 151936)])
-def test_greedy_argmax_equals_torchs(n, v):
+def test_greedy_argmax_equals_torchs(fused, n, v):
     g = torch.Generator().manual_seed(n * v)
     x = torch.randn(n, v, generator=g)
-    assert torch.equal(FUSED.argmax(x), TORCH.argmax(x))
+    assert torch.equal(fused.argmax(x), TORCH.argmax(x))
     # ties (the first maximum wins), -inf rows, NaN (torch: the first NaN is the maximum)
     x = torch.randint(0, 3, (n, v), generator=g).float()
     x[0] = float("-inf")
     if n > 1:
         x[1, v // 2:] = float("nan")
         x[-1, v - 1] = 7.0  # in the scalar tail when v % 16 != 0
-    assert torch.equal(FUSED.argmax(x), TORCH.argmax(x))
-    assert torch.equal(FUSED.argmax(x[:, 1:]), TORCH.argmax(x[:, 1:]))  # strided rows
+    assert torch.equal(fused.argmax(x), TORCH.argmax(x))
+    assert torch.equal(fused.argmax(x[:, 1:]), TORCH.argmax(x[:, 1:]))  # strided rows
 
 
 @needs_kernels
-def test_kernels_refuse_what_they_cannot_compute():
+def test_kernels_refuse_what_they_cannot_compute(fused):
     x = torch.randn(2, 24)  # not a multiple of 16
     with pytest.raises(RuntimeError, match="multiple of 16"):
-        FUSED.rmsnorm(x, torch.ones(24), 1e-6)
+        fused.rmsnorm(x, torch.ones(24), 1e-6)
     with pytest.raises(RuntimeError, match="dtype"):
-        FUSED.rmsnorm(torch.randn(2, 32, dtype=torch.float64), torch.ones(32, dtype=torch.float64),
+        fused.rmsnorm(torch.randn(2, 32, dtype=torch.float64), torch.ones(32, dtype=torch.float64),
                       1e-6)
     q = torch.randn(1, 2, 32)
     kd = torch.randn(1, 1, 4, 32)
     with pytest.raises(RuntimeError, match="head_dim 32"):
-        FUSED.dense_decode_attention(q, q[:, :1], q[:, :1], kd, kd, torch.tensor([2]), None, 1.0)
+        fused.dense_decode_attention(q, q[:, :1], q[:, :1], kd, kd, torch.tensor([2]), None, 1.0)
 
 
 @pytest.mark.slow
@@ -263,7 +281,8 @@ def test_a_build_killed_mid_compile_does_not_block_later_builds(tmp_path):
     env = {**os.environ, "TORCH_EXTENSIONS_DIR": str(tmp_path)}
     code = ("from engine.model import kernels; import torch; assert kernels.load() is None;"
             "print(kernels.build_directory());"
-            "x = torch.randn(2, 32); print(float(torch.ops.knob_engine.rmsnorm(x, "
+            "lib = kernels.FusedCpuOps().lib;"
+            "x = torch.randn(2, 32); print(float(lib.rmsnorm(x, "
             "torch.ones(32), 1e-6).pow(2).mean()))")
     where = tmp_path / kernels.build_directory().name
     where.mkdir()
@@ -294,7 +313,8 @@ def test_knob_selects_the_ops_and_on_refuses_where_they_cannot_run():
         kernels.select_ops("on", _config(), torch.device("cuda"), torch.float32)
     with pytest.raises(EngineError, match="ENGINE_CPU_KERNELS='fast'"):
         kernels.select_ops("fast", _config(), cpu, torch.float32)
-    expected = "fused" if _missing is None else f"torch ({_missing})"
+    best = kernels.VARIANT_OF_ISA[cpu_paths().isa]
+    expected = f"fused {best}" if _missing is None else f"torch ({_missing})"
     assert kernels.select_ops("auto", _config(), cpu, torch.bfloat16).describe() == expected
 
 
@@ -336,10 +356,12 @@ PROMPTS = [[5, 17, 42, 99, 3, 250, 7], [64, 128, 11, 0, 299], list(range(1, 40))
 
 
 @needs_kernels
-def test_fused_decode_gives_transformers_greedy_tokens_in_float32(tmp_path, knobs):
+def test_fused_decode_gives_transformers_greedy_tokens_in_float32(tmp_path, knobs, isa):
     hf = _write_llama(tmp_path)
-    eng = LLMEngine(knobs.replace(dtype="float32", cpu_kernels="on"), model_dir=str(tmp_path))
+    eng = LLMEngine(knobs.replace(dtype="float32", cpu_kernels="on", cpu_isa=isa),
+                    model_dir=str(tmp_path))
     assert eng.model.ops.name == "fused"
+    assert eng.model.ops.variant == kernels.VARIANT_OF_ISA[isa]
     outs = eng.generate(PROMPTS, SamplingParams(40, ignore_eos=True))
     assert eng.runner.dense.appended > 0  # the dense (kernel) path ran
     for prompt, seq in zip(PROMPTS, outs):
@@ -368,15 +390,15 @@ def test_blocks_read_by_length_are_gathered_once_per_64_steps_not_16(tmp_path, k
 
 
 @needs_kernels
-def test_split_k_in_the_kernel_gives_the_unsplit_tokens(tmp_path, knobs):
+def test_split_k_in_the_kernel_gives_the_unsplit_tokens(tmp_path, knobs, isa):
     """ENGINE_DECODE_TARGET_CTAS large enough to split every step (long prompt, few
     sequences): the kernel's split-K over the dense blocks gives the unsplit tokens in fp32."""
     _write_llama(tmp_path)
     prompts = [list(range(1, 200)), list(range(7, 150))]
     outs = {}
     for ctas in (1, 64):
-        eng = LLMEngine(knobs.replace(dtype="float32", cpu_kernels="on", decode_target_ctas=ctas),
-                        model_dir=str(tmp_path))
+        eng = LLMEngine(knobs.replace(dtype="float32", cpu_kernels="on", decode_target_ctas=ctas,
+                                      cpu_isa=isa), model_dir=str(tmp_path))
         seqs = eng.generate(prompts, SamplingParams(24, ignore_eos=True))
         outs[ctas] = [s.output_ids for s in seqs]
         assert eng.runner.dense.appended > 0  # the dense blocks served the split steps too
@@ -390,18 +412,21 @@ def test_split_k_in_the_kernel_gives_the_unsplit_tokens(tmp_path, knobs):
     ("llama", 64, "bfloat16", "kernels"), ("llama", 1, "bfloat16", "onednn"),
     ("qwen2", 1, "bfloat16", "onednn"), ("llama", 64, "float32", "auto"),
     ("qwen2", 1, "float32", "onednn")])
-def test_the_one_call_decoder_stack_gives_the_bits_of_the_layer_loop(tmp_path, knobs, family,
-                                                                      ctas, dtype, backend):
+def test_the_one_call_decoder_stack_gives_the_bits_of_the_layer_loop(tmp_path, knobs, isa,
+                                                                      family, ctas, dtype,
+                                                                      backend):
     """Every kernel, with the kernels' bf16 GEMM or oneDNN's (bf16, fp32): the decode
     step's C++ stack against the Python loop over the same ops, logits bit for bit on every
     step (Qwen2's q/k/v biases; split-K)."""
-    if backend == "kernels" and not hasattr(torch.ops.knob_engine, "linear_bf16"):
-        pytest.skip("this CPU has no AVX512-BF16: the kernels were built without the GEMM")
+    if backend == "onednn" and dtype == "bfloat16" and not cpu_paths(isa).onednn_bf16:
+        pytest.skip(f"oneDNN runs no bf16 on a CPU with only {isa} "
+                    "(refused: see test_engine_cpu_isa)")
     _write_llama(tmp_path, family=family)
     runs, calls = {}, []
     for stacked in (True, False):
         eng = LLMEngine(knobs.replace(dtype=dtype, cpu_kernels="on", linear_backend=backend,
-                                      decode_target_ctas=ctas), model_dir=str(tmp_path))
+                                      decode_target_ctas=ctas, cpu_isa=isa),
+                        model_dir=str(tmp_path))
         ops = eng.model.ops
         if stacked:
             def counted(*args, one_call=ops.decode_stack):
@@ -421,31 +446,40 @@ def test_the_one_call_decoder_stack_gives_the_bits_of_the_layer_loop(tmp_path, k
 
 
 @needs_kernels
-@pytest.mark.parametrize("backend,amx,rows", [("auto", False, 64), ("auto", True, 3),
-                                              ("kernels", True, 64), ("onednn", False, 0)])
-def test_the_linear_backend_decides_up_to_which_batch_the_kernels_gemm_runs(
-        tmp_path, knobs, monkeypatch, backend, amx, rows):
-    """ENGINE_LINEAR_BACKEND with the CPU's AMX answer: the kernels' GEMM (and the one-call
-    stack) up to that many rows, oneDNN's packed GEMM above."""
-    if not hasattr(torch.ops.knob_engine, "linear_bf16"):
-        pytest.skip("this CPU has no AVX512-BF16: the kernels were built without the GEMM")
-    import engine.weights
-
-    monkeypatch.setattr(engine.weights, "cpu_has_amx", lambda: amx)
+@pytest.mark.parametrize("backend", ["auto", "kernels", "onednn"])
+def test_the_linear_backend_decides_up_to_which_batch_the_kernels_gemm_runs(tmp_path, knobs,
+                                                                           isa, backend):
+    """ENGINE_LINEAR_BACKEND with the ISA's paths (engine.cpu_isa; AMX's 3 rows are in
+    test_engine_cpu_isa): the kernels' GEMM (and the one-call stack) up to that many rows,
+    oneDNN's packed GEMM above where oneDNN runs bf16, every batch where it does not."""
+    paths = cpu_paths(isa)
+    rows = {"auto": paths.kernel_gemm_rows, "onednn": 0,
+            "kernels": 64 if paths.onednn_bf16 else ALL_ROWS}[backend]
     _write_llama(tmp_path)
-    eng = LLMEngine(knobs.replace(dtype="bfloat16", cpu_kernels="on", linear_backend=backend),
-                    model_dir=str(tmp_path))
+    chosen = knobs.replace(dtype="bfloat16", cpu_kernels="on", linear_backend=backend,
+                           cpu_isa=isa)
+    if backend == "onednn" and not paths.onednn_bf16:
+        with pytest.raises(EngineError, match="oneDNN cannot run torch.bfloat16 on this CPU"):
+            LLMEngine(chosen, model_dir=str(tmp_path))
+        return
+    eng = LLMEngine(chosen, model_dir=str(tmp_path))
     linears = [m for m in eng.model.modules() if isinstance(m, Linear)]
     assert {m.vnni_rows for m in linears} == {rows}
-    assert all(m.packed is not None for m in linears)  # oneDNN for the larger batches
+    # oneDNN for the larger batches where it runs bf16; never packed where it cannot
+    assert all((m.packed is not None) == paths.onednn_bf16 for m in linears)
+    assert all((m.vnni is not None) == (rows > 0) for m in linears)
     qkv = eng.model.layers[0].self_attn.qkv_proj
-    for n in (1, 3, 4, 16, 64, 65):
+    for n in (1, 3, 4, 16, 64, 65, 600):
         x = torch.zeros(n, qkv.in_features, dtype=torch.bfloat16)
         assert qkv.small_batch(x) == (n <= rows), n
+    report = eng.model.cpu_paths
+    assert report["cpu_isa"] == isa and report["kernels"] == f"fused {eng.model.ops.variant}"
+    assert report["gemm"].startswith(
+        "kernels" if rows else "onednn" if paths.onednn_bf16 else "aten")
 
 
 def test_cpu_has_amx_is_torchs_answer_or_false():
-    from engine.model.linear import cpu_has_amx
+    from engine.cpu_isa import cpu_has_amx
 
     flags = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
     assert isinstance(cpu_has_amx(), bool)
@@ -454,14 +488,16 @@ def test_cpu_has_amx_is_torchs_answer_or_false():
 
 
 @needs_kernels
-def test_fused_bfloat16_decode_is_no_further_from_float32_than_eager_bfloat16(tmp_path, knobs):
+def test_fused_bfloat16_decode_is_no_further_from_float32_than_eager_bfloat16(tmp_path, knobs,
+                                                                           isa):
     """Both bf16 paths against the fp32 logits on the first decode steps (rows still fed
     the fp32 run's tokens): the kernels' float32 attention must not be the worse one by
     more than bf16's own noise."""
     _write_llama(tmp_path)
     logits = {}
     for dtype, mode in (("float32", "off"), ("bfloat16", "off"), ("bfloat16", "on")):
-        eng = LLMEngine(knobs.replace(dtype=dtype, cpu_kernels=mode), model_dir=str(tmp_path))
+        eng = LLMEngine(knobs.replace(dtype=dtype, cpu_kernels=mode, cpu_isa=isa),
+                        model_dir=str(tmp_path))
         logits[dtype, mode] = step_logits(eng, PROMPTS, 4)
     ref = logits["float32", "off"]
     scale = max(x.abs().max().item() for x in ref[0])

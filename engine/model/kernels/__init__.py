@@ -4,8 +4,9 @@ At decode batch sizes a step's eager torch ops are tiny: at c32 on the 30M Llama
 bfloat16 the ~40 small ops of a layer around its four GEMMs (norm casts, RoPE halves,
 the attention's two batched matmuls, softmax and masking, SwiGLU, residual adds) cost
 more than the GEMMs' arithmetic, mostly in dispatch, allocation and memory round trips.
-``cpu_ops.cpp`` replaces them with AVX-512 kernels, the CPU counterparts of what
-SGLang's and vLLM's CPU backends fuse:
+``cpu_ops.cpp`` replaces them with fused kernels (AVX-512, AVX2 + FMA, or portable C++
+loops: see "Which path runs" below), the CPU counterparts of what SGLang's and vLLM's CPU
+backends fuse:
 
 - ``dense_decode_attention``: scores, softmax and the weighted sum of one KV head's G
   query heads in one pass over the block, float32 throughout, reading only each
@@ -18,7 +19,8 @@ SGLang's and vLLM's CPU backends fuse:
 - ``copy_rows_`` (the decode step's K/V row scatter into the paged cache and the blocks);
 - ``argmax_rows`` (greedy sampling over float32 logits: torch's is element by element);
 - ``linear_bf16`` on a ``pack_bf16_vnni`` weight: a bf16 GEMM for decode-sized batches
-  (AVX512-BF16 only; engine.model.linear says up to how many rows it runs), and
+  (vdpbf16ps with AVX512-BF16, else bf16 widened in registers + FMA; engine.model.linear
+  and engine.cpu_isa say up to how many rows it runs), and
   ``linear_bf16_silu``, the gate/up projection with SwiGLU in its epilogue;
 - ``decode_layers``: where every projection runs that GEMM, or every one oneDNN's
   prepacked GEMM (float32 or bfloat16), a decode step's whole decoder stack in one call
@@ -45,18 +47,65 @@ Qwen2 (q/k/v biases, GQA 10/2, 6 layers, tied 8192 vocab), bf16: c16 2.57x, c32 
 The attention kernel alone, bf16 [32 seqs, 8/4 heads, 80 positions]: 62 vs 280-350 us a
 layer for the eager batched matmuls.
 
-Build: ``torch.utils.cpp_extension.load`` compiles ``cpu_ops.cpp`` with ``-O3
--march=native`` once per machine (12-17 s on 2 cores; kept in :func:`build_directory`,
-rebuilt when the source changes; concurrent and killed builds: :func:`_build`).  ``auto``
-builds when the CPU has AVX-512 and a C++ compiler and ninja are present, and otherwise
-runs the references (the reason in :attr:`TorchOps.reason`); ``on`` makes any of those
-missing an error; ``off`` never builds.  Every step runs the norm, RoPE and SwiGLU kernels;
-the attention kernel is the dense decode step's (prefill keeps torch's fused SDPA).
+Per variant (``engine_vs_hf.py --concurrency 16 --pairs 3 --num-prompts 16 --output-len
+32``, the same unseen 30M Llama, engine/HF median of interleaved pairs, a shared 2-core Zen 4
+at load 4-12, so the ranges are wide): auto (avx512) bf16 2.27x and 2.61x, fp32 1.44x and
+2.28x; an AVX2-only CPU simulated end to end (ENGINE_CPU_ISA=avx2 with
+ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2: transformers then runs torch's bf16
+fallback GEMM, as on a Zen 3) bf16 2.84x, fp32 1.98x.  The avx2 GEMM alone, 768 -> 2304,
+1 thread: 16 rows 556 us (avx512 vdpbf16ps 252, oneDNN bf16 271, torch's AVX2 bf16
+fallback 3010), 512 rows 25.7 ms (fallback 666 ms).
+
+Which path runs (decided once per process; engine.cpu_isa holds the pure decision and
+its table, ENGINE_CPU_ISA overrides it; every choice is reported as ``cpu_paths`` in the
+bench JSON, ``/server_info`` and ``/health``):
+
+================  =============  ===========================  =============================
+CPU (auto)        kernels        bf16 projections             float32 projections
+================  =============  ===========================  =============================
+AMX (SPR+)        avx512         kernels' GEMM <= 3 rows,     oneDNN prepacked
+                                 oneDNN (AMX) above
+AVX-512 + BF16    avx512         kernels' GEMM (vdpbf16ps)    oneDNN prepacked
+                                 <= 64 rows, oneDNN above
+AVX-512, no BF16  avx512         kernels' GEMM (widened,      oneDNN prepacked
+                                 FMA) <= 64, oneDNN above
+AVX2 + FMA        avx2           kernels' GEMM (widened,      oneDNN prepacked
+                                 FMA) at every batch (oneDNN
+                                 runs no bf16 there: never
+                                 packed for it)
+anything else     portable       F.linear (the loops' GEMM    oneDNN on x86, else F.linear
+                                 with ..._BACKEND=kernels)
+no compiler or    torch (eager,  oneDNN bf16 where it runs,   as above
+ninja, or a       the reason     else F.linear
+failed build      said in
+                  ``describe``)
+================  =============  ===========================  =============================
+
+``ENGINE_CPU_ISA=avx2`` (or ``portable``) on a bigger CPU behaves as the smaller one would:
+that variant of the kernels and none of oneDNN's bf16 packing, so those paths are tested
+on any machine (tests/engine/test_engine_kernels.py runs every kernel test per ISA the CPU
+can execute).  ``ENGINE_CPU_KERNELS=on`` refuses where the kernels cannot run; ``auto``
+falls back to eager torch and says why once per process (the build is tried once).
+Within each variant a row's bits never depend on the other rows of its batch; between
+variants they differ in the last bits (summation orders, the exp), inside the HF-parity
+bounds the tests hold every variant to.
+
+Build: ``torch.utils.cpp_extension.load`` compiles ``cpu_ops.cpp`` once per variant and
+machine: ``avx512`` with ``-march=native`` (AVX512-BF16 where the CPU has it), ``avx2``
+with ``-mavx2 -mfma -mf16c`` and ``portable`` with no ISA flag at all (it builds for any
+target, aarch64 included), each with ``-DKERNEL_ISA_<variant>`` and its own torch library
+namespace (``torch.ops.knob_engine_<variant>``), in its own directory keyed by variant,
+source hash and torch version (:func:`build_directory`; 12-40 s a variant on 2 shared cores;
+concurrent and killed builds: :func:`_build`).  The compiler is the system's ``c++`` (or
+``CXX``), ninja the ``ninja`` wheel of the engine extra.  ``off`` never builds.  Every step
+runs the norm, RoPE and SwiGLU kernels; the attention kernel is the dense decode step's
+(prefill keeps torch's fused SDPA).
 """
 
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import os
 import shutil
 import threading
@@ -75,15 +124,31 @@ from engine.model.rope import rotate
 SOURCE = Path(__file__).with_name("cpu_ops.cpp")
 NAME = "knob_engine_cpu_ops"
 CHOICES = ("auto", "on", "off")
+# engine.cpu_isa's ISA -> the compiled variant that runs it (AMX's tiles are oneDNN's; the
+# kernels there are the AVX-512 ones).
+VARIANT_OF_ISA = {"amx": "avx512", "avx512": "avx512", "avx2": "avx2", "portable": "portable"}
+_COMMON_FLAGS = ["-O3", "-ffp-contract=off", "-fopenmp"]
+# The AVX-512 build keeps -march=native (AVX512-BF16 and the tuning of the machine that
+# runs it); the others name their ISA only, so they run on any CPU that has it.
+_VARIANT_FLAGS = {
+    "avx512": ["-march=native", "-DKERNEL_ISA_AVX512", "-DCPU_CAPABILITY=AVX512",
+               "-DCPU_CAPABILITY_AVX512"],
+    "avx2": ["-mavx2", "-mfma", "-mf16c", "-DKERNEL_ISA_AVX2", "-DCPU_CAPABILITY=AVX2",
+             "-DCPU_CAPABILITY_AVX2"],
+    "portable": ["-DKERNEL_ISA_PORTABLE"],
+}
 
 _lock = threading.Lock()
-_state: dict[str, str | None] = {}  # "reason": None once built, else why not
+_state: dict[str, str | None] = {}  # per variant: None once built, else why not
+
+
+def namespace(variant: str) -> str:
+    """The torch library namespace a variant registers its ops under."""
+    return f"knob_engine_{variant}"
 
 
 def _unavailable_reason() -> str | None:
-    capability = torch.backends.cpu.get_cpu_capability()
-    if capability not in ("AVX512", "AMX"):
-        return f"CPU capability {capability}, the kernels need AVX-512"
+    """Why no variant can be built here (no compiler, no ninja), or None."""
     compiler = os.environ.get("CXX", "c++")
     if shutil.which(compiler) is None:
         return f"no C++ compiler ({compiler!r} not on PATH)"
@@ -102,32 +167,48 @@ def _unavailable_reason() -> str | None:
     return None
 
 
-def load() -> str | None:
-    """Build (or reuse) and register the kernels: None once they are in use, else why not.
+def default_variant() -> str:
+    """The variant of the ISA engine.cpu_isa picks for this CPU with ENGINE_CPU_ISA=auto."""
+    from engine.cpu_isa import cpu_paths
+
+    return VARIANT_OF_ISA[cpu_paths().isa]
+
+
+def load(variant: str | None = None) -> str | None:
+    """Build (or reuse) and register one variant (default: this CPU's best): None once it
+    is in use, else why not.
 
     The answer is kept for the process: a machine that cannot build them is not asked
-    again by every engine it starts.
+    again by every engine it starts (and says why once, in every report of the ops).
     """
+    variant = variant or default_variant()
+    if variant not in _VARIANT_FLAGS:
+        raise EngineError(f"no kernel variant {variant!r}: expected one of "
+                          f"{', '.join(_VARIANT_FLAGS)}")
     with _lock:
-        if "reason" not in _state:
+        if variant not in _state:
             reason = _unavailable_reason()
             if reason is None:
                 try:
-                    _build()
+                    _build(variant)
                 except Exception as e:  # a compiler error, a missing header, a bad cache
                     reason = f"build failed: {str(e).strip().splitlines()[-1][:300]}"
-            _state["reason"] = reason
-        return _state["reason"]
+            _state[variant] = reason
+        return _state[variant]
 
 
-def build_directory() -> Path:
-    """Where the compiled kernels live: under torch's extension root, per torch version."""
+def build_directory(variant: str | None = None) -> Path:
+    """Where a variant's compiled kernels live: under torch's extension root, keyed by the
+    variant, the source's hash and the torch version (an edited source or another torch
+    builds afresh beside the old ones instead of over them)."""
+    variant = variant or default_variant()
     root = os.environ.get("TORCH_EXTENSIONS_DIR") or Path.home() / ".cache" / "torch_extensions"
-    return Path(root) / f"{NAME}-torch{torch.__version__}"
+    digest = hashlib.sha256(SOURCE.read_bytes()).hexdigest()[:12]
+    return Path(root) / f"{NAME}-{variant}-{digest}-torch{torch.__version__}"
 
 
-def _build() -> None:
-    """Compile (or reuse) and register the kernels; safe against concurrent and killed builds.
+def _build(variant: str) -> None:
+    """Compile (or reuse) and register a variant; safe against concurrent and killed builds.
 
     torch's own build lock is a plain file that a builder killed mid-compile leaves
     behind, after which every later build waits on it forever.  An OS lock (released when
@@ -135,15 +216,15 @@ def _build() -> None:
     torch lock file it finds is such a leftover."""
     from torch.utils.cpp_extension import load as build
 
-    where = build_directory()
+    where = build_directory(variant)
     where.mkdir(parents=True, exist_ok=True)
     with open(where / "build.flock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         (where / "lock").unlink(missing_ok=True)
-        build(name=NAME, sources=[str(SOURCE)], is_python_module=False,
+        build(name=f"{NAME}_{variant}", sources=[str(SOURCE)], is_python_module=False,
               build_directory=str(where),
-              extra_cflags=["-O3", "-march=native", "-ffp-contract=off", "-fopenmp",
-                            "-DCPU_CAPABILITY=AVX512", "-DCPU_CAPABILITY_AVX512"],
+              extra_cflags=[*_COMMON_FLAGS, *_VARIANT_FLAGS[variant],
+                            f"-DKERNEL_NS={namespace(variant)}"],
               extra_ldflags=["-fopenmp"], verbose=False)
 
 
@@ -229,48 +310,48 @@ class TorchOps:
 
 
 class FusedCpuOps(TorchOps):
-    """The same ops as the built AVX-512 kernels (CPU tensors of one dtype, fp32 or bf16)."""
+    """The same ops as one built variant of the kernels (CPU tensors of one dtype, fp32 or
+    bf16); ``lib`` is its torch library namespace (``torch.ops.knob_engine_<variant>``)."""
 
     name = "fused"
     splits_dense_decode = True
     reads_decode_bias = False
 
-    @staticmethod
-    def copy_rows_(dst, index, src):
-        torch.ops.knob_engine.copy_rows_(dst, index, src)
+    def __init__(self, variant: str | None = None, reason: str = "") -> None:
+        super().__init__(reason)
+        self.variant = variant = variant or default_variant()
+        self.lib = getattr(torch.ops, namespace(variant))
 
-    @staticmethod
-    def argmax(logits):
-        return torch.ops.knob_engine.argmax_rows(logits)
+    def describe(self) -> str:
+        return f"{self.name} {self.variant}" + (f" ({self.reason})" if self.reason else "")
 
-    @staticmethod
-    def rmsnorm(x, w, eps):
-        return torch.ops.knob_engine.rmsnorm(x, w, eps)
+    def copy_rows_(self, dst, index, src):
+        self.lib.copy_rows_(dst, index, src)
 
-    @staticmethod
-    def add_rmsnorm_(x, residual, w, eps):
-        return torch.ops.knob_engine.add_rmsnorm_(x, residual, w, eps)
+    def argmax(self, logits):
+        return self.lib.argmax_rows(logits)
 
-    @staticmethod
-    def rope_(qkv, cos, sin, heads, head_dim):
-        torch.ops.knob_engine.rope_(qkv, cos, sin, heads, head_dim)
+    def rmsnorm(self, x, w, eps):
+        return self.lib.rmsnorm(x, w, eps)
 
-    @staticmethod
-    def silu_mul(gu):
-        return torch.ops.knob_engine.silu_mul(gu)
+    def add_rmsnorm_(self, x, residual, w, eps):
+        return self.lib.add_rmsnorm_(x, residual, w, eps)
 
-    @classmethod
-    def gate_up_silu(cls, gate_up, x):
+    def rope_(self, qkv, cos, sin, heads, head_dim):
+        self.lib.rope_(qkv, cos, sin, heads, head_dim)
+
+    def silu_mul(self, gu):
+        return self.lib.silu_mul(gu)
+
+    def gate_up_silu(self, gate_up, x):
         if gate_up.small_batch(x):  # SwiGLU in the GEMM's epilogue, the same bits
-            return torch.ops.knob_engine.linear_bf16_silu(x, gate_up.vnni, gate_up.vnni_bias)
-        return super().gate_up_silu(gate_up, x)
+            return self.lib.linear_bf16_silu(x, gate_up.vnni, gate_up.vnni_bias)
+        return self.silu_mul(gate_up(x))
 
-    @staticmethod
-    def dense_decode_attention(q, k, v, kd, vd, lens, bias, scale, splits=1):
-        return torch.ops.knob_engine.dense_decode_attention(q, k, v, kd, vd, lens, scale, splits)
+    def dense_decode_attention(self, q, k, v, kd, vd, lens, bias, scale, splits=1):
+        return self.lib.dense_decode_attention(q, k, v, kd, vd, lens, scale, splits)
 
-    @staticmethod
-    def decode_stack(layers, x, cos, sin, k_blocks, v_blocks, lens, splits):
+    def decode_stack(self, layers, x, cos, sin, k_blocks, v_blocks, lens, splits):
         """One C++ call for a batch whose every projection runs the kernels' bf16 GEMM, or
         every one oneDNN's prepacked GEMM (float32 or bfloat16): the same ops in the same
         order as the loop (the same bits), without its ~8 Python and dispatcher trips a
@@ -286,7 +367,7 @@ class FusedCpuOps(TorchOps):
         if weights is None:
             return None
         attn = layers[0].self_attn
-        return torch.ops.knob_engine.decode_layers(
+        return self.lib.decode_layers(
             x, *weights, k_blocks, v_blocks, lens, cos, sin, attn.num_heads, attn.num_kv_heads,
             layers[0].input_layernorm.eps, attn.scale, splits, onednn)
 
@@ -319,10 +400,9 @@ def _stack_weights(layers, onednn: bool) -> tuple | None:
                                       and m.packed.dtype == qkv0.packed.dtype for m in linears)
         take, bias = (lambda m: m.packed), (lambda m: m.bias)
     else:
-        same_path = (same_path and hasattr(torch.ops.knob_engine, "linear_bf16")
-                     and all(m.vnni is not None for m in linears))
+        same_path = same_path and all(m.vnni is not None for m in linears)
         take, bias = (lambda m: m.vnni), (lambda m: m.vnni_bias)
-    if same_path and hasattr(torch.ops.knob_engine, "decode_layers"):
+    if same_path:
         weights = ([layer.input_layernorm.weight for layer in layers],
                    [take(m) for m in qkvs], [bias(m) for m in qkvs],
                    [take(a.o_proj) for a in attn],
@@ -346,21 +426,27 @@ def unsupported(cfg: ModelConfig, device: torch.device, dtype: torch.dtype) -> s
     return None
 
 
-def select_ops(mode: str, cfg: ModelConfig, device: torch.device,
-               dtype: torch.dtype) -> TorchOps:
-    """The ops the model runs around its GEMMs under ``ENGINE_CPU_KERNELS=mode``.
+def select_ops(mode: str, cfg: ModelConfig, device: torch.device, dtype: torch.dtype,
+               isa: str | None = None) -> TorchOps:
+    """The ops the model runs around its GEMMs under ``ENGINE_CPU_KERNELS=mode``, the
+    kernels' variant the one of ``isa`` (engine.cpu_isa's choice for this CPU).
 
-    ``on`` where the kernels cannot run (see :func:`unsupported`, and a CPU without
-    AVX-512, a missing compiler or ninja, a failed build) is an EngineError naming why;
-    ``auto`` runs eager torch there, the reason kept in :attr:`TorchOps.reason`.
+    ``on`` where the kernels cannot run (see :func:`unsupported`, and a missing compiler
+    or ninja, a failed build) is an EngineError naming why; ``auto`` runs eager torch
+    there, the reason kept in :attr:`TorchOps.reason`.
     """
     if mode not in CHOICES:
         raise EngineError(f"ENGINE_CPU_KERNELS={mode!r}: expected one of {', '.join(CHOICES)}")
     if mode == "off":
         return TorchOps("ENGINE_CPU_KERNELS=off")
-    reason = unsupported(cfg, device, dtype) or load()
+    reason = unsupported(cfg, device, dtype)
+    if reason is not None:
+        variant = ""
+    else:
+        variant = VARIANT_OF_ISA[isa] if isa else default_variant()
+        reason = load(variant)
     if reason is None:
-        return FusedCpuOps()
+        return FusedCpuOps(variant)
     if mode == "on":
         raise EngineError(f"ENGINE_CPU_KERNELS=on: the fused CPU kernels cannot run here: "
                           f"{reason}")

@@ -1,5 +1,18 @@
-// Fused CPU kernels around the engine model's GEMMs (AVX-512; float32 and bfloat16), and
-// a bfloat16 GEMM for decode-sized batches (AVX512-BF16, compiled where the CPU has it).
+// Fused CPU kernels around the engine model's GEMMs (float32 and bfloat16), and a bfloat16
+// GEMM for decode-sized batches, in three compiled variants of this one source:
+//
+//   -DKERNEL_ISA_AVX512   AVX-512 (16 float lanes; the GEMM on AVX512-BF16 dot products
+//                         where the compiler targets them, widened bf16 + FMA otherwise)
+//   -DKERNEL_ISA_AVX2     AVX2 + FMA (two 8-lane halves; bf16 widened and narrowed in
+//                         registers: a 16-bit shift up, round-to-nearest-even down)
+//   -DKERNEL_ISA_PORTABLE plain C++ loops over 16 floats that the compiler vectorises for
+//                         whatever it targets (x86-64 baseline, aarch64, ...)
+//
+// Every kernel is written once against the 16-lane vector V below; each variant defines
+// V and its operations.  Within a variant a row's result never depends on the other rows
+// of the batch (every reduction has one order per row); the variants' bits differ from one
+// another only where a float32 sum is ordered differently, an FMA is two roundings in the
+// portable loops, or an exp is another polynomial.
 //
 // Each op replaces a chain of small eager torch ops whose per-op dispatch, allocation and
 // memory round trips cost more than their arithmetic at decode batch sizes; each has a
@@ -8,37 +21,81 @@
 // where the reference (and Hugging Face's Llama) rounds, so the kernels and the reference
 // agree to the last bit except where a float32 sum or exp is ordered differently.
 //
-// Built at run time by torch.utils.cpp_extension (engine/model/kernels/__init__.py) with
-// -march=native on the machine that runs it; registered as torch.ops.knob_engine.*.
+// Built at run time by torch.utils.cpp_extension (engine/model/kernels/__init__.py), one
+// build per variant; registered as torch.ops.<KERNEL_NS>.* (knob_engine_avx512, ...: one
+// torch library namespace per variant, so several variants can live in one process).
 
 #include <ATen/ATen.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/core/stack.h>
 #include <ATen/Parallel.h>
-#include <ATen/cpu/vec/vec.h>
 #include <torch/library.h>
-#include <immintrin.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 #include <type_traits>
 #include <vector>
 
+#if defined(KERNEL_ISA_AVX512) || defined(KERNEL_ISA_AVX2)
+#include <ATen/cpu/vec/vec.h>
+#include <immintrin.h>
+#elif !defined(KERNEL_ISA_PORTABLE)
+#error "compile with -DKERNEL_ISA_AVX512, -DKERNEL_ISA_AVX2 or -DKERNEL_ISA_PORTABLE"
+#endif
+#ifndef KERNEL_NS
+#define KERNEL_NS knob_engine
+#endif
+
 namespace {
 
-using fVec = at::vec::Vectorized<float>;
 using at::BFloat16;
 
-// 16 elements to/from float32 lanes.
-inline __m512 load16(const float* p) { return _mm512_loadu_ps(p); }
-inline __m512 load16(const BFloat16* p) {
+inline float bf16_to_float(uint16_t b) {
+  const uint32_t u = static_cast<uint32_t>(b) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+// float32 -> bfloat16 bits, round to nearest even (c10::BFloat16's rounding; NaN stays NaN).
+inline uint16_t float_to_bf16(float f) {
+  if (std::isnan(f)) return 0x7fc0;
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return static_cast<uint16_t>((u + 0x7fff + ((u >> 16) & 1)) >> 16);
+}
+inline void prefetch_line(const char* p) { __builtin_prefetch(p, 0, 3); }
+
+#if defined(KERNEL_ISA_AVX512)
+// ---- AVX-512: V is one zmm register.
+using V = __m512;
+using fVec = at::vec::Vectorized<float>;
+inline V vzero() { return _mm512_setzero_ps(); }
+inline V vset1(float x) { return _mm512_set1_ps(x); }
+inline V vadd(V a, V b) { return _mm512_add_ps(a, b); }
+inline V vsub(V a, V b) { return _mm512_sub_ps(a, b); }
+inline V vmul(V a, V b) { return _mm512_mul_ps(a, b); }
+inline V vdiv(V a, V b) { return _mm512_div_ps(a, b); }
+inline V vmax(V a, V b) { return _mm512_max_ps(a, b); }
+inline V vfmadd(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
+inline V vneg(V a) { return __m512(fVec(a).neg()); }
+inline V vexp(V a) { return __m512(fVec(a).exp_u20()); }
+inline float hsum(V x) { return _mm512_reduce_add_ps(x); }
+inline float hmax(V x) { return _mm512_reduce_max_ps(x); }
+inline unsigned nan_mask(V x) { return _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q); }
+inline unsigned eq_mask(V a, V b) { return _mm512_cmp_ps_mask(a, b, _CMP_EQ_OQ); }
+// The first c lanes of p (the rest 0), and stores of the first c lanes.
+inline V loadn(const float* p, int64_t c) { return __m512(fVec::loadu(p, c)); }
+inline void storen(float* p, V x, int64_t c) { fVec(x).store(p, c); }
+inline V keep_first(V x, int64_t c) { return __m512(fVec::set(fVec(0.f), fVec(x), c)); }
+inline V load16(const float* p) { return _mm512_loadu_ps(p); }
+inline V load16(const BFloat16* p) {
   __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
   return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
 }
-// float32 -> bfloat16 bits, round to nearest even (c10::BFloat16's rounding; NaN stays NaN).
-inline __m256i to_bf16_bits(__m512 x) {
+inline __m256i to_bf16_bits(V x) {
   __m512i i = _mm512_castps_si512(x);
   __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(i, 16), _mm512_set1_epi32(1));
   __m512i r = _mm512_add_epi32(_mm512_add_epi32(i, _mm512_set1_epi32(0x7fff)), lsb);
@@ -47,19 +104,184 @@ inline __m256i to_bf16_bits(__m512 x) {
   r = _mm512_mask_mov_epi32(r, nan, _mm512_set1_epi32(0x7fc0));
   return _mm512_cvtepi32_epi16(r);
 }
-inline void store16(float* p, __m512 x) { _mm512_storeu_ps(p, x); }
-inline void store16(BFloat16* p, __m512 x) {
+inline void store16(float* p, V x) { _mm512_storeu_ps(p, x); }
+inline void store16(BFloat16* p, V x) {
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), to_bf16_bits(x));
 }
-// The value x takes when stored as T (identity for float32).
-inline __m512 round_as(__m512 x, const float*) { return x; }
-inline __m512 round_as(__m512 x, const BFloat16*) {
+inline V round_bf16(V x) {
   return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(to_bf16_bits(x)), 16));
 }
-template <typename T>
-inline __m512 rnd(__m512 x) { return round_as(x, static_cast<const T*>(nullptr)); }
+// A packed GEMM block's step: 16 columns x a pair of k (32 bf16), widened to the even and
+// the odd k's 16 floats (the low and the high half of each 32-bit pair).
+inline void widen_pairs(const uint16_t* w, V& even, V& odd) {
+  const __m512i v = _mm512_loadu_si512(w);
+  even = _mm512_castsi512_ps(_mm512_slli_epi32(v, 16));
+  odd = _mm512_castsi512_ps(_mm512_and_si512(v, _mm512_set1_epi32(int(0xffff0000u))));
+}
 
-inline float hsum(__m512 x) { return _mm512_reduce_add_ps(x); }
+#elif defined(KERNEL_ISA_AVX2)
+// ---- AVX2 + FMA: V is two ymm registers (lanes 0-7, 8-15).
+struct V { __m256 lo, hi; };
+using fVec8 = at::vec::Vectorized<float>;
+static_assert(fVec8::size() == 8, "an AVX2 build of torch's Vectorized<float> has 8 lanes");
+inline V vzero() { return {_mm256_setzero_ps(), _mm256_setzero_ps()}; }
+inline V vset1(float x) { const __m256 a = _mm256_set1_ps(x); return {a, a}; }
+inline V vadd(V a, V b) { return {_mm256_add_ps(a.lo, b.lo), _mm256_add_ps(a.hi, b.hi)}; }
+inline V vsub(V a, V b) { return {_mm256_sub_ps(a.lo, b.lo), _mm256_sub_ps(a.hi, b.hi)}; }
+inline V vmul(V a, V b) { return {_mm256_mul_ps(a.lo, b.lo), _mm256_mul_ps(a.hi, b.hi)}; }
+inline V vdiv(V a, V b) { return {_mm256_div_ps(a.lo, b.lo), _mm256_div_ps(a.hi, b.hi)}; }
+inline V vmax(V a, V b) { return {_mm256_max_ps(a.lo, b.lo), _mm256_max_ps(a.hi, b.hi)}; }
+inline V vfmadd(V a, V b, V c) {
+  return {_mm256_fmadd_ps(a.lo, b.lo, c.lo), _mm256_fmadd_ps(a.hi, b.hi, c.hi)};
+}
+inline V vneg(V a) {
+  const __m256 s = _mm256_set1_ps(-0.f);
+  return {_mm256_xor_ps(a.lo, s), _mm256_xor_ps(a.hi, s)};
+}
+inline V vexp(V a) { return {__m256(fVec8(a.lo).exp_u20()), __m256(fVec8(a.hi).exp_u20())}; }
+inline float hsum8(__m256 x) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(x), _mm256_extractf128_ps(x, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+inline float hsum(V x) { return hsum8(_mm256_add_ps(x.lo, x.hi)); }
+inline float hmax(V x) {
+  __m256 m = _mm256_max_ps(x.lo, x.hi);
+  __m128 s = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+  s = _mm_max_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_max_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+inline unsigned nan_mask(V x) {
+  return unsigned(_mm256_movemask_ps(_mm256_cmp_ps(x.lo, x.lo, _CMP_UNORD_Q)))
+         | unsigned(_mm256_movemask_ps(_mm256_cmp_ps(x.hi, x.hi, _CMP_UNORD_Q))) << 8;
+}
+inline unsigned eq_mask(V a, V b) {
+  return unsigned(_mm256_movemask_ps(_mm256_cmp_ps(a.lo, b.lo, _CMP_EQ_OQ)))
+         | unsigned(_mm256_movemask_ps(_mm256_cmp_ps(a.hi, b.hi, _CMP_EQ_OQ))) << 8;
+}
+inline V load16(const float* p) { return {_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8)}; }
+inline __m256 widen8(const BFloat16* p) {
+  const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+inline V load16(const BFloat16* p) { return {widen8(p), widen8(p + 8)}; }
+inline V loadn(const float* p, int64_t c) {
+  alignas(32) float t[16] = {0.f};
+  std::memcpy(t, p, c * sizeof(float));
+  return load16(t);
+}
+inline void storen(float* p, V x, int64_t c) {
+  alignas(32) float t[16];
+  _mm256_store_ps(t, x.lo);
+  _mm256_store_ps(t + 8, x.hi);
+  std::memcpy(p, t, c * sizeof(float));
+}
+inline V keep_first(V x, int64_t c) {
+  alignas(32) float t[16];
+  _mm256_store_ps(t, x.lo);
+  _mm256_store_ps(t + 8, x.hi);
+  for (int64_t i = c; i < 16; ++i) t[i] = 0.f;
+  return load16(t);
+}
+// 8 floats -> their bf16 bits as 32-bit lanes (each < 2^16), round to nearest even.
+inline __m256i bf16_bits8(__m256 x) {
+  const __m256i i = _mm256_castps_si256(x);
+  const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(i, 16), _mm256_set1_epi32(1));
+  __m256i r = _mm256_add_epi32(_mm256_add_epi32(i, _mm256_set1_epi32(0x7fff)), lsb);
+  r = _mm256_srli_epi32(r, 16);
+  const __m256i nan = _mm256_castps_si256(_mm256_cmp_ps(x, x, _CMP_UNORD_Q));
+  return _mm256_blendv_epi8(r, _mm256_set1_epi32(0x7fc0), nan);
+}
+inline __m128i pack8(__m256i r) {  // 32-bit lanes < 2^16 -> 8 x 16 bits, in order
+  const __m256i p = _mm256_packus_epi32(r, r);  // [0-3 0-3 | 4-7 4-7] per 128-bit half
+  return _mm256_castsi256_si128(_mm256_permute4x64_epi64(p, 0xD8));
+}
+inline void store16(float* p, V x) { _mm256_storeu_ps(p, x.lo); _mm256_storeu_ps(p + 8, x.hi); }
+inline void store16(BFloat16* p, V x) {
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(p), pack8(bf16_bits8(x.lo)));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(p + 8), pack8(bf16_bits8(x.hi)));
+}
+inline V round_bf16(V x) {
+  return {_mm256_castsi256_ps(_mm256_slli_epi32(bf16_bits8(x.lo), 16)),
+          _mm256_castsi256_ps(_mm256_slli_epi32(bf16_bits8(x.hi), 16))};
+}
+inline void widen_pairs(const uint16_t* w, V& even, V& odd) {
+  const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w));
+  const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + 16));
+  const __m256i hi = _mm256_set1_epi32(int(0xffff0000u));
+  even = {_mm256_castsi256_ps(_mm256_slli_epi32(a, 16)),
+          _mm256_castsi256_ps(_mm256_slli_epi32(b, 16))};
+  odd = {_mm256_castsi256_ps(_mm256_and_si256(a, hi)), _mm256_castsi256_ps(_mm256_and_si256(b, hi))};
+}
+
+#else
+// ---- Portable: V is 16 floats; plain loops the compiler vectorises for its target.  A
+// multiply-add is two roundings here (-ffp-contract=off: the same bits whatever the target
+// fuses), the exp is std::exp.
+struct V { float f[16]; };
+#define KNOB_LANES(expr) V r; for (int l = 0; l < 16; ++l) r.f[l] = (expr); return r
+inline V vzero() { KNOB_LANES(0.f); }
+inline V vset1(float x) { KNOB_LANES(x); }
+inline V vadd(V a, V b) { KNOB_LANES(a.f[l] + b.f[l]); }
+inline V vsub(V a, V b) { KNOB_LANES(a.f[l] - b.f[l]); }
+inline V vmul(V a, V b) { KNOB_LANES(a.f[l] * b.f[l]); }
+inline V vdiv(V a, V b) { KNOB_LANES(a.f[l] / b.f[l]); }
+inline V vmax(V a, V b) { KNOB_LANES(a.f[l] > b.f[l] ? a.f[l] : b.f[l]); }
+inline V vfmadd(V a, V b, V c) { KNOB_LANES(a.f[l] * b.f[l] + c.f[l]); }
+inline V vneg(V a) { KNOB_LANES(-a.f[l]); }
+inline V vexp(V a) { KNOB_LANES(std::exp(a.f[l])); }
+inline float hsum(V x) {  // pairwise, like the vector variants' tree
+  float s[8];
+  for (int l = 0; l < 8; ++l) s[l] = x.f[l] + x.f[l + 8];
+  for (int l = 0; l < 4; ++l) s[l] += s[l + 4];
+  return (s[0] + s[2]) + (s[1] + s[3]);
+}
+inline float hmax(V x) {
+  float m = x.f[0];
+  for (int l = 1; l < 16; ++l) m = std::max(m, x.f[l]);
+  return m;
+}
+inline unsigned nan_mask(V x) {
+  unsigned m = 0;
+  for (int l = 0; l < 16; ++l) m |= unsigned(std::isnan(x.f[l])) << l;
+  return m;
+}
+inline unsigned eq_mask(V a, V b) {
+  unsigned m = 0;
+  for (int l = 0; l < 16; ++l) m |= unsigned(a.f[l] == b.f[l]) << l;
+  return m;
+}
+inline V loadn(const float* p, int64_t c) { KNOB_LANES(l < c ? p[l] : 0.f); }
+inline void storen(float* p, V x, int64_t c) { std::memcpy(p, x.f, c * sizeof(float)); }
+inline V keep_first(V x, int64_t c) { KNOB_LANES(l < c ? x.f[l] : 0.f); }
+inline V load16(const float* p) { KNOB_LANES(p[l]); }
+inline V load16(const BFloat16* p) {
+  const uint16_t* b = reinterpret_cast<const uint16_t*>(p);
+  KNOB_LANES(bf16_to_float(b[l]));
+}
+inline void store16(float* p, V x) { std::memcpy(p, x.f, sizeof(x.f)); }
+inline void store16(BFloat16* p, V x) {
+  uint16_t* b = reinterpret_cast<uint16_t*>(p);
+  for (int l = 0; l < 16; ++l) b[l] = float_to_bf16(x.f[l]);
+}
+inline V round_bf16(V x) { KNOB_LANES(bf16_to_float(float_to_bf16(x.f[l]))); }
+inline void widen_pairs(const uint16_t* w, V& even, V& odd) {
+  for (int l = 0; l < 16; ++l) {
+    even.f[l] = bf16_to_float(w[2 * l]);
+    odd.f[l] = bf16_to_float(w[2 * l + 1]);
+  }
+}
+#undef KNOB_LANES
+#endif
+
+// The value x takes when stored as T (identity for float32).
+inline V round_as(V x, const float*) { return x; }
+inline V round_as(V x, const BFloat16*) { return round_bf16(x); }
+template <typename T>
+inline V rnd(V x) { return round_as(x, static_cast<const T*>(nullptr)); }
+
 
 // ---------------------------------------------------------------------------------------
 // Decode attention over a dense context block plus the step's own token.
@@ -80,14 +302,14 @@ constexpr int64_t kPrefetchRows = 256;
 template <typename T, int64_t D>
 inline void prefetch_row(const T* row) {
   for (int64_t l = 0; l < (D * int64_t(sizeof(T)) + 63) / 64; ++l)
-    _mm_prefetch(reinterpret_cast<const char*>(row) + l * 64, _MM_HINT_T0);
+    prefetch_line(reinterpret_cast<const char*>(row) + l * 64);
 }
 
 // Row j of "block rows 0..n-1, then the own token's row" as NV float32 vectors, row r of
 // the next item's block prefetched while it lasts (its first nn rows).
 template <typename T, int NV>
 inline void load_row(const T* block, const T* own, int64_t n, int64_t j, const T* next,
-                     int64_t r, int64_t nn, __m512* out) {
+                     int64_t r, int64_t nn, V* out) {
   constexpr int64_t D = NV * 16;
   if (r < nn) prefetch_row<T, D>(next + r * D);
   const T* row = j < n ? block + j * D : own;
@@ -97,7 +319,7 @@ inline void load_row(const T* block, const T* own, int64_t n, int64_t j, const T
 template <typename T, int NV, int GB>
 inline void attend_group(const T* q, int64_t q_stride, const T* kb, const T* vb,
                          const T* kown, const T* vown, int64_t n, int64_t j0, int64_t j1,
-                         __m512 sc, float* s, int64_t sl, T* o, float* part,
+                         V sc, float* s, int64_t sl, T* o, float* part,
                          const T* nk = nullptr, const T* nv = nullptr, int64_t nn = 0) {
   constexpr int64_t D = NV * 16;
   const int64_t len = j1 - j0;
@@ -109,16 +331,16 @@ inline void attend_group(const T* q, int64_t q_stride, const T* kb, const T* vb,
     }
     return;
   }
-  __m512 qv[GB][NV];
+  V qv[GB][NV];
   for (int g = 0; g < GB; ++g)
-    for (int i = 0; i < NV; ++i) qv[g][i] = _mm512_mul_ps(load16(q + g * q_stride + i * 16), sc);
+    for (int i = 0; i < NV; ++i) qv[g][i] = vmul(load16(q + g * q_stride + i * 16), sc);
   // Scores, float32 (the own token is position n).
   for (int64_t j = j0; j < j1; ++j) {
-    __m512 kv[NV];
+    V kv[NV];
     load_row<T, NV>(kb, kown, n, j, nk, j - j0, nn, kv);
     for (int g = 0; g < GB; ++g) {
-      __m512 a = _mm512_mul_ps(qv[g][0], kv[0]);
-      for (int i = 1; i < NV; ++i) a = _mm512_fmadd_ps(qv[g][i], kv[i], a);
+      V a = vmul(qv[g][0], kv[0]);
+      for (int i = 1; i < NV; ++i) a = vfmadd(qv[g][i], kv[i], a);
       s[g * sl + j - j0] = hsum(a);
     }
   }
@@ -127,36 +349,36 @@ inline void attend_group(const T* q, int64_t q_stride, const T* kb, const T* vb,
     float* sg = s + g * sl;
     float m = sg[0];
     for (int64_t j = 1; j < len; ++j) m = std::max(m, sg[j]);
-    const fVec mv(m);
-    fVec zv(0.f);
+    const V mv = vset1(m);
+    V zv = vzero();
     for (int64_t j = 0; j < len; j += 16) {
       const int64_t c = std::min<int64_t>(16, len - j);
-      fVec e = (fVec::loadu(sg + j, c) - mv).exp_u20();
-      if (c < 16) e = fVec::set(fVec(0.f), e, c);
-      e.store(sg + j, c);
-      zv = zv + e;
+      V e = vexp(vsub(loadn(sg + j, c), mv));
+      if (c < 16) e = keep_first(e, c);
+      storen(sg + j, e, c);
+      zv = vadd(zv, e);
     }
     mx[g] = m;
     z[g] = hsum(zv);
   }
-  __m512 acc[GB][NV];
+  V acc[GB][NV];
   for (int g = 0; g < GB; ++g)
-    for (int i = 0; i < NV; ++i) acc[g][i] = _mm512_setzero_ps();
+    for (int i = 0; i < NV; ++i) acc[g][i] = vzero();
   for (int64_t j = j0; j < j1; ++j) {
-    __m512 vv[NV];
+    V vv[NV];
     load_row<T, NV>(vb, vown, n, j, nv, j - j0, nn, vv);
     for (int g = 0; g < GB; ++g) {
-      const __m512 p = _mm512_set1_ps(s[g * sl + j - j0]);
-      for (int i = 0; i < NV; ++i) acc[g][i] = _mm512_fmadd_ps(p, vv[i], acc[g][i]);
+      const V p = vset1(s[g * sl + j - j0]);
+      for (int i = 0; i < NV; ++i) acc[g][i] = vfmadd(p, vv[i], acc[g][i]);
     }
   }
   for (int g = 0; g < GB; ++g) {
     if (part == nullptr) {
-      const __m512 inv = _mm512_set1_ps(1.f / z[g]);
-      for (int i = 0; i < NV; ++i) store16(o + g * D + i * 16, _mm512_mul_ps(acc[g][i], inv));
+      const V inv = vset1(1.f / z[g]);
+      for (int i = 0; i < NV; ++i) store16(o + g * D + i * 16, vmul(acc[g][i], inv));
     } else {
       float* pg = part + g * (D + 2);
-      for (int i = 0; i < NV; ++i) _mm512_storeu_ps(pg + i * 16, acc[g][i]);
+      for (int i = 0; i < NV; ++i) store16(pg + i * 16, acc[g][i]);
       pg[D] = mx[g];
       pg[D + 1] = z[g];
     }
@@ -183,7 +405,7 @@ void decode_attention_impl(const at::Tensor& q, const at::Tensor& k, const at::T
   const int64_t qs0 = q.stride(0), qs1 = q.stride(1);
   const int64_t ks0 = k.stride(0), ks1 = k.stride(1);
   const int64_t vs0 = v.stride(0), vs1 = v.stride(1);
-  const __m512 sc = _mm512_set1_ps(static_cast<float>(scale));
+  const V sc = vset1(static_cast<float>(scale));
   const int64_t sl = cap + 1 + 16;  // a row of scores, with room for the vector tail
   // Partial results of the splits: [B * Hkv, S, G, D + 2] floats.
   std::vector<float> parts(S > 1 ? B * Hkv * S * G * (D + 2) : 0);
@@ -226,8 +448,8 @@ void decode_attention_impl(const at::Tensor& q, const at::Tensor& k, const at::T
       const int64_t step = G * (D + 2);  // to the next split
       float big = -std::numeric_limits<float>::infinity();
       for (int64_t sp = 0; sp < S; ++sp) big = std::max(big, p0[sp * step + D]);
-      __m512 acc[NV];
-      for (int i = 0; i < NV; ++i) acc[i] = _mm512_setzero_ps();
+      V acc[NV];
+      for (int i = 0; i < NV; ++i) acc[i] = vzero();
       float z = 0.f;
       for (int64_t sp = 0; sp < S; ++sp) {
         const float* ps = p0 + sp * step;
@@ -235,11 +457,11 @@ void decode_attention_impl(const at::Tensor& q, const at::Tensor& k, const at::T
         const float w = std::exp(ps[D] - big);
         z += w * ps[D + 1];
         for (int i = 0; i < NV; ++i)
-          acc[i] = _mm512_fmadd_ps(_mm512_set1_ps(w), _mm512_loadu_ps(ps + i * 16), acc[i]);
+          acc[i] = vfmadd(vset1(w), load16(ps + i * 16), acc[i]);
       }
-      const __m512 inv = _mm512_set1_ps(1.f / z);
+      const V inv = vset1(1.f / z);
       T* o = op + (bh * G + g) * D;  // out [B, H, D]: head h * G + g of sequence b
-      for (int i = 0; i < NV; ++i) store16(o + i * 16, _mm512_mul_ps(acc[i], inv));
+      for (int i = 0; i < NV; ++i) store16(o + i * 16, vmul(acc[i], inv));
     }
   });
 }
@@ -314,20 +536,20 @@ void rmsnorm_impl(at::Tensor& x, const at::Tensor* residual, const at::Tensor& w
   at::parallel_for(0, N, 16, [&](int64_t begin, int64_t end) {
     for (int64_t n = begin; n < end; ++n) {
       T* xr = xp + n * xs;
-      __m512 ss = _mm512_setzero_ps();
+      V ss = vzero();
       for (int64_t i = 0; i < H; i += 16) {
-        __m512 a = load16(xr + i);
+        V a = load16(xr + i);
         if (rp) {
-          a = rnd<T>(_mm512_add_ps(a, load16(rp + n * rs + i)));
+          a = rnd<T>(vadd(a, load16(rp + n * rs + i)));
           store16(xr + i, a);
         }
-        ss = _mm512_fmadd_ps(a, a, ss);
+        ss = vfmadd(a, a, ss);
       }
       const float inv = 1.f / std::sqrt(hsum(ss) / static_cast<float>(H) + static_cast<float>(eps));
-      const __m512 iv = _mm512_set1_ps(inv);
+      const V iv = vset1(inv);
       T* yr = yp + n * H;
       for (int64_t i = 0; i < H; i += 16)
-        store16(yr + i, _mm512_mul_ps(load16(wp + i), rnd<T>(_mm512_mul_ps(load16(xr + i), iv))));
+        store16(yr + i, vmul(load16(wp + i), rnd<T>(vmul(load16(xr + i), iv))));
     }
   });
 }
@@ -382,11 +604,11 @@ void rope_impl(at::Tensor& qkv, const at::Tensor& cos, const at::Tensor& sin, in
       const T* c = cp + n * D;
       const T* s = sp + n * D;
       for (int64_t i = 0; i < half; i += 16) {
-        const __m512 lo = load16(x + i), hi = load16(x + half + i);
-        const __m512 nlo = rnd<T>(_mm512_add_ps(rnd<T>(_mm512_mul_ps(lo, load16(c + i))),
-                                                rnd<T>(_mm512_mul_ps(hi, load16(s + i)))));
-        const __m512 nhi = rnd<T>(_mm512_add_ps(rnd<T>(_mm512_mul_ps(hi, load16(c + half + i))),
-                                                rnd<T>(_mm512_mul_ps(lo, load16(s + half + i)))));
+        const V lo = load16(x + i), hi = load16(x + half + i);
+        const V nlo = rnd<T>(vadd(rnd<T>(vmul(lo, load16(c + i))),
+                                                rnd<T>(vmul(hi, load16(s + i)))));
+        const V nhi = rnd<T>(vadd(rnd<T>(vmul(hi, load16(c + half + i))),
+                                                rnd<T>(vmul(lo, load16(s + half + i)))));
         store16(x + i, nlo);
         store16(x + half + i, nhi);
       }
@@ -426,10 +648,9 @@ void silu_mul_impl(const at::Tensor& gu, at::Tensor& out) {
       const T* u = g + I;
       T* o = op + n * I;
       for (int64_t i = 0; i < I; i += 16) {
-        const fVec x(load16(g + i));
-        const fVec one(1.f);
-        const __m512 act = rnd<T>(__m512(x / (one + x.neg().exp_u20())));
-        store16(o + i, _mm512_mul_ps(act, load16(u + i)));
+        const V x = load16(g + i);
+        const V act = rnd<T>(vdiv(x, vadd(vset1(1.f), vexp(vneg(x)))));
+        store16(o + i, vmul(act, load16(u + i)));
       }
     }
   });
@@ -479,25 +700,25 @@ void copy_rows_(at::Tensor dst, const at::Tensor& index, const at::Tensor& src) 
 at::Tensor argmax_rows(const at::Tensor& x) {
   TORCH_CHECK(x.dim() == 2 && x.scalar_type() == at::kFloat && x.device().is_cpu()
                   && x.stride(1) == 1 && x.size(1) > 0,
-              "argmax_rows: x must be a CPU float32 [N, V > 0] matrix with contiguous rows");
-  const int64_t N = x.size(0), V = x.size(1), xs = x.stride(0);
+              "argmax_rows: x must be a CPU float32 [N, C > 0] matrix with contiguous rows");
+  const int64_t N = x.size(0), C = x.size(1), xs = x.stride(0);
   auto out = at::empty({N}, x.options().dtype(at::kLong));
   const float* xp = x.data_ptr<float>();
   int64_t* op = out.data_ptr<int64_t>();
   at::parallel_for(0, N, 4, [&](int64_t begin, int64_t end) {
     for (int64_t n = begin; n < end; ++n) {
       const float* r = xp + n * xs;
-      const int64_t V16 = V / 16 * 16;
-      __m512 m = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
-      __mmask16 nan = 0;
-      for (int64_t i = 0; i < V16; i += 16) {
-        const __m512 v = _mm512_loadu_ps(r + i);
-        nan |= _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
-        m = _mm512_max_ps(m, v);
+      const int64_t C16 = C / 16 * 16;
+      V m = vset1(-std::numeric_limits<float>::infinity());
+      unsigned nan = 0;
+      for (int64_t i = 0; i < C16; i += 16) {
+        const V v = load16(r + i);
+        nan |= nan_mask(v);
+        m = vmax(m, v);
       }
-      float best = _mm512_reduce_max_ps(m);
+      float best = hmax(m);
       bool has_nan = nan != 0;
-      for (int64_t i = V16; i < V; ++i) {
+      for (int64_t i = C16; i < C; ++i) {
         has_nan |= std::isnan(r[i]);
         best = std::max(best, r[i]);
       }
@@ -505,15 +726,15 @@ at::Tensor argmax_rows(const at::Tensor& x) {
       if (has_nan) {
         while (!std::isnan(r[at])) ++at;
       } else {
-        const __m512 b = _mm512_set1_ps(best);
-        __mmask16 eq = 0;
+        const V b = vset1(best);
+        unsigned eq = 0;
         int64_t i = 0;
-        for (; i < V16; i += 16)
-          if ((eq = _mm512_cmp_ps_mask(_mm512_loadu_ps(r + i), b, _CMP_EQ_OQ))) break;
+        for (; i < C16; i += 16)
+          if ((eq = eq_mask(load16(r + i), b))) break;
         if (eq) {
           at = i + __builtin_ctz(eq);
         } else {
-          at = V16;
+          at = C16;
           while (r[at] != best) ++at;
         }
       }
@@ -523,10 +744,11 @@ at::Tensor argmax_rows(const at::Tensor& x) {
   return out;
 }
 
-#if defined(__AVX512BF16__)
 // ---------------------------------------------------------------------------------------
 // bfloat16 GEMM for decode-sized batches: y [M, N] = x [M, K] @ w^T (+ bias), float32
-// accumulation with AVX512-BF16 dot products (vdpbf16ps), rounded once to bf16.
+// accumulation with AVX512-BF16 dot products (vdpbf16ps) where the build targets them, else
+// each k pair's weights widened to float32 in registers and multiplied with FMA (AVX2, the
+// portable loops, AVX-512 without BF16); rounded once to bf16.
 // oneDNN's prepacked GEMM measured 17-36% slower at M <= 16 and 5% at M = 32 on this
 // kernel's shapes (and 12% faster at M = 512, where the engine keeps it: engine.model.linear).
 // w is packed once (pack_bf16_vnni) as [N/16][K/2][16][2]: for each 16 output columns, the
@@ -566,22 +788,44 @@ struct Prefetch {
   inline void at(int64_t kp) const {
     for (int r = 0; r < 2; ++r)
       for (int64_t u = 0, l = begin + kp * per_iter; u < per_iter && l < lines[r]; ++u, ++l)
-        _mm_prefetch(base[r] + l * 64, _MM_HINT_T0);
+        prefetch_line(base[r] + l * 64);
   }
 };
 
+// Tile shapes: rows of x per pass and 16-column blocks per tile (of a plain GEMM; of gate
+// and of up in the SwiGLU one), as many accumulators as the variant's registers hold: 32
+// zmm for AVX-512 (8 x 3 accumulators), 16 ymm for AVX2 (4 rows x 1 block of 2 ymm, plus
+// the widened weights).
+#if defined(KERNEL_ISA_AVX512)
+constexpr int kRowTile = 8, kLinBlocks = 3, kSiluPairs = 2;
+#else
+constexpr int kRowTile = 4, kLinBlocks = 1, kSiluPairs = 1;
+#endif
+
+// x as the tiles read it: bf16 pairs for the dot products; else float32, widened once per
+// call (measured: converting and broadcasting a bf16 of x per k and row cost more than the
+// FMAs on AVX2), so each k of a row is one broadcast from memory.
+#if defined(__AVX512BF16__)
+using XElem = BFloat16;
+#else
+using XElem = float;
+#endif
+
 // MR rows of x times NR blocks of 16 columns (w[j]: a packed block, KP steps of 32 bf16),
 // accumulated over all of K in registers from bias[j] (or 0), then epi(i, acc[i]) per row.
+// Each row's sums run over k in one order whatever MR is: a row's bits never depend on the
+// other rows of the batch.
 template <int MR, int NR, typename Epi>
-inline void gemm_tile(const BFloat16* x, int64_t xs, int64_t KP, const uint16_t* const* w,
+inline void gemm_tile(const XElem* x, int64_t xs, int64_t KP, const uint16_t* const* w,
                       const float* const* bias, const Prefetch& pf, const Epi& epi) {
-  __m512 acc[MR][NR];
+  V acc[MR][NR];
   for (int j = 0; j < NR; ++j) {
-    const __m512 b0 = bias[j] ? _mm512_loadu_ps(bias[j]) : _mm512_setzero_ps();
+    const V b0 = bias[j] ? load16(bias[j]) : vzero();
     for (int i = 0; i < MR; ++i) acc[i][j] = b0;
   }
   for (int64_t kp = 0; kp < KP; ++kp) {
     pf.at(kp);
+#if defined(__AVX512BF16__)
     __m512bh wv[NR];
     for (int j = 0; j < NR; ++j) wv[j] = (__m512bh)_mm512_loadu_si512(w[j] + kp * 32);
     for (int i = 0; i < MR; ++i) {
@@ -589,6 +833,15 @@ inline void gemm_tile(const BFloat16* x, int64_t xs, int64_t KP, const uint16_t*
           *reinterpret_cast<const int32_t*>(x + i * xs + kp * 2));
       for (int j = 0; j < NR; ++j) acc[i][j] = _mm512_dpbf16_ps(acc[i][j], a, wv[j]);
     }
+#else
+    V even[NR], odd[NR];
+    for (int j = 0; j < NR; ++j) widen_pairs(w[j] + kp * 32, even[j], odd[j]);
+    for (int i = 0; i < MR; ++i) {
+      const float* xp = x + i * xs + kp * 2;
+      const V a0 = vset1(xp[0]), a1 = vset1(xp[1]);
+      for (int j = 0; j < NR; ++j) acc[i][j] = vfmadd(a1, odd[j], vfmadd(a0, even[j], acc[i][j]));
+    }
+#endif
   }
   for (int i = 0; i < MR; ++i) epi(i, acc[i]);
 }
@@ -596,8 +849,8 @@ inline void gemm_tile(const BFloat16* x, int64_t xs, int64_t KP, const uint16_t*
 // All M rows of x against one tile of NR blocks, in row tiles of 8, 4, 2 and 1; the
 // prefetch of the next tile's `next_lines` lines (per run) is spread over all of them.
 // epi(row, acc) stores a row's NR accumulators.
-template <int NR, int MR = 8, typename Epi>
-inline void gemm_rows(const BFloat16* x, int64_t xs, int64_t M, int64_t KP,
+template <int NR, int MR = kRowTile, typename Epi>
+inline void gemm_rows(const XElem* x, int64_t xs, int64_t M, int64_t KP,
                       const uint16_t* const* w, const float* const* bias, Prefetch pf,
                       const Epi& epi) {
   const int64_t passes = M / MR + (M % MR >= 4) + (M % 4 >= 2) + M % 2;
@@ -608,7 +861,7 @@ inline void gemm_rows(const BFloat16* x, int64_t xs, int64_t M, int64_t KP,
     constexpr int R = decltype(rows)::value;
     const int64_t m0 = m;
     gemm_tile<R, NR>(x + m0 * xs, xs, KP, w, bias, pf,
-                     [&](int i, const __m512* a) { epi(m0 + i, a); });
+                     [&](int i, const V* a) { epi(m0 + i, a); });
     m += R;
     pf.begin += KP * pf.per_iter;
   };
@@ -622,7 +875,8 @@ inline void gemm_rows(const BFloat16* x, int64_t xs, int64_t M, int64_t KP,
 // [N, K] weight, the bias as float32 (no copy for the fp32 bias Linear keeps).
 struct GemmArgs {
   int64_t M, K, KP, NB, xs;
-  const BFloat16* x;
+  const XElem* x;
+  at::Tensor xw;  // x widened to float32 where XElem is float
   const uint16_t* w;
   at::Tensor bias;
   const float* b;
@@ -638,8 +892,15 @@ GemmArgs gemm_args(const char* op, const at::Tensor& x, const at::Tensor& wp,
   TORCH_CHECK(wp.dim() == 4 && wp.scalar_type() == at::kBFloat16 && wp.is_contiguous()
                   && wp.size(2) == 16 && wp.size(3) == 2 && wp.size(1) * 2 == x.size(1),
               op, ": wp must come from pack_bf16_vnni of a [N, ", x.size(1), "] weight");
-  GemmArgs g{x.size(0), x.size(1), x.size(1) / 2, wp.size(0), x.stride(0), x.data_ptr<BFloat16>(),
+  GemmArgs g{x.size(0), x.size(1), x.size(1) / 2, wp.size(0), x.stride(0), nullptr, {},
              reinterpret_cast<const uint16_t*>(wp.data_ptr<BFloat16>()), {}, nullptr};
+#if defined(__AVX512BF16__)
+  g.x = x.data_ptr<BFloat16>();
+#else
+  g.xw = x.to(at::kFloat).contiguous();
+  g.x = g.xw.data_ptr<float>();
+  g.xs = g.K;
+#endif
   if (bias.has_value() && bias->defined()) {
     TORCH_CHECK(bias->numel() == g.NB * 16, op, ": bias of ", bias->numel(), " for ",
                 g.NB * 16, " outputs");
@@ -656,21 +917,22 @@ at::Tensor linear_bf16(const at::Tensor& x, const at::Tensor& wp,
   auto y = at::empty({g.M, N}, x.options());
   BFloat16* yp = y.data_ptr<BFloat16>();
   // Each thread takes an even share of the 16-column blocks (tiles split over threads left
-  // one thread 6 tiles and the other 5 on N = 512) and runs them as tiles of 3 blocks
-  // (8 x 3 accumulators + 3 weight vectors fit the 32 registers), all of x's rows per
-  // tile, so a tile's weights come from DRAM once, prefetched during the tile before.
+  // one thread 6 tiles and the other 5 on N = 512) and runs them as tiles of kLinBlocks
+  // blocks (AVX-512: 8 x 3 accumulators + 3 weight vectors fit the 32 registers), all of
+  // x's rows per tile, so a tile's weights come from DRAM once, prefetched during the tile
+  // before.
   at::parallel_for(0, g.NB, 1, [&](int64_t begin, int64_t end) {
-    for (int64_t nb0 = begin; nb0 < end; nb0 += 3) {
-      const int64_t nr = std::min<int64_t>(3, end - nb0);
+    for (int64_t nb0 = begin; nb0 < end; nb0 += kLinBlocks) {
+      const int64_t nr = std::min<int64_t>(kLinBlocks, end - nb0);
       const uint16_t* w[3];
       const float* b[3];
       for (int64_t j = 0; j < nr; ++j) w[j] = g.block(nb0 + j), b[j] = g.bias_of(nb0 + j);
       Prefetch pf;  // the next tile's blocks follow this one's in memory
       pf.base[0] = reinterpret_cast<const char*>(g.block(nb0 + nr));
-      pf.lines[0] = (std::min<int64_t>(end, nb0 + nr + 3) - nb0 - nr) * g.KP;
+      pf.lines[0] = (std::min<int64_t>(end, nb0 + nr + kLinBlocks) - nb0 - nr) * g.KP;
       auto run = [&](auto blocks) {
         constexpr int NR = decltype(blocks)::value;
-        gemm_rows<NR>(g.x, g.xs, g.M, g.KP, w, b, pf, [&](int64_t r, const __m512* a) {
+        gemm_rows<NR>(g.x, g.xs, g.M, g.KP, w, b, pf, [&](int64_t r, const V* a) {
           for (int j = 0; j < NR; ++j) store16(yp + r * N + (nb0 + j) * 16, a[j]);
         });
       };
@@ -694,31 +956,32 @@ at::Tensor linear_bf16_silu(const at::Tensor& x, const at::Tensor& wp,
   const int64_t half = g.NB / 2, I = half * 16;
   auto y = at::empty({g.M, I}, x.options());
   BFloat16* yp = y.data_ptr<BFloat16>();
-  // Tiles of two blocks of gate and the two matching ones of up: 6 x 4 accumulators.
+  // AVX-512: tiles of two blocks of gate and the two matching ones of up (6 x 4
+  // accumulators); the other variants: one of each.
   at::parallel_for(0, half, 1, [&](int64_t begin, int64_t end) {
-    for (int64_t p = begin; p < end; p += 2) {
-      const int64_t np = std::min<int64_t>(2, end - p);
+    for (int64_t p = begin; p < end; p += kSiluPairs) {
+      const int64_t np = std::min<int64_t>(kSiluPairs, end - p);
       const uint16_t* w[4] = {g.block(p), g.block(p + 1), g.block(half + p), g.block(half + p + 1)};
       const float* b[4] = {g.bias_of(p), g.bias_of(p + 1), g.bias_of(half + p),
                            g.bias_of(half + p + 1)};
       Prefetch pf;  // the next tile's gate blocks, and its up blocks
       pf.base[0] = reinterpret_cast<const char*>(g.block(p + np));
       pf.base[1] = reinterpret_cast<const char*>(g.block(half + p + np));
-      pf.lines[0] = pf.lines[1] = (std::min<int64_t>(end, p + np + 2) - p - np) * g.KP;
-      auto swiglu = [&](__m512 gate_acc, __m512 up_acc) {
-        const fVec gate(rnd<BFloat16>(gate_acc)), one(1.f);
-        const __m512 act = rnd<BFloat16>(__m512(gate / (one + gate.neg().exp_u20())));
-        return _mm512_mul_ps(act, rnd<BFloat16>(up_acc));
+      pf.lines[0] = pf.lines[1] = (std::min<int64_t>(end, p + np + kSiluPairs) - p - np) * g.KP;
+      auto swiglu = [&](V gate_acc, V up_acc) {
+        const V gate = rnd<BFloat16>(gate_acc);
+        const V act = rnd<BFloat16>(vdiv(gate, vadd(vset1(1.f), vexp(vneg(gate)))));
+        return vmul(act, rnd<BFloat16>(up_acc));
       };
       if (np == 2) {
-        gemm_rows<4, 6>(g.x, g.xs, g.M, g.KP, w, b, pf, [&](int64_t r, const __m512* a) {
+        gemm_rows<4, 6>(g.x, g.xs, g.M, g.KP, w, b, pf, [&](int64_t r, const V* a) {
           store16(yp + r * I + p * 16, swiglu(a[0], a[2]));
           store16(yp + r * I + p * 16 + 16, swiglu(a[1], a[3]));
         });
       } else {
         const uint16_t* w2[2] = {w[0], w[2]};
         const float* b2[2] = {b[0], b[2]};
-        gemm_rows<2>(g.x, g.xs, g.M, g.KP, w2, b2, pf, [&](int64_t r, const __m512* a) {
+        gemm_rows<2>(g.x, g.xs, g.M, g.KP, w2, b2, pf, [&](int64_t r, const V* a) {
           store16(yp + r * I + p * 16, swiglu(a[0], a[1]));
         });
       }
@@ -727,7 +990,6 @@ at::Tensor linear_bf16_silu(const at::Tensor& x, const at::Tensor& wp,
   return y;
 }
 
-#endif  // __AVX512BF16__
 
 // ---------------------------------------------------------------------------------------
 // torch's oneDNN GEMM on a weight prepacked by mkldnn::_reorder_linear_weight, called as
@@ -754,20 +1016,12 @@ at::Tensor onednn_linear(const at::Tensor& x, const at::Tensor& packed,
 at::Tensor project(const at::Tensor& x, const at::Tensor& w,
                    const c10::optional<at::Tensor>& bias, bool onednn) {
   if (onednn) return onednn_linear(x, w, bias);
-#if defined(__AVX512BF16__)
   return linear_bf16(x, w, bias);
-#else
-  TORCH_CHECK(false, "decode_layers: built without AVX512-BF16, the kernels' GEMM is missing");
-#endif
 }
 
 at::Tensor gate_up_silu(const at::Tensor& x, const at::Tensor& w, bool onednn) {
   if (onednn) return silu_mul(onednn_linear(x, w, {}));
-#if defined(__AVX512BF16__)
   return linear_bf16_silu(x, w, {});
-#else
-  TORCH_CHECK(false, "decode_layers: built without AVX512-BF16, the kernels' GEMM is missing");
-#endif
 }
 
 // Layer l's K and V rows of the step (qkv's columns [q_size, q_size + 2 kv_size), K
@@ -844,7 +1098,11 @@ std::tuple<at::Tensor, at::Tensor> decode_layers(
 
 }  // namespace
 
-TORCH_LIBRARY(knob_engine, m) {
+// TORCH_LIBRARY pastes its namespace argument: the indirection expands KERNEL_NS first.
+#define KNOB_LIBRARY(ns, m) TORCH_LIBRARY(ns, m)
+#define KNOB_LIBRARY_IMPL(ns, key, m) TORCH_LIBRARY_IMPL(ns, key, m)
+
+KNOB_LIBRARY(KERNEL_NS, m) {
   m.def("dense_decode_attention(Tensor q, Tensor k, Tensor v, Tensor kd, Tensor vd, "
         "Tensor lens, float scale, int splits=1) -> Tensor");
   m.def("rmsnorm(Tensor x, Tensor w, float eps) -> Tensor");
@@ -853,18 +1111,16 @@ TORCH_LIBRARY(knob_engine, m) {
   m.def("silu_mul(Tensor gu) -> Tensor");
   m.def("copy_rows_(Tensor(a!) dst, Tensor index, Tensor src) -> ()");
   m.def("argmax_rows(Tensor x) -> Tensor");
-#if defined(__AVX512BF16__)
   m.def("pack_bf16_vnni(Tensor w) -> Tensor");
   m.def("linear_bf16(Tensor x, Tensor wp, Tensor? bias) -> Tensor");
   m.def("linear_bf16_silu(Tensor x, Tensor wp, Tensor? bias) -> Tensor");
-#endif
   m.def("decode_layers(Tensor(a!) x, Tensor[] in_norm, Tensor[] qkv, Tensor?[] qkv_bias, "
         "Tensor[] o, Tensor[] post_norm, Tensor[] gate_up, Tensor[] down, Tensor[] k_blocks, "
         "Tensor[] v_blocks, Tensor lens, Tensor cos, Tensor sin, int heads, int kv_heads, "
         "float eps, float scale, int splits, bool onednn) -> (Tensor, Tensor)");
 }
 
-TORCH_LIBRARY_IMPL(knob_engine, CPU, m) {
+KNOB_LIBRARY_IMPL(KERNEL_NS, CPU, m) {
   m.impl("dense_decode_attention", &dense_decode_attention);
   m.impl("rmsnorm", &rmsnorm);
   m.impl("add_rmsnorm_", &add_rmsnorm_);
@@ -872,16 +1128,14 @@ TORCH_LIBRARY_IMPL(knob_engine, CPU, m) {
   m.impl("silu_mul", &silu_mul);
   m.impl("copy_rows_", &copy_rows_);
   m.impl("argmax_rows", &argmax_rows);
-#if defined(__AVX512BF16__)
   m.impl("pack_bf16_vnni", &pack_bf16_vnni);
   m.impl("linear_bf16", &linear_bf16);
   m.impl("linear_bf16_silu", &linear_bf16_silu);
-#endif
   m.impl("decode_layers", &decode_layers);
 }
 
 // oneDNN's prepacked float32 weights are MkldnnCPU tensors: the stack takes them too (it
 // hands them only to mkldnn::_linear_pointwise).
-TORCH_LIBRARY_IMPL(knob_engine, MkldnnCPU, m) {
+KNOB_LIBRARY_IMPL(KERNEL_NS, MkldnnCPU, m) {
   m.impl("decode_layers", &decode_layers);
 }
