@@ -19,7 +19,6 @@ from tests.cli.story27 import git
 TRUTH = """\
 history: commit c5: renamed from launch_decode.sh to scripts/glm/serve_decode.sh (move launchers under scripts/)
 history: commit c10: renamed from scripts/glm/serve_decode.sh to deploy/decode/serve.sh (move to deploy/decode)
-history: --max-running-request is read as --max-running-requests (the flag sglang==0.5.23 takes that spelling for)
 1. 2026-10-03T10:00:00Z [perf] tune chunked prefill and mem fraction <- c2 (launch_decode.sh)
    --chunked-prefill-size: 8192 -> 16384  (history only)
    --mem-fraction-static: 0.85 -> 0.88

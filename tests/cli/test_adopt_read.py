@@ -49,7 +49,8 @@ def test_branches_expressions_and_what_cannot_be_told_apart():
         "--tp-size": "$TP",
         "--chunked-prefill-size": "$((8192 * TP))",
         "--cuda-graph-max-bs": '"${CONC}"',
-        "--max-running-request": "256",
+        # the reader resolves argparse's abbreviation itself (one spelling everywhere)
+        "--max-running-requests": "256",
     }
     assert unclear == {"SGLANG_W at 1": "line 20: export SGLANG_W=1",
                        "SGLANG_W at 2": "line 20: export SGLANG_W=2"}

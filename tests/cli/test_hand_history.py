@@ -250,6 +250,8 @@ def test_when_on_revert_and_suspect_orders_show_log_and_docs(story, ledger, tmp_
     docs = tmp_path / "docs"
     assert ledger(*a("render", "--out", docs)).exit_code == 0
     md = (docs / "entries" / f"{ids['queue']}.md").read_text()
-    assert md.index("2026-11-30 00:00 UTC") < md.index("2026-12-03 08:00 UTC")
+    assert "queue? (2026-12-03 08:00 UTC)" in md  # the card dates the suspicion
+    history = md[md.index("## History"):]
+    assert history.index("2026-11-30 00:00 UTC") < history.index("2026-12-03 08:00 UTC")
     r = ledger(*a("revert", ids["ctas"], "--when", "2999-01-01"))
     assert r.exit_code == 1 and "is after now" in r.stderr
