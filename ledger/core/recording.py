@@ -380,15 +380,15 @@ def plan_knob(new: NewEntry, opts: RecordOptions, knob: str, files: Mapping[str,
 def plan_places(new: NewEntry, opts: RecordOptions, knob: str, places: dict[str, dict]
                 ) -> tuple[planner.Plan, str]:
     """The entry of a change at selected places (``--at``/``--all``), and its plan.
-    (As before this module: its history keeps no ``--when`` and its message no ``When:``
-    trailer.)"""
+    ``--when`` dates it as it dates a whole knob (its history and the message's ``When:``
+    trailer): an option the operator gave is honoured, never dropped."""
     first = next(iter(places.values()))
-    entry = _knob_entry(new, opts, knob, target=opts.target, before=first["before"],
-                     places=places, at=str(opts.at))
+    entry = _knob_entry(new, opts, knob, when=opts.past.when, target=opts.target,
+                        before=first["before"], places=places, at=str(opts.at))
     lines = ", ".join(str(p["line"]) for p in places.values())
     message = (f"record {opts.cls} {knob}={value_text(opts.value, quote=True)} in "
                f"{opts.target} at line {lines}: {entry.title}\n\n"
-               f"- {entry.id} [{opts.cls}] {entry.title}\n")
+               f"- {entry.id} [{opts.cls}] {entry.title}\n{when_trailers(entry.history)}")
     return planner.plan_record(entry), message
 
 

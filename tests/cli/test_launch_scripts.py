@@ -83,6 +83,19 @@ def test_repeated_knob_is_refused_then_changed_at_one_line_and_reverted(ws, tmp_
     assert script.read_text() == edited
 
 
+def test_when_dates_a_change_at_selected_places_too(ws):
+    # --when with --at used to be dropped without a word: the change was dated now.
+    ws.add("pd", PD_SGLANG)
+    r = ws.run("record", "knob", "pd", "CUDA_VISIBLE_DEVICES=2,3", "--at", "29", "--class",
+               "perf", "--title", "decode on 2,3", "--when", "2026-12-01T14:48", "--json")
+    assert r.exit_code == 0, r.stderr
+    shown = ws.run("show", r.json()["id"], "--json").json()
+    assert [(h["action"], h.get("when")) for h in shown["history"]] == [
+        ("record", "2026-12-01T14:48:00Z")]
+    dated = [c["when"] for c in ws.run("log", "--json").json() if c["when"]]
+    assert dated == ["2026-12-01T14:48:00Z"]
+
+
 def test_all_places_each_revert_to_their_own_value(ws):
     script, _ = ws.add("pd", PD_SGLANG)
     r = ws.run("record", "knob", "pd", "SGLANG_ENABLE_JIT_DEEPGEMM", "--unset", "--class", "perf",
