@@ -101,7 +101,13 @@ def client(url: str) -> openai.OpenAI:
 
 
 def _greedy(eng: LLMEngine, prompt: list[int], n: int) -> list[int]:
-    return eng.generate([prompt], SamplingParams(n, ignore_eos=True))[0].output_ids
+    """The reference tokens, through the served engine's own loop: offline ``generate``
+    on an engine whose loop runs steps its scheduler from two threads at once (it failed
+    under load with ``running.remove``: a race of the test's making, not the server's)."""
+    params = SamplingParams(n, ignore_eos=True)
+    if getattr(eng, "_thread", None) is None:  # not serving: offline is the engine's own
+        return eng.generate([prompt], params)[0].output_ids
+    return eng.submit(eng.make_sequence(prompt, params)).result(timeout=120).output_ids
 
 
 def test_chat_prompt_is_transformers_apply_chat_template(served):
