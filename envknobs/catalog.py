@@ -37,7 +37,7 @@ from envknobs.flags import Flag
 from envknobs.flags import FlagRegistry
 from envknobs.flags import check_flag_name
 from envknobs.flags import is_flag_name
-from envknobs.kept import kept
+from envknobs.parse_cache import kept
 from envknobs.registry import Knob
 from envknobs.registry import KnobError
 from envknobs.registry import Registry
@@ -180,7 +180,7 @@ def load_flag_catalog(path: str | Path) -> FlagRegistry:
 
 def _load(path: str | Path, key: str) -> Registry:
     """One catalog file, kept by the application where it offers a place
-    (:mod:`envknobs.kept`)."""
+    (:mod:`envknobs.parse_cache`)."""
     return kept(f"catalog {key}", Path(path), lambda: _parse(path, key))
 
 

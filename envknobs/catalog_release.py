@@ -17,7 +17,7 @@ from pathlib import Path
 
 from envknobs.catalog import _knob_from
 from envknobs.catalog import _loader
-from envknobs.kept import kept
+from envknobs.parse_cache import kept
 from envknobs.flags import FlagRegistry
 from envknobs.flags import is_flag_name
 from envknobs.registry import KnobError
@@ -61,7 +61,7 @@ _NOT_KNOB_KEYS = ("deprecated", "deprecated_note", "true_words")
 @functools.lru_cache(maxsize=8)
 def load_release(engine: str, version: str) -> tuple[Registry, FlagRegistry, dict[str, dict]]:
     """(env knobs, flags, removed names) of one bundled release (kept by the application,
-    where it offers a place: :mod:`envknobs.kept`)."""
+    where it offers a place: :mod:`envknobs.parse_cache`)."""
     return kept(f"release {engine} {version}", RELEASES / f"{engine}-{version}.yaml",
                 lambda: _build_release(engine, version), OVERLAY,
                 *sorted(RELEASES.glob(f"{engine}-*.yaml")))

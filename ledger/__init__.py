@@ -2,7 +2,7 @@
 
 The package is a stack of layers; calls go one way, down:
 
-    cli → commands → render → live/evidence → store → patches → core/gitrun → errors →
+    cli → commands → render → live/evidence → store → patches → core/git_runner → errors →
     procs/values/demo_tools
 
 * ``cli`` parses arguments, calls one command, formats what comes back, and is the one
@@ -13,7 +13,7 @@ The package is a stack of layers; calls go one way, down:
   imports) are the command's helpers for their domain;
 * ``store`` is the workspace on disk: entries, targets, the transaction, recovery, git;
 * ``patches`` the engine repo's patch stack; ``core`` the pure model and planner (no
-  files, no git, no clock); ``gitrun`` runs git;
+  files, no git, no clock); ``git_runner`` runs git;
 * ``errors`` the one error hierarchy; ``procs`` and ``values`` small leaves;
   ``demo_tools`` programs the demo runs as processes.
 

@@ -177,7 +177,7 @@ LAYERS = (
     ("live", "evidence"),
     ("store",),
     ("patches",),
-    ("core", "gitrun"),
+    ("core", "git_runner"),
     ("errors",),
     ("procs", "values", "demo_tools"),
 )

@@ -2,7 +2,7 @@
 
 Each command family has a module here that mirrors the library module deciding it:
 ``ledger/cli/record.py`` parses `ledger record …` and calls ``ledger/commands/record.py``;
-likewise ``setup`` (init, target), ``roots`` (root add, root list), ``revert`` (revert, restore, suspect, clear), ``report``
+likewise ``setup`` (init, target), ``roots`` (root add, root list), ``revert`` (revert, suspect, clear, amend), ``restore``, ``report``
 (list, show, status, diff, log), ``evidence`` (ab, evidence), ``docs`` (render, demo),
 ``backups`` and ``sync`` (pull, push, the merge driver).  This module holds the group and
 the one place errors are caught:
@@ -40,7 +40,7 @@ from ledger.cli.report import show
 from ledger.cli.report import status
 from ledger.cli.revert import amend
 from ledger.cli.revert import clear
-from ledger.cli.revert import restore
+from ledger.cli.restore import restore
 from ledger.cli.revert import revert
 from ledger.cli.revert import suspect
 from ledger.cli.roots import root

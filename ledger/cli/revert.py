@@ -1,4 +1,4 @@
-"""`ledger revert`, `restore`, `suspect`, `clear`."""
+"""`ledger revert`, `suspect`, `clear`, `amend` (`restore`: :mod:`ledger.cli.restore`)."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ def _with_evidence(row: dict, applied) -> dict:
     return row
 
 
-def _print_applied(applied, verb: str, ctx, json_out: bool, infinitive: str = "",
+def print_applied(applied, verb: str, ctx, json_out: bool, infinitive: str = "",
                    live=None) -> None:
     if wants_json(ctx, json_out):
         emit_json(
@@ -56,7 +56,7 @@ def _print_applied(applied, verb: str, ctx, json_out: bool, infinitive: str = ""
     lines += [f"skipped {k.entry.id} [{k.entry.cls}] {safe(k.entry.title)}: {safe(k.reason)}"
               for k in applied.skipped]
     lines += [f"note: {safe(note)}" for note in applied.notices]
-    _echo_lines(lines)
+    echo_lines(lines)
     print_files(applied, applied.dry_run)
     if live is not None:
         print_live(ctx, live)
@@ -89,57 +89,13 @@ def revert(ctx, refs, perf_only, cls, why, force, when, restart, json_out, dry_r
     s = ctx.find_object(State).session(ctx)
     applied = ops.revert(s, refs=refs, perf_only=perf_only, cls=cls, why=why, force=force,
                          dry_run=dry_run, restart=restart, when=when)
-    _print_applied(applied, "reverted", ctx, json_out, "revert", applied.live)
+    print_applied(applied, "reverted", ctx, json_out, "revert", applied.live)
 
 
-@click.command()
-@click.argument("refs", nargs=-1, metavar="[ID...]")
-@click.option("--perf-only", is_flag=True, help="Every reverted perf entry; no bugfix is touched.")
-@click.option("--include-suspects", is_flag=True, help="Also restore entries under suspicion.")
-@click.option("--force", is_flag=True, help="Restore even what evidence calls a regression; "
-              "overwrite drift.")
-@click.option("--require-evidence", is_flag=True, help="Only restore entries whose evidence "
-              "shows a gain.")
-@click.option("--why", default="", help="Why (kept in each entry's history).")
-@restart_option
-@json_option
-@dry_run_option
-@click.pass_context
-def restore(ctx, refs, perf_only, include_suspects, force, require_evidence, why, restart,
-            json_out, dry_run) -> None:
-    """Re-apply reverted entries, showing the evidence for each."""
-    from ledger.commands import revert as ops
-
-    s = ctx.find_object(State).session(ctx)
-    applied = ops.restore(s, refs=refs, perf_only=perf_only, include_suspects=include_suspects,
-                          force=force, require_evidence=require_evidence, why=why,
-                          dry_run=dry_run, restart=restart)
-    if not wants_json(ctx, json_out):
-        _print_restore(applied)
-        print_live(ctx, applied.live)
-        return
-    _print_applied(applied, "restored", ctx, json_out, "restore", applied.live)
-
-
-def _echo_lines(lines: list[str]) -> None:
+def echo_lines(lines: list[str]) -> None:
     """One write for a command's rows (a bulk revert prints thousands of them)."""
     if lines:
         click.echo("\n".join(lines))
-
-
-def _print_restore(applied) -> None:
-    prefix = "would restore" if applied.dry_run else "restored"
-    lines = ["nothing to restore"] if not applied.changed else []
-    for e in applied.changed:
-        lines.append(f"{prefix} {e.id} [{e.cls}] {safe(e.title)}  ({safe(change_text(e))})")
-        lines.append(f"    evidence: {safe(applied.evidence.get(e.id, 'no evidence'))}")
-    for k in applied.skipped:
-        lines.append(f"held back {k.entry.id} [{k.entry.cls}] {safe(k.entry.title)}: "
-                     f"{safe(k.reason)}")
-        lines.append(f"    evidence: {safe(applied.evidence.get(k.entry.id, 'no evidence'))}")
-    _echo_lines(lines)
-    stale_note(list(applied.evidence.values()))
-    print_files(applied, applied.dry_run)
 
 
 @click.command()
@@ -158,7 +114,7 @@ def suspect(ctx, ref, why, force, when, restart, json_out, dry_run) -> None:
     s = ctx.find_object(State).session(ctx)
     applied = ops.suspect(s, ref, why, force=force, dry_run=dry_run, restart=restart,
                           when=when)
-    _print_applied(applied, "suspected", ctx, json_out, "suspect", applied.live)
+    print_applied(applied, "suspected", ctx, json_out, "suspect", applied.live)
 
 
 @click.command()
@@ -173,7 +129,7 @@ def clear(ctx, ref, why, when, json_out, dry_run) -> None:
     from ledger.commands import revert as ops
 
     s = ctx.find_object(State).session(ctx)
-    _print_applied(ops.clear(s, ref, why, dry_run=dry_run, when=when), "cleared", ctx,
+    print_applied(ops.clear(s, ref, why, dry_run=dry_run, when=when), "cleared", ctx,
                    json_out, "clear")
 
 
@@ -193,5 +149,5 @@ def amend(ctx, ref, why, of, when, json_out, dry_run) -> None:
     from ledger.commands import revert as ops
 
     s = ctx.find_object(State).session(ctx)
-    _print_applied(ops.amend(s, ref, why, of=of, dry_run=dry_run, when=when), "amended", ctx,
+    print_applied(ops.amend(s, ref, why, of=of, dry_run=dry_run, when=when), "amended", ctx,
                    json_out, "amend")

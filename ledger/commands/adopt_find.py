@@ -38,7 +38,7 @@ from ledger.core.when import parse_time
 from ledger.core.when import stamp
 from ledger.errors import LedgerError
 from ledger.errors import UsageError
-from ledger.gitrun import check_sha
+from ledger.git_runner import check_sha
 
 # the date in a backup's name: 20261202-1414[05], 20261202, 2026-12-02[T_ ]14:14[:05]
 _NAME_DATE = re.compile(r"\d{8}(?:[-T_]\d{4}(?:\d{2})?)?|\d{4}-\d{2}-\d{2}(?:[T_ ]\d{2}:?\d{2}(?::?\d{2})?)?")
@@ -308,7 +308,7 @@ def commit_copies(target, repo: Path, path: str) -> tuple[list[Copy], list[str]]
     followed, as ``git log --follow`` finds them), and the notes the plan shows: each
     rename, and a history that ends in a deletion (an old path: the file was removed or
     moved away, so the last version is not compared with today's file)."""
-    from ledger.gitrun import GitRunner
+    from ledger.git_runner import GitRunner
 
     if path.startswith("-") or Path(path).is_absolute() or ".." in Path(path).parts:
         raise UsageError(f"--path {path!r}: give the file's path inside the repo")

@@ -1,7 +1,7 @@
 """`ledger check`: read base and head from git objects, and let the core judge the range.
 
 Everything is read from the object database through the one hardened git runner
-(:mod:`ledger.gitrun`): ``ledger.yaml`` and ``entries.jsonl`` at both commits, and each
+(:mod:`ledger.git_runner`): ``ledger.yaml`` and ``entries.jsonl`` at both commits, and each
 target file that the range touches (its blob changed, its entries changed, or its
 definition in ledger.yaml changed), with the target's own format reader
 (:func:`ledger.store.targets.parse_target`) — never a checkout, never a text diff.  What is
@@ -45,9 +45,9 @@ from ledger.errors import ConfigError
 from ledger.errors import GitError
 from ledger.errors import LedgerError
 from ledger.errors import UsageError
-from ledger.gitrun import GitRunner
-from ledger.gitrun import check_rev
-from ledger.gitrun import check_sha
+from ledger.git_runner import GitRunner
+from ledger.git_runner import check_rev
+from ledger.git_runner import check_sha
 
 CONFIG = "ledger.yaml"
 ENTRIES = "entries.jsonl"

@@ -308,7 +308,7 @@ def add_evidence(
 def _engine_commit_of(ws: Workspace, rev: str) -> str:
     """``--engine-commit REV`` resolved in the engine repo (refused when it is not there)."""
     from ledger.evidence.view import engine_git
-    from ledger.gitrun import check_rev
+    from ledger.git_runner import check_rev
 
     git = engine_git(ws)
     if git is None:

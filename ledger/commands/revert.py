@@ -1,4 +1,5 @@
-"""`ledger revert`, `restore`, `suspect` and `clear`: take entries off the table and back.
+"""`ledger revert`, `suspect`, `clear` and `amend`: take entries off the table (`restore`,
+which puts them back, is :mod:`ledger.commands.restore`).
 
 Each one plans with :mod:`ledger.core.planner` (pure) and applies the plan through
 :func:`ledger.store.apply.apply_plan` (one transaction, one workspace commit).  All but
@@ -20,7 +21,7 @@ from ledger.store.apply import apply_plan
 from ledger.store.apply import commit_message
 
 
-def _resolve_all(s: Session, refs: Sequence[str]) -> list[Entry]:
+def resolve_all(s: Session, refs: Sequence[str]) -> list[Entry]:
     return [s.ws.resolve(r) for r in refs]
 
 
@@ -38,59 +39,20 @@ def revert(
 ) -> Applied:
     """Revert entries by id, or every applied entry of a class (--perf-only = --class perf).
     ``when``: the revert's real time where it is not now (``--when``)."""
-    cls = _class_selector(refs, perf_only, cls)
+    cls = class_selector(refs, perf_only, cls)
     when = _when(s, when)
     with writing(s, dry_run):
         entries = s.ws.entries()
-        chosen = _resolve_all(s, refs) if refs else planner.select(entries, cls=cls, state="applied")
+        chosen = resolve_all(s, refs) if refs else planner.select(entries, cls=cls, state="applied")
         plan = planner.plan_revert(entries, chosen, why=why, at=s.now, command=s.command,
                                    when=when)
-        return _apply(s, plan, why, force, dry_run, when)
+        return apply_entries(s, plan, why, force, dry_run, when)
 
 
 def _when(s: Session, when: str) -> str:
     from ledger.core.when import parse_when
 
     return parse_when(when, s.now) if when else ""
-
-
-@restartable
-def restore(
-    s: Session,
-    *,
-    refs: Sequence[str] = (),
-    perf_only: bool = False,
-    cls: str | None = None,
-    include_suspects: bool = False,
-    force: bool = False,
-    require_evidence: bool = False,
-    why: str = "",
-    dry_run: bool = False,
-) -> Applied:
-    """Re-apply reverted entries, holding back suspects and regressions
-    (docs/ARCHITECTURE.md §2)."""
-    cls = _class_selector(refs, perf_only, cls)
-    with writing(s, dry_run):
-        entries = s.ws.entries()
-        chosen = _resolve_all(s, refs) if refs else planner.select(entries, cls=cls, state="reverted")
-        from ledger.evidence.view import evidence_of
-
-        # The operator sees what they claw back (docs/ARCHITECTURE.md §2): each entry's
-        # headline comes with the result, from the same evidence the verdicts gate on.
-        evidence = evidence_of(s.ws, chosen)
-        plan = planner.plan_restore(
-            entries, chosen, why=why, at=s.now, command=s.command, explicit=bool(refs),
-            include_suspects=include_suspects, force=force, require_evidence=require_evidence,
-            verdicts={i: ev.verdict for i, ev in evidence.items()},
-        )
-        applied = _apply(s, plan, why, force, dry_run)
-        if not dry_run and applied.commit:
-            # Shown as of after the restore: a headline judged against the engine and
-            # knobs before it (the perf patch still reverted) would read [stale] for
-            # evidence the restore just made current again.
-            evidence = evidence_of(s.ws, chosen)
-        applied.evidence = {i: ev.text for i, ev in evidence.items()}
-        return applied
 
 
 @restartable
@@ -104,7 +66,7 @@ def suspect(s: Session, ref: str, why: str, force: bool = False, dry_run: bool =
         entries = s.ws.entries()
         plan = planner.plan_revert(entries, [s.ws.resolve(ref)], why=why, at=s.now,
                                    command=s.command, suspect=True, when=when)
-        return _apply(s, plan, why, force, dry_run, when)
+        return apply_entries(s, plan, why, force, dry_run, when)
 
 
 def clear(s: Session, ref: str, why: str, dry_run: bool = False, when: str = "") -> Applied:
@@ -115,7 +77,7 @@ def clear(s: Session, ref: str, why: str, dry_run: bool = False, when: str = "")
     with writing(s, dry_run):
         plan = planner.plan_clear(s.ws.resolve(ref), why=why, at=s.now, command=s.command,
                                   when=when)
-        return _apply(s, plan, why, False, dry_run, when)
+        return apply_entries(s, plan, why, False, dry_run, when)
 
 
 def amend(s: Session, ref: str, why: str, of: str | None = None, dry_run: bool = False,
@@ -130,10 +92,10 @@ def amend(s: Session, ref: str, why: str, of: str | None = None, dry_run: bool =
     with writing(s, dry_run):
         plan = planner.plan_amend(s.ws.resolve(ref), why=why.strip() and why, of=of,
                                   at=s.now, command=s.command, when=when)
-        return _apply(s, plan, why or f"dated {when}", False, dry_run)
+        return apply_entries(s, plan, why or f"dated {when}", False, dry_run)
 
 
-def _class_selector(refs: Sequence[str], perf_only: bool, cls: str | None) -> str | None:
+def class_selector(refs: Sequence[str], perf_only: bool, cls: str | None) -> str | None:
     chosen = [x for x in (bool(refs), perf_only, cls is not None) if x]
     if len(chosen) != 1:
         raise UsageError("give entry ids, or --perf-only, or --class CLASS (exactly one)")
@@ -142,7 +104,7 @@ def _class_selector(refs: Sequence[str], perf_only: bool, cls: str | None) -> st
     return check_class(cls) if cls is not None else None
 
 
-def _apply(s: Session, plan: planner.Plan, why: str, force: bool, dry_run: bool,
+def apply_entries(s: Session, plan: planner.Plan, why: str, force: bool, dry_run: bool,
            when: str = "") -> Applied:
     """Carry out ``plan``; a revert that adds a knob back (its entry had removed it) says
     so in the result (ledger.core.inversion.knobs_added), dry run or not."""

@@ -191,7 +191,7 @@ def engine_git(ws: Workspace):
     path = ws.engine_repo_path
     if path is None or not (path / ".git").exists():
         return None
-    from ledger.patches.gitrun import Git
+    from ledger.patches.engine_git import Git
 
     return Git(path)
 

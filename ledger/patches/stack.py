@@ -36,7 +36,7 @@ unsafe paths and symlinks.  :meth:`EngineRepo.check_patch` adds
 the repo's view: no path below a symlink in HEAD or in the worktree, and git's own
 reading of the patch (``apply --numstat``) must name exactly the same paths, so a patch
 that git and the ledger read differently is refused.  ``git apply`` then applies its own
-checks on top.  Git itself runs hardened (see :mod:`ledger.gitrun`).  The stack's
+checks on top.  Git itself runs hardened (see :mod:`ledger.git_runner`).  The stack's
 items, plans and errors are in :mod:`ledger.patches.plan`.
 """
 
@@ -48,10 +48,10 @@ from pathlib import Path
 
 from ledger.errors import GitError
 from ledger.errors import PatchError
-from ledger.patches.gitrun import PATCH_DIFF_OPTIONS
-from ledger.patches.gitrun import Git
-from ledger.patches.gitrun import check_sha
-from ledger.patches.gitrun import temp_index
+from ledger.patches.engine_git import PATCH_DIFF_OPTIONS
+from ledger.patches.engine_git import Git
+from ledger.patches.engine_git import check_sha
+from ledger.patches.engine_git import temp_index
 from ledger.patches.plan import StackConflict
 from ledger.patches.plan import StackDrift
 from ledger.patches.plan import StackItem

@@ -157,11 +157,11 @@ def _prune(directory: Path, keep: str) -> None:
 
 
 def keep_catalogs() -> None:
-    """Offer this cache to envknobs for the catalogs it parses (:mod:`envknobs.kept`):
+    """Offer this cache to envknobs for the catalogs it parses (:mod:`envknobs.parse_cache`):
     a command that reads a launch line's flags, or a release's catalog, then loads them
     as one pickle instead of parsing YAML (40 ms for the bundled flag catalogs, 300 ms
     for a release's)."""
-    from envknobs.kept import keep_in
+    from envknobs.parse_cache import keep_in
 
     keep_in(lambda k: load("catalogs", key_of("catalogs", k)),
             lambda k, v: store("catalogs", key_of("catalogs", k), v))

@@ -1,7 +1,7 @@
 """The workspace repository's remotes: fetch, push, and reading the other side's files.
 
 Real git, run as a list of arguments (never a shell), through the ledger's one hardened
-runner (:mod:`ledger.gitrun`).  What the operator types — a remote's
+runner (:mod:`ledger.git_runner`).  What the operator types — a remote's
 name — is checked against ``git remote`` before it is passed, and always after ``--``
 where git takes one; branch names come from the repository itself and are checked with
 ``git check-ref-format``.  File contents are read as bytes (``git cat-file``), so a blob
@@ -24,8 +24,8 @@ from pathlib import Path
 from ledger.errors import GitError
 from ledger.errors import Refused
 from ledger.errors import UsageError
-from ledger.gitrun import GitResult
-from ledger.gitrun import check_rev
+from ledger.git_runner import GitResult
+from ledger.git_runner import check_rev
 from ledger.store.wsgit import runner
 
 ATTRIBUTES = ".gitattributes"

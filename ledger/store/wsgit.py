@@ -1,7 +1,7 @@
 """The workspace's own git repository.
 
 One successful command is one commit.  git runs through the ledger's one hardened
-runner (:mod:`ledger.gitrun`: no hooks, no fsmonitor, no automatic gc, no inherited
+runner (:mod:`ledger.git_runner`: no hooks, no fsmonitor, no automatic gc, no inherited
 ``GIT_*`` that could point elsewhere, ``LC_ALL=C``); commits carry the operator's git
 identity, or "knob ledger" where the machine has none, rather than failing half-way
 through a command.  Paths are always passed after ``--``; revisions a person typed are
@@ -15,10 +15,10 @@ from typing import Iterable
 from typing import Sequence
 
 from ledger.errors import GitError
-from ledger.gitrun import GitRunner
-from ledger.gitrun import check_rev
-from ledger.gitrun import check_sha
-from ledger.gitrun import init_repo
+from ledger.git_runner import GitRunner
+from ledger.git_runner import check_rev
+from ledger.git_runner import check_sha
+from ledger.git_runner import init_repo
 
 # git's argument list limit is the OS's; add paths in chunks well below it.
 _CHUNK = 500

@@ -144,7 +144,7 @@ def test_the_catalogs_a_command_parses_are_kept_in_the_local_cache(own_cache):
     parsed once is a cache file, and read back it is what parsing the file gives."""
     from envknobs.catalog import bundled_flag_catalogs
     from envknobs.catalog import load_flag_catalog
-    from envknobs.kept import keep_in
+    from envknobs.parse_cache import keep_in
 
     path = bundled_flag_catalogs()[0]
     parsed = [(f.name, f.type, f.default) for f in load_flag_catalog(path)]

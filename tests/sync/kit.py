@@ -11,6 +11,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from ledger.commands import restore as restore_ops
 from ledger.commands import revert as revert_ops
 from ledger.commands import sync as sync_ops
 from ledger.commands.record import record_knob
@@ -85,7 +86,7 @@ class Clone:
         return revert_ops.revert(self.session("revert"), refs=[ref], why=why)
 
     def restore(self, ref: str, include_suspects: bool = True, force: bool = True):
-        return revert_ops.restore(self.session("restore"), refs=[ref],
+        return restore_ops.restore(self.session("restore"), refs=[ref],
                                   include_suspects=include_suspects, force=force)
 
     def suspect(self, ref: str, why: str = "hang"):

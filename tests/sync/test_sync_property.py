@@ -31,6 +31,7 @@ from hypothesis import given
 from hypothesis import settings
 from hypothesis import strategies as st
 
+from ledger.commands import restore as restore_ops
 from ledger.commands import revert as revert_ops
 from ledger.errors import MergeConflict
 from ledger.errors import Refused
@@ -124,7 +125,7 @@ def run_op(team, step, values) -> None:
             if kind == "revert-perf":
                 revert_ops.revert(who.session("revert"), perf_only=True, why="class")
             else:
-                revert_ops.restore(who.session("restore"), perf_only=True)
+                restore_ops.restore(who.session("restore"), perf_only=True)
         except Refused:
             pass
     elif kind == "race":

@@ -1,4 +1,4 @@
-"""envknobs.kept: parsed catalogs kept where the application offers a place give what
+"""envknobs.parse_cache: parsed catalogs kept where the application offers a place give what
 parsing the files gives, are built once per file as it is, and again when it changes."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from envknobs import kept as kept_mod
+from envknobs import parse_cache as kept_mod
 from envknobs.catalog import bundled_flag_catalogs
 from envknobs.catalog import load_flag_catalog
 from envknobs.catalog_release import bundled_releases

@@ -1,4 +1,4 @@
-"""The one git runner (ledger.gitrun) on real repositories: the workspace and the engine
+"""The one git runner (ledger.git_runner) on real repositories: the workspace and the engine
 repo get the same hardening — no inherited GIT_* redirecting them, no hooks, no
 fsmonitor, LC_ALL=C, user values never taken as options — and one identity."""
 
@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from ledger.errors import GitError
-from ledger.gitrun import IDENTITY
-from ledger.gitrun import GitRunner
-from ledger.gitrun import check_rev
-from ledger.patches.gitrun import Git
+from ledger.git_runner import IDENTITY
+from ledger.git_runner import GitRunner
+from ledger.git_runner import check_rev
+from ledger.patches.engine_git import Git
 from ledger.store import wsgit
 
 

@@ -1,6 +1,6 @@
 """git on the engine repo: the patch stack's operations (trees, diffs, worktrees, resets).
 
-It runs through the ledger's one hardened runner, :class:`ledger.gitrun.GitRunner` (no
+It runs through the ledger's one hardened runner, :class:`ledger.git_runner.GitRunner` (no
 hooks, no fsmonitor, no gc, no inherited ``GIT_*``, ``LC_ALL=C``, the ledger's own
 identity on every commit); this module adds what the patch stack asks of the engine repo.
 """
@@ -14,9 +14,9 @@ from collections.abc import Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from ledger.gitrun import PATCH_DIFF_OPTIONS
-from ledger.gitrun import GitRunner
-from ledger.gitrun import check_sha
+from ledger.git_runner import PATCH_DIFF_OPTIONS
+from ledger.git_runner import GitRunner
+from ledger.git_runner import check_sha
 
 
 class Git(GitRunner):
