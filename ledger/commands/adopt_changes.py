@@ -9,6 +9,7 @@ import re
 from typing import Any
 from typing import Sequence
 
+from ledger.core.model import RELEASE_KNOB
 from ledger.commands.adopt_find import Copy
 from ledger.core.adopt import Proposal
 from ledger.errors import LedgerError
@@ -39,7 +40,10 @@ def history_only(items: Sequence[Proposal], copies: Sequence[Copy],
             out[p.knob] = ("the knob now lives in branches of the live file (held there "
                            "per place): its top-level history is history only")
             continue
-        if any((p.knob, v) in computed for v in (p.before, p.after) if v is not None):
+        if p.name == RELEASE_KNOB and None in (p.before, p.after):
+            out[p.knob] = ("the file names no single engine release on one side: an upgrade "
+                           "goes from one release to another")
+        elif any((p.knob, v) in computed for v in (p.before, p.after) if v is not None):
             out[p.knob] = "a value the shell computes: the ledger holds static values"
         elif p.condition is not None and p.knob not in live_places:
             out[p.knob] = "a place the live file no longer has"
@@ -115,6 +119,8 @@ def _note(change: dict[str, Any], note: str) -> None:
 
 
 def title_of(knob: str, after: str | None) -> str:
+    if knob == RELEASE_KNOB and after is not None:
+        return f"upgrade to {after}"
     return f"unset {knob}" if after is None else f"{knob}={after}"
 
 

@@ -187,6 +187,14 @@ def _runs(ws, tf: TargetFile, engine: str) -> bool:
     return bool(declared and declared.startswith(engine + "=="))
 
 
+def upgrade_fields(ws, tf: TargetFile, before: str | None, after: str | None) -> dict:
+    """An upgrade entry's ``plan`` and ``body`` for ``tf`` from ``before`` to ``after``
+    (``ledger adopt`` of an image-tag or pin change found in history)."""
+    before, after = check_spec(before, "before"), check_spec(after, "after")
+    plan_json = plan_for(ws, tf, after, Release(before, "adopted", _lines(tf, after))).to_dict()
+    return {"plan": plan_json, "body": markdown([plan_json])}
+
+
 @dataclass
 class RecordedUpgrade:
     entry: Entry
@@ -205,6 +213,8 @@ def record_upgrade(s: Session, target: str, to: str, *, cls: str, title: str, wh
         raise UsageError("--adopt needs --before ENGINE==VERSION (and --before goes with "
                          "--adopt)")
     engine = to.split("==", 1)[0]
+    if before is not None and check_spec(before, "--before").split("==")[0] != engine:
+        raise UsageError(f"--before {before} and --to {to} name two engines")
     with writing(s, dry_run):
         entries = s.ws.entries()
         tf = read_target(s.ws, s.ws.target(target))
@@ -224,12 +234,17 @@ def record_upgrade(s: Session, target: str, to: str, *, cls: str, title: str, wh
     return RecordedUpgrade(applied.changed[-1], applied, tp)
 
 
+def _lines(tf: TargetFile, spec: str) -> tuple[int, ...]:
+    """The lines where the file writes release ``spec`` (an adopted upgrade's rows)."""
+    return tuple(s.line for s in tf.release_spots() if s.spec == spec)
+
+
 def _before(ws, tf: TargetFile, engine: str, to: str, before: str | None, entries) -> Release:
     """The release before the upgrade, checked against the file and the ledger."""
     layer = planner.knob_layers(entries).get((tf.target.name, RELEASE_KNOB))
     expected = planner.layer_value(layer) if layer else None
     if before is not None:
-        release = Release(check_spec(before, "--before"), "--before")
+        release = Release(check_spec(before, "--before"), "--before", _lines(tf, to))
         live = tf.live(RELEASE_KNOB)
         if live != to:
             raise Refused(f"{tf.path} names {live or 'no single release'}, not {to}: --adopt "
@@ -250,4 +265,4 @@ def _before(ws, tf: TargetFile, engine: str, to: str, before: str | None, entrie
 
 
 __all__ = ["Release", "RecordedUpgrade", "check_spec", "plan_for", "record_upgrade",
-           "release_from", "upgrade_plan"]
+           "release_from", "upgrade_fields", "upgrade_plan"]

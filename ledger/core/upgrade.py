@@ -227,7 +227,20 @@ def row_text(r: dict) -> str:
 
 
 def _word(default: object) -> str:
-    return "unset" if default is None else default_text(default)
+    if default is None:
+        return "unset"
+    return '""' if default == "" else default_text(default)
+
+
+def plan_lines(plan: dict | None, defaults_only: bool = False) -> list[str]:
+    """An upgrade entry's plan as ``show`` (and, ``defaults_only``, ``diff``) print it
+    under the change: the defaults it moved first, then the names of the file it changes
+    the fate of."""
+    rows = [r for r in (plan or {}).get("rows", ())
+            if r.get("change") != "release" and (r.get("change") == "default" or
+                                                 not defaults_only)]
+    rows.sort(key=lambda r: r.get("change") != "default")
+    return [f"{r['change']:<10} {r.get('where', '')}: {row_text(r)}" for r in rows]
 
 
 def markdown(plans: Sequence[dict]) -> str:
@@ -257,4 +270,4 @@ def _md(text: object) -> str:
 
 
 __all__ = ["ROW_ORDER", "Row", "Setting", "TargetPlan", "markdown", "moved_defaults",
-           "plan_target", "row_text", "same_value", "set_command"]
+           "plan_lines", "plan_target", "row_text", "same_value", "set_command"]
