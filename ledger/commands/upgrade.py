@@ -234,6 +234,11 @@ def record_upgrade(s: Session, target: str, to: str, *, cls: str, title: str, wh
     return RecordedUpgrade(applied.changed[-1], applied, tp)
 
 
+_EXAMPLE = {"vllm": "vllm/vllm-openai:v0.13.0", "sglang": "lmsysorg/sglang:v0.5.7-cu129"}
+_ONE_RELEASE = ("bring them to one release by hand and adopt that (`ledger record upgrade "
+                "--adopt --before`), or give each its own file")
+
+
 def _lines(tf: TargetFile, spec: str) -> tuple[int, ...]:
     """The lines where the file writes release ``spec`` (an adopted upgrade's rows)."""
     return tuple(s.line for s in tf.release_spots() if s.spec == spec)
@@ -253,10 +258,13 @@ def _before(ws, tf: TargetFile, engine: str, to: str, before: str | None, entrie
             raise Refused(f"{tf.target.name}: the ledger expects {expected} before this "
                           f"upgrade, not {release.spec}")
         return release
-    release = release_from(ws, tf, engine, option="--from")
-    if release.source != "detected":
-        raise Refused(f"{tf.path}: the release is only declared ({release.spec}, ledger.yaml): "
-                      "there is no image tag or pin in the file to change")
+    spots = [s for s in tf.release_spots() if s.engine == engine]
+    if not spots:
+        raise Refused(f"{tf.path} names no {engine} release to change (an image tag such as "
+                      f"{_EXAMPLE[engine]}, a pip pin {engine}==X, a Helm image.tag)")
+    if len({s.spec for s in spots}) > 1:
+        raise release_ambiguity(str(tf.path), spots, _ONE_RELEASE)
+    release = Release(spots[0].spec, "detected", tuple(s.line for s in spots))
     if release.spec == to:
         raise Refused(f"{tf.target.name} already runs {to}: nothing to record")
     if release.spec.split("==")[0] != engine:

@@ -288,7 +288,7 @@ def release_edited(path: str, text: str, spec: str | None) -> str:
                                 "image.tag): declare the release with `engine:` in ledger.yaml")
     if len(releases_named(spots)) > 1:
         raise release_ambiguity(path, spots, "bring them to one release by hand and adopt "
-                                "that (`ledger record upgrade --adopt`), or split the file")
+                                "that (`ledger record upgrade --adopt --before`)")
     return with_release(text, spots, version)
 
 

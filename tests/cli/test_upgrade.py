@@ -1,0 +1,317 @@
+"""`ledger upgrade plan` and upgrade entries (`ledger record upgrade`), end to end.
+
+The fixtures are modelled on public deploy files: a vLLM serve script that pins the
+wheel and exports tuning env vars; a Kubernetes Deployment running
+``vllm/vllm-openai:vX`` with ``args`` and an ``env`` list (the shape of vLLM's own k8s
+docs and many deploy repos); a docker-compose service running ``lmsysorg/sglang:vX-cu129``
+with an ``environment:`` map and a folded ``command:``; a Helm chart's values with
+``image.repository``/``image.tag`` (the layout ``helm create`` writes) and an ``env`` map.
+The release pairs are the bundled ones: vLLM 0.30.0 -> 0.34.0, SGLang 0.5.20 -> 0.5.23.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+SERVE = """\
+#!/usr/bin/env bash
+# vLLM decode server, pinned wheel (see the ledger for every change)
+set -euo pipefail
+pip install "vllm==0.30.0"
+export VLLM_ENGINE_ITERATION_TIMEOUT_S=120
+export VLLM_ROCM_USE_AITER_FP4BMM=0
+exec vllm serve meta-llama/Llama-3.1-8B-Instruct \\
+    --gpu-memory-utilization 0.9 \\
+    --disable-cascade-attn
+"""
+
+DEPLOYMENT = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: llama-vllm
+spec:
+  replicas: 1
+  selector:
+    matchLabels:
+      app: llama-vllm
+  template:
+    metadata:
+      labels:
+        app: llama-vllm
+    spec:
+      containers:
+      - name: vllm
+        image: vllm/vllm-openai:v0.30.0   # pinned after the 0.29 regression
+        args: ["--model", "meta-llama/Llama-3.1-8B-Instruct", "--gpu-memory-utilization", "0.92"]
+        env:
+        - name: VLLM_ENGINE_ITERATION_TIMEOUT_S
+          value: "600"
+        ports:
+        - containerPort: 8000
+"""
+
+COMPOSE = """\
+services:
+  sglang:
+    image: lmsysorg/sglang:v0.5.20-cu129
+    container_name: sglang
+    volumes:
+      - ${HOME}/.cache/huggingface:/root/.cache/huggingface
+    restart: always
+    network_mode: host
+    environment:
+      SGLANG_ENABLE_UNIFIED_RADIX_TREE: "1"
+      SGLANG_OPT_SWA_RELEASE_LEAF_LOCK_AFTER_WINDOW: "1"
+      SGLANG_FLASHINFER_MOE_FUSED_FINALIZE: "false"
+    entrypoint: python3 -m sglang.launch_server
+    command:
+      --model-path meta-llama/Llama-3.1-8B-Instruct
+      --host 0.0.0.0
+      --mem-fraction-static 0.8
+"""
+
+HELM = """\
+# Default values for llama-serve.
+replicaCount: 1
+
+image:
+  repository: vllm/vllm-openai
+  pullPolicy: IfNotPresent
+  # Overrides the image tag whose default is the chart appVersion.
+  tag: "v0.30.0"
+
+env:
+  VLLM_ENGINE_ITERATION_TIMEOUT_S: "600"
+  VLLM_ROCM_USE_AITER_FP4BMM: "0"
+
+service:
+  type: ClusterIP
+  port: 8000
+"""
+
+# name -> (file, text, target add options, the release before, after, the line edited)
+TARGETS = {
+    "bash": ("serve.sh", SERVE, ["--format", "bash"], "vllm==0.30.0", "vllm==0.34.0",
+             ('pip install "vllm==0.30.0"', 'pip install "vllm==0.34.0"')),
+    "k8s": ("deploy.yaml", DEPLOYMENT, ["--format", "k8s", "--container", "vllm"],
+            "vllm==0.30.0", "vllm==0.34.0",
+            ("image: vllm/vllm-openai:v0.30.0", "image: vllm/vllm-openai:v0.34.0")),
+    "compose": ("compose.yaml", COMPOSE,
+                ["--format", "yaml-map", "--key-path", "services.sglang.environment"],
+                "sglang==0.5.20", "sglang==0.5.23",
+                ("lmsysorg/sglang:v0.5.20-cu129", "lmsysorg/sglang:v0.5.23-cu129")),
+    "helm": ("values.yaml", HELM, ["--format", "yaml-map", "--key-path", "env"],
+             "vllm==0.30.0", "vllm==0.34.0", ('tag: "v0.30.0"', 'tag: "v0.34.0"')),
+}
+
+
+@pytest.fixture
+def ws(tmp_path, ledger):
+    root = tmp_path / "ws"
+    assert ledger("init", root, "--root", f"tmp={tmp_path}").exit_code == 0
+    for name, (file, text, opts, *_rest) in TARGETS.items():
+        (tmp_path / file).write_text(text)
+        r = ledger("-C", root, "target", "add", name, tmp_path / file, *opts)
+        assert r.exit_code == 0, r.stderr
+    return root
+
+
+def _paths(root: Path) -> dict[str, Path]:
+    return {name: root.parent / file for name, (file, *_r) in TARGETS.items()}
+
+
+@pytest.mark.parametrize("name", list(TARGETS))
+def test_record_revert_restore_byte_exact(ws, ledger, name):
+    _file, text, _opts, before, after, (old_line, new_line) = TARGETS[name]
+    path = _paths(ws)[name]
+    r = ledger("-C", ws, "--json", "record", "upgrade", name, "--to", after, "--class", "perf",
+               "--title", f"{name} to {after}")
+    assert r.exit_code == 0, r.stderr
+    entry = r.json()
+    assert (entry["kind"], entry["before"], entry["after"]) == ("upgrade", before, after)
+    upgraded = path.read_text()
+    assert upgraded == text.replace(old_line, new_line)  # only the version moved
+    assert [p["to"] for p in [entry["plan"]]] == [after]
+    assert "Defaults moved" in entry["body"]
+
+    r = ledger("-C", ws, "revert", entry["id"], "--why", "p99 doubled after the upgrade")
+    assert r.exit_code == 0, r.stderr
+    assert path.read_bytes() == text.encode()
+    r = ledger("-C", ws, "restore", entry["id"])
+    assert r.exit_code == 0, r.stderr
+    assert path.read_text() == upgraded
+    status = {row["id"]: row for row in ledger("-C", ws, "--json", "status").json()["entries"]}
+    assert status[entry["id"]]["live_state"] == "ok"
+
+
+def test_plan_rows_name_file_lines_and_commands(ws, ledger):
+    r = ledger("-C", ws, "--json", "upgrade", "plan", "bash", "--to", "vllm==0.34.0")
+    assert r.exit_code == 0, r.stderr
+    (plan,) = r.json()["plans"]
+    assert (plan["from"], plan["from_source"]) == ("vllm==0.30.0", "detected")
+    rows = {(row["change"], row["name"]): row for row in plan["rows"]}
+    path = str(_paths(ws)["bash"])
+    release = rows[("release", "vllm==0.30.0")]
+    assert release["where"] == f"{path}:4"
+    removed = rows[("removed", "VLLM_ENGINE_ITERATION_TIMEOUT_S")]
+    assert removed["where"] == f"{path}:5" and removed["value"] == "120"
+    assert removed["command"].startswith(
+        "ledger record knob bash VLLM_ENGINE_ITERATION_TIMEOUT_S --unset --class bugfix")
+    assert rows[("deprecated", "--disable-cascade-attn")]["where"] == f"{path}:9"
+    redundant = rows[("redundant", "VLLM_ROCM_USE_AITER_FP4BMM")]  # 0 is the new default
+    assert (redundant["old_default"], redundant["new_default"]) == (True, False)
+    moved = rows[("default", "VLLM_ROCM_USE_AITER_FP8BMM")]  # unset in the file
+    assert moved["where"] == f"{path}:4"
+    assert "VLLM_ROCM_USE_AITER_FP8BMM=true" in moved["command"]
+    # --gpu-memory-utilization is set (0.9): its moved default is the file's business
+    assert not any(n == "--gpu-memory-utilization" for _c, n in rows)
+
+
+def test_plan_of_a_rename_and_the_markdown(ws, ledger):
+    r = ledger("-C", ws, "--json", "upgrade", "plan", "compose", "--to", "sglang==0.5.23")
+    (plan,) = r.json()["plans"]
+    rename = next(row for row in plan["rows"] if row["change"] == "renamed")
+    assert rename["name"] == "SGLANG_OPT_SWA_RELEASE_LEAF_LOCK_AFTER_WINDOW"
+    assert rename["new_value"] == "1" and "inverts" not in rename
+    assert "SGLANG_OPT_RELEASE_PREFILL_SWA=1" in rename["command"]
+    md = ledger("-C", ws, "upgrade", "plan", "compose", "helm", "--to", "sglang==0.5.23",
+                "--format", "markdown")
+    assert md.exit_code == 1  # helm runs vLLM: named, so planned, and refused
+    md = ledger("-C", ws, "upgrade", "plan", "--to", "sglang==0.5.23", "--format", "markdown")
+    assert md.exit_code == 0, md.stderr
+    assert md.stdout.startswith("## compose: sglang==0.5.20 -> sglang==0.5.23\n")
+    assert "### Renamed (set in the file)" in md.stdout
+    assert "| default |" not in md.stdout and "### Defaults moved (unset in the file)" in md.stdout
+
+
+def test_unknown_release_warns_with_the_nearest_never_refuses(ws, ledger):
+    r = ledger("-C", ws, "upgrade", "plan", "k8s", "--to", "vllm==0.33.0")
+    assert r.exit_code == 0, r.stderr
+    assert "vllm 0.33.0 has no bundled catalog (nearest known: 0.30.0, 0.34.0)" in r.stderr
+
+
+def test_two_releases_in_one_file_are_refused_naming_each_place(tmp_path, ws, ledger):
+    path = _paths(ws)["k8s"]
+    path.write_text(DEPLOYMENT + "      - name: router\n"
+                    "        image: vllm/vllm-openai:v0.29.1\n")
+    r = ledger("-C", ws, "upgrade", "plan", "k8s", "--to", "vllm==0.34.0")
+    assert r.exit_code == 1
+    assert f"{path}:17: vllm==0.30.0" in r.stderr and f"{path}:25: vllm==0.29.1" in r.stderr
+    assert "--from vllm==VERSION" in r.stderr
+    r = ledger("-C", ws, "upgrade", "plan", "k8s", "--to", "vllm==0.34.0",
+               "--from", "vllm==0.30.0")
+    assert r.exit_code == 0, r.stderr
+    before = path.read_bytes()
+    r = ledger("-C", ws, "record", "upgrade", "k8s", "--to", "vllm==0.34.0", "--class", "perf",
+               "--title", "t")
+    assert r.exit_code == 1 and f"{path}:25" in r.stderr
+    assert path.read_bytes() == before
+
+
+def test_no_release_detectable_is_refused_with_the_way_out(tmp_path, ws, ledger):
+    path = _paths(ws)["helm"]
+    path.write_text(HELM.replace('tag: "v0.30.0"', 'tag: "latest"'))
+    r = ledger("-C", ws, "upgrade", "plan", "helm", "--to", "vllm==0.34.0")
+    assert r.exit_code == 1
+    assert "no vllm release detectable" in r.stderr and f"{path}:5:" in r.stderr
+    assert "--from vllm==VERSION" in r.stderr
+    r = ledger("-C", ws, "upgrade", "plan", "helm", "--to", "vllm==0.34.0",
+               "--from", "vllm==0.30.0")
+    assert r.exit_code == 0, r.stderr
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--to", "vllm=0.34.0"], "--to 'vllm=0.34.0': write the release as"),
+    (["--to", "sglang==0.5.23"], "names no sglang release to change"),
+    (["--to", "vllm==0.30.0"], "already runs vllm==0.30.0"),
+    (["--to", "vllm==0.34.0", "--adopt", "--before", "vllm==0.30.0"],
+     "names vllm==0.30.0, not vllm==0.34.0: --adopt records an upgrade already made"),
+    (["--to", "vllm==0.34.0", "--adopt", "--before", "sglang==0.5.20"], "name two engines"),
+])
+def test_bad_input_changes_nothing(ws, ledger, args, message):
+    path = _paths(ws)["bash"]
+    before = path.read_bytes()
+    r = ledger("-C", ws, "record", "upgrade", "bash", *args, "--class", "perf", "--title", "t")
+    assert r.exit_code in (1, 2) and message in r.stderr, r.stderr
+    assert r.stderr.startswith("error:") or "\nerror:" in r.stderr
+    assert path.read_bytes() == before
+    assert ledger("-C", ws, "--json", "list").json() == []
+
+
+def test_adopt_a_hand_upgrade(ws, ledger):
+    path = _paths(ws)["compose"]
+    path.write_text(COMPOSE.replace("v0.5.20-cu129", "v0.5.23-cu129"))  # by hand
+    hand = path.read_bytes()
+    r = ledger("-C", ws, "--json", "record", "upgrade", "compose", "--to", "sglang==0.5.23",
+               "--adopt", "--before", "sglang==0.5.20", "--class", "perf", "--title", "0.5.23")
+    assert r.exit_code == 0, r.stderr
+    entry = r.json()
+    assert path.read_bytes() == hand  # adopting writes nothing
+    assert entry["history"][0]["action"] == "adopt"
+    assert ledger("-C", ws, "revert", entry["id"], "--why", "t").exit_code == 0
+    assert path.read_text() == COMPOSE
+    assert ledger("-C", ws, "restore", entry["id"]).exit_code == 0
+    assert path.read_bytes() == hand
+
+
+def test_show_diff_and_docs_name_the_moved_defaults(ws, ledger, tmp_path):
+    r = ledger("-C", ws, "--json", "record", "upgrade", "compose", "--to", "sglang==0.5.23",
+               "--class", "perf", "--title", "SGLang 0.5.23")
+    eid = r.json()["id"]
+    show = ledger("-C", ws, "show", eid)
+    assert "upgrade sglang==0.5.20 -> sglang==0.5.23 (7 defaults moved)" in show.stdout
+    assert "SGLANG_UNIFIED_RADIX_TREE_CORE_BACKEND (unset): default python -> rust" in show.stdout
+    ledger("-C", ws, "revert", eid, "--why", "TTFT regressed")
+    diff = ledger("-C", ws, "diff")
+    assert "moved     default" in diff.stdout
+    assert "SGLANG_UNIFIED_RADIX_TREE_CORE_BACKEND (unset): default python -> rust" in diff.stdout
+    out = tmp_path / "docs"
+    assert ledger("-C", ws, "render", "--out", out).exit_code == 0
+    page = (out / "entries" / f"{eid}.md").read_text()
+    assert "Engine upgrade of `compose`: `sglang==0.5.20` → `sglang==0.5.23`." in page
+    assert "SGLANG_UNIFIED_RADIX_TREE_CORE_BACKEND (unset): default python -> rust" in page
+    assert "(7 defaults moved)" in (out / "CHANGELOG.md").read_text()
+
+
+def _git(repo: Path, *args: str, date: str = "") -> None:
+    env = {**os.environ, "GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date} if date \
+        else None
+    subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, env=env)
+
+
+def test_adopt_proposes_the_image_bump_of_a_deploy_repo(tmp_path, ledger):
+    repo = tmp_path / "deploy"
+    repo.mkdir()
+    _git(repo, "init", "-q")
+    _git(repo, "config", "user.email", "op@example.com")
+    _git(repo, "config", "user.name", "op")
+    (repo / "deploy.yaml").write_text(DEPLOYMENT)
+    _git(repo, "add", ".")
+    _git(repo, "commit", "-qm", "llama on vLLM", date="2026-11-01T10:00:00Z")
+    (repo / "deploy.yaml").write_text(DEPLOYMENT.replace("v0.30.0", "v0.34.0"))
+    _git(repo, "commit", "-qam", "bump vLLM to 0.34.0", date="2026-11-20T10:00:00Z")
+    root = tmp_path / "ws"
+    ledger("init", root, "--root", f"tmp={tmp_path}")
+    ledger("-C", root, "target", "add", "k8s", repo / "deploy.yaml", "--format", "k8s",
+           "--container", "vllm")
+    plan = tmp_path / "plan.yaml"
+    r = ledger("-C", root, "adopt", "k8s", "--git", repo, "--path", "deploy.yaml",
+               "--out", plan)
+    assert r.exit_code == 0, r.stderr
+    assert "engine release: vllm==0.30.0 -> vllm==0.34.0" in r.stdout
+    plan.write_text(plan.read_text().replace("  class:\n", "  class: perf\n"))
+    r = ledger("-C", root, "adopt", "--apply", plan)
+    assert r.exit_code == 0, r.stderr
+    (entry,) = ledger("-C", root, "--json", "list").json()
+    assert (entry["kind"], entry["before"], entry["after"]) == (
+        "upgrade", "vllm==0.30.0", "vllm==0.34.0")
+    shown = ledger("-C", root, "--json", "show", entry["id"]).json()
+    assert shown["history"][0]["when"] == "2026-11-20T10:00:00Z"
+    assert shown["origin"].startswith("commit ")
+    assert ledger("-C", root, "revert", entry["id"], "--why", "t").exit_code == 0
+    assert (repo / "deploy.yaml").read_text() == DEPLOYMENT
