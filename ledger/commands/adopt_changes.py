@@ -40,10 +40,7 @@ def history_only(items: Sequence[Proposal], copies: Sequence[Copy],
             out[p.knob] = ("the knob now lives in branches of the live file (held there "
                            "per place): its top-level history is history only")
             continue
-        if p.name == RELEASE_KNOB and None in (p.before, p.after):
-            out[p.knob] = ("the file names no single engine release on one side: an upgrade "
-                           "goes from one release to another")
-        elif any((p.knob, v) in computed for v in (p.before, p.after) if v is not None):
+        if any((p.knob, v) in computed for v in (p.before, p.after) if v is not None):
             out[p.knob] = "a value the shell computes: the ledger holds static values"
         elif p.condition is not None and p.knob not in live_places:
             out[p.knob] = "a place the live file no longer has"

@@ -428,9 +428,21 @@ def _release_findings(r: TargetReading, in_range: Sequence[Entry], add, changes)
     add("release", f"{change.text} in target {r.name} has no entry: the engine release "
         "changed outside the ledger", path=r.path, line=line, target=r.name,
         knob="engine release", change=change.text,
-        fix=f"record it: an entry on {r.name} in this range whose title names "
-            f"{new_versions[0]} (the upgrade's knob changes; upgrade entries, once they "
-            "exist, take its place), or take the release back")
+        fix=_adopt_upgrade(r.name, base, head) or
+            f"record it: an entry on {r.name} in this range whose title names "
+            f"{new_versions[0]} (the upgrade's knob changes), or take the release back")
+
+
+def _adopt_upgrade(target: str, base: dict, head: dict) -> str:
+    """The command that records a release bump made in the file as an upgrade entry, where
+    the file names one release on each side."""
+    if len(base) != 1 or len(head) != 1:
+        return ""
+    (before,), (after,) = base, head
+    if before.split("==")[0] != after.split("==")[0]:
+        return ""
+    return (f"record it: `ledger record upgrade {target} --adopt --before {before} --to "
+            f"{after} --class perf|bugfix --title ...`, or take the release back")
 
 
 def _state_findings(readings, head_entries, in_range, reported, add) -> None:

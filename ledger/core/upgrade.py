@@ -105,11 +105,9 @@ def _cmd(*words: str) -> str:
 
 def set_command(target: str, name: str, value: str | None, cls: str, title: str) -> str:
     """The ``ledger record knob|flag`` that sets (or, for None, unsets) ``name``."""
-    if name.startswith("-"):
-        words = [f"{name}={value}"] if value is not None else [name, "--unset"]
-        return _cmd("record", "flag", target, *words, "--class", cls, "--title", title)
     words = [f"{name}={value}"] if value is not None else [name, "--unset"]
-    return _cmd("record", "knob", target, *words, "--class", cls, "--title", title)
+    return _cmd("record", "flag" if name.startswith("-") else "knob", target, *words,
+                "--class", cls, "--title", title)
 
 
 def value_word(default: object) -> str:
