@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from dataclasses import replace
 
 from ledger.commands.catalog import engine_of
 from ledger.commands.record import new_entry
@@ -222,6 +223,11 @@ def record_upgrade(s: Session, target: str, to: str, *, cls: str, title: str, wh
         release = _before(s.ws, tf, engine, to, before, entries)
         edited = {} if adopt else {target: edit_target(tf, {RELEASE_KNOB: to})}
         tp = plan_for(s.ws, tf, to, release)
+        declared = tf.target.engine
+        if declared and declared != to:  # target.engine wins over the file (engine_of)
+            tp = replace(tp, warnings=(*tp.warnings, (
+                f"ledger.yaml declares engine: {declared} for target {target}, which knob "
+                f"checks keep using: change it to {to}")))
         plan_json = tp.to_dict()
         entry = new_entry(s, kind="upgrade", cls=cls, title=title, why=why, adopt=adopt,
                           target=target, knob=RELEASE_KNOB, before=release.spec, after=to,

@@ -315,3 +315,56 @@ def test_adopt_proposes_the_image_bump_of_a_deploy_repo(tmp_path, ledger):
     assert shown["origin"].startswith("commit ")
     assert ledger("-C", root, "revert", entry["id"], "--why", "t").exit_code == 0
     assert (repo / "deploy.yaml").read_text() == DEPLOYMENT
+
+
+def _raw_release(engine: str, version: str) -> dict:
+    """A release catalog read with a plain YAML loader: the independent side."""
+    import yaml
+
+    from envknobs.catalog_release import RELEASES
+
+    data = yaml.safe_load((RELEASES / f"{engine}-{version}.yaml").read_text())
+    return {item["name"]: item for item in data["knobs"]}
+
+
+def _pairs():
+    from envknobs.catalog_release import bundled_releases
+
+    return [(e, a, b) for e in ("vllm", "sglang")
+            for a, b in zip(bundled_releases(e), bundled_releases(e)[1:])]
+
+
+@pytest.mark.parametrize("engine,old,new", _pairs())
+def test_plan_of_every_bundled_pair_against_the_catalogs(tmp_path, ledger, engine, old, new):
+    """A script that sets every env var the new release drops, upgraded one release up:
+    each is a row on its own line; every env var whose default moved is a default row
+    with the defaults the two catalogs (read plainly) declare."""
+    before, after = _raw_release(engine, old), _raw_release(engine, new)
+    gone = sorted(set(before) - set(after))
+    lines = ["#!/usr/bin/env bash", f'pip install "{engine}=={old}"',
+             *(f"export {name}=1" for name in gone), f"exec {engine} serve m"]
+    script = tmp_path / "serve.sh"
+    script.write_text("\n".join(lines) + "\n")
+    root = tmp_path / "ws"
+    ledger("init", root, "--root", f"tmp={tmp_path}")
+    ledger("-C", root, "target", "add", "t", script, "--format", "bash")
+    r = ledger("-C", root, "--json", "upgrade", "plan", "--to", f"{engine}=={new}")
+    assert r.exit_code == 0, r.stderr
+    rows = r.json()["plans"][0]["rows"]
+    dropped = {row["name"]: row for row in rows
+               if row["change"] in ("removed", "renamed", "deprecated")}
+    assert sorted(dropped) == gone and gone
+    for i, name in enumerate(gone, start=3):
+        assert dropped[name]["where"] == f"{script}:{i}"
+    moved = {row["name"]: row for row in rows if row["change"] == "default"}
+    checked = 0
+    for name, item in after.items():
+        was = before.get(name)
+        if was is None or was["type"] != item["type"] or None in (was["default"], item["default"]):
+            continue
+        if (bool(was["default"]) != bool(item["default"]) if item["type"] == "bool"
+                else was["default"] != item["default"]):
+            assert (moved[name]["old_default"], moved[name]["new_default"]) == (
+                was["default"], item["default"]), name
+            checked += 1
+    assert checked >= 3  # a pair of real releases moves defaults under unset names
