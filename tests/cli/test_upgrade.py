@@ -17,6 +17,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli.test_check import deploy  # noqa: F401  (a fixture: the deploy repo)
+from tests.cli.test_check import line_of
+
 SERVE = """\
 #!/usr/bin/env bash
 # vLLM decode server, pinned wheel (see the ledger for every change)
@@ -368,3 +371,21 @@ def test_plan_of_every_bundled_pair_against_the_catalogs(tmp_path, ledger, engin
                 was["default"], item["default"]), name
             checked += 1
     assert checked >= 3  # a pair of real releases moves defaults under unset names
+
+
+def test_check_names_the_adopt_command_for_a_hand_bump_and_passes_once_recorded(deploy):
+    d = deploy  # ledger check's own deploy repo (tests/cli/test_check.py)
+    line = line_of(d.manifest, "image:")
+    d.edit(d.manifest, "lmsysorg/sglang:v0.5.20-cu129", "lmsysorg/sglang:v0.5.23-cu129")
+    r = d.check()
+    assert r.exit_code == 1
+    assert (f"k8s/decode.yaml:{line}: engine release: sglang==0.5.20 -> sglang==0.5.23"
+            in r.stdout)
+    assert ("fix: record it: `ledger record upgrade decode-k8s --adopt --before sglang==0.5.20 "
+            "--to sglang==0.5.23") in r.stdout
+    r = d.ledger("record", "upgrade", "decode-k8s", "--adopt", "--before", "sglang==0.5.20",
+                 "--to", "sglang==0.5.23", "--class", "perf", "--title", "SGLang 0.5.23")
+    assert r.exit_code == 0, r.stderr
+    r = d.check()  # the release is explained; a perf upgrade still wants its A/B evidence
+    assert r.exit_code == 1 and "has no entry" not in r.stdout and "[state]" not in r.stdout
+    assert "a perf change added without evidence [evidence]" in r.stdout
