@@ -108,8 +108,10 @@ def settings_of(tf: TargetFile, spec: str | None) -> list[Setting]:
     for name in tf.names():
         found = tf.knob_summary(name)
         line = found.places[0].line if found is not None and found.places else _line_of(tf, name)
-        canonical = release_flag_name(spec, name) or name
-        out.append(Setting(canonical, tf.live(name), line))
+        # an engine --config file's keys are its server flags, spelled without the dashes
+        key = name if tf.target.flags and not name.startswith("-") else None
+        flag = f"--{name}" if key is not None else name
+        out.append(Setting(release_flag_name(spec, flag) or flag, tf.live(name), line, key))
     return out
 
 
@@ -157,7 +159,18 @@ def plan_for(ws, tf: TargetFile, to: str, release: Release) -> TargetPlan:
     old_spec = f"{engine}=={sides[0]}" if sides[0] else None
     return plan_target(tf.target.name, str(tf.path), settings_of(tf, old_spec), release.lines,
                        release.spec, to, release.source, changes, translate=translate,
-                       warnings=warnings)
+                       warnings=warnings, spelling=lambda name: _spelling(tf, name))
+
+
+def _spelling(tf: TargetFile, name: str) -> str | None:
+    """How ``tf``'s format writes a name it does not hold yet; None where it cannot: a
+    flag in an env map or env file, an env var in an engine ``--config`` file."""
+    t = tf.target
+    if name.startswith("-"):
+        if t.flags:
+            return name.lstrip("-")
+        return name if t.format in ("bash", "k8s", "systemd") else None
+    return None if t.flags else name
 
 
 def upgrade_plan(s: Session, names: list[str], to: str, given: str | None = None

@@ -30,6 +30,7 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass
 from dataclasses import field
+from typing import Callable
 from typing import Iterable
 from typing import Sequence
 
@@ -40,11 +41,18 @@ ROW_ORDER = ("release", "removed", "renamed", "deprecated", "redundant", "defaul
 
 @dataclass(frozen=True)
 class Setting:
-    """A knob or flag the file sets: its name as the old release reads it, value, line."""
+    """A knob or flag the file sets: its name as the old release reads it, value, line;
+    ``key``: how the file spells it where that is no knob or flag name (an engine
+    ``--config`` file's ``mem-fraction-static`` for ``--mem-fraction-static``)."""
 
     name: str
     value: str | None
     line: int
+    key: str | None = None
+
+    def spelled(self, name: str) -> str:
+        """``name`` (this setting's, or its replacement's) as the file writes it."""
+        return name.lstrip("-") if self.key is not None and name.startswith("--") else name
 
 
 @dataclass(frozen=True)
@@ -132,10 +140,14 @@ def same_value(value: str | None, default: object) -> bool:
 
 def plan_target(target: str, path: str, settings: Sequence[Setting], release_lines: Sequence[int],
                 before: str, after: str, source: str, changes, *,
-                translate, warnings: Iterable[str] = ()) -> TargetPlan:
+                translate, warnings: Iterable[str] = (),
+                spelling: Callable[[str], str | None] = lambda name: name) -> TargetPlan:
     """The rows of one target's upgrade from ``before`` to ``after`` (``changes``: the
     :class:`envknobs.release_diff.ReleaseChanges` between them, None when there is none
-    to compare; ``translate(value, inverts)``: the value for a renamed knob)."""
+    to compare; ``translate(value, inverts)``: the value for a renamed knob;
+    ``spelling(name)``: how the file would write a name it does not set yet, None where
+    it cannot hold it — an env var in an engine ``--config`` file, a flag in an env map:
+    the row stays, the default still moves for the process, without a command)."""
     version = after.split("==", 1)[1]
     line = release_lines[0] if release_lines else None
     rows = [Row("release", before, line, _cmd("record", "upgrade", target, "--to", after,
@@ -149,25 +161,34 @@ def plan_target(target: str, path: str, settings: Sequence[Setting], release_lin
             if row is not None:
                 rows.append(row)
         for c in changes.of("default"):
-            if c.name not in set_names:
-                pin = None if c.old_default is None else value_word(c.old_default)
-                rows.append(Row("default", c.name, line, set_command(
-                    target, c.name, pin, "perf", f"keep {c.name} at its pre-{version} default")
-                    if pin is not None and not getattr(c.old_default, "computed", False)
-                    else "", old_default=c.old_default, new_default=c.new_default))
+            if c.name in set_names:
+                continue
+            pin = None if getattr(c.old_default, "computed", False) or c.old_default is None \
+                else value_word(c.old_default)
+            rows.append(Row("default", c.name, line, _new_name_command(
+                target, spelling(c.name), pin, f"keep {c.name} at its pre-{version} default"),
+                old_default=c.old_default, new_default=c.new_default))
         for c in changes.of("new"):
-            rows.append(Row("new", c.name, line, set_command(
-                target, c.name, "VALUE", "perf", f"try {c.name} (new in {version})"),
+            rows.append(Row("new", c.name, line, _new_name_command(
+                target, spelling(c.name), "VALUE", f"try {c.name} (new in {version})"),
                 new_default=c.new_default, note=c.doc[:160]))
     order = {k: i for i, k in enumerate(ROW_ORDER)}
     rows.sort(key=lambda r: (order[r.change], r.line or 0, r.name))
     return TargetPlan(target, path, before, after, source, tuple(rows), tuple(warnings))
 
 
+def _new_name_command(target: str, spelled: str | None, value: str | None, title: str) -> str:
+    """The command that sets a name the file does not set yet ("" where it cannot)."""
+    if spelled is None or value is None:
+        return ""
+    return set_command(target, spelled, value, "perf", title)
+
+
 def _set_row(target: str, s: Setting, c, version: str, translate) -> Row | None:
     """The row of a name the file sets, where the upgrade changes its fate."""
     if c is None:
         return None
+    mine = s.spelled(s.name)
     gone = f"{s.name}: {c.change} in {version}"
     if c.change == "renamed":
         try:
@@ -175,18 +196,18 @@ def _set_row(target: str, s: Setting, c, version: str, translate) -> Row | None:
         except ValueError as e:
             return Row("renamed", s.name, s.line, "", value=s.value, replacement=c.replacement,
                        inverts=c.inverts, note=str(e))
-        unset = set_command(target, s.name, None, "bugfix", gone)
-        put = set_command(target, str(c.replacement), new_value, "bugfix",
+        unset = set_command(target, mine, None, "bugfix", gone)
+        put = set_command(target, s.spelled(str(c.replacement)), new_value, "bugfix",
                           f"{s.name} is {c.replacement} from {version}")
         return Row("renamed", s.name, s.line, f"{unset} && {put}", value=s.value,
                    replacement=c.replacement, new_value=new_value, inverts=c.inverts,
                    note=c.note)
     if c.change in ("removed", "deprecated"):
-        return Row(c.change, s.name, s.line, set_command(target, s.name, None, "bugfix", gone),
+        return Row(c.change, s.name, s.line, set_command(target, mine, None, "bugfix", gone),
                    value=s.value, replacement=c.replacement, note=c.note)
     if c.change == "default" and same_value(s.value, c.new_default):
         return Row("redundant", s.name, s.line, set_command(
-            target, s.name, None, "perf", f"{s.name} is the default from {version}"),
+            target, mine, None, "perf", f"{s.name} is the default from {version}"),
             value=s.value, old_default=c.old_default, new_default=c.new_default)
     return None
 

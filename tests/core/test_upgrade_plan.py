@@ -116,3 +116,20 @@ def test_an_upgrade_entry_layers_like_a_knob_and_round_trips():
 def test_an_upgrade_entry_is_checked(changes, message):
     with pytest.raises(InvalidValue, match=message):
         _upgrade(**changes)
+
+
+def test_a_name_the_file_cannot_hold_keeps_its_row_without_a_command():
+    plan = plan_target("cfg", "/srv/cfg.yaml", [], (1,), "sglang==0.4.0", "sglang==0.4.6",
+                       "detected", CHANGES, translate=_translate,
+                       spelling=lambda name: None if not name.startswith("-") else name)
+    moved = [r for r in plan.rows if r.change == "default"]
+    assert {r.name for r in moved} == {"SGLANG_INIT_NEW_TOKEN_RATIO",
+                                       "SGLANG_RETRACT_DECODE_STEPS",
+                                       "SGLANG_CLIP_MAX_NEW_TOKENS_ESTIMATION"}
+    assert all(r.command == "" for r in moved)
+
+
+def test_a_config_file_key_is_planned_as_its_flag_and_written_as_its_key():
+    plan = _plan([Setting("--enable-ep-moe", "true", 4, key="enable-ep-moe")])
+    (removed,) = [r for r in plan.rows if r.change == "removed"]
+    assert removed.command.startswith("ledger record knob decode enable-ep-moe --unset")
