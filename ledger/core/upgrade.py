@@ -150,10 +150,11 @@ def plan_target(target: str, path: str, settings: Sequence[Setting], release_lin
     the row stays, the default still moves for the process, without a command)."""
     version = after.split("==", 1)[1]
     line = release_lines[0] if release_lines else None
-    rows = [Row("release", before, line, _cmd("record", "upgrade", target, "--to", after,
-                                             "--class", "perf", "--title",
-                                             f"upgrade to {after}"),
-                value=before, new_value=after)]
+    if before == after:  # nothing to upgrade: said, with no command
+        warnings = (*warnings, f"{target} already runs {after}")
+    rows = [Row("release", before, line, "" if before == after else _cmd(
+        "record", "upgrade", target, "--to", after, "--class", "perf", "--title",
+        f"upgrade to {after}"), value=before, new_value=after)]
     if changes is not None:
         set_names = {s.name: s for s in settings}
         for s in settings:

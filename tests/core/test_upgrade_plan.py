@@ -133,3 +133,10 @@ def test_a_config_file_key_is_planned_as_its_flag_and_written_as_its_key():
     plan = _plan([Setting("--enable-ep-moe", "true", 4, key="enable-ep-moe")])
     (removed,) = [r for r in plan.rows if r.change == "removed"]
     assert removed.command.startswith("ledger record knob decode enable-ep-moe --unset")
+
+
+def test_the_release_it_runs_already_is_said_without_a_command():
+    plan = plan_target("d", "/srv/s.sh", [], (2,), "vllm==0.34.0", "vllm==0.34.0", "detected",
+                       None, translate=_translate)
+    assert [r.command for r in plan.rows] == [""]
+    assert plan.warnings == ("d already runs vllm==0.34.0",)
