@@ -389,3 +389,43 @@ def test_check_names_the_adopt_command_for_a_hand_bump_and_passes_once_recorded(
     r = d.check()  # the release is explained; a perf upgrade still wants its A/B evidence
     assert r.exit_code == 1 and "has no entry" not in r.stdout and "[state]" not in r.stdout
     assert "a perf change added without evidence [evidence]" in r.stdout
+
+
+PD_PAIR = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: glm-pd
+spec:
+  template:
+    spec:
+      containers:
+      - name: prefill
+        image: lmsysorg/sglang:v0.5.20-cu129
+        env:
+        - name: SGLANG_DISAGGREGATION_QUEUE_SIZE
+          value: "4"
+      - name: decode
+        image: lmsysorg/sglang:v0.5.20-cu129
+        env:
+        - name: SGLANG_DISAGGREGATION_QUEUE_SIZE
+          value: "4"
+"""
+
+
+def test_one_file_runs_one_release_every_place_moves_together(tmp_path, ledger):
+    """The decision of envknobs.release_spots: a prefill and a decode image at one tag in
+    one manifest both move (and both come back) with the upgrade of either target."""
+    path = tmp_path / "pd.yaml"
+    path.write_text(PD_PAIR)
+    root = tmp_path / "ws"
+    ledger("init", root, "--root", f"tmp={tmp_path}")
+    for c in ("prefill", "decode"):
+        ledger("-C", root, "target", "add", c, path, "--format", "k8s", "--container", c)
+    r = ledger("-C", root, "--json", "record", "upgrade", "decode", "--to", "sglang==0.5.23",
+               "--class", "perf", "--title", "0.5.23")
+    assert r.exit_code == 0, r.stderr
+    assert path.read_text() == PD_PAIR.replace("v0.5.20", "v0.5.23")
+    assert r.json()["plan"]["rows"][0]["where"] == f"{path}:10"
+    assert ledger("-C", root, "revert", r.json()["id"], "--why", "t").exit_code == 0
+    assert path.read_text() == PD_PAIR
