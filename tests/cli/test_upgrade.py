@@ -429,3 +429,23 @@ def test_one_file_runs_one_release_every_place_moves_together(tmp_path, ledger):
     assert r.json()["plan"]["rows"][0]["where"] == f"{path}:10"
     assert ledger("-C", root, "revert", r.json()["id"], "--why", "t").exit_code == 0
     assert path.read_text() == PD_PAIR
+
+
+def test_a_declared_release_is_planned_and_cannot_be_recorded_in_the_file(tmp_path, ledger):
+    env = tmp_path / "vllm.env"
+    env.write_text("VLLM_ENGINE_ITERATION_TIMEOUT_S=120\n")
+    root = tmp_path / "ws"
+    ledger("init", root, "--root", f"tmp={tmp_path}")
+    ledger("-C", root, "target", "add", "env", env, "--format", "dotenv")
+    with open(root / "ledger.yaml", "a") as f:
+        f.write("engine: vllm==0.30.0\n")
+    r = ledger("-C", root, "--json", "upgrade", "plan", "--to", "vllm==0.34.0")
+    assert r.exit_code == 0, r.stderr
+    (plan,) = r.json()["plans"]
+    assert (plan["from"], plan["from_source"]) == ("vllm==0.30.0", "declared")
+    assert plan["rows"][0]["where"] == str(env)  # declared in ledger.yaml: no line
+    assert ("removed", f"{env}:1") in {(row["change"], row["where"]) for row in plan["rows"]}
+    r = ledger("-C", root, "record", "upgrade", "env", "--to", "vllm==0.34.0", "--class", "perf",
+               "--title", "t")
+    assert r.exit_code == 1 and "names no vllm release to change" in r.stderr
+    assert env.read_text() == "VLLM_ENGINE_ITERATION_TIMEOUT_S=120\n"
