@@ -108,7 +108,7 @@ def nearest(engine: str, version: str) -> list[str]:
     except ImportError:
         nearest_releases = None
     if nearest_releases is not None:
-        return list(nearest_releases(engine, version))
+        return [v for v in nearest_releases(engine, version) if v]
     known = bundled_releases(engine)
     key = version_key(version)
     below = [v for v in known if version_key(v) <= key]
