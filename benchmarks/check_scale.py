@@ -33,9 +33,9 @@ from ledger.core import planner  # noqa: E402
 from ledger.core.model import Action  # noqa: E402
 from ledger.core.model import Entry  # noqa: E402
 from ledger.core.model import Target  # noqa: E402
+from ledger.store.config_file import Config  # noqa: E402
+from ledger.store.config_file import dump_config  # noqa: E402
 from ledger.store.entries_file import entries_bytes  # noqa: E402
-from ledger.store.workspace import Config  # noqa: E402
-from ledger.store.workspace import dump_config  # noqa: E402
 
 GIT_ENV = {"GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@localhost",
            "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@localhost"}

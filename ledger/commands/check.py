@@ -210,7 +210,7 @@ _PARSED: dict[str, tuple] = {}  # blob id -> what it parses to (base and head of
 def _load_commit(repo: Repo, sha: str, blobs: dict[str, bytes], ids: dict[str, str],
                  *, required: bool) -> _Commit | None:
     """ledger.yaml (parsed once per blob) and entries.jsonl's bytes at ``sha``."""
-    from ledger.store.workspace import parse_config_text
+    from ledger.store.config_file import parse_config_text
 
     cfg_path, entries_path = repo.path(CONFIG), repo.path(ENTRIES)
     where = f"{cfg_path} at {sha[:12]}"

@@ -7,6 +7,7 @@ from dataclasses import field
 from typing import Container
 from typing import Sequence
 
+from ledger.commands.catalog import knob_defaults
 from ledger.core import planner
 from ledger.core.display import change_text
 from ledger.core.display import display_state
@@ -24,11 +25,10 @@ from ledger.evidence.view import evidence_for
 from ledger.evidence.view import evidence_ids
 from ledger.store import wsgit
 from ledger.store.apply import new_target_bytes
-from ledger.commands.catalog import knob_defaults
 from ledger.store.apply import read_targets
 from ledger.store.apply import unified
+from ledger.store.config_file import CONFIG_NAME
 from ledger.store.entries_file import parse_entries
-from ledger.store.workspace import CONFIG_NAME
 from ledger.store.workspace import ENTRIES_NAME
 from ledger.store.workspace import Workspace
 

@@ -32,13 +32,13 @@ from ledger.errors import MergeConflict
 from ledger.store.apply import drift_in
 from ledger.store.apply import new_target_bytes
 from ledger.store.apply import read_targets
+from ledger.store.config_file import CONFIG_NAME
+from ledger.store.config_file import parse_config_text
 from ledger.store.recovery import inside_workspace
 from ledger.store.roots import split_rooted
 from ledger.store.targets import TargetFile
 from ledger.store.targets import parse_target
-from ledger.store.workspace import CONFIG_NAME
 from ledger.store.workspace import Workspace
-from ledger.store.workspace import parse_config_text
 
 Expected = dict[planner.KnobKey, tuple[str | None, str | None, str | None]]
 
