@@ -29,7 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from ledger.core import planner  # noqa: E402
+from ledger.core import layers  # noqa: E402
 from ledger.core.model import Action  # noqa: E402
 from ledger.core.model import Entry  # noqa: E402
 from ledger.core.model import Target  # noqa: E402
@@ -60,7 +60,7 @@ def entry(seq: int, target: str, knob: str, before: str | None, after: str) -> E
 
 
 def write_state(root: Path, entries: list[Entry], n_targets: int) -> None:
-    expected = planner.expected_knobs(entries)
+    expected = layers.expected_knobs(entries)
     for i in range(n_targets):
         name = f"t{i:03d}"
         values = {k: v for (t, k), v in expected.items() if t == name and v is not None}

@@ -58,10 +58,10 @@ from typing import Sequence
 
 from ledger.commands.session import Session
 from ledger.commands.session import writing
+from ledger.core.layers import knob_layers
 from ledger.core.merge import Merged
 from ledger.core.merge import merge_entries
 from ledger.core.model import Entry
-from ledger.core.planner import knob_layers
 from ledger.errors import LedgerError
 from ledger.errors import MergeConflict
 from ledger.errors import PatchError

@@ -53,11 +53,11 @@ from typing import Mapping
 from typing import Sequence
 
 from ledger.core.inversion import inversion
+from ledger.core.layers import entry_keys
+from ledger.core.layers import expected_knobs
+from ledger.core.layers import knob_layers
 from ledger.core.model import Entry
 from ledger.core.model import split_place
-from ledger.core.planner import entry_keys
-from ledger.core.planner import expected_knobs
-from ledger.core.planner import knob_layers
 from ledger.errors import ConfigError
 from ledger.values import value_text
 
