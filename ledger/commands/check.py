@@ -32,14 +32,14 @@ from pathlib import Path
 from typing import Mapping
 from typing import Sequence
 
-from ledger.core.check import EvidenceView
-from ledger.core.check import Layout
-from ledger.core.check import Report
-from ledger.core.check import Side
-from ledger.core.check import TargetReading
 from ledger.core.check import check_range
 from ledger.core.check import parse_checks
 from ledger.core.check import range_entries
+from ledger.core.findings import EvidenceView
+from ledger.core.findings import Layout
+from ledger.core.findings import Report
+from ledger.core.findings import Side
+from ledger.core.findings import TargetReading
 from ledger.core.model import Entry
 from ledger.errors import ConfigError
 from ledger.errors import GitError
@@ -164,7 +164,7 @@ def _yaml_node(text: str, where: str):
 
 
 def side_of(tf) -> Side:
-    """What the core compares of a parsed target file (:class:`~ledger.core.check.Side`)."""
+    """What the core compares of a parsed target file (:class:`~ledger.core.findings.Side`)."""
     from envknobs.catalog_release import detect_engines
 
     values = dict(tf.values)
