@@ -199,25 +199,45 @@ def apply_plan(
     writes = new_target_bytes(files, plan.knob_edits, entries, layers.knob_sources(after),
                               layers.knob_lines(after), edited)
     result.files = {str(path): unified(str(path), old, new) for path, (old, new) in writes.items()}
-    engine_plan = None
-    if plan.patch_flips:
-        if engine is None:
-            raise PatchError("this command changes patch entries but no engine repo is set up")
-        engine_plan = engine(entries, plan)
-        if engine_plan is not None:
-            result.patch_diff = engine_plan.diff
+    engine_plan = _engine_plan(engine, entries, plan)
+    if engine_plan is not None:
+        result.patch_diff = engine_plan.diff
     if dry_run or plan.empty:
         return result
     _refuse_undecodable(ws, [new for _, new in plan.changes] + list(plan.added))
     ledger_writes = {ENTRIES_NAME: entries_bytes(after, ws.written_lines()),
                      **(extra_ledger_writes or {})}
+    outcome = _commit(ws, command, now, message, {p: new for p, (_, new) in writes.items()},
+                      ledger_writes, engine_plan)
+    ws.remember_entries(ledger_writes[ENTRIES_NAME], after)  # for the next command
+    result.backup_id = outcome.backup_id
+    result.commit = outcome.commit
+    return result
+
+
+def _engine_plan(
+    engine: Callable[[Sequence[Entry], planner.Plan], EnginePlan | None] | None,
+    entries: Sequence[Entry], plan: planner.Plan,
+) -> EnginePlan | None:
+    """The engine repo's step for a plan that flips patch entries (None: no patch flips)."""
+    if not plan.patch_flips:
+        return None
+    if engine is None:
+        raise PatchError("this command changes patch entries but no engine repo is set up")
+    return engine(entries, plan)
+
+
+def _commit(ws: Workspace, command: str, now: str, message: str,
+            target_writes: dict[Path, bytes], ledger_writes: dict[str, bytes | None],
+            engine_plan: EnginePlan | None):
+    """One transaction: backups, the writes, the engine step, the workspace commit."""
     from ledger.store.txn import Transaction  # the write machinery, for a write only
 
     txn = Transaction(ws, command, now)
     try:
-        outcome = txn.execute(
+        return txn.execute(
             message=message,
-            target_writes={p: new for p, (_, new) in writes.items()},
+            target_writes=target_writes,
             ledger_writes=ledger_writes,
             engine_step=engine_plan.step if engine_plan else None,
             engine_repo=engine_plan.repo if engine_plan else None,
@@ -226,10 +246,6 @@ def apply_plan(
         )
     finally:
         ws.invalidate()
-    ws.remember_entries(ledger_writes[ENTRIES_NAME], after)  # for the next command
-    result.backup_id = outcome.backup_id
-    result.commit = outcome.commit
-    return result
 
 
 def _checked_targets(
