@@ -9,14 +9,14 @@ from ruamel.yaml import YAML
 
 from tests.cli.deploy_history import adopt_git
 from tests.cli.deploy_history import commit_steps
-from tests.cli.story27 import BEFORE_TUNING
-from tests.cli.story27 import CTAS
-from tests.cli.story27 import NOW
-from tests.cli.story27 import TUNED
-from tests.cli.story27 import TUNED_LINE
-from tests.cli.story27 import git
-from tests.cli.story27 import make_story
-from tests.cli.story27 import mtime
+from tests.cli.after_the_incident import BEFORE_TUNING
+from tests.cli.after_the_incident import CTAS
+from tests.cli.after_the_incident import NOW
+from tests.cli.after_the_incident import TUNED
+from tests.cli.after_the_incident import TUNED_LINE
+from tests.cli.after_the_incident import git
+from tests.cli.after_the_incident import make_story
+from tests.cli.after_the_incident import mtime
 from tests.cli.test_story import live_value
 
 WAITING = "SGLANG_DISAGGREGATION_WAITING_TIMEOUT"
