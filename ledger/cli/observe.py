@@ -49,8 +49,9 @@ def evidence_prom(ctx, ref, url, window, warmup, match, step, metric, json_out) 
         click.echo(f"  side {w['side']}: {w['start']} .. {w['end']}")
     click.echo(f"  from {safe(seen['prometheus'])} {safe(seen['match'])}, "
                f"{seen['engine']} metric names{' ' + seen['release'] if seen['release'] else ''}"
-               f", a sample every {seen['step_s']:g}s ({seen['idle_steps']} idle steps left "
-               "out); load bins: requests in the engine (running + queued)")
+               f", a sample every {seen['step_s']:g}s; load bins: requests in the engine "
+               f"(running + queued); left out: {seen['idle_steps']} idle steps, "
+               f"{seen['sparse_steps']} in bins the other side has fewer than 3 of")
     for key, sides in sorted(seen["bucket_resolution"].items()):
         click.echo(f"  {key}: histogram buckets A {sides.get('A', '-')}, "
                    f"B {sides.get('B', '-')} (interpolated inside a bucket)")

@@ -66,7 +66,7 @@ def observe_evidence(s, ref: str, prometheus: str, *, window: str = "20m",
     from ledger.evidence.view import knob_context
 
     window_s = observed.parse_duration(window, "--window")
-    warmup_s = observed.parse_duration(warmup, "--warmup") if warmup not in ("0", "0s") else 0.0
+    warmup_s = observed.parse_duration(warmup, "--warmup", allow_zero=True)
     step_s = observed.parse_duration(step, "--step") if step else None
     selector, prom = parse_match(match), Prometheus(prometheus)
     with WriterLock(s.ws, s.command):
@@ -79,6 +79,7 @@ def observe_evidence(s, ref: str, prometheus: str, *, window: str = "20m",
         meta = {"prometheus": prom.url, "match": match or "", "engine": engine,
                 "release": release, "step_s": obs.step_s, "queries": obs.queries,
                 "windows": [w.to_dict() for w in windows], "idle_steps": obs.idle_steps,
+                "sparse_steps": obs.sparse_steps,
                 "buckets_s": obs.buckets, "observer": host_info()}
         summary = save_evidence(
             ws.root, e.id, obs.rows, meta, source="observed", metric=metric,
@@ -103,6 +104,7 @@ def _described(summary: dict, analysis: dict, obs, meta: dict, window_s: float) 
                          "engine": meta["engine"], "release": meta["release"],
                          "windows": meta["windows"], "step_s": meta["step_s"],
                          "idle_steps": meta["idle_steps"],
+                         "sparse_steps": meta["sparse_steps"],
                          "load": "requests in the engine (running + queued) per step, "
                                  "nearest power of two",
                          "counter_resets": "handled by rate()",

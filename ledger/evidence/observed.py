@@ -28,7 +28,10 @@ Decisions where the issue is silent:
   (chunked prefill, a lower max-running) would put every "after" step in another bin
   than the "before" ones and the slowdown would never be compared.  Both gauges stay in
   ``runs.csv`` (not judged).  Idle steps (fewer than 0.5 requests) are dropped and
-  counted.
+  counted.  A bin is compared only where both sides have :data:`MIN_RUNS` steps in it:
+  the odd step of a restart's ramp or a lull has no counterpart and would leave every
+  verdict ``inconclusive``; such steps are left out and counted (``sparse_steps``), and
+  with no bin left the command says which bins each side saw.
 * **Primary metric** ``output_throughput`` as for bench evidence (per load bin it is the
   engine's speed); ``--metric`` picks another (``median_itl_ms``).
 """
@@ -55,6 +58,7 @@ from ledger.evidence.prom import Prometheus
 from ledger.evidence.prom import bucket_resolution
 from ledger.evidence.prom import metric_names
 from ledger.evidence.prom import queries
+from ledger.evidence.verdict import MIN_RUNS
 
 CHANGES = ("record", "adopt", "restore", "revert", "suspect", "rollback")
 STEPS_PER_WINDOW = 30
@@ -63,11 +67,12 @@ _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)?\Z")
 _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
 
 
-def parse_duration(text: str, what: str) -> float:
-    """``20m``, ``5m``, ``30s``, ``1h``, ``90`` (seconds) as seconds > 0."""
+def parse_duration(text: str, what: str, allow_zero: bool = False) -> float:
+    """``20m``, ``5m``, ``30s``, ``1h``, ``90`` (seconds) as seconds > 0 (>= 0 with
+    ``allow_zero``)."""
     m = _DURATION.match(str(text).strip())
-    seconds = float(m.group(1)) * _UNITS[m.group(2)] if m else 0.0
-    if seconds <= 0:
+    seconds = float(m.group(1)) * _UNITS[m.group(2)] if m else -1.0
+    if seconds < 0 or (seconds == 0 and not allow_zero):
         raise EvidenceError(f"{what} {text!r}: write a duration such as 20m, 30s or 1h")
     return seconds
 
@@ -140,6 +145,7 @@ class Observation:
     queries: dict[str, str] = field(default_factory=dict)
     buckets: dict[str, list[float]] = field(default_factory=dict)
     idle_steps: int = 0
+    sparse_steps: int = 0  # busy steps in a load bin the other side (nearly) never saw
     windows: list[Window] = field(default_factory=list)
     step_s: float = 0.0
 
@@ -170,15 +176,41 @@ def observe(prom: Prometheus, engine: str, release: str | None, match: str,
             out.rows.append(row)
             repeat[load] = repeat.get(load, 0) + 1
     names = metric_names(engine, release)
+    _require_rows(out, prom, names, match)
+    _keep_shared_bins(out)
     first, last = min(w.start for w in windows), max(w.end for w in windows)
     for measure, stem in LATENCIES:
         out.buckets[stem] = prom.bucket_bounds(names[measure], match, first, last)
+    return out
+
+
+def _keep_shared_bins(out: Observation) -> None:
+    """Only the load bins with :data:`MIN_RUNS` steps on both sides (module docs)."""
+    counts: dict[tuple[str, int], int] = {}
+    for row in out.rows:
+        key = (row["side"], row["concurrency"])
+        counts[key] = counts.get(key, 0) + 1
+    shared = {load for (_, load) in counts
+              if min(counts.get((side, load), 0) for side in ("A", "B")) >= MIN_RUNS}
+    kept = [r for r in out.rows if r["concurrency"] in shared]
+    out.sparse_steps = len(out.rows) - len(kept)
+    if not kept:
+        seen = "; ".join(f"{side}: " + (", ".join(f"{n} at load {load}" for (s, load), n
+                                                  in sorted(counts.items()) if s == side)
+                                        or "none") for side in ("A", "B"))
+        raise EvidenceError(f"no load bin has {MIN_RUNS} steps on both sides (steps per "
+                            f"bin, {seen}): the load before and after differ too much to "
+                            "compare; a longer --window may find a shared one")
+    out.rows = kept
+
+
+def _require_rows(out: Observation, prom: Prometheus, names: dict[str, str],
+                  match: str) -> None:
     if not out.rows:
         raise EvidenceError(f"Prometheus at {prom.url} has no busy step of "
                             f"{names['generation_tokens']}{'{' + match + '}' if match else ''} "
                             "in the windows: is the selector right, and was the engine "
                             "serving then?")
-    return out
 
 
 def resolution_notes(obs: Observation, analysis: dict[str, Any]) -> dict[str, dict[str, str]]:

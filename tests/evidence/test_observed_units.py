@@ -94,6 +94,7 @@ def test_load_bins_durations_and_bucket_resolution():
         [1, 1, 4, 4, 4, 4, 8, 64]
     assert parse_duration("20m", "--window") == 1200 and parse_duration("1.5s", "x") == 1.5
     assert parse_duration("90", "x") == 90 and parse_duration("1h", "x") == 3600
+    assert parse_duration("0m", "--warmup", allow_zero=True) == 0
     for bad in ("0s", "-1m", "fast", ""):
         with pytest.raises(EvidenceError, match="--window"):
             parse_duration(bad, "--window")
@@ -160,3 +161,20 @@ def test_a_guard_judges_with_its_own_allowed_change_and_only_a_critical_one_deci
     assert calm["verdict"] == "neutral"
     assert "neutral" in format_headline(calm) and "output_throughput @c8" in \
         format_headline(calm) and "within ±2%" in format_headline(calm)
+
+
+def test_only_load_bins_both_sides_saw_are_compared():
+    from ledger.evidence.observed import Observation
+    from ledger.evidence.observed import _keep_shared_bins
+
+    def rows(side, load, n):
+        return [{"side": side, "concurrency": load, "repeat": i} for i in range(n)]
+
+    obs = Observation(rows=rows("A", 4, 9) + rows("B", 4, 8) + rows("A", 2, 1) +
+                      rows("B", 2, 3) + rows("B", 1, 5))
+    _keep_shared_bins(obs)
+    assert {r["concurrency"] for r in obs.rows} == {4} and obs.sparse_steps == 9
+    apart = Observation(rows=rows("A", 4, 9) + rows("B", 1, 9))
+    with pytest.raises(EvidenceError, match="no load bin has 3 steps on both sides "
+                       r"\(steps per bin, A: 9 at load 4; B: 9 at load 1\)"):
+        _keep_shared_bins(apart)
