@@ -38,8 +38,9 @@ KEYS = ("metric", "direction", "max_change_pct", "critical")
 
 
 def name_direction(name: str) -> str | None:
-    """``lower`` for a latency (``*_ms``), ``higher`` for a rate, None when not judged
-    (the rule of :func:`ledger.evidence.stats.metric_direction`)."""
+    """``lower`` for a latency (``*_ms``), ``higher`` for a rate (``*throughput*``,
+    ``*goodput*``, ``*_per_s``), None when not judged (every verdict's rule:
+    :func:`ledger.evidence.stats.metric_direction` asks here)."""
     if name.endswith("_ms"):
         return "lower"
     if "throughput" in name or "goodput" in name or name.endswith("_per_s"):

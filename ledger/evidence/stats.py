@@ -78,12 +78,12 @@ VERDICTS = ("gain", "neutral", "regression", "inconclusive")
 
 
 def metric_direction(name: str) -> bool | None:
-    """True when higher is better, False when lower is better, None when not a judged metric."""
-    if name.endswith("_ms"):
-        return False
-    if "throughput" in name or "goodput" in name or name.endswith("_per_s"):
-        return True
-    return None
+    """True when higher is better, False when lower is better, None when not a judged metric
+    (the rule is :func:`ledger.core.guards.name_direction`'s)."""
+    from ledger.core.guards import name_direction
+
+    direction = name_direction(name)
+    return None if direction is None else direction == "higher"
 
 
 def load_column(df: "pd.DataFrame") -> str:
