@@ -32,6 +32,7 @@ from ledger.cli.docs import render
 from ledger.cli.doctor import doctor
 from ledger.cli.evidence import ab
 from ledger.cli.evidence import evidence
+from ledger.cli.observe import evidence_prom  # noqa: F401  (adds `evidence prom`)
 from ledger.cli.record import record
 from ledger.cli.report import diff
 from ledger.cli.report import list_cmd

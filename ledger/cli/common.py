@@ -31,6 +31,16 @@ class State:
         from ledger.commands.session import open_session
 
         s = open_session(self.workspace, command_line(ctx), **options)
+        bake = ctx.meta.get("ledger.bake")
+        if bake:  # --bake and its options (ledger.cli.live.bake_options)
+            from ledger.commands.observe import BakeSpec
+
+            if "bake" not in bake:
+                from ledger.errors import UsageError
+
+                raise UsageError("--prometheus, --match and --bake-step go with --bake")
+            s.bake = BakeSpec(bake.get("bake") or "", bake.get("prometheus"),
+                              bake.get("match"), bake.get("bake_step"))
         for notice in s.notices:
             click.echo(f"note: {notice}", err=True)
         return s

@@ -146,20 +146,25 @@ def _print_summary_table(summary: dict) -> None:
         low, high = m.get("ci_low_pct"), m.get("ci_high_pct")
         ci = "—" if low is None or high is None else f"{low:+.1f}..{high:+.1f}%"
         why = neutral_reason(m, summary.get("warnings") or ())
-        rows.append([of_row(c).label, _num(m.get("median_a"), ".2f"),
+        label = of_row(c).label
+        rows.append([label[1:] if summary.get("observed") else label, _num(m.get("median_a"), ".2f"),
                      _num(m.get("median_b"), ".2f"), _num(m.get("delta_pct"), "+.1f", "%"), ci,
                      _num(m.get("p_adjusted", m.get("p_value")), ".3f"),
                      f"{c.get('n_a')}/{c.get('n_b')}",
                      m.get("verdict", "") + (f" ({why})" if why else "")])
     if rows:
         click.echo(f"{metric}:")
-        load = "RATE" if summary.get("load") == "rate" else "CONC"
+        load = "RATE" if summary.get("load") == "rate" else \
+            "LOAD" if summary.get("observed") else "CONC"  # observed: requests in the engine
         click.echo(table(rows, [load, "MEDIAN A", "MEDIAN B", "DELTA", "95% CI", "P (HOLM)",
                                 "N", "VERDICT"]))
     workload = summary.get("workload") or {}
     if workload:
         click.echo("workload: " + safe(", ".join(f"{k} {_said(v)}" for k, v in workload.items()
                                                  if v is not None)))
+    if summary.get("observed"):
+        click.echo(f"{summary['observed'].get('what')}: not a controlled A/B (A before, B "
+                   "after the change, live traffic; LOAD = requests in the engine)")
     click.echo(f"verdict {summary.get('verdict')}; outputs {summary.get('outputs')}")
     click.echo(f"rule: {VERDICT_RULE}")
     _warn(summary.get("warnings") or [])

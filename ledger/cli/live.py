@@ -17,10 +17,37 @@ from ledger.errors import LedgerError
 
 
 def restart_option(f):
+    f = bake_options(f)
     return click.option(
         "--restart", is_flag=True,
         help="After the change, restart each touched target's service (restart: in "
              "ledger.yaml) and wait for its health check; roll back if it fails.")(f)
+
+
+def _keep_bake(ctx, param, value):
+    """``--bake``/``--prometheus``/``--match``/``--bake-step`` go to the session (read by
+    State.session), not to each command's signature."""
+    if value is not None:
+        ctx.meta.setdefault("ledger.bake", {})[param.name] = value
+    return value
+
+
+def bake_options(f):
+    """``--bake DURATION --prometheus URL [--match SEL] [--bake-step DUR]`` (with
+    --restart): ledger.commands.observe.bake_verdict."""
+    for name, metavar, text in (
+            ("--bake-step", "DUR", "Prometheus query step of the bake (default bake/30)."),
+            ("--match", "SEL", "Label matchers of the restarted engine's series, e.g. "
+                               "'{job=\"decode\"}'."),
+            ("--prometheus", "URL", "The Prometheus server that scrapes the restarted engine "
+                                    "(for --bake)."),
+            ("--bake", "DURATION", "With --restart: after the health gate, wait DURATION "
+                                   "(e.g. 10m), compare the engine's metrics before and "
+                                   "after in Prometheus, and roll back as a failed health "
+                                   "check does when they regress (ledger.yaml guards).")):
+        f = click.option(name, metavar=metavar, default=None, expose_value=False,
+                         callback=_keep_bake, help=text)(f)
+    return f
 
 
 def print_live(ctx, outcome) -> None:
@@ -36,6 +63,8 @@ def print_live(ctx, outcome) -> None:
                    "(files and entries as before the command)")
         for step in outcome.rollback_restart.steps if outcome.rollback_restart else ():
             click.echo(f"after the rollback: {safe(step.describe())}")
+    if outcome.bake is not None:
+        click.echo(safe(outcome.bake.describe()))
     for commit in outcome.record_commits:
         click.echo(f"restarts recorded: workspace commit {commit[:10]}")
     for t in outcome.differing:
@@ -51,7 +80,11 @@ def print_live(ctx, outcome) -> None:
             again = outcome.rollback_restart
             tail = "the service is healthy on the old configuration" if again and again.ok \
                 else "the service is NOT healthy after the rollback either: check it now"
-            raise LedgerError(f"health check failed after the change; rolled back ({tail})")
+            what = "the bake found a regression" if outcome.bake is not None and \
+                not outcome.bake.ok and not outcome.bake.error else \
+                "the bake could not read Prometheus" if outcome.bake is not None and \
+                not outcome.bake.ok else "health check failed"
+            raise LedgerError(f"{what} after the change; rolled back ({tail})")
         raise LedgerError(outcome.error or "restart failed")
 
 

@@ -20,6 +20,7 @@ patch entries touches every target with a restart hook (the engine code is their
 from __future__ import annotations
 
 import functools
+import time
 from dataclasses import dataclass
 from dataclasses import field
 from typing import Callable
@@ -67,6 +68,7 @@ class LiveOutcome:
     record_commits: list[str] = field(default_factory=list)
     differing: list[TargetLive] = field(default_factory=list)
     error: str = ""
+    bake: object | None = None  # ledger.commands.observe.BakeResult after --bake
 
     @property
     def failed(self) -> bool:
@@ -83,6 +85,7 @@ class LiveOutcome:
             "record_commits": self.record_commits,
             "pending_restart": [t.to_dict() for t in self.differing],
             "failed": self.failed, "error": self.error,
+            "bake": self.bake.to_dict() if self.bake else None,
         }
 
 
@@ -104,6 +107,10 @@ def planned_restarts(s: Session, names: Sequence[str]) -> list[PlannedRestart]:
 def run_mutation(s: Session, mutate: Callable[[bool], Applied], *, restart: bool,
                  dry_run: bool) -> LiveOutcome:
     """Run ``mutate(dry_run)`` with what ``--restart`` (or its absence) adds."""
+    if s.bake is not None and not restart:
+        from ledger.errors import Refused
+
+        raise Refused("--bake waits after a restart's health gate: give --restart too")
     if dry_run:
         applied = mutate(True)
         out = LiveOutcome(applied)
@@ -114,6 +121,8 @@ def run_mutation(s: Session, mutate: Callable[[bool], Applied], *, restart: bool
         applied = mutate(False)
         return LiveOutcome(applied, differing=_differing(s, touched_targets(s, applied)))
     planned_restarts(s, touched_targets(s, mutate(True)))  # refuse before any change
+    if s.bake is not None:
+        s.bake.checked()  # a bad --bake or no --prometheus: refused before any change
     with WriterLock(s.ws, s.command) as lock:
         if lock.notice:
             s.notices.append(lock.notice)
@@ -160,6 +169,7 @@ def _mutate_and_restart(s: Session, mutate: Callable[[bool], Applied]) -> LiveOu
     ws = s.ws
     rec = RestartRecord(s.command, s.now, wsgit.head(ws.root))
     rec.save(ws)
+    changed_at = time.time()
     try:
         applied = mutate(False)
     except BaseException:
@@ -184,11 +194,14 @@ def _mutate_and_restart(s: Session, mutate: Callable[[bool], Applied]) -> LiveOu
     if out.restart.ok:
         out.record_commits.append(record_restarts(
             ws, rec, out.restart, at=s.now, command=s.command, context=f"after {applied.op}"))
-        RestartRecord.clear(ws)
-        return out
-    reason = "health check failed on " + ", ".join(st.target for st in out.restart.failed)
+        reason = _bake(s, rec, out, changed_at, applied) if s.bake is not None else ""
+        if not reason:
+            RestartRecord.clear(ws)
+            return out
+    else:
+        reason = "health check failed on " + ", ".join(st.target for st in out.restart.failed)
     out.rollback_commit = rollback_op(ws, rec, reason=reason, at=s.now, command=s.command,
-                                      result=out.restart)
+                                      result=None if out.restart.ok else out.restart)
     rec.phase = "rollback"
     rec.save(ws)
     crash_point("before-rollback-restart")
@@ -198,6 +211,25 @@ def _mutate_and_restart(s: Session, mutate: Callable[[bool], Applied]) -> LiveOu
         context=f"after the rollback of {applied.op}"))
     RestartRecord.clear(ws)
     return out
+
+
+def _bake(s: Session, rec: RestartRecord, out: LiveOutcome, changed_at: float,
+          applied: Applied) -> str:
+    """Wait the bake and judge it (ledger.commands.observe.bake_verdict); its result goes
+    into the history.  Returns why to roll back, "" to keep the change.  The restart
+    record stays until then: a kill during the bake is rolled back by the next command."""
+    from ledger.commands.observe import bake_verdict
+    from ledger.live.rollback import changed_by
+    from ledger.live.rollback import record_bake
+
+    entry = next((e for e in changed_by(s.ws, rec) if e.kind == "knob"), None)
+    try:
+        out.bake = bake_verdict(s.ws, s.bake, changed_at, time.time(), entry)
+    except KeyboardInterrupt as e:
+        raise _interrupted_restart(s, applied) from e
+    out.record_commits.append(record_bake(s.ws, rec, out.bake.describe(), out.bake.ok,
+                                          at=s.now, command=s.command))
+    return "" if out.bake.ok else out.bake.describe()
 
 
 def _interrupted_restart(s: Session, applied: Applied) -> Interrupted:

@@ -49,6 +49,9 @@ class Session:
     # True while a caller holds the writer lock for several steps (a mutation and its
     # --restart): `writing` then takes nothing more.
     locked: bool = False
+    # ``--bake DURATION --prometheus URL`` beside ``--restart`` (ledger.commands.observe
+    # .BakeSpec), or None.
+    bake: object | None = None
 
 
 def printable(text: str) -> str:

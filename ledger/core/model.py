@@ -54,7 +54,7 @@ SUSPICIONS = ("suspected", "cleared")
 # restart: a --restart restarted the entry's service (with the health result);
 # rollback: a failed health check (or an interrupted restart) put the entry back.
 ACTIONS = ("record", "adopt", "revert", "restore", "suspect", "clear", "restart", "rollback",
-           "amend")
+           "amend", "bake")
 
 # Target names and entry ids name files (patches/<id>.patch, evidence/<id>/,
 # entries/<id>.md) and URL fragments: no separators, no leading dot, nothing a shell or a

@@ -78,12 +78,12 @@ VERDICTS = ("gain", "neutral", "regression", "inconclusive")
 
 
 def metric_direction(name: str) -> bool | None:
-    """True when higher is better, False when lower is better, None when not a judged metric."""
-    if name.endswith("_ms"):
-        return False
-    if "throughput" in name or "goodput" in name or name.endswith("_per_s"):
-        return True
-    return None
+    """True when higher is better, False when lower is better, None when not a judged metric
+    (the rule is :func:`ledger.core.guards.name_direction`'s)."""
+    from ledger.core.guards import name_direction
+
+    direction = name_direction(name)
+    return None if direction is None else direction == "higher"
 
 
 def load_column(df: "pd.DataFrame") -> str:
@@ -266,10 +266,8 @@ def analyze(
             f"the runs have no {metric!r} column; judged metrics present: "
             + (", ".join(metrics) or "none")
         )
-    bad_guards = [g for g in guards if metric_direction(g) is None]
-    if bad_guards:
-        raise EvidenceError(f"cannot guard with {', '.join(map(repr, bad_guards))}: a guard "
-                            "metric is a rate (…throughput) or a latency (…_ms)")
+    guards = _checked_guards(guards)
+    tol_of = {g.metric: g.max_change_pct for g in guards if g.max_change_pct is not None}
     load = load_column(df)
     by_conc: list[dict[str, Any]] = []
     for value, group in sorted(df.groupby(load), key=lambda kv: kv[0]):
@@ -284,7 +282,7 @@ def analyze(
         for name in metrics:
             cmp = compare_metric(
                 side_a[name].to_numpy(), side_b[name].to_numpy(), bool(metric_direction(name)),
-                paired=pairs is not None, tol_pct=tol,
+                paired=pairs is not None, tol_pct=tol_of.get(name, tol),
             )
             if cmp["n_a"] == 0 and cmp["n_b"] == 0:
                 continue  # this bench did not report the metric at this concurrency
@@ -298,19 +296,37 @@ def analyze(
             cell["p_adjusted"] = p_adj
     primary = [b["metrics"][metric] for b in by_conc if metric in b["metrics"]]
     verdict = entry_verdict(c["verdict"] for c in primary)
-    veto = guard_veto(by_conc, load, guards) if verdict != "regression" else None
+    critical = [g.metric for g in guards if g.critical]
+    veto = guard_veto(by_conc, load, critical) if verdict != "regression" else None
     return {
         "metric": metric,
         "higher_is_better": direction,
         "verdict": "regression" if veto else verdict,
         "outputs": outputs_check(df),
-        "warnings": power_warnings((c["n_a"], c["n_b"]) for c in primary),
+        "warnings": power_warnings((c["n_a"], c["n_b"]) for c in primary) +
+        _soft_guard_notes(by_conc, load, [g.metric for g in guards if not g.critical]),
         "load": load,
         "tolerance_pct": tol,
-        "guards": list(guards),
+        "guards": [g.metric for g in guards],
         "veto": veto,
         "by_concurrency": by_conc,
     }
+
+
+def _checked_guards(guards: Sequence[Any]) -> list[Any]:
+    """Guards as :class:`ledger.core.guards.Guard` (a name is a critical guard judged with
+    the run's tolerance), or EvidenceError naming the one that is no judged metric."""
+    from ledger.core.guards import as_guard
+    from ledger.errors import InvalidValue
+
+    out = []
+    for g in guards:
+        try:
+            out.append(as_guard(g))
+        except InvalidValue:
+            raise EvidenceError(f"cannot guard with {getattr(g, 'metric', g)!r}: a guard "
+                                "metric is a rate (…throughput) or a latency (…_ms)") from None
+    return out
 
 
 def check_tolerance(tolerance_pct: Any) -> float:
@@ -339,6 +355,18 @@ def guard_veto(by_conc: list[dict[str, Any]], load: str,
                 return {"metric": name, load: block[load], "delta_pct": cell["delta_pct"],
                         "ci_low_pct": cell["ci_low_pct"], "ci_high_pct": cell["ci_high_pct"]}
     return None
+
+
+def _soft_guard_notes(by_conc: list[dict[str, Any]], load: str,
+                      names: Sequence[str]) -> list[str]:
+    """A line for each non-critical guard that regressed: reported, never deciding."""
+    out = []
+    for name in names:
+        hit = guard_veto(by_conc, load, [name])
+        if hit:
+            out.append(f"non-critical guard {name} regressed {hit['delta_pct']:+.1f}% at "
+                       f"{load} {hit[load]} (reported, not deciding)")
+    return out
 
 
 def power_warnings(sizes: Iterable[tuple[int, int]]) -> list[str]:

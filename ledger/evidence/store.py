@@ -253,8 +253,12 @@ def save_evidence(
     workload: Mapping[str, Any] | None = None,
     notes: Sequence[str] = (),
     judging: Mapping[str, Any] | None = None,
+    describe: Any = None,
 ) -> dict[str, Any]:
     """Judge ``rows`` and store them as a new run; return the summary written.
+
+    ``describe(summary, analysis)``: keys to add to (or replace in) the summary before it
+    is written (observed evidence says where its numbers came from).
 
     ``workload``: the run's workload key (see :func:`summary_workload`); ``notes``:
     warnings to keep in the summary beside the statistics' own; ``judging``: keyword
@@ -276,6 +280,8 @@ def save_evidence(
         finished=finished,
         workload=workload,
     )
+    if describe is not None:
+        summary.update(describe(summary, analysis))
     full_meta = {"entry": entry_id, "run_id": run_id, "source": source, **meta}
     full_meta.setdefault("engine_commit", engine_commit)
     write_run(ws_root, entry_id, run_id, rows, full_meta, summary)

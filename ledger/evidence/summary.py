@@ -36,7 +36,7 @@ from ledger.evidence.load import CONCURRENCY
 from ledger.evidence.load import of_row
 from ledger.evidence.headline import format_headline
 
-SOURCES = ("ab", "import")
+SOURCES = ("ab", "import", "observed")  # observed: ledger.evidence.observed
 CELL_KEYS = (
     "median_a",
     "median_b",

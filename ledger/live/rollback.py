@@ -133,12 +133,29 @@ def record_restarts(ws: Workspace, rec: RestartRecord, result: RestartResult, *,
     verdict = "healthy" if result.ok else "health check FAILED"
     message = f"restart {', '.join(result.restarted) or 'nothing'} {context}: {verdict}\n\n" + \
         "".join(f"- {s.describe()}\n" for s in result.steps)
+    return _commit_history(ws, entries, message, at=at, command=command)
+
+
+def _commit_history(ws: Workspace, entries: list[Entry], message: str, *, at: str,
+                    command: str) -> str:
+    """One commit writing ``entries`` (history only: no target file changes)."""
     txn = Transaction(ws, command, at)
     try:
         return txn.execute(message=message,
                            ledger_writes={ENTRIES_NAME: entries_bytes(entries)}).commit
     finally:
         ws.invalidate()
+
+
+def record_bake(ws: Workspace, rec: RestartRecord, why: str, ok: bool, *, at: str,
+                 command: str) -> str:
+    """One commit putting a bake's result in the history of the entries ``rec``'s
+    command changed (action ``bake``), kept or not."""
+    ids = {e.id for e in changed_by(ws, rec)}
+    action = Action(at=at, action="bake", why=why, command=command)
+    entries = [e.with_action(action) if e.id in ids else e for e in ws.entries()]
+    message = f"bake after `{rec.command}`: {'kept' if ok else 'rolling back'}\n\n{why}\n"
+    return _commit_history(ws, entries, message, at=at, command=command)
 
 
 def _rolled_back(now: Entry, before: Entry | None, action: Action, reason: str) -> Entry:

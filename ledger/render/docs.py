@@ -116,7 +116,10 @@ def _evidence_view(model: RenderModel, entry: Entry) -> dict[str, Any] | None:
         "metric": metric,
         "metric_label": metric_label(metric) if metric else "",
         "load_title": "request rate" if summary.get("load") == "rate" else "concurrency",
-        "load_header": "Request rate (req/s)" if summary.get("load") == "rate" else "Concurrency",
+        "load_header": "Request rate (req/s)" if summary.get("load") == "rate" else
+        "Requests in the engine" if summary.get("observed") else "Concurrency",
+        # evidence read from Prometheus (ledger.evidence.observed): said, never an A/B
+        "observed": str((summary.get("observed") or {}).get("what") or ""),
         "source": str(summary.get("source") or ""),
         "run_id": str(summary.get("run_id") or ""),
         "engine_commit": str(summary.get("engine_commit") or ""),

@@ -41,7 +41,7 @@ class Config:
     # ``bench: tolerance_pct`` (the practical tolerance of A/B verdicts, default 2) and
     # ``bench: guards`` (metrics whose regression vetoes a gain): ledger.evidence.stats
     bench_tolerance_pct: float | None = None
-    bench_guards: tuple[str, ...] = ()
+    bench_guards: tuple = ()  # names (str) or ledger.core.guards.Guard
     # the engine release of every target that names none (``engine: sglang==0.5.23`` at the
     # top of ledger.yaml); a target's own ``engine:`` wins (ledger.commands.catalog.engine_of)
     engine: str | None = None
@@ -64,7 +64,8 @@ class Config:
         if self.bench_tolerance_pct is not None:
             bench["tolerance_pct"] = self.bench_tolerance_pct
         if self.bench_guards:
-            bench["guards"] = list(self.bench_guards)
+            bench["guards"] = [g if isinstance(g, str) else g.to_config()
+                               for g in self.bench_guards]
         if bench:
             d["bench"] = bench
         return d
@@ -191,9 +192,17 @@ def _bench_of(bench, path, line_of) -> tuple[str | None, float | None, list[str]
         raise ConfigError(path, f"bench tolerance_pct {tolerance!r}: a number of percent "
                           "between 0 and 100 (e.g. 2)", line_of("bench", "tolerance_pct"))
     guards = bench.get("guards") or []
-    if not isinstance(guards, list) or not all(isinstance(g, str) for g in guards):
+    if not isinstance(guards, list) or not all(isinstance(g, (str, dict)) for g in guards):
         raise ConfigError(path, "bench guards must be a list of metric names (e.g. "
-                          "[p99_itl_ms])", line_of("bench", "guards"))
+                          "[p99_itl_ms]) or mappings {metric, max_change_pct, critical, "
+                          "direction}", line_of("bench", "guards"))
+    from ledger.core.guards import as_guard
+
+    try:  # each checked here; a plain name stays a name (ledger.core.guards)
+        checked = [as_guard(g if isinstance(g, str) else dict(g)) for g in guards]
+        guards = [g if isinstance(g, str) else c for g, c in zip(guards, checked)]
+    except InvalidValue as e:
+        raise ConfigError(path, f"bench guards: {e}", line_of("bench", "guards")) from None
     return command, tolerance, guards
 
 
