@@ -25,7 +25,7 @@ from ledger.evidence.prom import bucket_resolution
 from ledger.evidence.prom import parse_match
 from ledger.evidence.prom import queries
 from ledger.evidence.stats import analyze
-from ledger.store.workspace import parse_config_text
+from ledger.store.config_file import parse_config_text
 
 
 def test_promql_follows_the_release_and_the_selector():
