@@ -25,6 +25,7 @@ from ledger.evidence.prom import bucket_resolution
 from ledger.evidence.prom import parse_match
 from ledger.evidence.prom import queries
 from ledger.evidence.stats import analyze
+from ledger.store.config_file import dump_config
 from ledger.store.config_file import parse_config_text
 
 
@@ -116,9 +117,7 @@ def test_guards_in_ledger_yaml_name_direction_change_and_criticality():
     config = parse_config_text(text, "ledger.yaml")
     assert config.bench_guards == ("p99_itl_ms", Guard("p99_ttft_ms", 10, True, "lower"),
                                    Guard("output_throughput", None, False))
-    again = parse_config_text(
-        __import__("ledger.store.workspace", fromlist=["dump_config"]).dump_config(config),
-        "ledger.yaml")
+    again = parse_config_text(dump_config(config), "ledger.yaml")
     assert again.bench_guards == config.bench_guards
     for bad, said in (("    - metric: p99_ttft_ms\n      direction: higher\n", "contradicts"),
                       ("    - metric: p99_ttft_ms\n      max_change_pct: 300\n", "max_change"),
