@@ -32,6 +32,7 @@ from ledger.cli.docs import render
 from ledger.cli.doctor import doctor
 from ledger.cli.evidence import ab
 from ledger.cli.evidence import evidence
+from ledger.cli.knob import knob
 from ledger.cli.record import record
 from ledger.cli.report import diff
 from ledger.cli.report import list_cmd
@@ -230,6 +231,7 @@ for command in (init, target, root, record, adopt, list_cmd, show, status, diff,
                 clear, amend, bisect, ab, evidence, render, demo, backups, doctor, pull, push,
                 merge_driver, check):
     cli.add_command(command)
+cli.add_command(knob)
 
 
 def main(argv: list[str] | None = None) -> None:
