@@ -77,7 +77,11 @@ def _build_release(engine: str, version: str) -> tuple[Registry, FlagRegistry, d
         if item.get("engine") == engine and item["name"] not in knobs and item["name"] not in flags:
             removed.setdefault(item["name"], item)
     for name, last in _gone_before(engine, version):
-        if name not in knobs and name not in flags:
+        new = timeline.renamed_by_prefix(name, data.get("prefix_renames"))
+        if new is not None and knobs.get(new) is not None:  # SGL_X, read as SGLANG_X
+            removed.setdefault(name, {"name": name, "status": "deprecated", "replacement": new,
+                                      "note": f"read as {new}"})
+        elif name not in knobs and name not in flags:
             removed.setdefault(name, {"name": name, "status": f"last in {last}, removed"})
     return knobs, flags, removed
 

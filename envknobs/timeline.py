@@ -32,6 +32,9 @@ from pathlib import Path
 
 TIMELINES = Path(__file__).resolve().parent / "catalogs" / "timeline"
 SECTIONS = ("knobs", "flags", "removed", "fields")
+# whole-release facts, by release range: the bool words of SGLang's EnvBool; the env-var
+# prefixes a release rewrites at startup ({"SGL_": "SGLANG_"}: SGL_X is read as SGLANG_X)
+RELEASE_KEYS = ("bool_words", "prefix_renames")
 ENGINES = ("sglang", "vllm")
 
 
@@ -95,9 +98,10 @@ def expand(data: dict, version: str) -> dict:
     order = {v: i for i, v in enumerate(data["releases"])}
     index = order[version]
     out: dict = {"engine": data["engine"]}
-    words = _at(data.get("bool_words", []), index, order)
-    if words:
-        out["bool_words"] = words
+    for key in RELEASE_KEYS:
+        value = _at(data.get(key, []), index, order)
+        if value:
+            out[key] = value
     for section in SECTIONS:
         items = []
         for name, entry in data.get(section, {}).items():
@@ -191,7 +195,8 @@ class KnobHistory:
             out.append(f"deprecated {since}" + (f" (use {use})" if use else ""))
         for a, b, status, repl, note in self.removed:
             where = a if a == b else f"{a}..{b}"
-            use = f" (use {repl}{'; meaning inverts' if inverts(self.name, repl) else ''})" if repl else ""
+            flip = self.inverts and repl == self.replacement or inverts(self.name, repl)
+            use = f" (use {repl}{'; meaning inverts' if flip else ''})" if repl else ""
             out.append(f"{status or 'removed'} in {where}{use}" + (f": {note}" if note and not repl else ""))
         doc = self.value_at("doc", self.last()) if self.spans else None
         if doc:
@@ -244,13 +249,40 @@ def knob_history(engine: str, name: str) -> KnobHistory | None:
         for a, b in gone["in"]:
             removed.append((a, b, *(str(_at(gone["attrs"].get(k, []), order[a], order) or "")
                                     for k in ("status", "replacement", "note"))))
+    renamed = _prefix_renamed(data, name, entry["in"])
+    if renamed is not None:
+        removed.append(renamed)
     repl = next((r[3] for r in reversed(removed) if r[3]), "")
     if not repl:
         marked = [v for _, v in entry["attrs"].get("deprecated", []) if v]
         repl = str(marked[-1]) if marked else ""
+    declared = gone is not None and any(v for _, v in gone["attrs"].get("inverts", []))
     return KnobHistory(engine, name, section, [tuple(s) for s in entry["in"]],
                        {k: [tuple(r) for r in v] for k, v in entry["attrs"].items()},
-                       removed, repl, inverts(name, repl), tuple(data["releases"]))
+                       removed, repl, declared or inverts(name, repl), tuple(data["releases"]))
+
+
+def renamed_by_prefix(name: str, renames: dict[str, str] | None) -> str | None:
+    """What a release that rewrites env-var prefixes (``{"SGL_": "SGLANG_"}``) reads ``name`` as."""
+    for old, new in (renames or {}).items():
+        if name.startswith(old):
+            return new + name[len(old):]
+    return None
+
+
+def _prefix_renamed(data: dict, name: str, spans: list) -> tuple | None:
+    """``(first, last, "renamed", new, note)`` when the releases after ``name``'s last one
+    rewrite its prefix to a name they declare (``SGL_X`` -> ``SGLANG_X``)."""
+    releases = data["releases"]
+    order = {v: i for i, v in enumerate(releases)}
+    after = order[spans[-1][1]] + 1 if spans else None
+    if after is None or after >= len(releases):
+        return None
+    new = renamed_by_prefix(name, _at(data.get("prefix_renames", []), after, order))
+    entry = data["knobs"].get(new or "")
+    if entry is None or not _present(entry["in"], after, order):
+        return None
+    return (releases[after], releases[-1], "renamed", new, f"read as {new}: the release rewrites the prefix")
 
 
 def all_names(engine: str) -> list[str]:

@@ -90,6 +90,24 @@ def env_vars(src: EngineSource) -> tuple[list[dict], list[dict]]:
     return knobs, removed
 
 
+_PREFIX_RE = re.compile(r"[A-Z][A-Z0-9]*_")
+
+
+def prefix_renames(src: EngineSource) -> dict[str, str] | None:
+    """The env-var prefixes the release rewrites at startup: ``environ.py``'s
+    ``key.replace("SGL_", "SGLANG_", 1)`` over ``os.environ`` (0.5.3 on) makes every
+    ``SGL_X`` read as ``SGLANG_X``.  None when the release has no such rewrite."""
+    tree = src.parse(ENVIRON) if src.read(ENVIRON) is not None else None
+    out: dict[str, str] = {}
+    for node in ast.walk(tree) if tree else ():
+        if call_name(node) == "replace" and len(node.args) >= 2:
+            old, new = constant(node.args[0]), constant(node.args[1])
+            if isinstance(old, str) and isinstance(new, str) and _PREFIX_RE.fullmatch(old) \
+                    and _PREFIX_RE.fullmatch(new):
+                out[old] = new
+    return out or None
+
+
 _HELPERS = {"get_bool_env_var": "bool", "get_int_env_var": "int", "get_float_env_var": "float"}
 _ENV_PREFIXES = ("SGLANG_", "SGL_")
 
@@ -107,8 +125,11 @@ def scattered_env_vars(src: EngineSource) -> list[dict]:
     found: dict[str, tuple[int, dict]] = {}
     for rel in [n for n in src.names() if n.startswith("sglang/") and n.endswith(".py")
                 and not n.startswith("sglang/test/")]:
+        text = src.read(rel) or ""
+        if "SGL" not in text:  # most modules read no env var: not worth parsing
+            continue
         try:
-            tree = src.parse(rel)
+            tree = ast.parse(text, filename=rel)
         except SyntaxError:
             continue
         parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
@@ -195,6 +216,9 @@ def bool_words(src: EngineSource) -> dict[str, list[str]] | None:
 
 
 def _deprecated_table(tree: ast.Module) -> list[dict]:
+    """The ``_DEPRECATED_ENVS`` table (``transform=_invert_bool``: the replacement means the
+    opposite, so ``inverts``), else the ``_print_deprecated_env(...)`` calls of older
+    releases."""
     out: list[dict] = []
     for _, key, value in module_dicts(tree, "_DEPRECATED_ENVS"):
         name = constant(key)
@@ -205,8 +229,32 @@ def _deprecated_table(tree: ast.Module) -> list[dict]:
         note = note if isinstance(note, str) else ""
         repl = repl if isinstance(repl, str) else replacement_in(note)
         out.append({"name": name, "status": "deprecated", "replacement": repl,
-                    "note": first_doc_line(note)})
-    return out
+                    "note": first_doc_line(note),
+                    "inverts": "invert" in getattr(keyword(value, "transform"), "id", "")})
+    return out or _deprecation_calls(tree)
+
+
+def _deprecation_calls(tree: ast.Module) -> list[dict]:
+    """``_print_deprecated_env(...)`` calls (0.5.4 to 0.5.17): the old name and its
+    replacement, in the order the function's own parameters say (``(new_name,
+    old_name)`` in some releases, ``(old_name, new_name=None)`` in others)."""
+    defs = {n.name: [a.arg for a in n.args.args] for n in tree.body
+            if isinstance(n, ast.FunctionDef) and "deprecated_env" in n.name}
+    out: dict[str, dict] = {}
+    for call in [n for n in ast.walk(tree) if call_name(n) in defs]:
+        params = defs[call_name(call)]
+        given = dict(zip(params, map(constant, call.args)))
+        old = next((v for k, v in given.items() if "old" in k), None)
+        new = next((v for k, v in given.items() if "new" in k), None)
+        if "old" not in "".join(params) and call.args:  # (env_name, suggestion)
+            old = constant(call.args[0])
+            hint = constant(call.args[1]) if len(call.args) > 1 else None
+            new = replacement_in(hint) if isinstance(hint, str) else None
+        if isinstance(old, str) and old.isupper():
+            out.setdefault(old, {"name": old, "status": "deprecated",
+                                 "replacement": new if isinstance(new, str) else None,
+                                 "note": ""})
+    return list(out.values())
 
 
 def flag_entry(name: str, info: dict, default: object, doc: str, aliases: list[str],
@@ -248,10 +296,14 @@ def _choices(node: ast.AST | None, aliases: dict) -> list[str] | None:
 
 
 def annotated_fields(src: EngineSource, aliases: dict) -> list[dict]:
-    """Flags of the ``A[T, Arg(...)] = default`` fields (newer SGLang)."""
+    """Flags of the ``A[T, Arg(...)] = default`` fields: of ``arg_groups/fields/*.py``
+    (0.5.20 on), else of ``server_args.py``'s own classes (0.5.14 to 0.5.19)."""
     flags: list[dict] = []
-    for rel in [n for n in src.names() if n.startswith(FIELDS_DIR) and n.endswith(".py")]:
+    files = [n for n in src.names() if n.startswith(FIELDS_DIR) and n.endswith(".py")]
+    for rel in files or [SERVER_ARGS]:  # 0.5.14 to 0.5.19: the fields are ServerArgs' own
         tree = src.parse(rel)
+        if tree is None:
+            continue
         for cls in [n for n in tree.body if isinstance(n, ast.ClassDef)]:
             for node in cls.body:
                 ann = getattr(node, "annotation", None)
@@ -307,8 +359,8 @@ def add_argument_flags(tree: ast.Module, fields: dict[str, tuple[dict, object]],
         if given is NOT_CONSTANT and isinstance(node, ast.Attribute) and node.attr in fields:
             given = fields[node.attr][1]  # default=EngineArgs.max_model_len: the field's own
         default = given if node is not None else default
-        if action == "store_true" and default is NOT_CONSTANT:
-            default = False
+        if action == "store_true" and (default is NOT_CONSTANT or (node is None and default is None)):
+            default = False  # argparse's own: a switch not given is False (a field's None never shows)
         help_ = constant(keyword(call, "help"))
         flags.append(flag_entry(longs[0], info, default, help_ if isinstance(help_, str) else "",
                            [n for n in names if n != longs[0]], "BooleanOptional" in action_dump))

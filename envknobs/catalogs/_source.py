@@ -28,6 +28,7 @@ class EngineSource:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self._zip = None
+        self._names: list[str] | None = None
         self._tar: dict[str, bytes] | None = None
         if self.path.is_file() and self.path.name.endswith((".tar.gz", ".tgz", ".tar")):
             self._tar = _tar_members(self.path)
@@ -39,7 +40,9 @@ class EngineSource:
             return sorted(self._tar)
         if self._zip is not None:
             return sorted(self._zip.namelist())
-        return sorted(str(p.relative_to(self.path)) for p in self.path.rglob("*") if p.is_file())
+        if self._names is None:  # a tree is walked once: the readers ask several times
+            self._names = sorted(str(p.relative_to(self.path)) for p in self.path.rglob("*") if p.is_file())
+        return list(self._names)
 
     def read(self, relpath: str) -> str | None:
         try:

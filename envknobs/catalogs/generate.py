@@ -49,11 +49,13 @@ def release_catalog(engine: str, source: str | Path) -> tuple[str, dict]:
         knob["type"] = knob["type"] or "str"
     words = reader.bool_words(src) if hasattr(reader, "bool_words") else None
     fields = reader.config_fields(src) if hasattr(reader, "config_fields") else []
+    renames = reader.prefix_renames(src) if hasattr(reader, "prefix_renames") else None
     for item in fields:
         item["type"] = item["type"] or "str"
     return src.version(engine), {
         "engine": engine,
         **({"bool_words": words} if words else {}),
+        **({"prefix_renames": renames} if renames else {}),
         "knobs": sorted(knobs, key=lambda k: k["name"]),
         "flags": sorted(unique, key=lambda k: k["name"]),
         "removed": sorted(removed, key=lambda k: k["name"]),

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 
+from envknobs.timeline import RELEASE_KEYS
 from envknobs.timeline import SECTIONS
 from envknobs.timeline import expand
 from envknobs.timeline import version_key
@@ -60,7 +61,7 @@ def build(engine: str, catalogs: dict[str, dict]) -> dict:
     """The timeline of ``engine`` from its per-release ``catalogs``."""
     releases = sorted(catalogs, key=version_key)
     data: dict = {"engine": engine, "releases": releases,
-                  "bool_words": _runs([(v, catalogs[v].get("bool_words")) for v in releases])}
+                  **{key: _runs([(v, catalogs[v].get(key)) for v in releases]) for key in RELEASE_KEYS}}
     for section in SECTIONS:
         per_name: dict[str, list[tuple[str, dict]]] = {}
         for version in releases:
@@ -83,7 +84,7 @@ def _line(value: object) -> str:
 def dump(data: dict) -> str:
     """The timeline as text: a header, then one ``"name": {...}`` line per name."""
     out = ["{", f'"engine":{_line(data["engine"])},', f'"releases":{_line(data["releases"])},',
-           f'"bool_words":{_line(data["bool_words"])},']
+           *(f'"{key}":{_line(data.get(key, []))},' for key in RELEASE_KEYS)]
     for i, section in enumerate(SECTIONS):
         entries = data[section]
         out.append(f'"{section}":{{')
