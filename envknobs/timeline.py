@@ -251,7 +251,7 @@ def knob_history(engine: str, name: str) -> KnobHistory | None:
                                     for k in ("status", "replacement", "note"))))
     renamed = _prefix_renamed(data, name, entry["in"])
     if renamed is not None:
-        removed.append(renamed)
+        removed = sorted([*removed, renamed], key=lambda r: version_key(r[0]))
     repl = next((r[3] for r in reversed(removed) if r[3]), "")
     if not repl:
         marked = [v for _, v in entry["attrs"].get("deprecated", []) if v]
