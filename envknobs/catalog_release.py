@@ -282,26 +282,31 @@ def checked_for_engine(spec: str | None, name: str, value: str | None,
 
 
 def removed_everywhere(name: str) -> list[str]:
-    """For a target that declares no release: a warning for a name that every bundled
-    release of an engine lists as removed (``VLLM_USE_V1: removed in vLLM >= 0.30.0;
-    declare the release with `engine:` ...``), so that the file's engine not being known
-    does not hide a name no catalogued release reads.  Names only some releases removed
-    are left to the declared release (they may be right for an older one)."""
+    """For a target that declares no release: a warning for a name the newest catalogued
+    release of an engine lists as removed, renamed or deprecated, and no release since a
+    point declares (``VLLM_USE_V1: removed in vLLM >= 0.11.1; declare the release with
+    `engine:` ...``: the first release after the last one that declared it), so that the
+    file's engine not being known does not hide a name no current release reads.  Names
+    only some releases in between removed are left to the declared release (they may be
+    right for an older one)."""
     out: list[str] = []
     if is_flag_name(name):  # a flag's fate depends on the release too much (splits, renames
         return out          # of flags old servers still take): the declared release says
     for engine in _NAMES:
         releases = bundled_releases(engine)
-        try:
-            gone = [load_release(engine, v)[2].get(name) for v in releases]
-        except KnobError:
+        if not releases:
             continue
-        if not releases or any(g is None for g in gone):
+        gone = load_release(engine, releases[-1])[2].get(name)
+        if gone is None:
             continue
-        repl = gone[-1].get("replacement")
+        history = timeline.knob_history(engine, name)
+        last = history.last() if history is not None and history.section == "knobs" else None
+        since = releases[releases.index(last) + 1] if last in releases[:-1] else releases[0]
+        repl = gone.get("replacement")
         use = f" (use {repl})" if repl else ""
-        status = gone[0].get("status") or "removed"
-        out.append(f"{name}: {status} in {_NAMES[engine]} >= {releases[0]}{use}; declare the "
+        status = gone.get("status") or "removed"
+        status = "removed" if status.startswith("last in") else status
+        out.append(f"{name}: {status} in {_NAMES[engine]} >= {since}{use}; declare the "
                    f"release with `engine: {engine}==X` in ledger.yaml to check it against "
                    "the release the file runs")
     return out
