@@ -1,9 +1,11 @@
 """How much of an engine release the bundled catalog knows, counted from the release's sources.
 
     python benchmarks/catalog_coverage.py WHEEL_OR_SRC_DIR [WHEEL_OR_SRC_DIR ...] [--missing N]
+    python benchmarks/catalog_coverage.py --all /tmp/engine_src      # one line per release
 
-Each argument is a wheel (``pip download --no-deps --only-binary :all: vllm==X``) or an
-unpacked source tree; it is read as files, never imported.  The names are counted here by
+Each argument is a wheel (``pip download --no-deps --only-binary :all: vllm==X``), an sdist or
+a source tree (``benchmarks/fetch_releases.py`` writes one per release under
+``/tmp/engine_src``); it is read as files, never imported.  The names are counted here by
 a reader of its own (not ``envknobs.catalogs.generate``'s), so that a name the generator
 misses shows up as missing:
 
@@ -13,11 +15,14 @@ misses shows up as missing:
   and in the module under ``vllm/entrypoints/`` whose ``make_arg_parser`` calls
   ``FrontendArgs.add_cli_args``: that function's ``add_argument`` calls and one ``--field-name``
   per annotated field of ``*FrontendArgs`` classes there;
-* SGLang env vars: the ``NAME = EnvX(default)`` fields of ``sglang/srt/environ.py``; also
+* SGLang env vars: the ``NAME = EnvX(default)`` fields of ``sglang/srt/environ.py`` (before
+  that file, 0.4 to 0.5.2: every ``SGLANG_*``/``SGL_*`` read outside ``sglang/test/``, a regex
+  with the literal default the read gives); also
   (reported apart, as the wider figure) every ``SGLANG_*`` name the package reads through
   ``os.environ``/``getenv``/``get_*_env_var``/``envs.``;
 * SGLang flags: the first ``--x`` of every ``add_argument`` call in ``sglang/srt/server_args.py``
-  and each ``A[T, "doc" | Arg(...)]`` field of ``sglang/srt/arg_groups/fields/*.py``
+  and each ``A[T, "doc" | Arg(...)]`` field of ``sglang/srt/arg_groups/fields/*.py`` and of
+  ``server_args.py`` itself
   (``cli_name=`` when given, ``no_cli=True`` skipped), with its ``= literal`` default.
 
 Printed per release and section: names in the source, how many the catalog has (%), with a
@@ -41,6 +46,10 @@ NO_LITERAL = object()
 _SGLANG_READ = re.compile(
     r"""(?:environ\.get\(|getenv\(|environ\[|env_var\(|environ\.setdefault\()\s*["'](SGLANG_[A-Z0-9_]+)["']"""
     r"""|\benvs\.(SGLANG_[A-Z0-9_]+)\b""")
+# a release before sglang/srt/environ.py: each read and its literal default, if it gives one
+_SGLANG_OLD_READ = re.compile(
+    r"""(?:environ\.get\(|getenv\(|environ\[|env_var\()\s*["']((?:SGLANG|SGL)_[A-Z0-9_]+)["']"""
+    r"""(?:\s*,\s*(?:default\s*=\s*)?("[^"\n]*"|'[^'\n]*'|-?[0-9][0-9.]*)\s*\))?""")
 
 
 def _literal(node: ast.AST | None) -> object:
@@ -109,7 +118,8 @@ def _class_defaults(tree: ast.AST, name: str, others: dict | None = None) -> dic
 def _vllm_config_defaults(src: EngineSource) -> dict[str, dict[str, object]]:
     """Config class -> field -> literal default, of every ``vllm/config/*.py``."""
     out: dict[str, dict[str, object]] = {}
-    for rel in [n for n in src.names() if n.startswith("vllm/config/") and n.endswith(".py")]:
+    for rel in [n for n in src.names() if (n.startswith("vllm/config/") and n.endswith(".py"))
+                or n == "vllm/config.py"]:
         tree = ast.parse(src.read(rel) or "")
         for node in tree.body:
             if isinstance(node, ast.ClassDef):
@@ -124,7 +134,9 @@ def _serve_parser_module(src: EngineSource) -> str | None:
         if isinstance(node, ast.ImportFrom) and node.module and any(
                 a.name == "make_arg_parser" for a in node.names):
             return node.module.replace(".", "/") + ".py"
-    return None
+    # before `vllm serve` had its own module (0.6): the OpenAI server's parser
+    old = "vllm/entrypoints/openai/cli_args.py"
+    return old if "def make_arg_parser" in (src.read(old) or "") else None
 
 
 def vllm_counts(src: EngineSource) -> tuple[dict, dict]:
@@ -165,9 +177,23 @@ def _env_default(name: str, value: ast.AST) -> object:
     return NO_LITERAL
 
 
+def _sglang_scattered(src: EngineSource) -> dict[str, object]:
+    """Before ``environ.py``: every ``SGLANG_*``/``SGL_*`` read outside ``sglang/test/``,
+    with the literal default of its first read that gives one."""
+    env: dict[str, object] = {}
+    for rel in src.names():
+        if rel.startswith("sglang/") and rel.endswith(".py") and not rel.startswith("sglang/test/"):
+            for name, default in _SGLANG_OLD_READ.findall(src.read(rel) or ""):
+                if env.get(name, NO_LITERAL) is NO_LITERAL:
+                    env[name] = _literal(ast.parse(default, mode="eval").body) if default else NO_LITERAL
+    return env
+
+
 def sglang_counts(src: EngineSource) -> tuple[dict, dict, set]:
     env: dict[str, object] = {}
-    for node in ast.walk(ast.parse(src.read("sglang/srt/environ.py"))):
+    if src.read("sglang/srt/environ.py") is None:
+        env = _sglang_scattered(src)
+    for node in ast.walk(ast.parse(src.read("sglang/srt/environ.py") or "")):
         if isinstance(node, ast.ClassDef) and node.name == "Envs":
             for item in node.body:
                 if (isinstance(item, ast.Assign) and isinstance(item.value, ast.Call)
@@ -175,7 +201,8 @@ def sglang_counts(src: EngineSource) -> tuple[dict, dict, set]:
                     env[item.targets[0].id] = _literal(item.value.args[0]) if item.value.args else NO_LITERAL
     server_args = ast.parse(src.read("sglang/srt/server_args.py"))
     flags = _add_argument_names(server_args, _class_defaults(server_args, "ServerArgs"))
-    for rel in sorted(n for n in src.names() if n.startswith("sglang/srt/arg_groups/fields/")):
+    for rel in sorted(n for n in src.names() if n.startswith("sglang/srt/arg_groups/fields/")
+                      or n == "sglang/srt/server_args.py"):  # ServerArgs' own A[...] fields: 0.5.14-0.5.19
         for node in ast.walk(ast.parse(src.read(rel) or "")):
             if isinstance(node, ast.ClassDef):
                 for item in node.body:
@@ -225,7 +252,7 @@ def _same(catalog: object, source: object) -> bool:
     return catalog == source or (catalog is not None and str(catalog) == str(source))
 
 
-def section(label: str, source: dict, registry, missing: int) -> tuple[float, list[str]]:
+def section(label: str, source: dict, registry, missing: int, quiet: bool = False) -> tuple[float, float]:
     """Print one section's figures; return the share known with a type and the default
     the source gives (a default the source computes cannot be shown and is not held
     against the catalog; one it gives literally, ``None`` included, must agree)."""
@@ -236,6 +263,8 @@ def section(label: str, source: dict, registry, missing: int) -> tuple[float, li
     shown = [n for n in known if registry.get(n).default is not None]
     good = [n for n in typed if n not in literal or n in agree]
     total = len(source) or 1
+    if quiet:
+        return len(good) / total, len(agree) / (len(literal) or 1)
     print(f"  {label:<9} {len(source):>4} in source, {len(known):>4} in catalog ({len(known) / total:.1%}), "
           f"with type {len(typed) / total:.1%}, a default shown {len(shown) / total:.1%}; "
           f"literal default (None too) agrees {len(agree)}/{len(literal)}, "
@@ -248,23 +277,29 @@ def section(label: str, source: dict, registry, missing: int) -> tuple[float, li
     if wrong:
         shown = [f"{n} (source {source[n]!r}, catalog {registry.get(n).default!r})" for n in wrong[:missing]]
         print(f"            default differs: {', '.join(shown)}")
-    return len(good) / total, gone
+    return len(good) / total, len(agree) / (len(literal) or 1)
 
 
-def report(path: str, missing: int) -> bool:
+def report(path: str, missing: int, brief: bool = False) -> bool:
     src = EngineSource(path)
     names = src.names()
     engine = "vllm" if "vllm/envs.py" in names else "sglang"
     version = src.version(engine)
     knobs, flags, _ = load_release(engine, version)
-    print(f"{engine} {version} ({path})")
+    if not brief:
+        print(f"{engine} {version} ({path})")
     if engine == "vllm":
         env, flag_src = vllm_counts(src)
         wider = None
     else:
         env, flag_src, wider = sglang_counts(src)
-    env_cov, _ = section("env vars", env, knobs, missing)
-    flag_cov, _ = section("flags", flag_src, flags, missing)
+    env_cov, env_agree = section("env vars", env, knobs, missing, brief)
+    flag_cov, flag_agree = section("flags", flag_src, flags, missing, brief)
+    if brief:
+        print(f"{engine:<6} {version:<12} env vars {len(env):>4} {env_cov:>6.1%} (defaults agree "
+              f"{env_agree:>6.1%})  flags {len(flag_src):>4} {flag_cov:>6.1%} (defaults agree "
+              f"{flag_agree:>6.1%})", flush=True)
+        return env_cov >= 0.95 and flag_cov >= 0.95
     if wider is not None:
         known = sum(1 for n in wider if knobs.get(n) is not None)
         print(f"  SGLANG_* names read anywhere in the package: {len(wider)}, "
@@ -274,11 +309,24 @@ def report(path: str, missing: int) -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("sources", nargs="+", help="wheel or unpacked source tree")
+    parser.add_argument("sources", nargs="*", help="wheel, sdist or unpacked source tree")
+    parser.add_argument("--all", metavar="DIR", type=Path,
+                        help="every <engine>-<version> tree in DIR (benchmarks/fetch_releases.py's "
+                             "/tmp/engine_src), one line each")
     parser.add_argument("--missing", type=int, default=12, help="names listed per gap (default 12)")
     args = parser.parse_args(argv)
-    ok = [report(path, args.missing) for path in args.sources]
-    print("goal >= 95% env vars and flags per release:", "met" if all(ok) else "NOT met")
+    sources = list(args.sources)
+    if args.all is not None:
+        from envknobs.timeline import version_key
+
+        found = [p for p in args.all.iterdir() if p.is_dir() and "-" in p.name and not p.name.startswith(".")]
+        sources += [str(p) for p in sorted(found, key=lambda p: (p.name.split("-")[0],
+                                                                  version_key(p.name.split("-", 1)[1])))]
+    if not sources:
+        parser.error("name a source or --all DIR")
+    ok = [report(path, args.missing, args.all is not None) for path in sources]
+    print(f"goal >= 95% env vars and flags per release: {sum(ok)}/{len(ok)} releases",
+          "met" if all(ok) else "NOT met")
     return 0 if all(ok) else 1
 
 

@@ -1,4 +1,5 @@
-"""Version-aware knob checks against the generated per-release catalogs.
+"""Version-aware knob checks against the generated per-release catalogs (each release's
+catalog comes out of its engine's timeline, :mod:`envknobs.timeline`).
 
 A target or workspace names its engine as ``sglang==0.5.23``; :func:`release_warnings`
 then says, for one knob or flag, whether that release knows it (closest names if not),
@@ -15,6 +16,7 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
+from envknobs import timeline
 from envknobs.catalog import _knob_from
 from envknobs.catalog import _loader
 from envknobs.parse_cache import kept
@@ -23,7 +25,6 @@ from envknobs.flags import is_flag_name
 from envknobs.registry import KnobError
 from envknobs.registry import Registry
 
-RELEASES = Path(__file__).resolve().parent / "catalogs" / "releases"
 OVERLAY = Path(__file__).resolve().parent / "catalogs" / "overlay" / "removed.yaml"
 _NAMES = {"sglang": "SGLang", "vllm": "vLLM"}
 
@@ -37,22 +38,18 @@ def parse_engine(spec: str) -> tuple[str, str]:
 
 
 def bundled_releases(engine: str) -> list[str]:
-    """Versions of ``engine`` with a generated catalog, oldest first."""
-    def key(v: str) -> tuple:
-        return tuple(int(p) if p.isdigit() else 0 for p in v.replace("post", ".").split("."))
-
-    names = [p.stem.split("-", 1)[1] for p in RELEASES.glob(f"{engine}-*.yaml")]
-    return sorted(names, key=key)
+    """Versions of ``engine`` in its timeline, oldest first."""
+    return timeline.releases(engine)
 
 
-@functools.lru_cache(maxsize=8)
 def _release_data(engine: str, version: str) -> dict:
-    path = RELEASES / f"{engine}-{version}.yaml"
-    if not path.is_file():
-        known = ", ".join(bundled_releases(engine)) or "none"
-        raise KnobError(f"no bundled catalog for {engine}=={version} (bundled: {known})")
-    load, _ = _loader()
-    return kept("release data", path, lambda: load(path.read_text(encoding="utf-8")))
+    """One release's catalog; KnobError naming the nearest catalogued releases when the
+    timeline does not hold it (callers turn that into a warning, never a refusal)."""
+    if version not in timeline.releases(engine):
+        near = timeline.nearest_releases(engine, version)
+        known = f"nearest catalogued: {', '.join(near)}" if near else "none catalogued"
+        raise KnobError(f"no bundled catalog for {engine}=={version} ({known})")
+    return timeline.release_catalog(engine, version)
 
 
 _NOT_KNOB_KEYS = ("deprecated", "deprecated_note", "true_words")
@@ -62,9 +59,8 @@ _NOT_KNOB_KEYS = ("deprecated", "deprecated_note", "true_words")
 def load_release(engine: str, version: str) -> tuple[Registry, FlagRegistry, dict[str, dict]]:
     """(env knobs, flags, removed names) of one bundled release (kept by the application,
     where it offers a place: :mod:`envknobs.parse_cache`)."""
-    return kept(f"release {engine} {version}", RELEASES / f"{engine}-{version}.yaml",
-                lambda: _build_release(engine, version), OVERLAY,
-                *sorted(RELEASES.glob(f"{engine}-*.yaml")))
+    return kept(f"release {engine} {version}", timeline.TIMELINES / f"{engine}.json",
+                lambda: _build_release(engine, version), OVERLAY)
 
 
 def _build_release(engine: str, version: str) -> tuple[Registry, FlagRegistry, dict[str, dict]]:
@@ -72,22 +68,49 @@ def _build_release(engine: str, version: str) -> tuple[Registry, FlagRegistry, d
     load, _ = _loader()
     knobs, flags = Registry(), FlagRegistry()
     for item in data["knobs"]:
-        knobs.add(_knob_from({k: v for k, v in item.items() if k not in _NOT_KNOB_KEYS}))
+        knobs.add(_declared(item))
     for item in data["flags"]:
-        flags.add(_knob_from({k: v for k, v in item.items() if k not in _NOT_KNOB_KEYS}, engine))
+        flags.add(_declared(item, engine))
     removed = {r["name"]: r for r in data["removed"]}
     overlay = load(OVERLAY.read_text(encoding="utf-8")) or {}
     for item in overlay.get("removed", []):
         if item.get("engine") == engine and item["name"] not in knobs and item["name"] not in flags:
             removed.setdefault(item["name"], item)
-    for older in bundled_releases(engine):
-        if older == version:
-            break
-        old_knobs, old_flags, _ = load_release(engine, older)
-        for knob in [*old_knobs, *old_flags]:
-            if knob.name not in knobs and knob.name not in flags:
-                removed.setdefault(knob.name, {"name": knob.name, "status": f"gone since {older}, removed"})
+    for name, last in _gone_before(engine, version):
+        new = timeline.renamed_by_prefix(name, data.get("prefix_renames"))
+        if new is not None and knobs.get(new) is not None:  # SGL_X, read as SGLANG_X
+            removed.setdefault(name, {"name": name, "status": "deprecated", "replacement": new,
+                                      "note": f"read as {new}"})
+        elif name not in knobs and name not in flags:
+            removed.setdefault(name, {"name": name, "status": f"last in {last}, removed"})
     return knobs, flags, removed
+
+
+def _declared(item: dict, engine: str | None = None):
+    """One catalogued name as a Knob (a Flag with ``engine``).  A default its own grammar
+    refuses (SGLang 0.4's ``--hicache-io-backend`` default ``""`` with choices
+    ``direct``/``kernel``: argparse never checks a default) is kept as no default —
+    the engine starts without it, so it is nothing a file could set."""
+    fields = {k: v for k, v in item.items() if k not in _NOT_KNOB_KEYS}
+    try:
+        return _knob_from(fields, engine)
+    except KnobError:
+        return _knob_from({**fields, "default": None}, engine)
+
+
+def _gone_before(engine: str, version: str) -> list[tuple[str, str]]:
+    """(name, the last release before ``version`` that declared it) of each env var and
+    flag an older catalogued release declares and ``version`` does not."""
+    data = timeline.timeline(engine)
+    key = timeline.version_key(version)
+    out = []
+    for section in ("knobs", "flags"):
+        for name, entry in data[section].items():
+            before = [b for _, b in entry["in"] if timeline.version_key(b) < key]
+            if before and not any(timeline.version_key(a) <= key <= timeline.version_key(b)
+                                  for a, b in entry["in"]):
+                out.append((name, before[-1]))
+    return out
 
 
 def prefix_matches(flags: FlagRegistry, name: str) -> list[str]:
@@ -201,7 +224,7 @@ def release_warnings(spec: str, name: str, value: str | None) -> list[str]:
     return out
 
 
-@functools.lru_cache(maxsize=8)
+@functools.lru_cache(maxsize=64)
 def _deprecations(engine: str, version: str) -> dict[str, tuple[str, str]]:
     """Knobs and flags the release still takes but marks deprecated -> (their replacement,
     empty when it names none; the release's note)."""
@@ -259,26 +282,31 @@ def checked_for_engine(spec: str | None, name: str, value: str | None,
 
 
 def removed_everywhere(name: str) -> list[str]:
-    """For a target that declares no release: a warning for a name that every bundled
-    release of an engine lists as removed (``VLLM_USE_V1: removed in vLLM >= 0.30.0;
-    declare the release with `engine:` ...``), so that the file's engine not being known
-    does not hide a name no catalogued release reads.  Names only some releases removed
-    are left to the declared release (they may be right for an older one)."""
+    """For a target that declares no release: a warning for a name the newest catalogued
+    release of an engine lists as removed, renamed or deprecated, and no release since a
+    point declares (``VLLM_USE_V1: removed in vLLM >= 0.11.1; declare the release with
+    `engine:` ...``: the first release after the last one that declared it), so that the
+    file's engine not being known does not hide a name no current release reads.  Names
+    only some releases in between removed are left to the declared release (they may be
+    right for an older one)."""
     out: list[str] = []
     if is_flag_name(name):  # a flag's fate depends on the release too much (splits, renames
         return out          # of flags old servers still take): the declared release says
     for engine in _NAMES:
         releases = bundled_releases(engine)
-        try:
-            gone = [load_release(engine, v)[2].get(name) for v in releases]
-        except KnobError:
+        if not releases:
             continue
-        if not releases or any(g is None for g in gone):
+        gone = load_release(engine, releases[-1])[2].get(name)
+        if gone is None:
             continue
-        repl = gone[-1].get("replacement")
+        history = timeline.knob_history(engine, name)
+        last = history.last() if history is not None and history.section == "knobs" else None
+        since = releases[releases.index(last) + 1] if last in releases[:-1] else releases[0]
+        repl = gone.get("replacement")
         use = f" (use {repl})" if repl else ""
-        status = gone[0].get("status") or "removed"
-        out.append(f"{name}: {status} in {_NAMES[engine]} >= {releases[0]}{use}; declare the "
+        status = gone.get("status") or "removed"
+        status = "removed" if status.startswith("last in") else status
+        out.append(f"{name}: {status} in {_NAMES[engine]} >= {since}{use}; declare the "
                    f"release with `engine: {engine}==X` in ledger.yaml to check it against "
                    "the release the file runs")
     return out

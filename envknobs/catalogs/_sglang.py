@@ -64,7 +64,11 @@ def replacement_in(text: str) -> str | None:
 
 
 def env_vars(src: EngineSource) -> tuple[list[dict], list[dict]]:
-    """(knobs, removed) of ``environ.py``; removed items name ``replacement``/``note``."""
+    """(knobs, removed) of ``environ.py``; removed items name ``replacement``/``note``.
+    A release before ``environ.py`` (0.4 to 0.5.2) reads its env vars where it uses
+    them: :func:`scattered_env_vars`."""
+    if src.read(ENVIRON) is None:
+        return scattered_env_vars(src), []
     tree, lines = read_module(src, ENVIRON)
     knobs: list[dict] = []
     removed: list[dict] = []
@@ -86,11 +90,115 @@ def env_vars(src: EngineSource) -> tuple[list[dict], list[dict]]:
     return knobs, removed
 
 
+_PREFIX_RE = re.compile(r"[A-Z][A-Z0-9]*_")
+
+
+def prefix_renames(src: EngineSource) -> dict[str, str] | None:
+    """The env-var prefixes the release rewrites at startup: ``environ.py``'s
+    ``key.replace("SGL_", "SGLANG_", 1)`` over ``os.environ`` (0.5.3 on) makes every
+    ``SGL_X`` read as ``SGLANG_X``.  None when the release has no such rewrite."""
+    tree = src.parse(ENVIRON) if src.read(ENVIRON) is not None else None
+    out: dict[str, str] = {}
+    for node in ast.walk(tree) if tree else ():
+        if call_name(node) == "replace" and len(node.args) >= 2:
+            old, new = constant(node.args[0]), constant(node.args[1])
+            if isinstance(old, str) and isinstance(new, str) and _PREFIX_RE.fullmatch(old) \
+                    and _PREFIX_RE.fullmatch(new):
+                out[old] = new
+    return out or None
+
+
+_HELPERS = {"get_bool_env_var": "bool", "get_int_env_var": "int", "get_float_env_var": "float"}
+_ENV_PREFIXES = ("SGLANG_", "SGL_")
+
+
+def scattered_env_vars(src: EngineSource) -> list[dict]:
+    """The ``SGLANG_*``/``SGL_*`` env vars an older release reads where it uses them:
+    ``get_bool_env_var("X", default="false")`` (a bool; its true words those of the
+    helper's own ``in ("true", "1")``), ``get_int_env_var`` / ``get_float_env_var``,
+    ``int(os.getenv("X", "4096"))`` / ``float(...)``, and plain ``os.getenv`` /
+    ``os.environ.get`` / ``os.environ["X"]`` reads (a str, or the type of a non-string
+    literal default).  ``sglang/test/`` is left out (the test harness's own switches).
+    A name read in several places keeps its most typed read (helper, then a converted
+    read, then a plain one), the first of those in file order."""
+    words = _helper_true_words(src)
+    found: dict[str, tuple[int, dict]] = {}
+    for rel in [n for n in src.names() if n.startswith("sglang/") and n.endswith(".py")
+                and not n.startswith("sglang/test/")]:
+        text = src.read(rel) or ""
+        if "SGL" not in text:  # most modules read no env var: not worth parsing
+            continue
+        try:
+            tree = ast.parse(text, filename=rel)
+        except SyntaxError:
+            continue
+        parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+        for node in ast.walk(tree):
+            read = _env_read(node, parents)
+            if read is None or not read[1]["name"].startswith(_ENV_PREFIXES):
+                continue
+            rank, knob = read
+            if knob["type"] == "bool":
+                knob["true_words"] = words
+            if knob["name"] not in found or rank < found[knob["name"]][0]:
+                found[knob["name"]] = (rank, knob)
+    return [knob for _, knob in found.values()]
+
+
+def _env_read(node: ast.AST, parents: dict) -> tuple[int, dict] | None:
+    """(rank, knob) of one env read expression; None for anything else."""
+    if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load) \
+            and getattr(node.value, "attr", "") == "environ":
+        name = constant(node.slice)
+        return (3, _scattered(name, "str", None)) if isinstance(name, str) else None
+    helper = call_name(node)
+    if helper not in (*_HELPERS, "getenv", "get") or not node.args:
+        return None
+    if helper == "get" and getattr(node.func.value, "attr", "") != "environ":
+        return None
+    name = constant(node.args[0])
+    if not isinstance(name, str):
+        return None
+    given = node.args[1] if len(node.args) > 1 else keyword(node, "default")
+    default = constant(given) if given is not None else None
+    if helper in _HELPERS:
+        kind = _HELPERS[helper]
+        if kind == "bool":
+            default = str(default if default is not None else "false").lower() in ("true", "1")
+        return 0, _scattered(name, kind, default)
+    outer = call_name(parents.get(node))
+    if outer in ("int", "float"):
+        return 1, _scattered(name, outer, default)
+    kind = "str"
+    if isinstance(default, (int, float)) and not isinstance(default, bool):
+        kind = "float" if isinstance(default, float) else "int"
+    return 2, _scattered(name, kind, default)
+
+
+def _scattered(name: str, kind: str, default: object) -> dict:
+    return {"name": name, "type": kind, "default": typed_default(default, kind), "doc": ""}
+
+
+def _helper_true_words(src: EngineSource) -> list[str] | None:
+    """The true words of the release's ``get_bool_env_var`` (``("true", "1")``)."""
+    for rel in ("sglang/srt/utils.py", "sglang/srt/utils/common.py"):
+        tree = src.parse(rel) if src.read(rel) is not None else None
+        fn = next((n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)
+                   and n.name == "get_bool_env_var"), None) if tree else None
+        for node in ast.walk(fn) if fn else ():
+            words = constant(node) if isinstance(node, (ast.Tuple, ast.List)) else None
+            if isinstance(words, (tuple, list)) and "true" in words:
+                return [str(w) for w in words]
+    return None
+
+
 def bool_words(src: EngineSource) -> dict[str, list[str]] | None:
     """The words ``EnvBool.parse`` takes, ``{"true": [...], "false": [...]}``: each
     ``if value in [...]: return True|False`` of it (SGLang lower-cases the value first and
     raises on any other word, so ``on`` is refused).  None when the release's ``EnvBool``
     has no such literal lists (the generic boolean words are then used)."""
+    if src.read(ENVIRON) is None:
+        return None
     tree, _ = read_module(src, ENVIRON)
     cls = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "EnvBool"), None)
     parse = next((n for n in (cls.body if cls else []) if isinstance(n, ast.FunctionDef)
@@ -108,6 +216,9 @@ def bool_words(src: EngineSource) -> dict[str, list[str]] | None:
 
 
 def _deprecated_table(tree: ast.Module) -> list[dict]:
+    """The ``_DEPRECATED_ENVS`` table (``transform=_invert_bool``: the replacement means the
+    opposite, so ``inverts``), else the ``_print_deprecated_env(...)`` calls of older
+    releases."""
     out: list[dict] = []
     for _, key, value in module_dicts(tree, "_DEPRECATED_ENVS"):
         name = constant(key)
@@ -118,8 +229,32 @@ def _deprecated_table(tree: ast.Module) -> list[dict]:
         note = note if isinstance(note, str) else ""
         repl = repl if isinstance(repl, str) else replacement_in(note)
         out.append({"name": name, "status": "deprecated", "replacement": repl,
-                    "note": first_doc_line(note)})
-    return out
+                    "note": first_doc_line(note),
+                    "inverts": "invert" in getattr(keyword(value, "transform"), "id", "")})
+    return out or _deprecation_calls(tree)
+
+
+def _deprecation_calls(tree: ast.Module) -> list[dict]:
+    """``_print_deprecated_env(...)`` calls (0.5.4 to 0.5.17): the old name and its
+    replacement, in the order the function's own parameters say (``(new_name,
+    old_name)`` in some releases, ``(old_name, new_name=None)`` in others)."""
+    defs = {n.name: [a.arg for a in n.args.args] for n in tree.body
+            if isinstance(n, ast.FunctionDef) and "deprecated_env" in n.name}
+    out: dict[str, dict] = {}
+    for call in [n for n in ast.walk(tree) if call_name(n) in defs]:
+        params = defs[call_name(call)]
+        given = dict(zip(params, map(constant, call.args)))
+        old = next((v for k, v in given.items() if "old" in k), None)
+        new = next((v for k, v in given.items() if "new" in k), None)
+        if "old" not in "".join(params) and call.args:  # (env_name, suggestion)
+            old = constant(call.args[0])
+            hint = constant(call.args[1]) if len(call.args) > 1 else None
+            new = replacement_in(hint) if isinstance(hint, str) else None
+        if isinstance(old, str) and old.isupper():
+            out.setdefault(old, {"name": old, "status": "deprecated",
+                                 "replacement": new if isinstance(new, str) else None,
+                                 "note": ""})
+    return list(out.values())
 
 
 def flag_entry(name: str, info: dict, default: object, doc: str, aliases: list[str],
@@ -161,10 +296,14 @@ def _choices(node: ast.AST | None, aliases: dict) -> list[str] | None:
 
 
 def annotated_fields(src: EngineSource, aliases: dict) -> list[dict]:
-    """Flags of the ``A[T, Arg(...)] = default`` fields (newer SGLang)."""
+    """Flags of the ``A[T, Arg(...)] = default`` fields: of ``arg_groups/fields/*.py``
+    (0.5.20 on), else of ``server_args.py``'s own classes (0.5.14 to 0.5.19)."""
     flags: list[dict] = []
-    for rel in [n for n in src.names() if n.startswith(FIELDS_DIR) and n.endswith(".py")]:
+    files = [n for n in src.names() if n.startswith(FIELDS_DIR) and n.endswith(".py")]
+    for rel in files or [SERVER_ARGS]:  # 0.5.14 to 0.5.19: the fields are ServerArgs' own
         tree = src.parse(rel)
+        if tree is None:
+            continue
         for cls in [n for n in tree.body if isinstance(n, ast.ClassDef)]:
             for node in cls.body:
                 ann = getattr(node, "annotation", None)
@@ -215,10 +354,13 @@ def add_argument_flags(tree: ast.Module, fields: dict[str, tuple[dict, object]],
         info["choices"] = _choices(keyword(call, "choices"), aliases) or info["choices"]
         nargs = constant(keyword(call, "nargs"))
         info["nargs"] = nargs if nargs in ("+", "*") else info["nargs"]
-        given = constant(keyword(call, "default"))
-        default = given if keyword(call, "default") is not None else default
-        if action == "store_true" and default is NOT_CONSTANT:
-            default = False
+        node = keyword(call, "default")
+        given = constant(node)
+        if given is NOT_CONSTANT and isinstance(node, ast.Attribute) and node.attr in fields:
+            given = fields[node.attr][1]  # default=EngineArgs.max_model_len: the field's own
+        default = given if node is not None else default
+        if action == "store_true" and (default is NOT_CONSTANT or (node is None and default is None)):
+            default = False  # argparse's own: a switch not given is False (a field's None never shows)
         help_ = constant(keyword(call, "help"))
         flags.append(flag_entry(longs[0], info, default, help_ if isinstance(help_, str) else "",
                            [n for n in names if n != longs[0]], "BooleanOptional" in action_dump))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import re
+import tarfile
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -19,23 +20,38 @@ _SCALARS = {"int": "int", "float": "float", "bool": "bool", "str": "str"}
 
 
 class EngineSource:
-    """A wheel (``.whl``) or a directory holding the engine's package, read as text."""
+    """A wheel (``.whl``), an sdist (``.tar.gz``) or a directory holding the engine's
+    package, read as text.  An sdist's members are read from the tarball as it is (its
+    top folder ``vllm-0.6.0/`` taken off the names): nothing is extracted, nothing of its
+    setup code runs; only regular files are read (links and devices are not)."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self._zip = zipfile.ZipFile(self.path) if self.path.is_file() else None
+        self._zip = None
+        self._names: list[str] | None = None
+        self._tar: dict[str, bytes] | None = None
+        if self.path.is_file() and self.path.name.endswith((".tar.gz", ".tgz", ".tar")):
+            self._tar = _tar_members(self.path)
+        elif self.path.is_file():
+            self._zip = zipfile.ZipFile(self.path)
 
     def names(self) -> list[str]:
+        if self._tar is not None:
+            return sorted(self._tar)
         if self._zip is not None:
             return sorted(self._zip.namelist())
-        return sorted(str(p.relative_to(self.path)) for p in self.path.rglob("*") if p.is_file())
+        if self._names is None:  # a tree is walked once: the readers ask several times
+            self._names = sorted(str(p.relative_to(self.path)) for p in self.path.rglob("*") if p.is_file())
+        return list(self._names)
 
     def read(self, relpath: str) -> str | None:
         try:
+            if self._tar is not None:
+                return self._tar[relpath].decode("utf-8")
             if self._zip is not None:
                 return self._zip.read(relpath).decode("utf-8")
             return (self.path / relpath).read_text(encoding="utf-8")
-        except (KeyError, OSError):
+        except (KeyError, OSError, UnicodeDecodeError):
             return None
 
     def parse(self, relpath: str) -> ast.Module | None:
@@ -43,16 +59,29 @@ class EngineSource:
         return None if text is None else ast.parse(text, filename=relpath)
 
     def version(self, package: str) -> str:
-        """The release: from a wheel's name, else ``<package>/version.py`` or ``PKG-INFO``."""
+        """The release: from a wheel's name, else ``PKG-INFO`` (an sdist's, or the one
+        ``benchmarks/fetch_releases.py`` writes: a wheel's ``version.py`` may say
+        ``0.0.0.dev0``), else ``<package>/version.py``."""
         m = re.match(rf"{package}-([0-9][^-]*)-", self.path.name)
         if m:
             return m.group(1)
-        for rel in (f"{package}/version.py", f"{package}/_version.py", "PKG-INFO"):
+        for rel in ("PKG-INFO", f"{package}/version.py", f"{package}/_version.py"):
             text = self.read(rel) or ""
             m = re.search(r"""(?:__version__\s*=\s*|^Version:\s*)["']?([0-9][^"'\s]*)""", text, re.M)
             if m:
                 return m.group(1)
         raise ValueError(f"{self.path}: cannot tell the {package} version (name the wheel or add version.py)")
+
+
+def _tar_members(path: Path) -> dict[str, bytes]:
+    """The ``.py`` files and ``PKG-INFO`` of an sdist, by their name under its top folder."""
+    out: dict[str, bytes] = {}
+    with tarfile.open(path) as tar:
+        for member in tar:
+            top, _, rel = member.name.partition("/")
+            if member.isfile() and rel and (rel.endswith(".py") or rel == "PKG-INFO"):
+                out[rel] = tar.extractfile(member).read()
+    return out
 
 
 def constant(node: ast.AST | None) -> Any:

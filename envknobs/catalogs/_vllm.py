@@ -44,6 +44,7 @@ from envknobs.catalogs._source import module_aliases
 ENVS = "vllm/envs.py"
 ARG_UTILS = "vllm/engine/arg_utils.py"
 CONFIG_DIR = "vllm/config/"
+CONFIG_FILE = "vllm/config.py"
 CLI_ARGS = ("vllm/entrypoints/common/cli_args.py", "vllm/entrypoints/launchers/cli_args.py",
             "vllm/entrypoints/openai/cli_args.py")
 _GETENV = ("getenv", "get")
@@ -111,10 +112,16 @@ def env_vars(src: EngineSource) -> tuple[list[dict], list[dict]]:
     return knobs, removed
 
 
+def _config_trees(src: EngineSource) -> list[ast.Module]:
+    """The config modules: ``vllm/config/*.py``, or ``vllm/config.py`` before 0.10."""
+    return [t for t in (src.parse(n) for n in src.names()
+                        if (n.startswith(CONFIG_DIR) and n.endswith(".py")) or n == CONFIG_FILE)
+            if t is not None]
+
+
 def _config_fields(src: EngineSource) -> tuple[dict[str, dict[str, tuple[dict, object, dict]]], dict]:
     """Config class -> field -> (annotation info, default, Field bounds)."""
-    trees = [t for t in (src.parse(n) for n in src.names()
-                         if n.startswith(CONFIG_DIR) and n.endswith(".py")) if t is not None]
+    trees = _config_trees(src)
     arg_tree = src.parse(ARG_UTILS)
     aliases = module_aliases(*trees, *([arg_tree] if arg_tree else []))
     classes: dict[str, dict[str, tuple[dict, object, dict]]] = {}
@@ -174,6 +181,69 @@ def server_flags(src: EngineSource) -> list[dict]:
             flag["min"] = b.get("ge", b.get("gt"))
             flag["max"] = b.get("le", b.get("lt"))
     return flags + frontend_flags(src, aliases)
+
+
+def config_fields(src: EngineSource) -> list[dict]:
+    """The keys of the config-object flags (``--compilation-config '{"cudagraph_mode": ...}'``,
+    also ``--compilation-config.cudagraph_mode``): for each ``EngineArgs`` field typed by a
+    config class and passed on the command line, one item ``--flag.key`` per public field of
+    that class, with its type, literal default, choices (a ``Literal``, or an ``Enum``
+    class's members: ``CUDAGraphMode``) and the docstring under it."""
+    tree = src.parse(ARG_UTILS)
+    trees = _config_trees(src)
+    if tree is None or not trees:
+        return []
+    aliases = module_aliases(*trees, tree)
+    classes = {n.name: n for t in trees for n in t.body if isinstance(n, ast.ClassDef)}
+    enums = {name: [m.targets[0].id for m in cls.body if isinstance(m, ast.Assign)
+                    and isinstance(m.targets[0], ast.Name) and not m.targets[0].id.startswith("_")]
+             for name, cls in classes.items() if any("Enum" in ast.dump(b) for b in cls.bases)}
+    passed = {constant(a) for call in ast.walk(tree) if call_name(call) == "add_argument"
+              for a in call.args[:1]}
+    out: list[dict] = []
+    for cls in [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == "EngineArgs"]:
+        for node in cls.body:
+            if not (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)):
+                continue
+            flag = "--" + node.target.id.replace("_", "-")
+            owner = next((c for c in _annotation_names(node.annotation) if c in classes and c not in enums), None)
+            if owner is None or flag not in passed:
+                continue
+            out += _class_keys(flag, classes[owner], aliases, enums)
+    return out
+
+
+def _annotation_names(node: ast.AST) -> list[str]:
+    """The names an annotation mentions (a string annotation parsed first)."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        try:
+            node = ast.parse(node.value, mode="eval")
+        except SyntaxError:
+            return []
+    return [n.id for n in ast.walk(node) if isinstance(n, ast.Name)]
+
+
+def _class_keys(flag: str, cls: ast.ClassDef, aliases: dict, enums: dict[str, list[str]]) -> list[dict]:
+    out = []
+    for i, node in enumerate(cls.body):
+        if not (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)) \
+                or node.target.id.startswith("_") or "ClassVar" in ast.dump(node.annotation):
+            continue
+        after = cls.body[i + 1] if i + 1 < len(cls.body) else None
+        doc = constant(after.value) if isinstance(after, ast.Expr) else None
+        info = annotation_info(node.annotation, aliases)
+        default = _field_default(node.value)
+        if call_name(node.value) == "Field":
+            default = constant(keyword(node.value, "default"))
+        enum = next((enums[n] for n in _annotation_names(node.annotation) if n in enums), None)
+        if enum and info["type"] is None:
+            info = {"type": "str", "choices": enum, "nargs": None}
+            if isinstance(node.value, ast.Attribute) and node.value.attr in enum:
+                default = node.value.attr  # CUDAGraphMode.PIECEWISE
+        item = flag_entry(f"{flag}.{node.target.id}", info, default, doc if isinstance(doc, str) else "", [])
+        item.pop("deprecated", None)
+        out.append(item)
+    return out
 
 
 def deprecation_messages(tree: ast.Module) -> dict[str, tuple[str, str]]:

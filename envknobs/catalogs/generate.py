@@ -1,12 +1,16 @@
-"""Generate per-release catalogs from the engines' own sources.
+"""Generate the engines' release catalogs from their own sources.
 
-    python -m envknobs.catalogs.generate --sglang WHEEL_OR_SRC --vllm WHEEL_OR_SRC [--out DIR]
+    python -m envknobs.catalogs.generate --sglang SRC [--vllm SRC ...] [--rebuild] [--out DIR]
 
-Each source (a wheel from ``pip download --no-deps sglang==X`` or a source tree) is read
-with :mod:`ast` only — never imported — and written as ``<engine>-<version>.yaml`` in
-``envknobs/catalogs/releases/`` with its ``knobs`` (env vars), ``flags`` (server args)
-and ``removed`` (removed / renamed / deprecated names and their replacements).  The
-output is plain YAML written by hand here so that the same input gives the same bytes.
+Each source (a wheel, an sdist tarball, or a source tree such as
+``benchmarks/fetch_releases.py`` writes) is read with :mod:`ast` only — never imported —
+into its ``knobs`` (env vars), ``flags`` (server args), ``removed`` (removed / renamed /
+deprecated names and their replacements) and ``fields`` (config-object keys).  By default
+the releases read are added to (or replace their release in) the engine's timeline,
+``envknobs/catalogs/timeline/<engine>.json``; ``--rebuild`` builds the timeline from the
+sources given only.  ``--out DIR`` writes one ``<engine>-<version>.yaml`` per source there
+instead (to read one release whole).  Plain text written here: the same inputs give the
+same bytes.
 """
 
 from __future__ import annotations
@@ -20,7 +24,9 @@ from envknobs.catalogs import _sglang
 from envknobs.catalogs import _vllm
 from envknobs.catalogs._source import EngineSource
 
-RELEASES = Path(__file__).resolve().parent / "releases"
+from envknobs import timeline as _timeline
+from envknobs.catalogs import timeline_build
+
 READERS = {"sglang": _sglang, "vllm": _vllm}
 _KNOB_KEYS = ("name", "type", "default", "min", "max", "choices", "true_words", "aliases",
               "negatable", "nargs", "deprecated", "deprecated_note", "doc")
@@ -42,12 +48,18 @@ def release_catalog(engine: str, source: str | Path) -> tuple[str, dict]:
     for knob in knobs:
         knob["type"] = knob["type"] or "str"
     words = reader.bool_words(src) if hasattr(reader, "bool_words") else None
+    fields = reader.config_fields(src) if hasattr(reader, "config_fields") else []
+    renames = reader.prefix_renames(src) if hasattr(reader, "prefix_renames") else None
+    for item in fields:
+        item["type"] = item["type"] or "str"
     return src.version(engine), {
         "engine": engine,
         **({"bool_words": words} if words else {}),
+        **({"prefix_renames": renames} if renames else {}),
         "knobs": sorted(knobs, key=lambda k: k["name"]),
         "flags": sorted(unique, key=lambda k: k["name"]),
         "removed": sorted(removed, key=lambda k: k["name"]),
+        "fields": sorted({f["name"]: f for f in fields}.values(), key=lambda k: k["name"]),
     }
 
 
@@ -91,25 +103,39 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m envknobs.catalogs.generate", description=__doc__.split("\n")[0])
     parser.add_argument("--sglang", action="append", default=[], metavar="WHEEL_OR_SRC")
     parser.add_argument("--vllm", action="append", default=[], metavar="WHEEL_OR_SRC")
-    parser.add_argument("--out", type=Path, default=RELEASES)
+    parser.add_argument("--out", type=Path, help="write per-release YAML files here instead")
+    parser.add_argument("--rebuild", action="store_true", help="the timeline of the given sources only")
+    parser.add_argument("--timeline-dir", type=Path, default=_timeline.TIMELINES, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if not args.sglang and not args.vllm:
         parser.error("name at least one --sglang or --vllm source")
-    args.out.mkdir(parents=True, exist_ok=True)
     for engine in ("sglang", "vllm"):
+        read: dict[str, dict] = {}
         for source in getattr(args, engine):
             try:
                 version, data = release_catalog(engine, source)
             except (ValueError, OSError, SyntaxError, StopIteration) as e:
                 print(f"error: {source}: {e}", file=sys.stderr)
                 return 1
-            path = args.out / f"{engine}-{version}.yaml"
-            tmp = path.with_suffix(".tmp")
-            tmp.write_text(dump_catalog(version, data), encoding="utf-8")
-            tmp.replace(path)
-            print(f"{path}: {len(data['knobs'])} env vars, {len(data['flags'])} flags, "
-                  f"{len(data['removed'])} removed")
+            read[version] = data
+            print(f"{engine} {version}: {len(data['knobs'])} env vars, {len(data['flags'])} flags, "
+                  f"{len(data['removed'])} removed, {len(data.get('fields', []))} config fields")
+            if args.out is not None:
+                _write(args.out / f"{engine}-{version}.yaml", dump_catalog(version, data))
+        if read and args.out is None:
+            path = args.timeline_dir / f"{engine}.json"
+            old = {} if args.rebuild or not path.is_file() else timeline_build.catalogs_of(
+                json.loads(path.read_text(encoding="utf-8")))
+            _write(path, timeline_build.dump(timeline_build.build(engine, {**old, **read})))
+            print(f"{path}: {len(old | read)} releases, {path.stat().st_size / 1e6:.2f} MB")
     return 0
+
+
+def _write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
 
 
 if __name__ == "__main__":

@@ -32,6 +32,7 @@ from ledger.cli.docs import render
 from ledger.cli.doctor import doctor
 from ledger.cli.evidence import ab
 from ledger.cli.evidence import evidence
+from ledger.cli.knob import knob
 from ledger.cli.observe import evidence_prom  # noqa: F401  (adds `evidence prom`)
 from ledger.cli.record import record
 from ledger.cli.report import diff
@@ -234,6 +235,7 @@ for command in (init, target, root, record, adopt, list_cmd, show, status, diff,
                 merge_driver, check, upgrade):
     cli.add_command(command)
 record.add_command(record_upgrade)
+cli.add_command(knob)
 
 
 def main(argv: list[str] | None = None) -> None:
