@@ -126,7 +126,7 @@ def resolve_prefix(flags: FlagRegistry, name: str) -> str | None:
 
 
 _VERSION = r"(\d+\.\d+\.\d+(?:\.?post\d+)?)"
-_DETECT = (
+RELEASE_PATTERNS = (
     # an image tag: lmsysorg/sglang:v0.5.23-cu129, vllm/vllm-openai:v0.34.0
     re.compile(r"(?<![\w.-])(sglang|vllm-openai|vllm):v?" + _VERSION),
     # a pin: pip install "sglang[all]==0.5.23", vllm==0.34.0
@@ -143,7 +143,7 @@ def detect_engines(text: str) -> list[tuple[str, int]]:
     Nothing else is guessed from: a ``my-sglang:1.0`` image or ``sglang-router`` is no
     engine release."""
     found = []
-    for pattern in _DETECT:
+    for pattern in RELEASE_PATTERNS:
         for m in pattern.finditer(text or ""):
             engine = "sglang" if m.group(1) == "sglang" else "vllm"
             found.append((m.start(), f"{engine}=={m.group(2)}"))

@@ -39,6 +39,7 @@ from envknobs.flags import is_flag_name
 from envknobs.registry import FALSE_WORDS
 from envknobs.registry import TRUE_WORDS
 from envknobs.registry import KnobError
+from envknobs.timeline import nearest_releases
 
 CHANGES = ("removed", "renamed", "deprecated", "default", "new")
 _PERF_WORDS = re.compile(r"\b(throughput|latency|performance|faster|speed ?up)\b", re.I)
@@ -102,25 +103,8 @@ def stand_in(engine: str, version: str) -> str | None:
 
 def nearest(engine: str, version: str) -> list[str]:
     """The bundled releases closest to ``version``: the one below it first, then the one
-    above (``envknobs.timeline.nearest_releases`` where that module exists)."""
-    try:
-        from envknobs.timeline import nearest_releases  # type: ignore[import-not-found]
-    except ImportError:
-        nearest_releases = None
-    if nearest_releases is not None:
-        return [v for v in nearest_releases(engine, version) if v]
-    known = bundled_releases(engine)
-    key = version_key(version)
-    below = [v for v in known if version_key(v) <= key]
-    above = [v for v in known if version_key(v) > key]
-    return [*below[-1:], *above[:1]]
-
-
-def version_key(version: str) -> tuple:
-    """A release's order: ``0.5.7`` < ``0.5.7.post1`` < ``0.5.10`` < ``0.13.0``."""
-    parts = re.findall(r"\d+|[A-Za-z]+", version)
-    return tuple((0, int(p)) if p.isdigit() else (-1 if p in ("rc", "a", "b", "dev") else 1, p)
-                 for p in parts)
+    above (:func:`envknobs.timeline.nearest_releases`)."""
+    return nearest_releases(engine, version)
 
 
 @functools.lru_cache(maxsize=16)
@@ -236,4 +220,4 @@ def translated_value(value: str | None, inverts: bool) -> str | None:
 
 
 __all__ = ["CHANGES", "NameChange", "ReleaseChanges", "changes_between", "inverted", "nearest",
-           "stand_in", "translated_value", "version_key"]
+           "stand_in", "translated_value"]

@@ -27,7 +27,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from envknobs.catalog_release import _DETECT  # the one reading of a release in a file
+from envknobs.catalog_release import RELEASE_PATTERNS  # the one reading of a release in a file
 
 _ENGINE_WORD = {"sglang": "sglang", "vllm": "vllm", "vllm-openai": "vllm"}
 _REPOSITORY = re.compile(
@@ -57,7 +57,7 @@ def release_spots(text: str) -> list[ReleaseSpot]:
         return []
     found: dict[int, ReleaseSpot] = {}
     kinds = ("image", "pin", "pip show")
-    for kind, pattern in zip(kinds, _DETECT):
+    for kind, pattern in zip(kinds, RELEASE_PATTERNS):
         for m in pattern.finditer(text):
             found[m.start(2)] = _spot(text, _ENGINE_WORD[m.group(1)], m.start(2), m.end(2), kind)
     for m in _REPOSITORY.finditer(text):

@@ -39,12 +39,18 @@ ENGINES = ("sglang", "vllm")
 
 
 def version_key(version: str) -> tuple:
-    """Release order: ``0.4.1.post7`` after ``0.4.1``, ``0.9.0.1`` after ``0.9.0``;
-    anything unreadable sorts by its leading numbers."""
-    main, _, post = str(version).lstrip("v").partition("post")
+    """Release order: ``0.4.1.post7`` after ``0.4.1``, ``0.9.0.1`` after ``0.9.0``, a
+    pre-release (``0.5.0rc1``, ``a``/``b``/``dev``) before its release; anything unreadable
+    sorts by its leading numbers."""
+    text = str(version).lstrip("v")
+    main, _, post = text.partition("post")
+    pre = re.search(r"(rc|a|b|dev)(\d*)$", main)
+    if pre:
+        main = main[:pre.start()]
     nums = [int(p) for p in re.findall(r"\d+", main)]
     nums += [0] * (4 - len(nums))
-    return (*nums[:4], int(post) if post.isdigit() else 0)
+    stage = (-1, int(pre.group(2) or 0)) if pre else (0, 0)
+    return (*nums[:4], *stage, int(post) if post.isdigit() else 0)
 
 
 @functools.lru_cache(maxsize=4)

@@ -22,19 +22,21 @@ from hypothesis import given
 from hypothesis import settings
 from hypothesis import strategies as st
 
-from envknobs.catalog_release import RELEASES
 from envknobs.catalog_release import bundled_releases
 from envknobs.release_diff import changes_between
 from envknobs.release_diff import inverted
 from envknobs.release_diff import nearest
 from envknobs.release_diff import stand_in
 from envknobs.release_diff import translated_value
-from envknobs.release_diff import version_key
+from envknobs.timeline import release_catalog
+from envknobs.timeline import version_key
 from envknobs.registry import KnobError
 from envknobs.release_spots import release_spots
 from envknobs.release_spots import with_release
 
-VERIFIED = [("vllm", "0.30.0", "0.34.0"), ("sglang", "0.5.20", "0.5.23")]
+# Read by hand in the sources: vllm/envs.py of 0.30.0 and 0.34.0, sglang/srt/environ.py of
+# 0.5.20 and 0.5.23, vllm/envs.py of 0.7.3 and 0.8.0 (VLLM_USE_V1 defaults to "0", then "1").
+VERIFIED = [("vllm", "0.30.0", "0.34.0"), ("sglang", "0.5.20", "0.5.23"), ("vllm", "0.7.3", "0.8.0")]
 
 
 def release_pairs() -> list[tuple[str, str, str]]:
@@ -50,8 +52,9 @@ PAIRS = release_pairs()
 
 
 def _raw(engine: str, version: str) -> dict:
-    """A release catalog read with a plain YAML loader: the independent side of the check."""
-    data = yaml.safe_load((RELEASES / f"{engine}-{version}.yaml").read_text())
+    """A release catalog as plain data from the timeline, never through the registries the
+    diff reads: the independent side of the check."""
+    data = release_catalog(engine, version)
     return {item["name"]: item for item in [*data["knobs"], *data["flags"]]}
 
 
@@ -66,6 +69,8 @@ def test_verified_source_facts():
     assert (moved.change, moved.old_default, moved.new_default) == ("default", "python", "rust")
     assert s.get("--enable-dp-attention").change == "deprecated"
     assert s.get("--enable-dp-attention").replacement == "--attn-dp-size <dp-size>"
+    v1 = changes_between("vllm", "0.7.3", "0.8.0").get("VLLM_USE_V1")
+    assert (v1.change, v1.old_default, v1.new_default) == ("default", 0, 1)
 
 
 @pytest.mark.parametrize("engine,old,new", PAIRS)
@@ -134,6 +139,7 @@ def test_unknown_releases_stand_in_with_the_nearest():
     assert all(stand_in("vllm", v) == v for v in known)
     assert version_key("0.5.7") < version_key("0.5.7.post1") < version_key("0.5.10")
     assert version_key("0.9.2") < version_key("0.13.0")
+    assert version_key("0.5.0rc1") < version_key("0.5.0") < version_key("0.5.0.post1")
 
 
 # -- where a file writes its release ---------------------------------------------------
