@@ -32,6 +32,7 @@ from tests.cli.test_exact_reverts import LWS
 from tests.cli.test_exact_reverts import SGLANG_VARS
 from tests.cli.test_one_spelling import COMPOSE_ARGS
 from tests.cli.test_one_spelling import HELM_VALUES
+from tests.cli.test_wrapper_env import SLURM_APPTAINER
 
 DOTENV = """\
 # vLLM server env (systemd EnvironmentFile)
@@ -89,6 +90,7 @@ served-model-name: 'glm'
 CASES = {
     "bash": (Target("t", "f", "bash"), SGLANG_VARS),
     "bash-no-newline": (Target("t", "f", "bash"), SGLANG_VARS.rstrip("\n")),
+    "bash-apptainer": (Target("t", "f", "bash"), SLURM_APPTAINER),
     "dotenv": (Target("t", "f", "dotenv"), DOTENV),
     "systemd": (Target("t", "f", "systemd"), UNIT),
     "k8s-lws": (Target("t", "f", "k8s", container="sglang-leader"), LWS),

@@ -81,6 +81,12 @@ def _new_places(a: Analysis, knob: str, action: str) -> Selection:
             )
         if len(servers) > 1:
             raise AmbiguousKnob(knob, [], action, "is on no launch line yet; the launch commands are at", lines)
+        runs = servers[0].shape.runs  # type: ignore[union-attr]
+        if runs is not None:
+            raise FormatError(
+                f"line {line_of(a.text, runs.start)}: the server's flags are inside the script "
+                f"that `{runs.text}` runs, which the ledger does not edit in a serve script; "
+                f"add {knob} there by hand and record it with --adopt")
         return Selection(None, [], servers)
     docker = [l for l in a.launches if l.shape is not None and l.shape.docker]
     if docker:
@@ -251,6 +257,8 @@ def _removal_cuts(a: Analysis, knob: str) -> tuple[list[tuple[int, int, bool]], 
     statement's lines or one word), and the assignment statements (by id) it touches."""
     text = a.text
     defs = {id(d): d for v in a.visits for d in v.state.hist if d.name == knob and d.kind != "unset"}
+    if a.launches and all(l.shape is not None and l.shape.clean for l in a.launches):
+        defs = {}  # behind `apptainer exec --cleanenv` the script's own assignments reach nothing
     cuts: list[tuple[int, int, bool]] = []
     by_statement: dict[int, list[Def]] = {}
     for d in defs.values():

@@ -1,0 +1,101 @@
+"""Issue 50 item 2: a knob is written where the launch wrapper lets it reach the server.
+
+``apptainer exec --cleanenv`` (Slurm jobs on HPC clusters) gives the command only its
+``--env K=V`` options: a knob recorded there becomes one more ``--env K=V`` of that
+wrapper (or its existing ``--env`` is edited), an ``export`` above it is not what the
+server reads, and a revert takes the option out byte for byte.  The fixture follows the
+shape of public Slurm launchers of vLLM (``apptainer exec`` over several continuation
+lines, ``--env K="$HF_HOME"``, ``bash -lc "vllm serve ..."``).
+"""
+
+from __future__ import annotations
+
+from envknobs.formats import get_format
+from tests.cli.test_exact_reverts import ws  # noqa: F401  (the workspace fixture)
+
+SLURM_APPTAINER = """\
+#!/bin/bash
+#SBATCH --job-name=vllm-gpu
+#SBATCH --gres=gpu:4
+set -euo pipefail
+export HF_HOME=/scratch/$USER/hf
+export MODEL=${MODEL:-meta-llama/Llama-3.3-70B-Instruct}
+# not seen by the server: --cleanenv below
+export VLLM_ATTENTION_BACKEND=FLASH_ATTN
+
+module load apptainer
+apptainer exec \\
+  --nv \\
+  --cleanenv \\
+  --env HF_HOME="$HF_HOME" \\
+  --env HF_HUB_OFFLINE=1 \\
+  -B "$HF_HOME:$HF_HOME" \\
+  /scratch/sif/vllm.sif \\
+  bash -lc "vllm serve $MODEL --tensor-parallel-size 4 --port 8000"
+"""
+
+ONE_LINE = """\
+#!/bin/bash
+singularity exec --nv -e vllm.sif python3 -m vllm.entrypoints.openai.api_server --model m
+"""
+
+
+def test_the_wrapper_env_is_what_the_server_reads():
+    bash = get_format("bash")
+    values = bash.parse(SLURM_APPTAINER)
+    assert values["HF_HUB_OFFLINE"] == "1"
+    assert "VLLM_ATTENTION_BACKEND" not in values  # exported, but dropped by --cleanenv
+    out = bash.set(SLURM_APPTAINER, "HF_HUB_OFFLINE", "0")
+    assert "  --env HF_HUB_OFFLINE=0 \\\n" in out
+    assert bash.set(out, "HF_HUB_OFFLINE", "1") == SLURM_APPTAINER
+
+
+def test_a_new_knob_becomes_an_env_option_and_its_revert_takes_it_out(ws):  # noqa: F811
+    path = ws.add("serve.sbatch", SLURM_APPTAINER, "--format", "bash")
+    r = ws.record("VLLM_ATTENTION_BACKEND=FLASHINFER")
+    assert "(unset) -> FLASHINFER" in r.stdout
+    text = path.read_text()
+    # next to the wrapper's other --env options, on a continuation line of its own
+    assert "  --env VLLM_ATTENTION_BACKEND=FLASHINFER \\\n  --env HF_HUB_OFFLINE=1" in text
+    assert "export VLLM_ATTENTION_BACKEND=FLASH_ATTN\n" in text  # left as it was
+    assert ws.run("revert", "--perf-only", "--why", "w").exit_code == 0
+    assert path.read_text() == SLURM_APPTAINER
+    ws.record("HF_HOME", "--unset")
+    assert "--env HF_HOME" not in path.read_text()
+    assert ws.run("revert", "--perf-only", "--why", "w").exit_code == 0
+    assert path.read_text() == SLURM_APPTAINER
+
+
+def test_a_one_line_wrapper_gets_the_option_after_its_name():
+    bash = get_format("bash")
+    out = bash.set(ONE_LINE, "VLLM_USE_V1", "1")
+    assert out.splitlines()[1].startswith("singularity exec --env VLLM_USE_V1=1 --nv -e ")
+    assert bash.unset(out, "VLLM_USE_V1") == ONE_LINE
+
+
+def test_a_flag_inside_the_script_string_is_refused_naming_its_line():
+    try:
+        get_format("bash").set(SLURM_APPTAINER, "--max-num-seqs", "8")
+    except ValueError as e:
+        assert "line 18: the server's flags are inside the script that `bash` runs" in str(e)
+        assert "record it with --adopt" in str(e)
+    else:
+        raise AssertionError("a flag was added after a bash -lc script string")
+
+
+def test_target_show_names_the_wrapper_env(ws):  # noqa: F811
+    ws.add("serve.sbatch", SLURM_APPTAINER, "--format", "bash")
+    shown = ws.run("target", "show", "t").stdout
+    assert "HF_HUB_OFFLINE" in shown
+    assert "not the script's exports MODEL (line 6), VLLM_ATTENTION_BACKEND (line 8)" in shown
+
+
+def test_env_i_and_sudo_are_still_refused_naming_the_line():
+    script = "#!/bin/bash\nexport X=1\nsudo -u svc vllm serve m --port 8000\n"
+    try:
+        get_format("bash").set(script, "VLLM_USE_V1", "1")
+    except ValueError as e:
+        assert "line 3: `sudo` gives the command it runs none" in str(e)
+        assert "sudo K=V CMD" in str(e)
+    else:
+        raise AssertionError("a write past sudo was accepted")
