@@ -33,6 +33,7 @@ from tests.cli.test_exact_reverts import SGLANG_VARS
 from tests.cli.test_one_spelling import COMPOSE_ARGS
 from tests.cli.test_one_spelling import HELM_VALUES
 from tests.cli.test_wrapper_env import SLURM_APPTAINER
+from tests.envknobs.test_yaml_documents import BUNDLE
 
 DOTENV = """\
 # vLLM server env (systemd EnvironmentFile)
@@ -104,6 +105,8 @@ CASES = {
                   HELM_VALUES),
     "helm-map": (Target("t", "f", "yaml-map", flags="vllm",
                         key_path="servingEngineSpec.modelSpec[0].vllmConfig"), HELM_VALUES),
+    "bundle-doc": (Target("t", "f", "yaml-map", key_path="1:data"), BUNDLE),
+    "bundle-found": (Target("t", "f", "yaml-map", key_path="spec.template"), BUNDLE),
     "config-map": (Target("t", "f", "yaml-map", flags="sglang"), CONFIG_MAP),
 }
 PATH = Path("/nonexistent/f")

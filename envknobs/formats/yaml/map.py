@@ -14,8 +14,10 @@ Two real shapes:
   ["--max-num-seqs", "32"]``, ``vllm_args``), with ``--flags``: its knobs are ``--flag``
   names, read and edited as a container's ``args:`` (:mod:`envknobs.formats.yaml.argv`).
 
-Reading: the file is one YAML document (several are refused: which would the engine
-read?).  ``parse`` returns every key whose value is a scalar, as the text of that scalar
+Reading: the file is one YAML document, or several (``---``, a manifest with a ConfigMap
+and a Deployment): then the document is the one where the key path is found; where it is
+found in several, the edit is refused naming each (line, kind/name) and how to pick one:
+``DOC:PATH`` (1-based, as k8s container addresses), e.g. ``--key-path 2:data``.  ``parse`` returns every key whose value is a scalar, as the text of that scalar
 (``0.85``, ``true``; a null reads as ``""``); keys with list or map values, and keys brought
 in by ``<<`` merges, are not knobs.  A key written twice is refused, naming both lines:
 YAML readers disagree on which one wins.
@@ -73,6 +75,8 @@ from envknobs.formats.yaml.helmenv import is_name_value_list
 from envknobs.formats.yaml.envlist import set_in_list
 from envknobs.formats.yaml.envlist import unset_in_list
 from envknobs.formats.yaml.edit import compose_all
+from envknobs.formats.yaml.documents import pick_document
+from envknobs.formats.yaml.documents import split_doc
 from envknobs.formats.yaml.edit import format_path
 from envknobs.formats.yaml.edit import insert_at_line
 from envknobs.formats.yaml.edit import last_content_end
@@ -149,8 +153,9 @@ class YamlMapFormat(FlagPlaces, TargetFormat):
         strings: bool = False, engine: str | None = None,
     ) -> None:
         self.engine = engine  # whose flag catalog spells the flags (None: any engine's)
+        self.doc, key_path = split_doc(key_path)
         self.steps = parse_path(key_path) if key_path else ()
-        self.key_path = format_path(self.steps)
+        self.key_path = (f"{self.doc}:" if self.doc else "") + format_path(self.steps)
         self.check_key = check_key
         self.strings = strings
 
@@ -158,13 +163,7 @@ class YamlMapFormat(FlagPlaces, TargetFormat):
         return f"key path {self.key_path!r}" if self.steps else "the file"
 
     def _locate(self, text: str) -> _Map:
-        docs = [d for d in compose_all(text) if d is not None]
-        if len(docs) > 1:
-            raise FormatError(
-                f"line {docs[1].start_mark.line + 1}: the file holds {len(docs)} YAML "
-                "documents; a yaml-map target is one document"
-            )
-        root = docs[0] if docs else None
+        root = pick_document(compose_all(text), self.doc, self.steps)
         if not self.steps:
             return self._as_map(root, None, None)
         parent = walk_path(root, self.steps[:-1])
