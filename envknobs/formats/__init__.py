@@ -73,7 +73,8 @@ def get_format(
     ``container`` selects the container for ``k8s``: its name, or a longer address
     (``NAME/CONTAINER``, ``KIND/NAME/ROLE/CONTAINER``, ``DOC:PATH``) where the name is
     not unique; see :mod:`envknobs.formats.yaml.containers`.  ``key_path`` is where the map of
-    a ``yaml-map`` target is (None: the whole file), ``check_key`` validates its keys
+    a ``yaml-map`` target is (None: the whole file), or the ``|`` block holding a ``bash``
+    target's script in a YAML file (SkyPilot's ``run``: :mod:`envknobs.formats.yaml.script`), ``check_key`` validates its keys
     (a flag catalog lookup raising KnobError), ``strings`` says its values are env
     strings (new values are always written as strings), ``engine`` (``sglang``/``vllm``)
     whose flag catalog spells and types its flags.  Raises :class:`FormatError` for an
@@ -96,8 +97,14 @@ def get_format(
         from envknobs.formats.yaml.map import YamlMapFormat
 
         return YamlMapFormat(key_path, check_key, strings, engine)
+    if name == "bash" and key_path is not None and check_key is None:
+        # a script held in a YAML file (SkyPilot `run: |`): envknobs.formats.yaml.script
+        from envknobs.formats.yaml.script import ScriptAtKey
+
+        return ScriptAtKey(key_path)
     if key_path is not None or check_key is not None:
-        raise FormatError(f"a key path is only meaningful for yaml-map targets, not {name}")
+        raise FormatError(f"a key path is only meaningful for yaml-map and bash targets, "
+                          f"not {name}")
     if name == "bash":
         from envknobs.formats.bash import BashFormat
 

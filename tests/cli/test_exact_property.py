@@ -34,6 +34,7 @@ from tests.cli.test_one_spelling import COMPOSE_ARGS
 from tests.cli.test_one_spelling import HELM_VALUES
 from tests.cli.test_wrapper_env import SLURM_APPTAINER
 from tests.envknobs.test_yaml_documents import BUNDLE
+from tests.cli.test_yaml_scripts import SKYPILOT
 
 DOTENV = """\
 # vLLM server env (systemd EnvironmentFile)
@@ -92,6 +93,7 @@ CASES = {
     "bash": (Target("t", "f", "bash"), SGLANG_VARS),
     "bash-no-newline": (Target("t", "f", "bash"), SGLANG_VARS.rstrip("\n")),
     "bash-apptainer": (Target("t", "f", "bash"), SLURM_APPTAINER),
+    "skypilot-run": (Target("t", "f", "bash", key_path="run"), SKYPILOT),
     "dotenv": (Target("t", "f", "dotenv"), DOTENV),
     "systemd": (Target("t", "f", "systemd"), UNIT),
     "k8s-lws": (Target("t", "f", "k8s", container="sglang-leader"), LWS),

@@ -1,0 +1,168 @@
+"""A serve script held in a YAML file, read and edited as a ``bash`` target (issue 50 item 4).
+
+SkyPilot tasks keep the server's launch in ``run: |`` (and its env in ``envs:``), GitHub
+Actions and other CI files in ``steps[N].run: |``: a bash script at a key path.  A ``bash``
+target with ``--key-path run`` is that script: every read and edit is the bash format's
+(:mod:`envknobs.formats.bash`) on the block scalar's value, and an edit goes back into
+the block with the lines it did not change byte for byte and the block's indentation
+(:func:`~envknobs.formats.yaml.argv.replace_script`).  Lines are the file's: a place, a
+launch, a note or an error that names ``line N`` of the script names the file line it
+is on, and ``--at LINE`` takes a file line.
+
+Decisions: only a literal block (``|``, ``|-``, ``|+``) is a script here, since only its
+lines are the script's lines; a folded or quoted script is refused, saying to write it
+as a ``|`` block.  The document is picked as a ``yaml-map`` key path picks it
+(``DOC:PATH`` in a file of several documents, :mod:`.documents`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from typing import Mapping
+from typing import Sequence
+
+from ruamel.yaml.nodes import ScalarNode
+
+from envknobs.formats.common import FormatError
+from envknobs.formats.common import TargetFormat
+from envknobs.formats.common.places import AmbiguousKnob
+from envknobs.formats.common.places import KnobSummary
+from envknobs.formats.common.places import Place
+from envknobs.formats.common.places import PlaceEdit
+from envknobs.formats.common.places import Summary
+from envknobs.formats.common.text import line_of
+from envknobs.formats.yaml.documents import pick_document
+from envknobs.formats.yaml.documents import split_doc
+from envknobs.formats.yaml.edit import compose_all
+from envknobs.formats.yaml.edit import format_path
+from envknobs.formats.yaml.edit import parse_path
+from envknobs.formats.yaml.edit import walk_path
+
+_LINE = re.compile(r"\b(lines?) (\d+)((?: and |, )(\d+))?")
+
+
+def _shift_said(message: str, shift: int) -> str:
+    """``line 3`` of the script as the file line it is on (``line 12``)."""
+    def moved(m: re.Match) -> str:
+        tail = f"{m.group(3)[:-len(m.group(4))]}{int(m.group(4)) + shift}" if m.group(4) else ""
+        return f"{m.group(1)} {int(m.group(2)) + shift}{tail}"
+    return _LINE.sub(moved, message)
+
+
+class ScriptAtKey(TargetFormat):
+    """The bash script in a ``|`` block at a key path; see the module docstring."""
+
+    name = "bash"
+
+    def __init__(self, key_path: str) -> None:
+        from envknobs.formats.bash import BashFormat
+
+        self.doc, path = split_doc(key_path)
+        self.steps = parse_path(path or "")
+        if not self.steps:
+            raise FormatError("a bash target in a YAML file needs the script's key path "
+                              "(--key-path run)")
+        self.key_path = (f"{self.doc}:" if self.doc else "") + format_path(self.steps)
+        self.bash = BashFormat()
+
+    # -- the script -------------------------------------------------------------------
+    def _node(self, text: str) -> ScalarNode:
+        node = walk_path(pick_document(compose_all(text), self.doc, self.steps), self.steps)
+        if not isinstance(node, ScalarNode):
+            raise FormatError(f"key path {self.key_path!r} holds no script (a string)")
+        if node.style != "|":
+            raise FormatError(f"line {line_of(text, node.start_mark.index)}: the script at "
+                              f"{self.key_path!r} is not a literal `|` block; write it as "
+                              "one to manage it (its lines are then the script's lines)")
+        return node
+
+    def _shift(self, text: str, node: ScalarNode) -> int:
+        return line_of(text, node.start_mark.index)  # the `key: |` line; the body follows
+
+    def _run(self, text: str, action):
+        """``action(script)``, its errors naming file lines."""
+        node = self._node(text)
+        shift = self._shift(text, node)
+        try:
+            return node, action(node.value)
+        except AmbiguousKnob as e:
+            places = tuple(replace(p, line=p.line + shift) for p in e.places)
+            raise AmbiguousKnob(e.knob, places, e.action, e.reason,
+                                tuple(n + shift for n in e.candidates)) from e
+        except FormatError as e:
+            raise FormatError(_shift_said(str(e), shift)) from e
+
+    def _edit(self, text: str, action) -> str:
+        from envknobs.formats.yaml.argv import Token
+        from envknobs.formats.yaml.argv import replace_script
+
+        node, new = self._run(text, action)
+        return text if new == node.value else replace_script(text, Token(node, None), new)  # type: ignore[arg-type]
+
+    def _at(self, text: str, at):
+        return at - self._shift(text, self._node(text)) if isinstance(at, int) and \
+            not isinstance(at, bool) else at
+
+    # -- reads ------------------------------------------------------------------------
+    def parse(self, text: str) -> dict[str, str]:
+        return self._run(text, self.bash.parse)[1]
+
+    def parse_exact(self, text: str) -> dict[str, str]:
+        return self._run(text, self.bash.parse_exact)[1]
+
+    def summary(self, text: str) -> Summary:
+        node, found = self._run(text, self.bash.summary)
+        shift = self._shift(text, node)
+        return Summary(
+            tuple(self._moved(k, shift) for k in found.knobs),
+            tuple(replace(x, line=x.line + shift, end_line=x.end_line + shift)
+                  for x in found.launches),
+            tuple(_shift_said(n, shift) for n in found.notes))
+
+    @staticmethod
+    def _moved(k: KnobSummary, shift: int) -> KnobSummary:
+        return replace(k, places=tuple(replace(p, line=p.line + shift) for p in k.places))
+
+    def knob(self, text: str, knob: str) -> KnobSummary | None:
+        node, found = self._run(text, lambda s: self.bash.knob(s, knob))
+        return self._moved(found, self._shift(text, node)) if found is not None else None
+
+    def canonical(self, text: str, knob: str) -> str:
+        return self._run(text, lambda s: self.bash.canonical(s, knob))[1]
+
+    def source(self, text: str, knob: str) -> str | None:
+        return self._run(text, lambda s: self.bash.source(s, knob))[1]
+
+    def select_places(self, text: str, knob: str, at: int | str | None,
+                      action: str = "set") -> tuple[Place, ...]:
+        node, found = self._run(text, lambda s: self.bash.select_places(
+            s, knob, self._at(text, at), action))
+        shift = self._shift(text, node)
+        return tuple(replace(p, line=p.line + shift) for p in found)
+
+    # -- edits ------------------------------------------------------------------------
+    def set(self, text: str, knob: str, value: str, at: int | str | None = None,
+            source: str | None = None) -> str:
+        where = self._at(text, at)
+        return self._edit(text, lambda s: self.bash.set(s, knob, value, at=where, source=source))
+
+    def unset(self, text: str, knob: str, at: int | str | None = None) -> str:
+        where = self._at(text, at)
+        return self._edit(text, lambda s: self.bash.unset(s, knob, at=where))
+
+    def removed(self, text: str, knob: str) -> str:
+        return self._edit(text, lambda s: self.bash.removed(s, knob))
+
+    def set_exact(self, text: str, knob: str, value: str, source: str | None) -> str:
+        return self._edit(text, lambda s: self.bash.set_exact(s, knob, value, source))
+
+    def edit_places(self, text: str, knob: str, edits: Sequence[PlaceEdit]) -> str:
+        return self._edit(text, lambda s: self.bash.edit_places(s, knob, edits))
+
+    def edit_many(self, text: str, edits: Mapping[str, str | None],
+                  sources: Mapping[str, str | None] | None = None) -> str:
+        return self._edit(text, lambda s: self.bash.edit_many(s, edits, sources))
+
+    def add_many(self, text: str, values: Mapping[str, str]) -> str:
+        return self._edit(text, lambda s: self.bash.add_many(s, values))
