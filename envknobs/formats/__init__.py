@@ -74,7 +74,8 @@ def get_format(
     (``NAME/CONTAINER``, ``KIND/NAME/ROLE/CONTAINER``, ``DOC:PATH``) where the name is
     not unique; see :mod:`envknobs.formats.yaml.containers`.  ``key_path`` is where the map of
     a ``yaml-map`` target is (None: the whole file), or the ``|`` block holding a ``bash``
-    target's script in a YAML file (SkyPilot's ``run``: :mod:`envknobs.formats.yaml.script`), ``check_key`` validates its keys
+    target's script in a YAML file (SkyPilot's ``run``), and ``OUTER|INNER`` the map at INNER
+    of YAML embedded in the block at OUTER (:mod:`envknobs.formats.yaml.block`), ``check_key`` validates its keys
     (a flag catalog lookup raising KnobError), ``strings`` says its values are env
     strings (new values are always written as strings), ``engine`` (``sglang``/``vllm``)
     whose flag catalog spells and types its flags.  Raises :class:`FormatError` for an
@@ -96,12 +97,17 @@ def get_format(
     if name == "yaml-map":
         from envknobs.formats.yaml.map import YamlMapFormat
 
+        if key_path is not None and "|" in key_path:  # OUTER|INNER: YAML in a `|` block
+            from envknobs.formats.yaml.block import InBlock
+
+            outer, _, inner = key_path.partition("|")
+            return InBlock(outer, YamlMapFormat(inner or None, check_key, strings, engine))
         return YamlMapFormat(key_path, check_key, strings, engine)
     if name == "bash" and key_path is not None and check_key is None:
-        # a script held in a YAML file (SkyPilot `run: |`): envknobs.formats.yaml.script
-        from envknobs.formats.yaml.script import ScriptAtKey
+        # a script held in a YAML file (SkyPilot `run: |`): envknobs.formats.yaml.block
+        from envknobs.formats.yaml.block import script_at
 
-        return ScriptAtKey(key_path)
+        return script_at(key_path)
     if key_path is not None or check_key is not None:
         raise FormatError(f"a key path is only meaningful for yaml-map and bash targets, "
                           f"not {name}")

@@ -35,6 +35,9 @@ from tests.cli.test_one_spelling import HELM_VALUES
 from tests.cli.test_wrapper_env import SLURM_APPTAINER
 from tests.envknobs.test_yaml_documents import BUNDLE
 from tests.cli.test_yaml_scripts import SKYPILOT
+from tests.envknobs.test_yaml_in_blocks import ENGINE
+from tests.envknobs.test_yaml_in_blocks import KAITO
+from tests.envknobs.test_yaml_in_blocks import RAYSERVICE
 
 DOTENV = """\
 # vLLM server env (systemd EnvironmentFile)
@@ -109,6 +112,10 @@ CASES = {
                         key_path="servingEngineSpec.modelSpec[0].vllmConfig"), HELM_VALUES),
     "bundle-doc": (Target("t", "f", "yaml-map", key_path="1:data"), BUNDLE),
     "bundle-found": (Target("t", "f", "yaml-map", key_path="spec.template"), BUNDLE),
+    "rayservice-kwargs": (Target("t", "f", "yaml-map", flags="vllm", key_path=ENGINE),
+                          RAYSERVICE),
+    "kaito-configmap": (Target("t", "f", "yaml-map", flags="vllm",
+                               key_path='data["inference_config.yaml"]|vllm'), KAITO),
     "config-map": (Target("t", "f", "yaml-map", flags="sglang"), CONFIG_MAP),
 }
 PATH = Path("/nonexistent/f")

@@ -59,9 +59,9 @@ def test_an_edit_keeps_the_block_and_reverts_exactly():
 
 
 def test_a_script_that_is_no_literal_block_is_refused_with_its_line():
-    with pytest.raises(FormatError, match=r"line 10: the script at 'setup' is not a literal"):
+    with pytest.raises(FormatError, match=r"line 10: the string at 'setup' is not a literal"):
         get_format("bash", key_path="setup").parse(SKYPILOT.replace("setup: |", "setup: >"))
-    with pytest.raises(FormatError, match="holds no script"):
+    with pytest.raises(FormatError, match="holds no string"):
         get_format("bash", key_path="resources").parse(SKYPILOT)
 
 

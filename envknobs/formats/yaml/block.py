@@ -1,17 +1,26 @@
-"""A serve script held in a YAML file, read and edited as a ``bash`` target (issue 50 item 4).
+"""A target inside a YAML block scalar: a serve script (SkyPilot ``run: |``), or a YAML
+document embedded as a string (a ConfigMap's ``data:`` file, KubeRay's ``serveConfigV2:
+|``) (issue 50 item 4).
 
-SkyPilot tasks keep the server's launch in ``run: |`` (and its env in ``envs:``), GitHub
-Actions and other CI files in ``steps[N].run: |``: a bash script at a key path.  A ``bash``
-target with ``--key-path run`` is that script: every read and edit is the bash format's
-(:mod:`envknobs.formats.bash`) on the block scalar's value, and an edit goes back into
-the block with the lines it did not change byte for byte and the block's indentation
-(:func:`~envknobs.formats.yaml.argv.replace_script`).  Lines are the file's: a place, a
-launch, a note or an error that names ``line N`` of the script names the file line it
-is on, and ``--at LINE`` takes a file line.
+SkyPilot tasks keep the server's launch in ``run: |`` (and its env in ``envs:``), CI files
+in ``steps[N].run: |``: a ``bash`` target with ``--key-path run`` is that script.  A
+ConfigMap carries the engine's config file as a string (KAITO's ``inference_config.yaml``
+with its ``vllm:`` section), a RayService its Serve config (``serveConfigV2: |`` whose
+``applications[0].args`` hold vLLM's ``engine_kwargs``): a ``yaml-map`` target with a key
+path ``OUTER|INNER`` (``spec.serveConfigV2|applications[0].args.engine_kwargs``,
+``data["inference_config.yaml"]|vllm``) is the map at INNER of the document in the block
+at OUTER.
 
-Decisions: only a literal block (``|``, ``|-``, ``|+``) is a script here, since only its
-lines are the script's lines; a folded or quoted script is refused, saying to write it
-as a ``|`` block.  The document is picked as a ``yaml-map`` key path picks it
+Every read and edit is the inner format's on the block scalar's value (the bash format,
+:mod:`envknobs.formats.bash`; the yaml-map format, :mod:`.map`), and an edit goes back
+into the block with the lines it did not change byte for byte and the block's
+indentation (:func:`~envknobs.formats.yaml.argv.replace_script`).  Lines are the file's:
+a place, a launch, a note or an error that names ``line N`` of the block names the file
+line it is on, and ``--at LINE`` takes a file line.
+
+Decisions: only a literal block (``|``, ``|-``, ``|+``) is read, since only its lines are
+the inner text's lines; a folded or quoted string is refused, saying to write it as a
+``|`` block.  The outer document is picked as a ``yaml-map`` key path picks it
 (``DOC:PATH`` in a file of several documents, :mod:`.documents`).
 """
 
@@ -50,31 +59,29 @@ def _shift_said(message: str, shift: int) -> str:
     return _LINE.sub(moved, message)
 
 
-class ScriptAtKey(TargetFormat):
-    """The bash script in a ``|`` block at a key path; see the module docstring."""
+class InBlock(TargetFormat):
+    """A format's text in a ``|`` block at a key path; see the module docstring."""
 
-    name = "bash"
-
-    def __init__(self, key_path: str) -> None:
-        from envknobs.formats.bash import BashFormat
-
+    def __init__(self, key_path: str, inner: TargetFormat) -> None:
         self.doc, path = split_doc(key_path)
         self.steps = parse_path(path or "")
         if not self.steps:
-            raise FormatError("a bash target in a YAML file needs the script's key path "
-                              "(--key-path run)")
+            raise FormatError(f"a {inner.name} target in a YAML block needs the block's key "
+                              "path (--key-path run)")
         self.key_path = (f"{self.doc}:" if self.doc else "") + format_path(self.steps)
-        self.bash = BashFormat()
+        self.inner = self.bash = inner
+        self.name = inner.name
+
 
     # -- the script -------------------------------------------------------------------
     def _node(self, text: str) -> ScalarNode:
         node = walk_path(pick_document(compose_all(text), self.doc, self.steps), self.steps)
         if not isinstance(node, ScalarNode):
-            raise FormatError(f"key path {self.key_path!r} holds no script (a string)")
+            raise FormatError(f"key path {self.key_path!r} holds no string (a `|` block)")
         if node.style != "|":
-            raise FormatError(f"line {line_of(text, node.start_mark.index)}: the script at "
+            raise FormatError(f"line {line_of(text, node.start_mark.index)}: the string at "
                               f"{self.key_path!r} is not a literal `|` block; write it as "
-                              "one to manage it (its lines are then the script's lines)")
+                              "one to manage it (its lines are then the text's lines)")
         return node
 
     def _shift(self, text: str, node: ScalarNode) -> int:
@@ -111,8 +118,10 @@ class ScriptAtKey(TargetFormat):
     def parse_exact(self, text: str) -> dict[str, str]:
         return self._run(text, self.bash.parse_exact)[1]
 
-    def summary(self, text: str) -> Summary:
+    def summary(self, text: str) -> Summary | None:
         node, found = self._run(text, self.bash.summary)
+        if found is None:
+            return None
         shift = self._shift(text, node)
         return Summary(
             tuple(self._moved(k, shift) for k in found.knobs),
@@ -144,12 +153,12 @@ class ScriptAtKey(TargetFormat):
     # -- edits ------------------------------------------------------------------------
     def set(self, text: str, knob: str, value: str, at: int | str | None = None,
             source: str | None = None) -> str:
-        where = self._at(text, at)
-        return self._edit(text, lambda s: self.bash.set(s, knob, value, at=where, source=source))
+        how = {k: v for k, v in (("at", self._at(text, at)), ("source", source)) if v is not None}
+        return self._edit(text, lambda s: self.bash.set(s, knob, value, **how))
 
     def unset(self, text: str, knob: str, at: int | str | None = None) -> str:
-        where = self._at(text, at)
-        return self._edit(text, lambda s: self.bash.unset(s, knob, at=where))
+        how = {"at": self._at(text, at)} if at is not None else {}
+        return self._edit(text, lambda s: self.bash.unset(s, knob, **how))
 
     def removed(self, text: str, knob: str) -> str:
         return self._edit(text, lambda s: self.bash.removed(s, knob))
@@ -166,3 +175,10 @@ class ScriptAtKey(TargetFormat):
 
     def add_many(self, text: str, values: Mapping[str, str]) -> str:
         return self._edit(text, lambda s: self.bash.add_many(s, values))
+
+
+def script_at(key_path: str) -> InBlock:
+    """The bash script in the block at ``key_path`` (SkyPilot's ``run``)."""
+    from envknobs.formats.bash import BashFormat
+
+    return InBlock(key_path, BashFormat())
