@@ -38,6 +38,7 @@ from tests.cli.test_yaml_scripts import SKYPILOT
 from tests.envknobs.test_yaml_in_blocks import ENGINE
 from tests.envknobs.test_yaml_in_blocks import KAITO
 from tests.envknobs.test_yaml_in_blocks import RAYSERVICE
+from tests.envknobs.test_k8s_env_args import KSERVE
 
 DOTENV = """\
 # vLLM server env (systemd EnvironmentFile)
@@ -100,6 +101,7 @@ CASES = {
     "dotenv": (Target("t", "f", "dotenv"), DOTENV),
     "systemd": (Target("t", "f", "systemd"), UNIT),
     "k8s-lws": (Target("t", "f", "k8s", container="sglang-leader"), LWS),
+    "k8s-env-args": (Target("t", "f", "k8s", container="main"), KSERVE),
     "k8s-env": (Target("t", "f", "k8s", container="sglang"), ENV_ITEMS),
     "compose-folded": (Target("t", "f", "yaml-map", key_path="services.vllm.command"),
                        COMPOSE_FOLDED),
