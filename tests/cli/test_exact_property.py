@@ -39,6 +39,7 @@ from tests.envknobs.test_yaml_in_blocks import ENGINE
 from tests.envknobs.test_yaml_in_blocks import KAITO
 from tests.envknobs.test_yaml_in_blocks import RAYSERVICE
 from tests.envknobs.test_k8s_env_args import KSERVE
+from tests.envknobs.test_yaml_merges import COMPOSE as COMPOSE_MERGED
 
 DOTENV = """\
 # vLLM server env (systemd EnvironmentFile)
@@ -118,6 +119,8 @@ CASES = {
                           RAYSERVICE),
     "kaito-configmap": (Target("t", "f", "yaml-map", flags="vllm",
                                key_path='data["inference_config.yaml"]|vllm'), KAITO),
+    "compose-merged": (Target("t", "f", "yaml-map", key_path="services.prefill.environment"),
+                       COMPOSE_MERGED),
     "config-map": (Target("t", "f", "yaml-map", flags="sglang"), CONFIG_MAP),
 }
 PATH = Path("/nonexistent/f")

@@ -76,6 +76,10 @@ from envknobs.formats.yaml.envlist import set_in_list
 from envknobs.formats.yaml.envlist import unset_in_list
 from envknobs.formats.yaml.edit import compose_all
 from envknobs.formats.yaml.documents import pick_document
+from envknobs.formats.yaml.merges import merged_keys
+from envknobs.formats.yaml.merges import merged_notes
+from envknobs.formats.yaml.merges import merged_values
+from envknobs.formats.yaml.merges import refuse_merged
 from envknobs.formats.yaml.documents import split_doc
 from envknobs.formats.yaml.edit import format_path
 from envknobs.formats.yaml.edit import insert_at_line
@@ -259,6 +263,7 @@ class YamlMapFormat(FlagPlaces, TargetFormat):
                 flag_values(list_argv(m.node, self.engine))
         pairs = self._pairs(m)
         found = {k: scalar_text(v) for k, (_, v) in pairs.items() if isinstance(v, ScalarNode)}
+        found = {**merged_values(m.node), **found}  # `<<: *x` keys: the reader sees them
         args = self._args_list(text)
         if args is None:
             return found
@@ -296,13 +301,15 @@ class YamlMapFormat(FlagPlaces, TargetFormat):
                 or self._args_list(text) is None]
         both = [] if self.strings else [negation_conflict(k, lines) for k in lines
                                         if k.startswith("no-") and k[3:] in lines]
-        return line_summary(text, rows, self._where(), notes=both)
+        return line_summary(text, rows, self._where(), notes=[*both, *merged_notes(m.node)])
 
     def _lines(self, text: str, m: _Map) -> dict[str, int]:
         if isinstance(m.node, SequenceNode):
             return {n.value.partition("=")[0]: line_of(text, n.start_mark.index)
                     for n in m.node.value if isinstance(n, ScalarNode)}
-        return {k: line_of(text, key.start_mark.index) for k, (key, _) in self._pairs(m).items()}
+        merged = {k: line_of(text, g.key.start_mark.index) for k, g in merged_keys(m.node).items()}
+        return {**merged, **{k: line_of(text, key.start_mark.index)
+                             for k, (key, _) in self._pairs(m).items()}}
 
     def canonical(self, text: str, knob: str) -> str:
         """A flag as the engine's catalog spells it (``--tp`` -> ``--tp-size``)."""
@@ -409,6 +416,7 @@ class YamlMapFormat(FlagPlaces, TargetFormat):
         if (env := self._env_items(text)) is not None:
             return env.set(text, knob, value, source=source)
         m = self._locate(text)
+        refuse_merged(m.node, knob)
         if m.service is not None:
             if source is not None:
                 back = self._compose_back(text, m, knob, value, source)
@@ -516,6 +524,7 @@ class YamlMapFormat(FlagPlaces, TargetFormat):
         if (env := self._env_items(text)) is not None:
             return env.unset(text, knob)
         m = self._locate(text)
+        refuse_merged(m.node, knob)
         if m.service is not None:
             return self._compose_edit(text, m, knob, None)
         if isinstance(m.node, SequenceNode):
