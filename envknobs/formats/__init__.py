@@ -102,6 +102,10 @@ def get_format(
 
             outer, _, inner = key_path.partition("|")
             return InBlock(outer, YamlMapFormat(inner or None, check_key, strings, engine))
+        if strings:  # an env map: its values may be strings of flags (yaml.mapstrings)
+            from envknobs.formats.yaml.mapstrings import EnvMapStrings
+
+            return EnvMapStrings(YamlMapFormat(key_path, check_key, strings, engine))
         return YamlMapFormat(key_path, check_key, strings, engine)
     if name == "bash" and key_path is not None and check_key is None:
         # a script held in a YAML file (SkyPilot `run: |`): envknobs.formats.yaml.block

@@ -40,6 +40,7 @@ from tests.envknobs.test_yaml_in_blocks import KAITO
 from tests.envknobs.test_yaml_in_blocks import RAYSERVICE
 from tests.envknobs.test_k8s_env_args import KSERVE
 from tests.envknobs.test_yaml_merges import COMPOSE as COMPOSE_MERGED
+from tests.envknobs.test_env_map_strings import COMPOSE_ENV
 
 DOTENV = """\
 # vLLM server env (systemd EnvironmentFile)
@@ -121,6 +122,8 @@ CASES = {
                                key_path='data["inference_config.yaml"]|vllm'), KAITO),
     "compose-merged": (Target("t", "f", "yaml-map", key_path="services.prefill.environment"),
                        COMPOSE_MERGED),
+    "compose-env-args": (Target("t", "f", "yaml-map", key_path="services.vllm.environment"),
+                         COMPOSE_ENV),
     "config-map": (Target("t", "f", "yaml-map", flags="sglang"), CONFIG_MAP),
 }
 PATH = Path("/nonexistent/f")
