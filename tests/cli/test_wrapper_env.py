@@ -10,7 +10,10 @@ lines, ``--env K="$HF_HOME"``, ``bash -lc "vllm serve ..."``).
 
 from __future__ import annotations
 
+import pytest
+
 from envknobs.formats import get_format
+from envknobs.formats.common import FormatError
 from tests.cli.test_exact_reverts import ws  # noqa: F401  (the workspace fixture)
 
 SLURM_APPTAINER = """\
@@ -74,13 +77,9 @@ def test_a_one_line_wrapper_gets_the_option_after_its_name():
 
 
 def test_a_flag_inside_the_script_string_is_refused_naming_its_line():
-    try:
+    with pytest.raises(FormatError, match=r"line 18: the server's flags are inside the script "
+                                          r"that `bash` runs.*record it with --adopt"):
         get_format("bash").set(SLURM_APPTAINER, "--max-num-seqs", "8")
-    except ValueError as e:
-        assert "line 18: the server's flags are inside the script that `bash` runs" in str(e)
-        assert "record it with --adopt" in str(e)
-    else:
-        raise AssertionError("a flag was added after a bash -lc script string")
 
 
 def test_target_show_names_the_wrapper_env(ws):  # noqa: F811
@@ -88,14 +87,3 @@ def test_target_show_names_the_wrapper_env(ws):  # noqa: F811
     shown = ws.run("target", "show", "t").stdout
     assert "HF_HUB_OFFLINE" in shown
     assert "not the script's exports MODEL (line 6), VLLM_ATTENTION_BACKEND (line 8)" in shown
-
-
-def test_env_i_and_sudo_are_still_refused_naming_the_line():
-    script = "#!/bin/bash\nexport X=1\nsudo -u svc vllm serve m --port 8000\n"
-    try:
-        get_format("bash").set(script, "VLLM_USE_V1", "1")
-    except ValueError as e:
-        assert "line 3: `sudo` gives the command it runs none" in str(e)
-        assert "sudo K=V CMD" in str(e)
-    else:
-        raise AssertionError("a write past sudo was accepted")
