@@ -115,10 +115,10 @@ def get_format(
     if key_path is not None or check_key is not None:
         raise FormatError(f"a key path is only meaningful for yaml-map and bash targets, "
                           f"not {name}")
-    if name == "bash":
-        from envknobs.formats.bash import BashFormat
+    if name == "bash":  # with the flags of a `bash -lc "..."` string (bash.inner)
+        from envknobs.formats.bash.inner import WithInnerScript
 
-        return BashFormat()
+        return WithInnerScript()
     if name == "dotenv":
         from envknobs.formats.dotenv import DotenvFormat
 

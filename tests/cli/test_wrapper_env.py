@@ -76,10 +76,46 @@ def test_a_one_line_wrapper_gets_the_option_after_its_name():
     assert bash.unset(out, "VLLM_USE_V1") == ONE_LINE
 
 
-def test_a_flag_inside_the_script_string_is_refused_naming_its_line():
+def test_the_flags_inside_the_bash_lc_string_are_edited_there():
+    bash = get_format("bash")
+    assert bash.parse(SLURM_APPTAINER)["--tensor-parallel-size"] == "4"
+    lines = {k.knob: k.places[0].line for k in bash.summary(SLURM_APPTAINER).knobs}
+    assert lines["--tensor-parallel-size"] == 18 and lines["--port"] == 18
+    out = bash.set(SLURM_APPTAINER, "--max-num-seqs", "8")
+    assert '  bash -lc "vllm serve $MODEL --tensor-parallel-size 4 --port 8000 ' \
+           '--max-num-seqs 8"\n' in out
+    assert bash.unset(out, "--max-num-seqs") == SLURM_APPTAINER
+    # a value needing quotes: fine inside "...", where single quotes are the inner shell's
+    assert "--served-model-name 'llama 70b'\"" in \
+        bash.set(SLURM_APPTAINER, "--served-model-name", "llama 70b")
+
+
+def test_a_value_the_outer_quoting_cannot_hold_is_refused_naming_the_line():
+    script = "#!/bin/bash\nsrun bash -c 'vllm serve m --port 8000'\n"
+    bash = get_format("bash")
+    assert bash.set(script, "--port", "8001") == script.replace("8000", "8001")
+    with pytest.raises(FormatError, match=r"line 2: the value needs \"'\", which the '...' "
+                                          r"string around the server's command cannot hold"):
+        bash.set(script, "--served-model-name", "a b")
+
+
+def test_a_script_string_the_reader_cannot_map_is_refused_naming_its_line():
+    text = SLURM_APPTAINER.replace("--port 8000", "--port 8000 \\\"x\\\"")
     with pytest.raises(FormatError, match=r"line 18: the server's flags are inside the script "
                                           r"that `bash` runs.*record it with --adopt"):
-        get_format("bash").set(SLURM_APPTAINER, "--max-num-seqs", "8")
+        get_format("bash").set(text, "--max-num-seqs", "8")
+
+
+def test_record_a_flag_in_the_string_and_revert(ws):  # noqa: F811
+    path = ws.add("serve.sbatch", SLURM_APPTAINER, "--format", "bash")
+    r = ws.record("--tensor-parallel-size=8")
+    assert "4 -> 8" in r.stdout
+    ws.record("--port", "--unset")
+    ws.record("--max-num-seqs=64")
+    assert 'bash -lc "vllm serve $MODEL --tensor-parallel-size 8 --max-num-seqs 64"' in \
+        path.read_text()
+    assert ws.run("revert", "--perf-only", "--why", "w").exit_code == 0
+    assert path.read_text() == SLURM_APPTAINER
 
 
 def test_target_show_names_the_wrapper_env(ws):  # noqa: F811

@@ -85,8 +85,9 @@ def _new_places(a: Analysis, knob: str, action: str) -> Selection:
         if runs is not None:
             raise FormatError(
                 f"line {line_of(a.text, runs.start)}: the server's flags are inside the script "
-                f"that `{runs.text}` runs, which the ledger does not edit in a serve script; "
-                f"add {knob} there by hand and record it with --adopt")
+                f"that `{runs.text}` runs, which the ledger reads only from one string quoted "
+                f"whole, without backslashes, backticks or inner quotes (envknobs.formats."
+                f"bash.inner); add {knob} there by hand and record it with --adopt")
         return Selection(None, [], servers)
     docker = [l for l in a.launches if l.shape is not None and l.shape.docker]
     if docker:

@@ -26,7 +26,6 @@ the inner text's lines; a folded or quoted string is refused, saying to write it
 
 from __future__ import annotations
 
-import re
 from dataclasses import replace
 from typing import Mapping
 from typing import Sequence
@@ -35,12 +34,13 @@ from ruamel.yaml.nodes import ScalarNode
 
 from envknobs.formats.common import FormatError
 from envknobs.formats.common import TargetFormat
-from envknobs.formats.common.places import AmbiguousKnob
 from envknobs.formats.common.places import KnobSummary
 from envknobs.formats.common.places import Place
 from envknobs.formats.common.places import PlaceEdit
 from envknobs.formats.common.places import Summary
 from envknobs.formats.common.text import line_of
+from envknobs.formats.common.text import shift_said
+from envknobs.formats.common.text import shifted
 from envknobs.formats.yaml.documents import pick_document
 from envknobs.formats.yaml.documents import split_doc
 from envknobs.formats.yaml.edit import compose_all
@@ -48,15 +48,6 @@ from envknobs.formats.yaml.edit import format_path
 from envknobs.formats.yaml.edit import parse_path
 from envknobs.formats.yaml.edit import walk_path
 
-_LINE = re.compile(r"\b(lines?) (\d+)((?: and |, )(\d+))?")
-
-
-def _shift_said(message: str, shift: int) -> str:
-    """``line 3`` of the script as the file line it is on (``line 12``)."""
-    def moved(m: re.Match) -> str:
-        tail = f"{m.group(3)[:-len(m.group(4))]}{int(m.group(4)) + shift}" if m.group(4) else ""
-        return f"{m.group(1)} {int(m.group(2)) + shift}{tail}"
-    return _LINE.sub(moved, message)
 
 
 class InBlock(TargetFormat):
@@ -90,15 +81,7 @@ class InBlock(TargetFormat):
     def _run(self, text: str, action):
         """``action(script)``, its errors naming file lines."""
         node = self._node(text)
-        shift = self._shift(text, node)
-        try:
-            return node, action(node.value)
-        except AmbiguousKnob as e:
-            places = tuple(replace(p, line=p.line + shift) for p in e.places)
-            raise AmbiguousKnob(e.knob, places, e.action, e.reason,
-                                tuple(n + shift for n in e.candidates)) from e
-        except FormatError as e:
-            raise FormatError(_shift_said(str(e), shift)) from e
+        return node, shifted(action, node.value, self._shift(text, node))
 
     def _edit(self, text: str, action) -> str:
         from envknobs.formats.yaml.argv import Token
@@ -127,7 +110,7 @@ class InBlock(TargetFormat):
             tuple(self._moved(k, shift) for k in found.knobs),
             tuple(replace(x, line=x.line + shift, end_line=x.end_line + shift)
                   for x in found.launches),
-            tuple(_shift_said(n, shift) for n in found.notes))
+            tuple(shift_said(n, shift) for n in found.notes))
 
     @staticmethod
     def _moved(k: KnobSummary, shift: int) -> KnobSummary:
