@@ -30,6 +30,7 @@ from envknobs.formats.bash import BashFormat
 from envknobs.formats.bash.analysis import analyse
 from envknobs.formats.bash.launch import word_text
 from envknobs.formats.bash.lexer import Word
+from envknobs.formats.bash.wrappers import script_index
 from envknobs.formats.common import FormatError
 from envknobs.formats.common.places import PlaceEdit
 from envknobs.formats.common.places import Summary
@@ -39,12 +40,6 @@ from envknobs.formats.common.text import shifted
 _HELD = {"'": "'", '"': '"\\`'}  # what each outer quoting cannot hold
 
 
-def _script_index(texts: list[str]) -> int | None:
-    from envknobs.formats.yaml.argv import script_index
-
-    return script_index(texts)
-
-
 def inner_word(text: str) -> Word | None:
     """The ``-c`` string whose content launches the server (see the module docstring)."""
     a = analyse(text)
@@ -52,7 +47,7 @@ def inner_word(text: str) -> Word | None:
         return None
     found = []
     for s in a.tree.simples:
-        i = _script_index([word_text(w) or "" for w in s.words])
+        i = script_index([word_text(w) or "" for w in s.words])
         w = s.words[i] if i is not None else None
         if w is None or len(w.text) < 2 or w.text[0] not in _HELD or w.text[-1] != w.text[0]:
             continue
@@ -99,21 +94,19 @@ class WithInnerScript(BashFormat):
         return text[: w.start + 1] + new + text[w.end - 1 :]
 
     # -- reads ------------------------------------------------------------------------
-    def parse(self, text: str) -> dict[str, str]:
+    def _with_flags(self, text: str, read) -> dict[str, str]:
+        """``read(text)`` and the flags ``read`` finds in the string's content."""
         w = self._inner(text)
-        found = super().parse(text)
+        found = read(text)
         if w is None:
             return found
-        inner = self._in(text, w, super().parse)
-        return {**found, **{k: v for k, v in inner.items() if is_flag_name(k)}}
+        return {**found, **{k: v for k, v in self._in(text, w, read).items() if is_flag_name(k)}}
+
+    def parse(self, text: str) -> dict[str, str]:
+        return self._with_flags(text, super().parse)
 
     def parse_exact(self, text: str) -> dict[str, str]:
-        w = self._inner(text)
-        found = super().parse_exact(text)
-        if w is None:
-            return found
-        inner = self._in(text, w, super().parse_exact)
-        return {**found, **{k: v for k, v in inner.items() if is_flag_name(k)}}
+        return self._with_flags(text, super().parse_exact)
 
     def summary(self, text: str) -> Summary:
         found = super().summary(text)
