@@ -106,5 +106,6 @@ def test_record_unset_and_revert_through_the_cli(ws):  # noqa: F811
     ws.record("--max-model-len=32768")
     shown = ws.run("target", "show", "t").stdout
     assert "--max-model-len" in shown and "32768" in shown
+    assert "env VLLM_ADDITIONAL_ARGS of container main" in shown
     assert ws.run("revert", "--perf-only", "--why", "w").exit_code == 0
     assert path.read_text() == KSERVE

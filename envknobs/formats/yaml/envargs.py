@@ -188,3 +188,17 @@ def refuse_unread_string(text: str, items: Sequence, label: str, knob: str) -> N
 
 def _odd(value: str) -> str:
     return next((w for w in value.split() if not PLAIN.match(w)), value.split()[0])
+
+
+def in_string_scopes(found, held: dict, lines: dict[str, int], label: str):
+    """``found`` (a Summary) with each flag read from an env string placed there
+    (``target show``: ``env VLLM_ADDITIONAL_ARGS of container main``), not in the argv."""
+    from dataclasses import replace
+
+    def placed(k):
+        uses = held.get(k.knob)
+        if not uses or not k.places or k.places[0].line != lines.get(k.knob):
+            return k
+        where = f"env {uses[-1][0].name} of container {label}"
+        return replace(k, places=tuple(replace(p, scope=where) for p in k.places))
+    return replace(found, knobs=tuple(placed(k) for k in found.knobs))

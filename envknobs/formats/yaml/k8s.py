@@ -69,6 +69,7 @@ from envknobs.formats.yaml.containers import Found
 from envknobs.formats.yaml.envargs import edit_in_strings
 from envknobs.formats.yaml.envargs import holder_refusal
 from envknobs.formats.yaml.envargs import in_both
+from envknobs.formats.yaml.envargs import in_string_scopes
 from envknobs.formats.yaml.envargs import refuse_unread_string
 from envknobs.formats.yaml.envargs import string_uses
 from envknobs.formats.yaml.envargs import with_strings
@@ -236,15 +237,17 @@ class K8sFormat(FlagPlaces, TargetFormat):
         c = self._locate(text)
         lines = {it.name: line_of(text, it.node.start_mark.index) for it in c.items}
         lines.update(flag_lines(text, c.node, c.label))
-        for knob, held in string_uses(text, c.items, c.label, _engine(c)).items():
-            lines.setdefault(knob, line_of(text, held[-1][1].word.start))
+        held = string_uses(text, c.items, c.label, _engine(c))
+        for knob, uses in held.items():
+            lines.setdefault(knob, line_of(text, uses[-1][1].word.start))
         sourced = _from_sources(c)
         knobs = _knobs(c)
         refs = [(it.name, lines[it.name], None) for it in c.items
                 if it.from_ref and it.name not in knobs]  # valueFrom: named, computed
         rows = [(k, lines.get(k, 0), v) for k, v in knobs.items() if k not in sourced]
-        own = line_summary(text, rows + refs, f"env of container {c.label}",
-                           f"argv of container {c.label}")
+        own = in_string_scopes(line_summary(text, rows + refs, f"env of container {c.label}",
+                                            f"argv of container {c.label}"), held, lines,
+                                 c.label)
         extra = [line_summary(text, [(k, line_of(text, key.start_mark.index), v)],
                               f"{src.label} (envFrom of container {c.label})").knobs[0]
                  for k, (v, src, key) in sourced.items()]
