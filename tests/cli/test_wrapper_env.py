@@ -123,3 +123,13 @@ def test_target_show_names_the_wrapper_env(ws):  # noqa: F811
     shown = ws.run("target", "show", "t").stdout
     assert "HF_HUB_OFFLINE" in shown
     assert "not the script's exports MODEL (line 6), VLLM_ATTENTION_BACKEND (line 8)" in shown
+
+
+def test_an_env_option_holding_several_variables_is_not_edited_inside():
+    script = "#!/bin/bash\napptainer exec --cleanenv --env A=1,B=2 img.sif vllm serve m --port 8000\n"
+    bash = get_format("bash")
+    for knob in ("A", "VLLM_USE_V1"):  # A's value is not "1,B=2"; nothing is guessed
+        with pytest.raises(FormatError, match=r"line 2: --env A=1,B=2 sets several variables "
+                                              r"in one option.*one --env K=V each by hand"):
+            bash.set(script, knob, "3")
+    assert bash.set(script, "--port", "8001") == script.replace("8000", "8001")

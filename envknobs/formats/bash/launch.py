@@ -232,8 +232,11 @@ def container_shape(words: list[Word], wrapper: tuple[int, int, int],
     while k < command - 1:
         text = word_text(words[k]) or ""
         option, eq, _ = text.partition("=")
-        if option == "--env" and (eq or k + 1 < command - 1):
-            _add_env(shape, words[k], words[k] if eq else words[k + 1], bool(eq))
+        holder = words[k] if eq else words[k + 1] if k + 1 < command - 1 else None
+        if option == "--env" and holder is not None and _ENV_LIST.search(holder.text):
+            shape.env_files.append(holder)  # `--env A=1,B=2`: several, opaque like a file
+        elif option == "--env" and holder is not None:
+            _add_env(shape, words[k], holder, bool(eq))
         elif option == "--env-file":
             shape.env_files.append(words[k] if eq else words[k + 1])
         k += 1 if eq or not is_flag_word(text) or not _apptainer_valued(option) else 2
@@ -248,6 +251,9 @@ def container_shape(words: list[Word], wrapper: tuple[int, int, int],
             shape.engine, shape.runs = engine, words[command]
             return shape
     return None
+
+
+_ENV_LIST = re.compile(r",[A-Za-z_][A-Za-z0-9_]*=")
 
 
 def _apptainer_valued(option: str) -> bool:

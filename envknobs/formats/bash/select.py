@@ -62,9 +62,15 @@ def _env_file_refusal(launches: list[Launch], knob: str, text: str) -> None:
             from envknobs.formats.bash.launch import word_text
 
             w = launch.shape.env_files[0]
+            said = word_text(w) or w.text
+            if "=" in said:  # apptainer's `--env A=1,B=2`: a list the ledger does not split
+                raise FormatError(
+                    f"line {line_of(text, w.start)}: --env {said} sets several variables in "
+                    f"one option, which the ledger does not edit inside; write them as one "
+                    f"--env K=V each by hand, then record {knob}")
             raise FormatError(
                 f"line {line_of(text, w.start)}: the container's env also comes from "
-                f"--env-file {word_text(w) or w.text}: adding or removing {knob} on this launch "
+                f"--env-file {said}: adding or removing {knob} on this launch "
                 "line would not say what the container gets; manage that file as a dotenv "
                 "target instead"
             )
