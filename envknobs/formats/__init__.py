@@ -73,7 +73,9 @@ def get_format(
     ``container`` selects the container for ``k8s``: its name, or a longer address
     (``NAME/CONTAINER``, ``KIND/NAME/ROLE/CONTAINER``, ``DOC:PATH``) where the name is
     not unique; see :mod:`envknobs.formats.yaml.containers`.  ``key_path`` is where the map of
-    a ``yaml-map`` target is (None: the whole file), ``check_key`` validates its keys
+    a ``yaml-map`` target is (None: the whole file), or the ``|`` block holding a ``bash``
+    target's script in a YAML file (SkyPilot's ``run``), and ``OUTER|INNER`` the map at INNER
+    of YAML embedded in the block at OUTER (:mod:`envknobs.formats.yaml.block`), ``check_key`` validates its keys
     (a flag catalog lookup raising KnobError), ``strings`` says its values are env
     strings (new values are always written as strings), ``engine`` (``sglang``/``vllm``)
     whose flag catalog spells and types its flags.  Raises :class:`FormatError` for an
@@ -95,13 +97,28 @@ def get_format(
     if name == "yaml-map":
         from envknobs.formats.yaml.map import YamlMapFormat
 
-        return YamlMapFormat(key_path, check_key, strings, engine)
-    if key_path is not None or check_key is not None:
-        raise FormatError(f"a key path is only meaningful for yaml-map targets, not {name}")
-    if name == "bash":
-        from envknobs.formats.bash import BashFormat
+        if key_path is not None and "|" in key_path:  # OUTER|INNER: YAML in a `|` block
+            from envknobs.formats.yaml.block import InBlock
 
-        return BashFormat()
+            outer, _, inner = key_path.partition("|")
+            return InBlock(outer, YamlMapFormat(inner or None, check_key, strings, engine))
+        if strings:  # an env map: its values may be strings of flags (yaml.mapstrings)
+            from envknobs.formats.yaml.mapstrings import EnvMapStrings
+
+            return EnvMapStrings(YamlMapFormat(key_path, check_key, strings, engine))
+        return YamlMapFormat(key_path, check_key, strings, engine)
+    if name == "bash" and key_path is not None and check_key is None:
+        # a script held in a YAML file (SkyPilot `run: |`): envknobs.formats.yaml.block
+        from envknobs.formats.yaml.block import script_at
+
+        return script_at(key_path)
+    if key_path is not None or check_key is not None:
+        raise FormatError(f"a key path is only meaningful for yaml-map and bash targets, "
+                          f"not {name}")
+    if name == "bash":  # with the flags of a `bash -lc "..."` string (bash.inner)
+        from envknobs.formats.bash.inner import WithInnerScript
+
+        return WithInnerScript()
     if name == "dotenv":
         from envknobs.formats.dotenv import DotenvFormat
 

@@ -153,7 +153,8 @@ def print_summary(d: dict) -> None:
     else:
         click.echo(table(rows, ["KNOB", "VALUE", "STATE", "LINES", "WHERE"], max_width=40))
     for launch in d.get("launches", []):
-        kind = "docker run" if launch["docker"] else (launch["engine"] or "exec")
+        kind = launch.get("container") or ("docker run" if launch["docker"] else
+                                           (launch["engine"] or "exec"))
         click.echo(f"launch {launch['ordinal']}: line {launch['line']}-{launch['end_line']} ({kind})")
     for note in d.get("notes", []):
         click.echo(f"note: {safe(note)}")

@@ -519,9 +519,11 @@ class Target:
             raise InvalidValue(f"target {self.name}: a k8s target needs --container")
         if self.format != "k8s" and self.container:
             raise InvalidValue(f"target {self.name}: --container is for k8s targets only")
-        if self.format != "yaml-map" and (self.key_path or self.flags):
-            raise InvalidValue(
-                f"target {self.name}: --key-path and --flags are for yaml-map targets only"
+        if self.format not in ("yaml-map", "bash") and self.key_path or \
+                self.format != "yaml-map" and self.flags:
+            raise InvalidValue(  # a bash key path: the script in a YAML file (SkyPilot run:)
+                f"target {self.name}: --key-path is for yaml-map and bash targets, "
+                "--flags for yaml-map targets only"
             )
         if self.flags is not None and self.flags not in FLAG_ENGINES:
             raise InvalidValue(

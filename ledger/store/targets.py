@@ -84,6 +84,8 @@ def target_format(target: Target):
         # Without flags the map is an env map: the process gets strings.
         return get_format("yaml-map", key_path=target.key_path, strings=not target.flags,
                           engine=target.flags)
+    if target.format == "bash" and target.key_path:  # a script in a YAML file
+        return get_format("bash", key_path=target.key_path)
     return get_format(target.format, container=target.container)
 
 

@@ -32,6 +32,15 @@ from tests.cli.test_exact_reverts import LWS
 from tests.cli.test_exact_reverts import SGLANG_VARS
 from tests.cli.test_one_spelling import COMPOSE_ARGS
 from tests.cli.test_one_spelling import HELM_VALUES
+from tests.cli.test_wrapper_env import SLURM_APPTAINER
+from tests.envknobs.test_yaml_documents import BUNDLE
+from tests.cli.test_yaml_scripts import SKYPILOT
+from tests.envknobs.test_yaml_in_blocks import ENGINE
+from tests.envknobs.test_yaml_in_blocks import KAITO
+from tests.envknobs.test_yaml_in_blocks import RAYSERVICE
+from tests.envknobs.test_k8s_env_args import KSERVE
+from tests.envknobs.test_yaml_merges import COMPOSE as COMPOSE_MERGED
+from tests.envknobs.test_env_map_strings import COMPOSE_ENV
 
 DOTENV = """\
 # vLLM server env (systemd EnvironmentFile)
@@ -89,9 +98,12 @@ served-model-name: 'glm'
 CASES = {
     "bash": (Target("t", "f", "bash"), SGLANG_VARS),
     "bash-no-newline": (Target("t", "f", "bash"), SGLANG_VARS.rstrip("\n")),
+    "bash-apptainer": (Target("t", "f", "bash"), SLURM_APPTAINER),
+    "skypilot-run": (Target("t", "f", "bash", key_path="run"), SKYPILOT),
     "dotenv": (Target("t", "f", "dotenv"), DOTENV),
     "systemd": (Target("t", "f", "systemd"), UNIT),
     "k8s-lws": (Target("t", "f", "k8s", container="sglang-leader"), LWS),
+    "k8s-env-args": (Target("t", "f", "k8s", container="main"), KSERVE),
     "k8s-env": (Target("t", "f", "k8s", container="sglang"), ENV_ITEMS),
     "compose-folded": (Target("t", "f", "yaml-map", key_path="services.vllm.command"),
                        COMPOSE_FOLDED),
@@ -102,6 +114,16 @@ CASES = {
                   HELM_VALUES),
     "helm-map": (Target("t", "f", "yaml-map", flags="vllm",
                         key_path="servingEngineSpec.modelSpec[0].vllmConfig"), HELM_VALUES),
+    "bundle-doc": (Target("t", "f", "yaml-map", key_path="1:data"), BUNDLE),
+    "bundle-found": (Target("t", "f", "yaml-map", key_path="spec.template"), BUNDLE),
+    "rayservice-kwargs": (Target("t", "f", "yaml-map", flags="vllm", key_path=ENGINE),
+                          RAYSERVICE),
+    "kaito-configmap": (Target("t", "f", "yaml-map", flags="vllm",
+                               key_path='data["inference_config.yaml"]|vllm'), KAITO),
+    "compose-merged": (Target("t", "f", "yaml-map", key_path="services.prefill.environment"),
+                       COMPOSE_MERGED),
+    "compose-env-args": (Target("t", "f", "yaml-map", key_path="services.vllm.environment"),
+                         COMPOSE_ENV),
     "config-map": (Target("t", "f", "yaml-map", flags="sglang"), CONFIG_MAP),
 }
 PATH = Path("/nonexistent/f")

@@ -1,5 +1,6 @@
-"""Issue 50 item 3: a write of an env knob the launch wrapper never passes on is refused,
-naming the line, why, and how that wrapper passes one variable; wrappers that pass the
+"""Issue 50 item 2: a write of an env knob the launch wrapper never passes on is refused,
+naming the line, why, and how that wrapper passes one variable (``env -i``, ``sudo``), or
+written where it reaches the server (an ``--env K=V`` of ``apptainer exec --cleanenv``); wrappers that pass the
 env on (``apptainer exec`` without ``--cleanenv``, ``sudo -E``) are stepped over to the
 server, whose flags are read.  Fixtures shaped like public Slurm + Apptainer job scripts
 (``apptainer exec --nv --cleanenv --env HF_HOME=... -B ... $SIF vllm serve ...``)."""
@@ -36,12 +37,6 @@ apptainer exec \\
 
 
 @pytest.mark.parametrize("launch,dropped", [
-    ("apptainer exec --nv --cleanenv img.sif vllm serve Q --max-num-seqs 64",
-     "apptainer exec --cleanenv"),
-    ("singularity exec -e --bind /a:/a img.sif vllm serve Q --max-num-seqs 64",
-     "singularity exec -e"),
-    ("srun -N 1 apptainer run --containall img.sif vllm serve Q --max-num-seqs 64",
-     "apptainer run --containall"),
     ("env -i PATH=/usr/bin vllm serve Q --max-num-seqs 64", "env -i"),
     ("sudo -u svc vllm serve Q --max-num-seqs 64", "sudo"),
 ])
@@ -59,6 +54,26 @@ def test_a_wrapper_that_drops_the_env_refuses_an_env_write(launch, dropped):
     assert "--max-num-seqs 128" in BASH.set(text, "--max-num-seqs", "128")
 
 
+@pytest.mark.parametrize("launch,option", [
+    ("apptainer exec --nv --cleanenv img.sif vllm serve Q --max-num-seqs 64",
+     "apptainer exec --env VLLM_LOGGING_LEVEL=DEBUG --nv"),
+    ("singularity exec -e --bind /a:/a img.sif vllm serve Q --max-num-seqs 64",
+     "singularity exec --env VLLM_LOGGING_LEVEL=DEBUG -e"),
+    ("srun -N 1 apptainer run --containall img.sif vllm serve Q --max-num-seqs 64",
+     "apptainer run --env VLLM_LOGGING_LEVEL=DEBUG --containall"),
+])
+def test_a_clearing_container_wrapper_takes_the_write_as_an_env_option(launch, option):
+    text = f"#!/bin/bash\nexport VLLM_LOGGING_LEVEL=INFO\n{launch}\n"
+    assert BASH.parse(text)["--max-num-seqs"] == "64"
+    assert "VLLM_LOGGING_LEVEL" not in BASH.parse(text)  # the export never reaches it
+    out = BASH.set(text, "VLLM_LOGGING_LEVEL", "DEBUG")
+    assert option in out and "export VLLM_LOGGING_LEVEL=INFO\n" in out
+    assert BASH.parse(out)["VLLM_LOGGING_LEVEL"] == "DEBUG"
+    assert BASH.unset(out, "VLLM_LOGGING_LEVEL") == text
+    assert BASH.unset(text, "VLLM_LOGGING_LEVEL") == text  # nothing of it reaches the server
+    assert any("only this launch's --env options" in n for n in BASH.summary(text).notes)
+
+
 @pytest.mark.parametrize("launch", [
     "apptainer exec --nv --bind /a:/a img.sif vllm serve Q --max-num-seqs 64",
     "singularity run --nv img.sif vllm serve Q --max-num-seqs 64",
@@ -72,20 +87,22 @@ def test_a_wrapper_that_passes_the_env_on_takes_the_write(launch):
     assert not BASH.summary(text).notes
 
 
-def test_a_job_whose_server_runs_in_a_script_string_is_refused_too(tmp_path, ledger):
+def test_a_job_whose_server_runs_in_a_script_string_gets_an_env_option(tmp_path, ledger):
     script = tmp_path / "job.sbatch"
     script.write_text(SLURM_CLEANENV)
     root = tmp_path / "ws"
     assert ledger("init", root, "--root", f"tmp={tmp_path}").exit_code == 0
     assert ledger("-C", root, "target", "add", "job", script, "--format", "bash").exit_code == 0
+    shown = ledger("-C", root, "target", "show", "job").stdout
+    assert "line 10: the server gets only this launch's --env options" in shown
+    assert "launch 1: line 10-17 (apptainer exec --cleanenv)" in shown
     r = ledger("-C", root, "record", "knob", "job", "VLLM_ATTENTION_BACKEND=FLASHINFER",
                "--class", "perf", "--title", "fi", "--no-validate")
-    assert r.exit_code == 1
-    assert f"{script}: line 10: `apptainer exec --cleanenv`" in r.stderr
-    assert "--env K=V" in r.stderr and "never reach the server" in r.stderr
+    assert r.exit_code == 0, r.stderr
+    assert "(unset) -> FLASHINFER" in r.stdout  # the export above never reached vLLM
+    assert "  --env VLLM_ATTENTION_BACKEND=FLASHINFER \\\n" in script.read_text()
+    assert ledger("-C", root, "revert", "--perf-only", "--why", "w").exit_code == 0
     assert script.read_text() == SLURM_CLEANENV
-    shown = ledger("-C", root, "target", "show", "job").stdout
-    assert "line 10: `apptainer exec --cleanenv`" in shown
 
 
 def test_env_dropped_reads_options_as_the_wrapper_does():

@@ -1,6 +1,6 @@
 """Issue 50 item 5: places the ledger cannot edit yet are refused with the right reason,
-the line and a way forward (KServe's ``VLLM_ADDITIONAL_ARGS`` env value, a compose service
-with no ``environment:``)."""
+the line and a way forward (a KServe ``VLLM_ADDITIONAL_ARGS`` env value it cannot read, a
+compose service with no ``environment:``); one it reads is edited in place (item 4)."""
 
 from __future__ import annotations
 
@@ -28,14 +28,24 @@ spec:
 """
 
 
-def test_a_flag_held_in_an_env_value_is_refused_naming_that_item():
+def test_a_flag_held_in_an_env_value_is_edited_there():
+    fmt = K8sFormat(container="kserve-container")
+    out = fmt.set(KSERVE, "--max-model-len", "4096")
+    assert "              --max-model-len 4096\n" in out
+    # a new flag goes into the string: the container has no argv of its own
+    assert "--gpu-memory-utilization 0.9 --max-num-seqs 32\n" in \
+        fmt.set(KSERVE, "--max-num-seqs", "32")
+
+
+def test_a_flag_in_an_env_value_it_cannot_read_is_refused_naming_that_item():
+    odd = KSERVE.replace("--gpu-memory-utilization 0.9", "--override-generation-config {}")
     fmt = K8sFormat(container="kserve-container")
     with pytest.raises(FormatError, match=r"line 11: --max-model-len is in the value of env "
                                           r"VLLM_ADDITIONAL_ARGS .* record the whole string"):
-        fmt.set(KSERVE, "--max-model-len", "4096")
+        fmt.set(odd, "--max-model-len", "4096")
     # a flag no env value holds is still refused as before (no argv to put it in)
     with pytest.raises(FormatError, match="no command or argument list"):
-        fmt.set(KSERVE, "--max-num-seqs", "32")
+        fmt.set(odd, "--max-num-seqs", "32")
 
 
 def test_a_compose_service_without_environment_says_how_to_add_one():

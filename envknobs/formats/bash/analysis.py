@@ -265,6 +265,8 @@ class Analysis:
                 env = [e for e in launch.shape.env if e.name == name]
                 if env and not env[-1].passthrough:
                     return frozenset({self.env_site(env[-1], launch.ordinal)})
+                if launch.shape.clean and not env:  # only its env options reach the server
+                    return frozenset({None})
             prefixes = [w for w in launch.prefixes if w.assignment()[0] == name]  # type: ignore[index]
             if prefixes:
                 d = next(d for d in self._prefix_defs(launch) if d.word is prefixes[-1])

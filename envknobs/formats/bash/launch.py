@@ -99,9 +99,17 @@ class Shape:
     env: list[DockerEnv] = field(default_factory=list)
     env_files: list[Word] = field(default_factory=list)
     env_anchor: Word | None = None  # the `run` word: new --env options go after it
+    env_option: str = "-e"  # how a new one is spelled (``--env`` for apptainer)
+    clean: bool = False  # only its env options reach the server (the script's exports do not)
+    container: str = ""  # that wrapper, as ``target show`` names it
+    runs: Word | None = None  # the command it runs when that is no server (``bash -lc ...``)
 
 
-def skip_wrappers(words: list[Word], k: int, prefixes: list[Word]) -> int:
+def skip_wrappers(words: list[Word], k: int, prefixes: list[Word],
+                  clearing: list[tuple[int, int, int]] | None = None) -> int:
+    """The index after the wrappers at ``words[k]``; ``env K=V`` words go to ``prefixes``,
+    and ``clearing`` gets ``(name, options, command)`` indices of each wrapper that gives
+    the command none of the script's environment (``apptainer exec --cleanenv``)."""
     while k < len(words):
         text = word_text(words[k])
         if text is not None and text != "exec":
@@ -130,7 +138,11 @@ def skip_wrappers(words: list[Word], k: int, prefixes: list[Word]) -> int:
             found = wrapper_at(texts, k)
             if found is None:
                 return k
-            k = skip_options(texts, found[1], found[0], lambda t: t.startswith("-"))
+            names: list[str] = []
+            end = skip_options(texts, found[1], found[0], lambda t: t.startswith("-"), names)
+            if clearing is not None and found[0].clears & set(names):
+                clearing.append((k, found[1], end))
+            k = end
     return k
 
 
@@ -158,7 +170,10 @@ def launch_shape(words: list[Word]) -> Shape | None:
     while k < len(words) and words[k].assignment():
         prefixes.append(words[k])
         k += 1
-    k = skip_wrappers(words, k, prefixes)
+    clearing: list[tuple[int, int, int]] = []
+    k = skip_wrappers(words, k, prefixes, clearing)
+    if clearing:
+        return container_shape(words, clearing[-1], prefixes)
     if k >= len(words):
         return None
     program = (word_text(words[k]) or "").rsplit("/", 1)[-1]
@@ -197,6 +212,52 @@ def _docker_shape(words: list[Word], run: int, prefixes: list[Word]) -> Shape:
         shape.engine = "vllm" if "vllm" in image else ("sglang" if "sglang" in image else None)
         shape.args = words[k + 1 :]
     return shape
+
+
+def container_shape(words: list[Word], wrapper: tuple[int, int, int],
+                    prefixes: list[Word]) -> Shape | None:
+    """The launch of ``apptainer exec --cleanenv [--env K=V ...] IMAGE CMD``: like a
+    ``docker run``, only its ``--env`` options reach the command, so they are the
+    launch's env and a new knob becomes one more ``--env K=V`` (issue 50).  The server is
+    the command after the image when it is one; a ``bash -lc "vllm serve ..."`` script
+    tells the engine by its text (its flags are the script's, not read here).  None when
+    the command is no server at all."""
+    name, options, command = wrapper
+    said = [word_text(w) or w.text for w in words[name:command - 1]]
+    clears = next(t for t in said if t in WRAPPERS["apptainer exec"].clears)
+    label = f"{' '.join(said[:options - name])} {clears}"
+    shape = Shape(None, prefixes, docker=True, clean=True, env_anchor=words[options - 1],
+                  env_option="--env", container=label)
+    k = options
+    while k < command - 1:
+        text = word_text(words[k]) or ""
+        option, eq, _ = text.partition("=")
+        holder = words[k] if eq else words[k + 1] if k + 1 < command - 1 else None
+        if option == "--env" and holder is not None and _ENV_LIST.search(holder.text):
+            shape.env_files.append(holder)  # `--env A=1,B=2`: several, opaque like a file
+        elif option == "--env" and holder is not None:
+            _add_env(shape, words[k], holder, bool(eq))
+        elif option == "--env-file":
+            shape.env_files.append(words[k] if eq else words[k + 1])
+        k += 1 if eq or not is_flag_word(text) or not _apptainer_valued(option) else 2
+    found = _server_start(words, command) if command < len(words) else None
+    if found is not None:
+        shape.engine, first = found
+        shape.args = words[first:]
+        return shape
+    script = " ".join(w.text for w in words[command:])
+    for engine, said in (("vllm", "vllm"), ("sglang", "sglang")):
+        if said in script:
+            shape.engine, shape.runs = engine, words[command]
+            return shape
+    return None
+
+
+_ENV_LIST = re.compile(r",[A-Za-z_][A-Za-z0-9_]*=")
+
+
+def _apptainer_valued(option: str) -> bool:
+    return option in WRAPPERS["apptainer exec"].valued
 
 
 _ENV_NAME = re.compile(r"""["']?([A-Za-z_][A-Za-z0-9_]*)(=|["']?\Z)""")

@@ -10,6 +10,11 @@ a change the server never sees.
 Which commands are looked at: the script's launch commands when it has any (a wrapper in
 front of a recognised server); else every command (a launch the reader cannot see into,
 ``apptainer exec ... bash -lc "vllm serve ..."``, is still the command that runs it).
+
+Where the wrapper is ``apptainer``/``singularity exec --cleanenv`` the launch is read as a
+container launch (:func:`.launch.container_shape`): its ``--env K=V`` options are the
+server's env and a knob is written there, so no refusal is needed; ``target show`` names
+the exports above it that do not reach the server.
 """
 
 from __future__ import annotations
@@ -24,7 +29,10 @@ from envknobs.formats.common.text import line_of
 def env_barriers(a: Analysis) -> list[tuple[int, str, str]]:
     """(line, what drops the env, how to pass one variable) of each command that runs the
     server (see the module docstring) with a wrapper giving it none of the script's env."""
-    simples = [launch.simple for launch in a.launches] or list(a.tree.simples)
+    # a clearing wrapper read as a container launch takes its own --env options instead
+    simples = [launch.simple for launch in a.launches
+               if launch.shape is None or not launch.shape.clean] if a.launches \
+        else list(a.tree.simples)
     out = []
     for simple in simples:
         words = simple.words
@@ -39,10 +47,24 @@ def env_barriers(a: Analysis) -> list[tuple[int, str, str]]:
 
 
 def barrier_notes(a: Analysis) -> list[str]:
-    """``target show``'s note for each such command."""
-    return [f"line {line}: `{what}` gives the command none of the script's environment "
-            f"(only {passes} reach it): env knobs of this script are not the server's"
-            for line, what, passes in env_barriers(a)]
+    """``target show``'s note for each such command, and for each container launch that
+    takes only its own ``--env`` options: the exports that do not reach it."""
+    notes = [f"line {line}: `{what}` gives the command none of the script's environment "
+             f"(only {passes} reach it): env knobs of this script are not the server's"
+             for line, what, passes in env_barriers(a)]
+    for launch in a.launches:
+        if launch.shape is None or not launch.shape.clean:
+            continue
+        passed = {e.name for e in launch.shape.env}
+        exported = {d.name: d for v in a.visits for d in v.state.hist
+                    if d.kind == "export" and d.name not in passed}
+        if exported:
+            listed = ", ".join(f"{n} (line {line_of(a.text, d.word.start)})"
+                               for n, d in sorted(exported.items()))
+            notes.append(f"line {line_of(a.text, launch.simple.start)}: the server gets only "
+                         f"this launch's --env options; not the script's exports {listed} "
+                         "(recording one of them writes an --env option)")
+    return notes
 
 
 def refuse_unreached(a: Analysis, knob: str) -> None:

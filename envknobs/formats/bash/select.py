@@ -62,9 +62,15 @@ def _env_file_refusal(launches: list[Launch], knob: str, text: str) -> None:
             from envknobs.formats.bash.launch import word_text
 
             w = launch.shape.env_files[0]
+            said = word_text(w) or w.text
+            if "=" in said:  # apptainer's `--env A=1,B=2`: a list the ledger does not split
+                raise FormatError(
+                    f"line {line_of(text, w.start)}: --env {said} sets several variables in "
+                    f"one option, which the ledger does not edit inside; write them as one "
+                    f"--env K=V each by hand, then record {knob}")
             raise FormatError(
                 f"line {line_of(text, w.start)}: the container's env also comes from "
-                f"--env-file {word_text(w) or w.text}: adding or removing {knob} on this launch "
+                f"--env-file {said}: adding or removing {knob} on this launch "
                 "line would not say what the container gets; manage that file as a dotenv "
                 "target instead"
             )
@@ -81,6 +87,13 @@ def _new_places(a: Analysis, knob: str, action: str) -> Selection:
             )
         if len(servers) > 1:
             raise AmbiguousKnob(knob, [], action, "is on no launch line yet; the launch commands are at", lines)
+        runs = servers[0].shape.runs  # type: ignore[union-attr]
+        if runs is not None:
+            raise FormatError(
+                f"line {line_of(a.text, runs.start)}: the server's flags are inside the script "
+                f"that `{runs.text}` runs, which the ledger reads only from one string quoted "
+                f"whole, without backslashes, backticks or inner quotes (envknobs.formats."
+                f"bash.inner); add {knob} there by hand and record it with --adopt")
         return Selection(None, [], servers)
     docker = [l for l in a.launches if l.shape is not None and l.shape.docker]
     if docker:
@@ -251,6 +264,8 @@ def _removal_cuts(a: Analysis, knob: str) -> tuple[list[tuple[int, int, bool]], 
     statement's lines or one word), and the assignment statements (by id) it touches."""
     text = a.text
     defs = {id(d): d for v in a.visits for d in v.state.hist if d.name == knob and d.kind != "unset"}
+    if a.launches and all(l.shape is not None and l.shape.clean for l in a.launches):
+        defs = {}  # behind `apptainer exec --cleanenv` the script's own assignments reach nothing
     cuts: list[tuple[int, int, bool]] = []
     by_statement: dict[int, list[Def]] = {}
     for d in defs.values():

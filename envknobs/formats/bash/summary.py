@@ -135,6 +135,7 @@ def _launch_info(a: Analysis, launch) -> LaunchInfo:
         env_files=env_files,
         opaque=tuple(dict.fromkeys(opaque)),
         reached=any(v.launch == launch.ordinal for v in a.visits),
+        container=shape.container if shape is not None else "",
     )
 
 

@@ -57,6 +57,7 @@ is no launch, and ``target show`` names the command (never a silent guess).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Callable
 from typing import Sequence
@@ -170,6 +171,16 @@ def skip_options(texts: Sequence[str | None], k: int, w: Wrapper,
 
 
 _ENV_CLEARS = frozenset({"-i", "--ignore-environment", "-"})
+_SHELLS = frozenset({"sh", "bash", "dash", "ash", "zsh"})
+_DASH_C = re.compile(r"-[a-z]*c[a-z]*\Z")
+
+
+def script_index(values: Sequence[str]) -> int | None:
+    """The index of the script word of a ``sh -c SCRIPT`` argv (None: no shell runs)."""
+    for i, v in enumerate(values[:-1]):
+        if v.rsplit("/", 1)[-1] in _SHELLS and _DASH_C.match(values[i + 1]):
+            return i + 2 if i + 2 < len(values) else None
+    return None
 
 
 def env_dropped(texts: Sequence[str | None], k: int,

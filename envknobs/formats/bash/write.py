@@ -298,7 +298,8 @@ def add_docker_env(text: str, launch: Launch, knob: str, value: str) -> str:
     shape = launch.shape
     assert shape is not None and shape.docker
     if not shape.env:
-        return insert_words(text, shape.env_anchor.end, f"-e {quote_value(f'{knob}={value}')}")  # type: ignore[union-attr]
+        return insert_words(text, shape.env_anchor.end,  # type: ignore[union-attr]
+                            f"{shape.env_option} {quote_value(f'{knob}={value}')}")
     last = shape.env[-1]
     holder = last.word
     style = holder.text if last.option is not holder else holder.text[holder.text.index("=") + 1 :]

@@ -143,6 +143,7 @@ class LaunchInfo:
     env_files: tuple[tuple[str | None, int], ...] = ()  # (--env-file path, line)
     opaque: tuple[str, ...] = ()  # argument words the ledger cannot see into ("$@", $EXTRA)
     reached: bool = True
+    container: str = ""  # the wrapper whose own env options are the server's (apptainer --cleanenv)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

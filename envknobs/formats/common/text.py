@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 
 from envknobs.formats.common import FormatError
@@ -118,3 +119,31 @@ def verified_many(
             f"{', '.join(wrong)} (is there an unclosed quote or block near the edit?)"
         )
     return out
+
+
+_LINE = re.compile(r"\b(lines?) (\d+)((?: and |, )(\d+))?")
+
+
+def shift_said(message: str, shift: int) -> str:
+    """A message about text embedded in a file (a script in a YAML block, in a quoted
+    word) with its ``line N`` as the file line it is on (``line N+shift``)."""
+    def moved(m: re.Match) -> str:
+        tail = f"{m.group(3)[:-len(m.group(4))]}{int(m.group(4)) + shift}" if m.group(4) else ""
+        return f"{m.group(1)} {int(m.group(2)) + shift}{tail}"
+    return _LINE.sub(moved, message)
+
+
+def shifted(action, inner: str, shift: int):
+    """``action(inner)``, its errors naming the file's lines (``shift`` lines down)."""
+    from dataclasses import replace
+
+    from envknobs.formats.common.places import AmbiguousKnob
+
+    try:
+        return action(inner)
+    except AmbiguousKnob as e:
+        places = tuple(replace(p, line=p.line + shift) for p in e.places)
+        raise AmbiguousKnob(e.knob, places, e.action, e.reason,
+                            tuple(n + shift for n in e.candidates)) from e
+    except FormatError as e:
+        raise FormatError(shift_said(str(e), shift)) from e

@@ -215,10 +215,11 @@ class SystemdFormat(TargetFormat):
                               "the service's environment: a value set here takes no effect")
         launch = ex.launch_of(svc)
         if launch is not None and launch.shape is not None and launch.shape.docker:
+            runs = launch.shape.container or "docker/podman run"
             raise FormatError(
-                f"line {launch.command.directive.line}: ExecStart= runs docker/podman "
-                f"run: Environment= reaches the docker client, not the container; set "
-                f"{knob} with -e on that line by hand")
+                f"line {launch.command.directive.line}: ExecStart= runs {runs}: "
+                f"Environment= reaches that wrapper, not the container; set {knob} with "
+                f"{launch.shape.env_option} on that line by hand")
         _refuse_prefix(launch, knob)
         _refuse_string(launch, knob)
         a = svc.env.get(knob)

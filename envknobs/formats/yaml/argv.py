@@ -28,7 +28,6 @@ items); a switch is one item.  Every edit is re-read and verified by the caller.
 from __future__ import annotations
 
 import difflib
-import re
 from dataclasses import dataclass
 
 from ruamel.yaml.nodes import MappingNode
@@ -40,6 +39,7 @@ from envknobs.formats.bash.launch import launch_shape
 from envknobs.formats.bash.launch import scan_flags
 from envknobs.formats.bash.lexer import Word
 from envknobs.formats.bash.words import quote_value
+from envknobs.formats.bash.wrappers import script_index
 from envknobs.formats.common import FormatError
 from envknobs.formats.common.text import line_end
 from envknobs.formats.common.text import line_of
@@ -52,8 +52,6 @@ from envknobs.formats.yaml.scalar import node_style
 from envknobs.formats.yaml.scalar import render
 from envknobs.formats.yaml.strwords import refolded
 
-_SHELLS = frozenset({"sh", "bash", "dash", "ash", "zsh"})
-_DASH_C = re.compile(r"-[a-z]*c[a-z]*\Z")
 
 
 @dataclass
@@ -129,14 +127,6 @@ def launch_flags(words: list[Word], image: str) -> tuple[str | None, list[FlagUs
         first = next((i for i, w in enumerate(words) if w.text.startswith("-")), len(words))
         args = words[first:]
     return engine, scan_flags(args, flag_lookup(engine))
-
-
-def script_index(values: list[str]) -> int | None:
-    """The index of the script word of a ``sh -c SCRIPT`` argv (None: no shell runs)."""
-    for i, v in enumerate(values[:-1]):
-        if v.rsplit("/", 1)[-1] in _SHELLS and _DASH_C.match(values[i + 1]):
-            return i + 2 if i + 2 < len(values) else None
-    return None
 
 
 def _script(tokens: list[Token]) -> Token | None:

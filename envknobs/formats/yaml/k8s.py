@@ -66,6 +66,13 @@ from envknobs.formats.yaml.argv import edit_container_flag
 from envknobs.formats.yaml.argv import flag_lines
 from envknobs.formats.yaml.argv import script_env
 from envknobs.formats.yaml.containers import Found
+from envknobs.formats.yaml.envargs import edit_in_strings
+from envknobs.formats.yaml.envargs import holder_refusal
+from envknobs.formats.yaml.envargs import in_both
+from envknobs.formats.yaml.envargs import in_string_scopes
+from envknobs.formats.yaml.envargs import refuse_unread_string
+from envknobs.formats.yaml.envargs import string_uses
+from envknobs.formats.yaml.envargs import with_strings
 from envknobs.formats.yaml.envfrom import EnvSource
 from envknobs.formats.yaml.envfrom import check_shared
 from envknobs.formats.yaml.envfrom import env_sources
@@ -120,6 +127,7 @@ class _Container:
     env: Node | None
     items: list[_Item]
     sources: list[EnvSource] = field(default_factory=list)  # envFrom
+    text: str = ""  # the file, for the strings of flags in env values (envargs)
 
     @property
     def node(self) -> MappingNode:
@@ -170,7 +178,16 @@ def _from_sources(c: _Container) -> dict[str, tuple[str, EnvSource, ScalarNode]]
 
 def _knobs(c: _Container) -> dict[str, str]:
     sourced = {k: v for k, (v, _, _) in _from_sources(c).items()}
-    return {**sourced, **_values(c), **container_flags(c.node, c.label)}
+    own = with_strings(c.text, c.items, c.label, _values(c), container_flags(c.node, c.label),
+                       _engine(c))
+    return {**sourced, **own}
+
+
+def _engine(c: _Container) -> str | None:
+    try:
+        return read_argv(c.node, c.label).engine
+    except FormatError:
+        return None
 
 
 def _block_offset(text: str, c: _Container) -> int:
@@ -199,6 +216,7 @@ class K8sFormat(FlagPlaces, TargetFormat):
         found, every = locate(self.container, docs)
         c = _container(found)
         c.sources = env_sources(found, docs, every)
+        c.text = text
         return c
 
     def containers(self, text: str) -> list[Found]:
@@ -219,18 +237,26 @@ class K8sFormat(FlagPlaces, TargetFormat):
         c = self._locate(text)
         lines = {it.name: line_of(text, it.node.start_mark.index) for it in c.items}
         lines.update(flag_lines(text, c.node, c.label))
+        held = string_uses(text, c.items, c.label, _engine(c))
+        for knob, uses in held.items():
+            lines.setdefault(knob, line_of(text, uses[-1][1].word.start))
         sourced = _from_sources(c)
         knobs = _knobs(c)
         refs = [(it.name, lines[it.name], None) for it in c.items
                 if it.from_ref and it.name not in knobs]  # valueFrom: named, computed
         rows = [(k, lines.get(k, 0), v) for k, v in knobs.items() if k not in sourced]
-        own = line_summary(text, rows + refs, f"env of container {c.label}",
-                           f"argv of container {c.label}")
+        own = in_string_scopes(line_summary(text, rows + refs, f"env of container {c.label}",
+                                            f"argv of container {c.label}"), held, lines,
+                                 c.label)
         extra = [line_summary(text, [(k, line_of(text, key.start_mark.index), v)],
                               f"{src.label} (envFrom of container {c.label})").knobs[0]
                  for k, (v, src, key) in sourced.items()]
         hidden = [f"env of container {c.label} may also come from {s.label} (envFrom, line "
                   f"{s.line}), not in this file" for s in unread(c.sources)]
+        hidden += [f"{k} is both in the command/args (line {lines[k]}) and in an env string "
+                   f"of flags of container {c.label}: the command's order decides; remove "
+                   "one by hand" for k in in_both(text, c.items, c.label, _engine(c),
+                                                  container_flags(c.node, c.label))]
         return Summary(tuple(extra) + own.knobs, own.launches, tuple(hidden) + own.notes)
 
     def canonical(self, text: str, knob: str) -> str:
@@ -251,31 +277,21 @@ class K8sFormat(FlagPlaces, TargetFormat):
         before = self.parse(text)
         if value is not None and before.get(knob) == value:
             return text  # (an unset always edits: a computed flag is absent from parse)
+        argv = read_argv(c.node, c.label)
+        inside = edit_in_strings(text, c.items, c.label, argv.engine, knob, value,
+                                 flag_lines(text, c.node, c.label).get(knob),
+                                 not argv.tokens)
+        if inside is not None:
+            return text if inside == text else verified(before, self.parse(inside), knob,
+                                                        value, inside)
         if knob not in before:
-            self._refuse_env_string(text, c, knob)
+            refuse_unread_string(text, c.items, c.label, knob)
         if value is not None and source is not None:  # the item as it was written
             out = with_argv_source(text, read_argv(c.node, c.label), knob, source)
             if out is not None and self.parse(out) == {**before, knob: value}:
                 return out
         out = edit_container_flag(text, c.node, c.label, knob, value)
         return verified(before, self.parse(out), knob, value, out)
-
-    def _refuse_env_string(self, text: str, c: _Container, knob: str) -> None:
-        """A flag the container's argv does not have but an env value holds (KServe's
-        ``VLLM_ADDITIONAL_ARGS: >- --max-model-len 8192 ...``): the server reads it from
-        there, so adding it to the argv would give it twice and editing the argv none.
-        Refused naming that item's line and the way to change it (issue 50)."""
-        import re
-
-        word = re.compile(rf"(^|\s){re.escape(knob)}(=|\s|$)")
-        for it in c.items:
-            if it.value is not None and word.search(str(it.value.value)):
-                line = line_of(text, it.node.start_mark.index)
-                raise FormatError(
-                    f"line {line}: {knob} is in the value of env {it.name} of container "
-                    f"{c.label}, a string of flags the server reads; the ledger does not "
-                    f"edit flags inside a k8s env value yet: record the whole string "
-                    f"(ledger record knob TARGET {it.name}='...')")
 
     def _refuse_shadowed(self, text: str, c: _Container, knob: str) -> None:
         if knob in script_env(c.node, c.label):
@@ -332,6 +348,9 @@ class K8sFormat(FlagPlaces, TargetFormat):
         check_yaml_text(value)
         c = self._locate(text)
         self._refuse_shadowed(text, c, knob)
+        holder = holder_refusal(text, c.items, c.label, knob)
+        if holder is not None:
+            raise FormatError(holder)
         before = _knobs(c)
         item = next((it for it in reversed(c.items) if it.name == knob), None)
         sourced = _from_sources(c).get(knob)
@@ -459,6 +478,9 @@ class K8sFormat(FlagPlaces, TargetFormat):
         check_assignment_args(knob)
         c = self._locate(text)
         self._refuse_shadowed(text, c, knob)
+        holder = holder_refusal(text, c.items, c.label, knob)
+        if holder is not None:
+            raise FormatError(holder)
         doomed = [it for it in c.items if it.name == knob]
         sourced = source_values(c.sources).get(knob)
         if not doomed and sourced is not None:

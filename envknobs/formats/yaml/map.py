@@ -14,8 +14,10 @@ Two real shapes:
   ["--max-num-seqs", "32"]``, ``vllm_args``), with ``--flags``: its knobs are ``--flag``
   names, read and edited as a container's ``args:`` (:mod:`envknobs.formats.yaml.argv`).
 
-Reading: the file is one YAML document (several are refused: which would the engine
-read?).  ``parse`` returns every key whose value is a scalar, as the text of that scalar
+Reading: the file is one YAML document, or several (``---``, a manifest with a ConfigMap
+and a Deployment): then the document is the one where the key path is found; where it is
+found in several, the edit is refused naming each (line, kind/name) and how to pick one:
+``DOC:PATH`` (1-based, as k8s container addresses), e.g. ``--key-path 2:data``.  ``parse`` returns every key whose value is a scalar, as the text of that scalar
 (``0.85``, ``true``; a null reads as ``""``); keys with list or map values, and keys brought
 in by ``<<`` merges, are not knobs.  A key written twice is refused, naming both lines:
 YAML readers disagree on which one wins.
@@ -73,6 +75,12 @@ from envknobs.formats.yaml.helmenv import is_name_value_list
 from envknobs.formats.yaml.envlist import set_in_list
 from envknobs.formats.yaml.envlist import unset_in_list
 from envknobs.formats.yaml.edit import compose_all
+from envknobs.formats.yaml.documents import pick_document
+from envknobs.formats.yaml.merges import merged_keys
+from envknobs.formats.yaml.merges import merged_notes
+from envknobs.formats.yaml.merges import merged_values
+from envknobs.formats.yaml.merges import refuse_merged
+from envknobs.formats.yaml.documents import split_doc
 from envknobs.formats.yaml.edit import format_path
 from envknobs.formats.yaml.edit import insert_at_line
 from envknobs.formats.yaml.edit import last_content_end
@@ -149,8 +157,9 @@ class YamlMapFormat(FlagPlaces, TargetFormat):
         strings: bool = False, engine: str | None = None,
     ) -> None:
         self.engine = engine  # whose flag catalog spells the flags (None: any engine's)
+        self.doc, key_path = split_doc(key_path)
         self.steps = parse_path(key_path) if key_path else ()
-        self.key_path = format_path(self.steps)
+        self.key_path = (f"{self.doc}:" if self.doc else "") + format_path(self.steps)
         self.check_key = check_key
         self.strings = strings
 
@@ -158,13 +167,7 @@ class YamlMapFormat(FlagPlaces, TargetFormat):
         return f"key path {self.key_path!r}" if self.steps else "the file"
 
     def _locate(self, text: str) -> _Map:
-        docs = [d for d in compose_all(text) if d is not None]
-        if len(docs) > 1:
-            raise FormatError(
-                f"line {docs[1].start_mark.line + 1}: the file holds {len(docs)} YAML "
-                "documents; a yaml-map target is one document"
-            )
-        root = docs[0] if docs else None
+        root = pick_document(compose_all(text), self.doc, self.steps)
         if not self.steps:
             return self._as_map(root, None, None)
         parent = walk_path(root, self.steps[:-1])
@@ -260,6 +263,7 @@ class YamlMapFormat(FlagPlaces, TargetFormat):
                 flag_values(list_argv(m.node, self.engine))
         pairs = self._pairs(m)
         found = {k: scalar_text(v) for k, (_, v) in pairs.items() if isinstance(v, ScalarNode)}
+        found = {**merged_values(m.node), **found}  # `<<: *x` keys: the reader sees them
         args = self._args_list(text)
         if args is None:
             return found
@@ -297,13 +301,15 @@ class YamlMapFormat(FlagPlaces, TargetFormat):
                 or self._args_list(text) is None]
         both = [] if self.strings else [negation_conflict(k, lines) for k in lines
                                         if k.startswith("no-") and k[3:] in lines]
-        return line_summary(text, rows, self._where(), notes=both)
+        return line_summary(text, rows, self._where(), notes=[*both, *merged_notes(m.node)])
 
     def _lines(self, text: str, m: _Map) -> dict[str, int]:
         if isinstance(m.node, SequenceNode):
             return {n.value.partition("=")[0]: line_of(text, n.start_mark.index)
                     for n in m.node.value if isinstance(n, ScalarNode)}
-        return {k: line_of(text, key.start_mark.index) for k, (key, _) in self._pairs(m).items()}
+        merged = {k: line_of(text, g.key.start_mark.index) for k, g in merged_keys(m.node).items()}
+        return {**merged, **{k: line_of(text, key.start_mark.index)
+                             for k, (key, _) in self._pairs(m).items()}}
 
     def canonical(self, text: str, knob: str) -> str:
         """A flag as the engine's catalog spells it (``--tp`` -> ``--tp-size``)."""
@@ -410,6 +416,7 @@ class YamlMapFormat(FlagPlaces, TargetFormat):
         if (env := self._env_items(text)) is not None:
             return env.set(text, knob, value, source=source)
         m = self._locate(text)
+        refuse_merged(m.node, knob)
         if m.service is not None:
             if source is not None:
                 back = self._compose_back(text, m, knob, value, source)
@@ -517,6 +524,7 @@ class YamlMapFormat(FlagPlaces, TargetFormat):
         if (env := self._env_items(text)) is not None:
             return env.unset(text, knob)
         m = self._locate(text)
+        refuse_merged(m.node, knob)
         if m.service is not None:
             return self._compose_edit(text, m, knob, None)
         if isinstance(m.node, SequenceNode):
