@@ -84,3 +84,22 @@ def test_the_cli_runs_the_pinned_release_and_refuses_an_unknown_one(tmp_path):
     assert r.returncode == 1
     assert r.stderr.startswith("error: engine release 'knob-ledger-engine==2.0.0': this engine "
                                "carries knob-ledger-engine==1.0.0, knob-ledger-engine==1.1.0")
+
+
+@pytest.mark.parametrize("release,default", [("1.0.0", 64), ("1.1.0", 8)])
+def test_status_shows_the_default_of_the_release_the_script_pins(tmp_path, ledger, release,
+                                                                  default):
+    text = (REPO / "engine" / "scripts" / "serve_decode.sh").read_text()
+    script = tmp_path / "serve_decode.sh"
+    script.write_text("".join(ln for ln in text.splitlines(keepends=True)
+                              if "ENGINE_MAX_RUNNING_REQUESTS" not in ln)
+                      .replace("knob-ledger-engine==1.0.0", f"knob-ledger-engine=={release}"))
+    root = tmp_path / "ws"
+    assert ledger("init", root, "--root", f"t={tmp_path}").exit_code == 0
+    assert ledger("-C", root, "target", "add", "decode", script, "--format", "bash"
+                  ).exit_code == 0
+    r = ledger("-C", root, "record", "knob", "decode", "ENGINE_MAX_RUNNING_REQUESTS=32",
+               "--class", "perf", "--title", "mrr 32")
+    assert r.exit_code == 0, r.stderr
+    r = ledger("-C", root, "status")
+    assert f"ENGINE_MAX_RUNNING_REQUESTS: unset (default {default}) -> 32" in r.stdout
