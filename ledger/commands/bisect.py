@@ -182,7 +182,7 @@ def _finish(run: _Run, result: BisectResult, opts: Options) -> None:
 
         run.record["conclusion"] = upgrade_answer(run.record["conclusion"], run.pins, run.bid)
     result.commit = run.finish()
-        result.final_restart = run.restart_back()
+    result.final_restart = run.restart_back()
     result.cleared = run.clear_suspects() if opts.clear_suspects else []
     result.kept = run.keep_result() if opts.keep_result else []
 
