@@ -97,8 +97,10 @@ def plan_pins(entries: Sequence[Entry], upgrade: Entry, *, now: str, command: st
     layered = {key for e in entries if e.kind == "knob" for key in planner.entry_keys(e)}
     taken = {e.id for e in entries}
     seq = planner.next_seq(entries)
+    from envknobs.catalog_release import COMPUTED_DEFAULT
+
     for knob, old, new in upgrade_moves(upgrade):
-        if old is None or getattr(old, "computed", False) or not isinstance(
+        if old is None or old == COMPUTED_DEFAULT or not isinstance(
                 old, (bool, int, float, str, list)):
             out.left_out.append(f"{knob}: no old default to pin ({old!r})")
             continue
