@@ -63,14 +63,31 @@ def _knobs_py(source: str | Path) -> Path:
 
 def read_releases(source: str | Path) -> dict[str, dict]:
     """Release -> catalog data (``engine``, ``knobs``, ``flags``, ``removed``) of the
-    bundled engine in ``source`` (a tree holding ``engine/knobs.py``, or that file).
-    ValueError when the file has no such tables."""
+    bundled engine in ``source`` (a tree holding ``engine/knobs.py``, or that file); the
+    flags are ``python -m engine``'s (``engine/tools/cli.py`` beside it, read by the SGLang
+    generator's ``add_argument`` reader), the same in every release.  ValueError when the
+    file has no such tables."""
     path = _knobs_py(source)
-    return releases_of_text(path.read_text(encoding="utf-8"), str(path))
+    cli = path.parent / "tools" / "cli.py"
+    flags = engine_flags(cli.read_text(encoding="utf-8")) if cli.is_file() else []
+    return releases_of_text(path.read_text(encoding="utf-8"), str(path), flags)
 
 
-def releases_of_text(text: str, where: str = "engine/knobs.py") -> dict[str, dict]:
-    """:func:`read_releases` of the text of an ``engine/knobs.py``."""
+def engine_flags(cli_text: str) -> list[dict]:
+    """The flags ``python -m engine``'s argparse declares (first declaration kept)."""
+    from envknobs.catalogs._sglang import add_argument_flags
+
+    seen, out = set(), []
+    for flag in add_argument_flags(ast.parse(cli_text), {}, {}):
+        if flag["name"] not in seen:
+            seen.add(flag["name"])
+            out.append({**flag, "type": flag["type"] or "str"})
+    return sorted(out, key=lambda f: f["name"])
+
+
+def releases_of_text(text: str, where: str = "engine/knobs.py",
+                     flags: list[dict] | None = None) -> dict[str, dict]:
+    """:func:`read_releases` of the text of an ``engine/knobs.py`` (and its ``flags``)."""
     tree = ast.parse(text, filename=where)
     declared: list[dict] = []
     moves: dict[str, dict] | None = None
@@ -93,7 +110,7 @@ def releases_of_text(text: str, where: str = "engine/knobs.py") -> dict[str, dic
         defaults.update(moved)
         knobs = [{**k, "default": defaults[k["name"]]} for k in declared]
         out[version] = {"engine": PACKAGE, "knobs": sorted(knobs, key=lambda k: k["name"]),
-                        "flags": [], "removed": []}
+                        "flags": list(flags or []), "removed": []}
     return out
 
 
