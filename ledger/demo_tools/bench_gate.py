@@ -1,16 +1,22 @@
-"""Start one server from its serve script, bench it online, stop it: a throughput gate.
+"""Bench the engine a serve script configures, at one concurrency: a throughput gate.
 
     python bench_gate.py --script deploy/serve.sh --min-output-throughput 900
-                         [--engine-path REPO] [--concurrency 32] [--num-prompts 64]
-                         [--input-len 16] [--output-len 32] [--start-timeout 120]
+                         [--mode offline|online] [--engine-path REPO] [--concurrency 32]
+                         [--num-prompts 64] [--input-len 16] [--output-len 32]
 
-A perf regression is a failure a bisect can look for when the check says so: this
-starts ``bash SCRIPT`` (the file as it is now: its knobs and its engine release pin) on a
-free loopback port, runs the bundled engine's online bench against it at one concurrency
-(``python -m engine bench --mode online``), prints the output tok/s it measured, and exits
-0 when that is at least ``--min-output-throughput``, 1 when it is below or the server does
-not come up.  The server (its process group) is stopped before it exits.  Standard
-library only; ``--engine-path`` goes first on PYTHONPATH, as in ``pd_check.py``.
+A perf regression is a failure a bisect can look for when the check says so: this runs
+``bash SCRIPT`` as it is now — its knobs, its engine release pin, its model — prints the
+output tok/s measured, and exits 0 when that is at least ``--min-output-throughput``, 1
+when it is below or the engine does not run.
+
+``--mode offline`` (the default) runs the script with ``$PYTHON`` standing for a shim
+that turns its launch line ``python -m engine serve --role R [--release P] [--model M |
+--preset P] ...`` into ``python -m engine bench --mode offline`` with the same release and
+model, in the environment the script built: the engine as configured, measured without
+HTTP (on a shared CPU, the HTTP threads' share of the cores is most of the noise).
+``--mode online`` starts the server on a free loopback port and runs the online bench
+against it; the server's process group is stopped before this exits.  Standard library
+only; ``--engine-path`` goes first on PYTHONPATH, as in ``pd_check.py``.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -39,13 +46,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--input-len", type=int, default=16)
     ap.add_argument("--output-len", type=int, default=32)
     ap.add_argument("--start-timeout", type=float, default=120.0)
+    ap.add_argument("--mode", choices=("offline", "online"), default="offline")
     args = ap.parse_args(argv)
+    if args.mode == "offline":
+        return offline(args)
     port = free_port()
-    env = {**os.environ, "PYTHON": sys.executable, "PORT": str(port)}
-    env.setdefault("ENGINE_NUM_THREADS", "1")
-    if args.engine_path:
-        env["PYTHONPATH"] = os.pathsep.join(
-            [str(args.engine_path.resolve())] + [p for p in [env.get("PYTHONPATH")] if p])
+    env = {**_env(args), "PORT": str(port)}
     url = f"http://127.0.0.1:{port}"
     server = subprocess.Popen(["bash", str(args.script)], env=env, stdout=subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL, start_new_session=True)
@@ -56,6 +62,61 @@ def main(argv: list[str] | None = None) -> int:
         return bench(args, url, env)
     finally:
         stop(server)
+
+
+def offline(args: argparse.Namespace) -> int:
+    """Run the script with ``$PYTHON`` the shim (:func:`launched`); judge its bench."""
+    env = _env(args)
+    with tempfile.TemporaryDirectory(prefix="bench_gate-") as tmp:
+        shim = Path(tmp) / "python"
+        shim.write_text(f"#!/bin/sh\nexec {shlex.quote(sys.executable)} "
+                        f"{shlex.quote(str(Path(__file__).resolve()))} --launched \"$@\"\n")
+        shim.chmod(0o755)
+        out = Path(tmp) / "bench.jsonl"
+        env.update(PYTHON=str(shim), BENCH_GATE_OUT=str(out), BENCH_GATE_ARGS=" ".join(
+            [str(args.concurrency), str(args.num_prompts), str(args.input_len),
+             str(args.output_len)]))
+        done = subprocess.run(["bash", str(args.script)], env=env, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, text=True, check=False)
+        if done.returncode != 0 or not out.is_file():
+            print(f"the engine did not run (exit {done.returncode}): "
+                  f"{done.stderr.strip()[-300:]}")
+            return 1
+        return judge(args, json.loads(out.read_text().splitlines()[0]))
+
+
+def launched(argv: list[str]) -> int:
+    """The shim: ``-m engine serve FLAGS`` -> the offline bench of that release and model."""
+    if argv[:3] != ["-m", "engine", "serve"]:
+        print(f"bench_gate: not an engine launch: {' '.join(argv)}", file=sys.stderr)
+        return 2
+    keep, words = [], argv[3:]
+    for i, word in enumerate(words):
+        if word in ("--release", "--model", "--preset") and i + 1 < len(words):
+            keep += [word, words[i + 1]]
+    conc, prompts, input_len, output_len = os.environ["BENCH_GATE_ARGS"].split()
+    cmd = [sys.executable, "-m", "engine", "bench", "--mode", "offline", *keep,
+           "--concurrency", conc, "--num-prompts", prompts, "--input-len", input_len,
+           "--output-len", output_len, "--json", os.environ["BENCH_GATE_OUT"]]
+    return subprocess.run(cmd, stdout=subprocess.DEVNULL, check=False).returncode
+
+
+def _env(args: argparse.Namespace) -> dict[str, str]:
+    env = {**os.environ, "PYTHON": sys.executable}
+    env.setdefault("ENGINE_NUM_THREADS", "1")
+    if args.engine_path:
+        env["PYTHONPATH"] = os.pathsep.join(
+            [str(args.engine_path.resolve())] + [p for p in [env.get("PYTHONPATH")] if p])
+    return env
+
+
+def judge(args: argparse.Namespace, row: dict) -> int:
+    tps = float(row["output_throughput"])
+    release = row.get("engine_release") or (row.get("server_info") or {}).get("engine_release")
+    ok = tps >= args.min_output_throughput
+    print(f"output {tps:.0f} tok/s at c{args.concurrency} (engine release {release}, "
+          f"{args.mode}): {'at least' if ok else 'below'} {args.min_output_throughput:g}")
+    return 0 if ok else 1
 
 
 def bench(args: argparse.Namespace, url: str, env: dict[str, str]) -> int:
@@ -70,13 +131,7 @@ def bench(args: argparse.Namespace, url: str, env: dict[str, str]) -> int:
         if done.returncode != 0:
             print(f"bench failed (exit {done.returncode}): {done.stderr.strip()[-300:]}")
             return 1
-        row = json.loads(out.read_text().splitlines()[0])
-    tps = float(row["output_throughput"])
-    release = row.get("server_info", {}).get("engine_release")
-    ok = tps >= args.min_output_throughput
-    print(f"output {tps:.0f} tok/s at c{args.concurrency} (engine release {release}): "
-          f"{'at least' if ok else 'below'} {args.min_output_throughput:g}")
-    return 0 if ok else 1
+        return judge(args, json.loads(out.read_text().splitlines()[0]))
 
 
 def stop(proc: subprocess.Popen) -> None:
@@ -92,4 +147,4 @@ def stop(proc: subprocess.Popen) -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(launched(sys.argv[2:]) if sys.argv[1:2] == ["--launched"] else main())

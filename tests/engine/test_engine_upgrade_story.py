@@ -7,13 +7,14 @@ ENGINE_INFLIGHT_TIMEOUT_S unset.  Then:
 
     upgrade plan  -> names both moved defaults (64 -> 8, 30.0 -> 20.0)
     record upgrade -> the pin on the launch line becomes 1.1.0
-    regression    -> the online bench at c32 (ledger/demo_tools/bench_gate.py) measures it
+    regression    -> the engine bench at c32 of the script's own configuration
+                     (ledger/demo_tools/bench_gate.py, offline) measures it
     bisect --upgrade -> names ENGINE_MAX_RUNNING_REQUESTS, not the release, not the timeout
     the offered pin, recorded -> the regression is gone, on 1.1.0
 
 The gate's threshold is the geometric mean of the two releases' throughputs measured here
-first (1.1.0's at c32 is about a third of 1.0.0's on CPU), so a loaded machine moves
-both sides.  Slow: some eight server starts of a few seconds each.
+first (1.1.0's at c32 is a quarter to a third of 1.0.0's on CPU), so a loaded machine
+moves both sides.  Slow: some eight engine runs of a few seconds each.
 """
 
 from __future__ import annotations
