@@ -2,12 +2,13 @@
 
     python bench_gate.py --script deploy/serve.sh --min-output-throughput 900
                          [--mode offline|online] [--engine-path REPO] [--concurrency 32]
-                         [--num-prompts 64] [--input-len 16] [--output-len 32]
+                         [--num-prompts 64] [--input-len 16] [--output-len 32] [--best-of N]
 
 A perf regression is a failure a bisect can look for when the check says so: this runs
 ``bash SCRIPT`` as it is now — its knobs, its engine release pin, its model — prints the
-output tok/s measured, and exits 0 when that is at least ``--min-output-throughput``, 1
-when it is below or the engine does not run.
+output tok/s measured (the best of ``--best-of N`` runs: a loaded machine only ever makes a
+run slower), and exits 0 when that is at least ``--min-output-throughput``, 1 when it is
+below or the engine does not run.
 
 ``--mode offline`` (the default) runs the script with ``$PYTHON`` standing for a shim
 that turns its launch line ``python -m engine serve --role R [--release P] [--model M |
@@ -47,9 +48,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--output-len", type=int, default=32)
     ap.add_argument("--start-timeout", type=float, default=120.0)
     ap.add_argument("--mode", choices=("offline", "online"), default="offline")
+    ap.add_argument("--best-of", type=int, default=1, metavar="N")
     args = ap.parse_args(argv)
     if args.mode == "offline":
-        return offline(args)
+        rows = [offline(args) for _ in range(max(1, args.best_of))]
+        if any(row is None for row in rows):
+            return 1
+        return judge(args, max(rows, key=lambda row: float(row["output_throughput"])))
     port = free_port()
     env = {**_env(args), "PORT": str(port)}
     url = f"http://127.0.0.1:{port}"
@@ -64,8 +69,8 @@ def main(argv: list[str] | None = None) -> int:
         stop(server)
 
 
-def offline(args: argparse.Namespace) -> int:
-    """Run the script with ``$PYTHON`` the shim (:func:`launched`); judge its bench."""
+def offline(args: argparse.Namespace) -> dict | None:
+    """Run the script with ``$PYTHON`` the shim (:func:`launched`): its bench row."""
     env = _env(args)
     with tempfile.TemporaryDirectory(prefix="bench_gate-") as tmp:
         shim = Path(tmp) / "python"
@@ -81,8 +86,8 @@ def offline(args: argparse.Namespace) -> int:
         if done.returncode != 0 or not out.is_file():
             print(f"the engine did not run (exit {done.returncode}): "
                   f"{done.stderr.strip()[-300:]}")
-            return 1
-        return judge(args, json.loads(out.read_text().splitlines()[0]))
+            return None
+        return json.loads(out.read_text().splitlines()[0])
 
 
 def launched(argv: list[str]) -> int:

@@ -53,8 +53,8 @@ def serve_script(path: Path) -> Path:
 
 def gate(script: Path, model: Path, threshold: float) -> list[str]:
     return ["env", f"MODEL={model}", "ENGINE_NUM_THREADS=1", sys.executable, str(GATE),
-            "--script", str(script), "--engine-path", str(REPO),
-            "--min-output-throughput", f"{threshold:.0f}"]
+            "--script", str(script), "--engine-path", str(REPO), "--num-prompts", "128",
+            "--output-len", "64", "--best-of", "2", "--min-output-throughput", f"{threshold:.0f}"]
 
 
 def measured(script: Path, model: Path) -> tuple[bool, float]:
