@@ -114,3 +114,24 @@ def test_dry_run_lists_the_moves_it_would_pin_back(upgraded, ledger):
     assert r.exit_code == 0, r.stderr
     assert f"{KNOB} at sglang==0.5.23's default (true; false in sglang==0.5.20)" in r.stdout
     assert snapshot(root, script) == start
+
+
+def test_killed_mid_search_the_next_command_removes_the_temporary_entries(upgraded, ledger,
+                                                                          tmp_path):
+    import os
+    import sys
+
+    root, script, upgrade, _ = upgraded
+    start = snapshot(root, script)
+    killer = tmp_path / "killer.sh"  # at the baseline probe (every default pinned back)
+    killer.write_text('#!/bin/bash\n[ "$LEDGER_BISECT_STEP" = 2 ] && kill -KILL $PPID\n'
+                      "sleep 1; exit 1\n")
+    killer.chmod(0o755)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    subprocess.run([sys.executable, "-m", "ledger.cli", "-C", str(root), "bisect", "--upgrade",
+                    upgrade, "--check", str(killer)], env=env, capture_output=True, timeout=120)
+    assert f"export {KNOB}=false" in script.read_text()  # killed with the pins in the file
+    assert (root / ".ledger" / "bisect.json").exists()
+    r = ledger("-C", root, "status")
+    assert "had been interrupted: restored the configuration it started from" in r.stderr
+    assert snapshot(root, script) == start  # the temporary entries went with the probe
