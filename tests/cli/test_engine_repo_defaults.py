@@ -119,3 +119,32 @@ def test_a_release_with_no_catalog_is_a_warning_naming_known_ones(patched, ledge
     assert r.exit_code == 0
     assert "no catalog for sglang==0.5.21" in r.stderr and "0.5.20, 0.5.23" in r.stderr
     assert "engine defaults" not in r.stdout
+
+
+def test_a_bundled_engine_checkout_is_compared_with_the_release_its_scripts_pin(tmp_path,
+                                                                                ledger):
+    src = Path(__file__).resolve().parents[2] / "engine"
+    repo = tmp_path / "engine-repo"
+    (repo / "engine" / "tools").mkdir(parents=True)
+    shutil.copy2(src / "knobs.py", repo / "engine" / "knobs.py")
+    shutil.copy2(src / "tools" / "cli.py", repo / "engine" / "tools" / "cli.py")
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "engine 1.0.0")
+    knobs = repo / "engine" / "knobs.py"
+    old = '"ENGINE_PAGE_SIZE", "int", 16,'
+    assert old in knobs.read_text()
+    knobs.write_text(knobs.read_text().replace(old, '"ENGINE_PAGE_SIZE", "int", 32,'))
+    git(repo, "commit", "-qam", "pages of 32 tokens")
+    mover = git(repo, "rev-parse", "HEAD")
+    script = tmp_path / "serve_decode.sh"
+    shutil.copy2(src / "scripts" / "serve_decode.sh", script)
+    root = tmp_path / "ws"
+    assert ledger("init", root, "--engine-repo", repo, "--root", f"t={tmp_path}").exit_code == 0
+    assert ledger("-C", root, "target", "add", "decode", script, "--format", "bash"
+                  ).exit_code == 0
+    r = ledger("-C", root, "status")
+    assert (f"ENGINE_PAGE_SIZE: default 32 in engine commit {mover[:12]}, 16 in "
+            f"knob-ledger-engine 1.0.0 (set by {mover[:12]} \"pages of 32 tokens\", not "
+            "recorded in the ledger)") in r.stdout
+    assert "ENGINE_MAX_RUNNING_REQUESTS" not in r.stdout  # 1.1.0's moves are no patch
