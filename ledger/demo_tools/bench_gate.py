@@ -26,7 +26,6 @@ import argparse
 import json
 import os
 import shlex
-import signal
 import subprocess
 import sys
 import tempfile
@@ -34,6 +33,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from pd_check import free_port  # noqa: E402
+from pd_check import stop_all  # noqa: E402
 from pd_check import wait_health  # noqa: E402
 
 
@@ -66,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         return bench(args, url, env)
     finally:
-        stop(server)
+        stop_all([server])
 
 
 def offline(args: argparse.Namespace) -> dict | None:
@@ -137,18 +137,6 @@ def bench(args: argparse.Namespace, url: str, env: dict[str, str]) -> int:
             print(f"bench failed (exit {done.returncode}): {done.stderr.strip()[-300:]}")
             return 1
         return judge(args, json.loads(out.read_text().splitlines()[0]))
-
-
-def stop(proc: subprocess.Popen) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGTERM)
-    except ProcessLookupError:
-        return
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
 
 
 if __name__ == "__main__":
