@@ -372,3 +372,9 @@ def release_default(spec: str, name: str) -> object:
     knobs, flags, _ = load_release(engine, version)
     declared = (flags if is_flag_name(name) else knobs).get(name)
     return None if declared is None else declared.default
+
+
+def deprecated_names(engine: str, version: str) -> dict[str, tuple[str, str]]:
+    """The names release ``version`` still reads but marks deprecated -> (replacement or
+    "", note): :mod:`envknobs.release_diff` compares two releases' marks."""
+    return _deprecations(engine, version)

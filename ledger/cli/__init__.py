@@ -49,6 +49,8 @@ from ledger.cli.setup import target
 from ledger.cli.sync import merge_driver
 from ledger.cli.sync import pull
 from ledger.cli.sync import push
+from ledger.cli.upgrade import record_upgrade
+from ledger.cli.upgrade import upgrade
 from ledger.errors import LedgerError
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
@@ -228,8 +230,9 @@ def cli(ctx: click.Context, workspace: str | None, json_out: bool, debug: bool,
 
 for command in (init, target, root, record, adopt, list_cmd, show, status, diff, log, revert, restore, suspect,
                 clear, amend, bisect, ab, evidence, render, demo, backups, doctor, pull, push,
-                merge_driver, check):
+                merge_driver, check, upgrade):
     cli.add_command(command)
+record.add_command(record_upgrade)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -62,6 +62,7 @@ def show(ctx, ref, json_out) -> None:
     click.echo(f"  class     {d['class']}   state {d['display_state']}   slug {d['slug']}")
     where = d.get("target") if not d.get("also") else ""  # several: the change names them
     click.echo(f"  change    {safe(d['change'])}" + (f"   in {where}" if where else ""))
+    _upgrade_lines(d, "  upgrade   ", False)
     if d.get("commit"):
         click.echo(f"  commit    {safe(d['commit'])}")
     if d.get("origin"):
@@ -84,6 +85,16 @@ def show(ctx, ref, json_out) -> None:
     click.echo(_indent(table([[a.get("when") or a["at"], a["action"], a["why"],
                                f"(recorded {a['at']})" if a.get("when") else ""]
                               for a in d["history"]], width=None), 4))
+
+
+def _upgrade_lines(d: dict, head: str, defaults_only: bool) -> None:
+    """An upgrade entry's plan rows (the defaults it moved first) under its change."""
+    if d.get("kind") != "upgrade":
+        return
+    from ledger.core.upgrade import plan_lines
+
+    for i, line in enumerate(plan_lines(d.get("plan"), defaults_only)):
+        click.echo(f"{head if i == 0 else ' ' * len(head)}{safe(line)}")
 
 
 def _indent(text: str, n: int) -> str:
@@ -222,6 +233,7 @@ def _print_off_table(out) -> None:
             for r in rows:
                 click.echo(f"  {r['id']}  {safe(r['title'])}  [{_state_cell(r, colour)}]")
                 click.echo(f"      change    {safe(r['change'])}")
+                _upgrade_lines(r, "      moved     ", True)
                 if r["reverted_why"]:
                     click.echo(f"      reverted  {safe(r['reverted_why'])}  ({r['reverted_at']})")
                 if r.get("health_failure"):

@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 from typing import Sequence
 
+from ledger.core.model import RELEASE_KNOB
 from ledger.commands.adopt_changes import change_of
 from ledger.commands.adopt_changes import class_of
 from ledger.commands.adopt_changes import history_only
@@ -103,6 +104,10 @@ def propose_adopt(ws, target: str, backups: Sequence[str] = (), git: str | None 
     spec = _engine(ws, t, tf.text) or _newest_release(_launch_engine(tf))
     versions, spelled = _spellings(versions, spec)
     found = propose(versions)
+    # a release that appears or goes (a pin added) is no upgrade: one goes from a release
+    # to another (an image tag or pin bump is proposed as an upgrade entry)
+    found.items[:] = [p for p in found.items
+                      if p.name != RELEASE_KNOB or None not in (p.before, p.after)]
     unclear = found.unclear + [f"{c.origin}: {c.skipped}: the changes it made are not "
                                "proposed" for c in copies if c.skipped and c.dated == "commit"]
     unheld = history_only(found.items, readable, live)

@@ -20,6 +20,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ledger.core.model import RELEASE_KNOB
 from ledger.core import planner
 from ledger.core.display import value_text
 from ledger.core.model import Action
@@ -91,6 +92,7 @@ class _Reader:
 
     def __init__(self, s, path: Path, plan: dict, existing) -> None:
         self.s, self.path, self.plan, self.existing = s, path, plan, existing
+        self.tf = None  # the live target file (what an upgrade entry's plan is made of)
         self.problems: list[str] = []
         self.data = plan.get("data") or {}
         self.history_only: list[str] = []
@@ -197,8 +199,14 @@ class _Reader:
                 "line": place.get("line"), "before": before, "raw": place.get("raw"),
                 "anchor": place.get("anchor")}}
             lines, anchor = None, None
+        kind, extra = "knob", {}
+        if c["knob"] == RELEASE_KNOB:  # an image tag / pin bump: an upgrade entry
+            from ledger.commands.upgrade import upgrade_fields
+
+            kind, lines, anchor = "upgrade", None, None
+            extra = self.check(upgrade_fields, self.s.ws, self.tf, before, after) or {}
         try:
-            return Entry(id=eid, seq=seq, kind="knob", cls=check_class(cls),
+            return Entry(id=eid, seq=seq, kind=kind, cls=check_class(cls), **extra,
                          title=title, slug=planner.unique_slug(taken, slugify(title)), why=why,
                          recorded=s.now, target=str(self.plan["target"]), knob=str(c["knob"]),
                          before=before, after=after, anchor=anchor,
@@ -258,7 +266,8 @@ def check_chain(plan_path: Path, tf, existing, new: list[Entry], inversions: boo
                 f"{where}: its before is {value_text(e.before, quote=True)}, but the ledger "
                 f"has {value_text(planner.layer_value(layer), quote=True)} in effect before "
                 "it: keep the proposal that made that value, or leave this one out")
-        if inversions and e.applied and e.id not in not_a_revert and not e.places:
+        if inversions and e.applied and e.id not in not_a_revert and not e.places \
+                and e.kind == "knob":
             default = name_defaults(tf.target.engine, [e.knob]).get(e.knob)
             found = inversion(target=e.target, knob=e.knob, before=e.before, after=e.after,
                               cls=e.cls, adopt=True, title=e.title, layer=layer or (),
@@ -297,6 +306,7 @@ def apply_adopt(s, plan_path: str, dry_run: bool = False):
         tf = read_target(s.ws, t)
         existing = s.ws.entries()
         reader = _Reader(s, path, plan, existing)
+        reader.tf = tf
         pairs = reader.entries()
         new = [e for e, _ in pairs]
         problems = [f"{path}: {p}" if not p.startswith(str(path)) else p

@@ -9,6 +9,7 @@ import re
 from typing import Any
 from typing import Sequence
 
+from ledger.core.model import RELEASE_KNOB
 from ledger.commands.adopt_find import Copy
 from ledger.core.adopt import Proposal
 from ledger.errors import LedgerError
@@ -115,6 +116,8 @@ def _note(change: dict[str, Any], note: str) -> None:
 
 
 def title_of(knob: str, after: str | None) -> str:
+    if knob == RELEASE_KNOB and after is not None:
+        return f"upgrade to {after}"
     return f"unset {knob}" if after is None else f"{knob}={after}"
 
 

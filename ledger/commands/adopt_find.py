@@ -33,6 +33,7 @@ from datetime import timezone
 from pathlib import Path
 from typing import Sequence
 
+from ledger.core.model import RELEASE_KNOB
 from ledger.core.adopt import Version
 from ledger.core.when import parse_time
 from ledger.core.when import stamp
@@ -66,8 +67,17 @@ class Copy:
         unclear: dict[str, str] = {}
         if summary is not None:
             values, unclear = read_values(summary, self.text)
+        release = _release_of(self.tf)
+        if release is not None:  # an image tag or pin bump: proposed as an upgrade
+            values = {**values, RELEASE_KNOB: release}
         return Version(self.origin, when, values, unclear, self.author, self.subject,
                        dated_by, is_revert)
+
+
+def _release_of(tf) -> str | None:
+    """The one engine release a version names (``vllm==0.30.0``), else None."""
+    live = getattr(tf, "live", None)
+    return live(RELEASE_KNOB) if live is not None else None
 
 
 def read_values(summary, text: str) -> tuple[dict[str, str], dict[str, str]]:

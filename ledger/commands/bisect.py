@@ -142,7 +142,7 @@ def planner_class(cls: str) -> str:
 def restart_names(s: Session, selection: Sequence[Entry]) -> list[str]:
     """The targets ``--restart`` may restart: every selected knob's target, and every
     target with a restart hook when patch entries are selected."""
-    names = {n for e in selection if e.kind == "knob" for n in e.targets}
+    names = {n for e in selection if e.kind != "patch" for n in e.targets}
     if any(e.kind == "patch" for e in selection):
         names |= {n for n, t in s.ws.config.targets.items()
                   if t.service and t.service.restart is not None}
@@ -231,7 +231,7 @@ def _preflight(s: Session, selection: Sequence[Entry]) -> None:
         raise Refused(f"bisect {ongoing.id} (started {ongoing.started}) has not finished: "
                       "`ledger bisect reset` puts its starting state back")
     entries = s.ws.entries()
-    names = sorted({n for e in selection if e.kind == "knob" for n in e.targets})
+    names = sorted({n for e in selection if e.kind != "patch" for n in e.targets})
     drifts = drift_in(s.ws, entries, read_targets(s.ws, names))
     if drifts:
         from ledger.errors import DriftError
@@ -255,7 +255,7 @@ class _Run:
         self.toggled = False
         self.restarted: set[str] = set()  # targets whose services a toggle restarted
         ws = s.ws
-        names = sorted({n for e in selection if e.kind == "knob" for n in e.targets})
+        names = sorted({n for e in selection if e.kind != "patch" for n in e.targets})
         paths = [ws.target_path(ws.target(n)) for n in names]
         engine_path = engine_head = None
         if any(e.kind == "patch" for e in selection):

@@ -165,8 +165,6 @@ def _yaml_node(text: str, where: str):
 
 def side_of(tf) -> Side:
     """What the core compares of a parsed target file (:class:`~ledger.core.check.Side`)."""
-    from envknobs.catalog_release import detect_engines
-
     values = dict(tf.values)
     lines: dict[str, int] = {}
     if tf.summary is not None:
@@ -182,8 +180,9 @@ def side_of(tf) -> Side:
         from envknobs.formats.dotenv import binding_lines
 
         lines.update(binding_lines(tf.text))
-    text = tf.text
-    releases = tuple(detect_engines(text)) if ("sglang" in text or "vllm" in text) else ()
+    # where the file writes its release (image tags, pins, a Helm image.tag): the places an
+    # upgrade entry edits (envknobs.release_spots)
+    releases = tuple((s.spec, s.line) for s in tf.release_spots())
     return Side(values, dict(tf.place_values), lines, releases)
 
 

@@ -188,7 +188,7 @@ def _status_row(e: Entry, default, expected: dict, live_of: dict, ambiguous: dic
     row = {"id": e.id, "slug": e.slug, "class": e.cls, "kind": e.kind, "title": e.title,
            "state": e.state, "display_state": display_state(e), "suspicion": e.suspicion,
            "change": change_text(e, default), "default": default}
-    if e.kind == "knob":
+    if e.kind != "patch":  # a knob, or an upgrade (the layer of its target's release)
         _knob_row(row, e, expected, live_of, ambiguous)
     else:
         live = patch_live.get(e.id)
@@ -202,7 +202,7 @@ def _plain_knob_row(e: Entry, default, expected: dict, live_of: dict, ambiguous:
     value in its file: what the general path (``status``, then :func:`_knob_row`) makes,
     in one step, its keys in the order JSON output sorts them into (10,000 rows of a
     large ledger are mostly these).  None for any other entry."""
-    if e.kind != "knob" or e.places or e.also:
+    if e.kind == "patch" or e.places or e.also:
         return None
     key = (e.target, e.knob)
     if key in ambiguous:

@@ -28,6 +28,8 @@ from dataclasses import field
 from typing import Mapping
 from typing import Sequence
 
+from ledger.core.model import RELEASE_KNOB
+
 
 @dataclass(frozen=True)
 class Version:
@@ -85,11 +87,11 @@ AT = " at "
 
 
 def knob_of(key: str) -> str:
-    return key.split(" ", 1)[0]
+    return key if key == RELEASE_KNOB else key.split(" ", 1)[0]
 
 
 def condition_of(key: str) -> str | None:
-    return key.split(" ", 1)[1] if " " in key else None
+    return key.split(" ", 1)[1] if " " in key and key != RELEASE_KNOB else None
 
 
 @dataclass

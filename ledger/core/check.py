@@ -53,6 +53,7 @@ from typing import Mapping
 from typing import Sequence
 
 from ledger.core.inversion import inversion
+from ledger.core.model import RELEASE_KNOB
 from ledger.core.model import Entry
 from ledger.core.model import split_place
 from ledger.core.planner import entry_keys
@@ -116,6 +117,9 @@ class Side:
     releases: tuple[tuple[str, int], ...] = ()
 
     def live(self, key: str) -> str | None:
+        if key == RELEASE_KNOB:  # an upgrade entry's layer: the one release the file names
+            named = {spec for spec, _ in self.releases}
+            return named.pop() if len(named) == 1 else None
         if split_place(key)[1] is not None:
             return self.places.get(key)
         return self.values.get(key)
@@ -281,11 +285,11 @@ def check_range(
 
     before_by_id = {e.id: e for e in base_entries}
     in_range = range_entries(base_entries, head_entries, same_ids)
-    range_keys = {(t, split_place(k)[0]) for e in in_range if e.kind == "knob"
+    range_keys = {(t, split_place(k)[0]) for e in in_range if e.kind != "patch"
                   for t, k in entry_keys(e)}
     by_key: dict[tuple[str, str], list[str]] = {}
     for e in in_range:
-        if e.kind == "knob":
+        if e.kind != "patch":  # knobs and upgrades (their target's release)
             for t, k in entry_keys(e):
                 by_key.setdefault((t, split_place(k)[0]), []).append(e.id)
 
@@ -428,18 +432,30 @@ def _release_findings(r: TargetReading, in_range: Sequence[Entry], add, changes)
     add("release", f"{change.text} in target {r.name} has no entry: the engine release "
         "changed outside the ledger", path=r.path, line=line, target=r.name,
         knob="engine release", change=change.text,
-        fix=f"record it: an entry on {r.name} in this range whose title names "
-            f"{new_versions[0]} (the upgrade's knob changes; upgrade entries, once they "
-            "exist, take its place), or take the release back")
+        fix=_adopt_upgrade(r.name, base, head) or
+            f"record it: an entry on {r.name} in this range whose title names "
+            f"{new_versions[0]} (the upgrade's knob changes), or take the release back")
+
+
+def _adopt_upgrade(target: str, base: dict, head: dict) -> str:
+    """The command that records a release bump made in the file as an upgrade entry, where
+    the file names one release on each side."""
+    if len(base) != 1 or len(head) != 1:
+        return ""
+    (before,), (after,) = base, head
+    if before.split("==")[0] != after.split("==")[0]:
+        return ""
+    return (f"record it: `ledger record upgrade {target} --adopt --before {before} --to "
+            f"{after} --class perf|bugfix --title ...`, or take the release back")
 
 
 def _state_findings(readings, head_entries, in_range, reported, add) -> None:
     touched = {r.name for r in readings if r.changed}
-    touched |= {t for e in in_range if e.kind == "knob" for t in e.targets}
+    touched |= {t for e in in_range if e.kind != "patch" for t in e.targets}
     heads = {r.name: r for r in readings if r.head is not None and not r.error}
     owners: dict[tuple[str, str], list[str]] = {}
     for e in head_entries:
-        if e.kind == "knob":
+        if e.kind != "patch":
             for key in entry_keys(e):
                 owners.setdefault(key, []).append(e.id)
     for (target, key), expected in expected_knobs(head_entries).items():

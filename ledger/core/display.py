@@ -36,6 +36,10 @@ def change_text(e: Entry, default: object = None) -> str:
     """``KNOB: before -> after`` for a knob entry (``KNOB at lines 25, 29: a | b -> c``
     when recorded at selected places), ``patch FILES`` for a patch entry.  ``default``
     (the engine's default for the knob) shows as ``unset (default 256)``."""
+    if e.kind == "upgrade":
+        moved = [r for r in (e.plan or {}).get("rows", ()) if r.get("change") == "default"]
+        tail = f" ({len(moved)} default{'s' if len(moved) != 1 else ''} moved)" if moved else ""
+        return f"upgrade {e.before} -> {e.after}{tail}"
     if e.kind == "knob" and e.places:
         lines = ", ".join(str(n) for n in e.place_lines)
         olds = " | ".join(dict.fromkeys(value_text(p.get("before"), default=default)

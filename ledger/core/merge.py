@@ -294,7 +294,7 @@ def _refuse_conflicts(new_theirs: Sequence[Entry], new_ours: Sequence[Entry],
 def _touches_same(t: Entry, o: Entry, patch_texts: Mapping[str, str]) -> str | None:
     if t.kind != o.kind:
         return None
-    if t.kind == "knob":
+    if t.kind != "patch":  # a knob, or an upgrade: the release of its target
         shared = sorted(set(t.targets) & set(o.targets))  # one change may span targets
         if shared and split_place(t.knob or "")[0] == split_place(o.knob or "")[0]:
             return f"knob {split_place(o.knob or '')[0]} in target {shared[0]}"

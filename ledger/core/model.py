@@ -9,7 +9,14 @@ An entry is one recorded change, classified ``perf`` or ``bugfix``:
 * a *knob entry* sets ``knob`` in ``target`` from ``before`` to ``after`` (either may be
   ``None``: unset);
 * a *patch entry* applies the unified diff stored at ``patch`` (with its ``sha256``) to
-  the engine repo.
+  the engine repo;
+* an *upgrade entry* moves the engine release ``target``'s file runs from ``before`` to
+  ``after`` (``vllm==0.30.0`` -> ``vllm==0.34.0``): its ``knob`` is :data:`RELEASE_KNOB`,
+  so it layers, reverts and restores like a knob (the file's image tags / pins are
+  rewritten, :mod:`envknobs.release_spots`); ``plan`` holds the upgrade plan of that target
+  as ``ledger upgrade plan --json`` gives it (its rows: removed / renamed / deprecated
+  names, moved defaults, ...) and ``body`` the same as markdown (see
+  :mod:`ledger.core.upgrade`).
 
 ``state`` is ``applied`` or ``reverted``.  ``suspicion`` is ``None``, ``suspected``
 (reverted because it was suspected of causing an incident; ``suspect_why`` holds the
@@ -39,7 +46,9 @@ from ledger.values import FLAG_ENGINES
 from ledger.values import FORMATS
 
 CLASSES = ("perf", "bugfix")
-KINDS = ("knob", "patch")
+KINDS = ("knob", "patch", "upgrade")
+# The layer key of upgrade entries: no format has a knob of that name (a space in it).
+RELEASE_KNOB = "engine release"
 STATES = ("applied", "reverted")
 SUSPICIONS = ("suspected", "cleared")
 # restart: a --restart restarted the entry's service (with the health result);
@@ -157,7 +166,7 @@ def _text(value: Any) -> str:
 
 
 # Entry fields read from JSON as text: "" when absent / None when absent.
-_TEXT_OR_EMPTY = ("why", "suspect_why", "clear_why", "revert_why")
+_TEXT_OR_EMPTY = ("why", "suspect_why", "clear_why", "revert_why", "body")
 _TEXT_OR_NONE = ("suspicion", "target", "knob", "before", "after", "at", "before_source",
                  "after_source", "before_lines", "after_lines", "patch", "sha256", "commit",
                  "origin")
@@ -247,6 +256,10 @@ class Entry:
     # where the ledger learned of a change made before it knew (``ledger adopt``): the
     # backup copies or the deploy-repo commit it was read from; None for the others
     origin: str | None = None
+    # upgrade entries: the plan of the upgrade for the target (JSON, ledger.core.upgrade)
+    # and the same as markdown (what `show` and the rendered docs print)
+    plan: dict | None = None
+    body: str = ""
     history: tuple[Action, ...] = field(default_factory=tuple)
 
     def __post_init__(self) -> None:
@@ -279,9 +292,23 @@ class Entry:
                     f"entry {self.id}: {self.knob} before and after are the same "
                     f"({'unset' if self.after is None else repr(self.after)})"
                 )
+        elif self.kind == "upgrade":
+            self._check_upgrade()
         else:
             if not self.patch or not self.sha256:
                 raise InvalidValue(f"entry {self.id}: a patch entry needs a patch file and sha256")
+
+    def _check_upgrade(self) -> None:
+        if not self.target or self.knob != RELEASE_KNOB:
+            raise InvalidValue(f"entry {self.id}: an upgrade entry needs a target (and its "
+                               f"knob is {RELEASE_KNOB!r})")
+        specs = (str(self.before), str(self.after))
+        if not all(ENGINE_SPEC_RE.match(v) for v in specs):
+            raise InvalidValue(f"entry {self.id}: an upgrade goes from one release to another, "
+                               f"written sglang==X or vllm==X (got {specs[0]!r} -> {specs[1]!r})")
+        if specs[0].split("==")[0] != specs[1].split("==")[0] or specs[0] == specs[1]:
+            raise InvalidValue(f"entry {self.id}: an upgrade goes to another release of the "
+                               f"same engine (got {specs[0]} -> {specs[1]})")
 
     def _check_also(self) -> None:
         if not isinstance(self.also, dict) or not self.also or self.places is not None:
@@ -329,6 +356,8 @@ class Entry:
     @property
     def label(self) -> str:
         """What the entry changes, in one short phrase."""
+        if self.kind == "upgrade":
+            return f"{self.target}: {self.before} -> {self.after}"
         if self.kind == "knob":
             where = f" (line {', '.join(map(str, self.place_lines))})" if self.places else ""
             return f"{','.join(self.targets)}:{self.knob}{where}"
@@ -390,6 +419,9 @@ class Entry:
             for key in ("before_source", "after_source", "before_lines", "after_lines"):
                 if getattr(self, key) is not None:
                     d[key] = getattr(self, key)
+        elif self.kind == "upgrade":
+            d.update(target=self.target, knob=self.knob, before=self.before, after=self.after,
+                     plan=self.plan, body=self.body)
         else:
             d.update(patch=self.patch, sha256=self.sha256, files=list(self.files), commit=self.commit)
         if self.origin is not None:  # absent otherwise: older ledgers keep their bytes
@@ -425,6 +457,8 @@ class Entry:
         values["places"] = dict(places) if isinstance(places, dict) else None
         also = get("also")
         values["also"] = dict(also) if isinstance(also, dict) else None
+        plan = get("plan")
+        values["plan"] = plan if isinstance(plan, dict) else None
         values["files"] = tuple(map(_text, get("files") or ()))
         history = get("history") or ()
         values["history"] = tuple(map(Action.from_dict, history)) if shared is None else \
@@ -515,6 +549,7 @@ __all__ = [
     "FLAG_ENGINES",
     "FORMATS",
     "PLACE_SEP",
+    "RELEASE_KNOB",
     "check_class",
     "check_entry_knob",
     "check_target_name",

@@ -90,7 +90,8 @@ def knob_layers(entries: Iterable[Entry]) -> dict[KnobKey, list[Entry]]:
 
 def _group_layers(entries: Sequence[Entry]) -> dict[KnobKey, list[Entry]]:
     layers: dict[KnobKey, list[Entry]] = {}
-    for e in sorted((e for e in entries if e.kind == "knob"), key=lambda e: e.seq):
+    # an upgrade entry is one layer of its target's engine release (RELEASE_KNOB)
+    for e in sorted((e for e in entries if e.kind != "patch"), key=lambda e: e.seq):
         if not e.places:
             layers.setdefault((e.target, e.knob), []).append(e)  # type: ignore[arg-type]
             for name, other in (e.also or {}).items():
@@ -224,7 +225,7 @@ def _effects(
     """Knob values and patch flips that follow from ``changes``."""
     new_state = {new.id: new.applied for _, new in changes}
     edits: dict[KnobKey, tuple[str | None, str | None]] = {}
-    touched = {key for old, _ in changes if old.kind == "knob" for key in entry_keys(old)}
+    touched = {key for old, _ in changes if old.kind != "patch" for key in entry_keys(old)}
     layers = knob_layers(entries)
     for key in sorted(touched):  # type: ignore[type-var]
         layer = layers[key]  # type: ignore[index]
@@ -270,7 +271,7 @@ def plan_record(entry: Entry, *, adopt: bool = False) -> Plan:
     # An entry recorded already reverted (``--already-reverted``: made and taken back by
     # hand before the ledger knew) changes nothing either: the files hold its base.
     adopt = adopt or not entry.applied
-    if entry.kind == "knob" and not adopt:
+    if entry.kind != "patch" and not adopt:
         edits = {key: (layer[0].before, entry.after) for key, layer in knob_layers([entry]).items()}
     elif entry.kind == "patch" and not adopt:
         flips = (entry,)

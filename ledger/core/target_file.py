@@ -14,6 +14,7 @@ from dataclasses import field
 from pathlib import Path
 from typing import Any
 
+from ledger.core.model import RELEASE_KNOB
 from ledger.core.model import Target
 from ledger.core.model import place_knob
 from ledger.core.model import split_place
@@ -39,7 +40,11 @@ class TargetFile:
 
     def live(self, knob: str) -> str | None:
         """The live value of a layer key: a knob, or ``knob@place``; a value the shell
-        computes is its shell text (``${MEM_FRACTION_STATIC}``: :attr:`exprs`)."""
+        computes is its shell text (``${MEM_FRACTION_STATIC}``: :attr:`exprs`); the
+        engine release (:data:`RELEASE_KNOB`) is the one release the file names."""
+        if knob == RELEASE_KNOB:
+            named = self.releases()
+            return named[0] if len(named) == 1 else None
         if split_place(knob)[1] is not None:
             found = self.place_values.get(knob)
         else:
@@ -68,10 +73,25 @@ class TargetFile:
     def ambiguity(self, knob: str):
         """For a whole knob (not ``knob@place``) that has no single value in the file —
         conditional on a branch or repeated on several launch lines — its summary."""
+        if knob == RELEASE_KNOB:
+            spots = self.release_spots()
+            return SeveralReleases(tuple(spots)) if len(self.releases()) > 1 else None
         if split_place(knob)[1] is not None:
             return None
         found = self.knob_summary(knob)
         return found if found is not None and found.needs_selection else None
+
+    def release_spots(self) -> list:
+        """Where the file writes an engine release (:mod:`envknobs.release_spots`)."""
+        from envknobs.release_spots import release_spots
+
+        return release_spots(self.text)
+
+    def releases(self) -> list[str]:
+        """The distinct releases the file names (``vllm==0.30.0``), in file order."""
+        from envknobs.release_spots import releases_named
+
+        return releases_named(self.release_spots())
 
     def knob_summary(self, knob: str):
         """The format's view of ``knob`` (places, conditional, repeated), if it has one."""
@@ -83,6 +103,32 @@ class TargetFile:
         if self.summary is not None:
             names += [k.knob for k in self.summary.knobs]
         return list(dict.fromkeys(names))
+
+
+@dataclass(frozen=True)
+class SeveralReleases:
+    """A file naming more than one engine release: what :meth:`TargetFile.ambiguity` says
+    of its release (``state`` and ``lines`` as a knob summary has them)."""
+
+    spots: tuple
+    state: str = "several releases"
+
+    @property
+    def lines(self) -> list[int]:
+        return [s.line for s in self.spots]
+
+    @property
+    def places(self) -> list:
+        return [_SpotPlace(s) for s in self.spots]
+
+
+@dataclass(frozen=True)
+class _SpotPlace:
+    spot: Any
+
+    def to_dict(self) -> dict:
+        s = self.spot
+        return {"line": s.line, "value": s.spec, "kind": s.kind, "raw": s.text}
 
 
 @dataclass(frozen=True)

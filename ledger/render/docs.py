@@ -136,6 +136,16 @@ def _also_view(entry: Entry) -> list[dict[str, Any]]:
             for name, other in sorted((entry.also or {}).items())]
 
 
+def _upgrade_view(entry: Entry) -> list[dict[str, Any]]:
+    """An upgrade entry's plan rows (the defaults it moved first), each in words."""
+    from ledger.core.upgrade import row_text
+
+    rows = [r for r in (entry.plan or {}).get("rows", ()) if r.get("change") != "release"]
+    rows.sort(key=lambda r: r.get("change") != "default")
+    return [{"change": str(r.get("change")), "where": str(r.get("where", "")),
+             "text": row_text(r)} for r in rows]
+
+
 def _note_view(note: Mapping[str, Any]) -> dict[str, str]:
     """A note or link as the templates show it (text as written; escaped there)."""
     return {"side": str(note.get("side") or ""), "link": str(note.get("link") or ""),
@@ -225,7 +235,7 @@ def entry_view(model: RenderModel, entry: Entry, chart_svg: str | None) -> dict[
         "knob": entry.knob,
         "before": entry.before,
         "also": _also_view(entry),
-        "after": entry.after,
+        "after": entry.after, "upgrade_rows": _upgrade_view(entry),
         "default": _default(model.defaults.get(entry.id)),
         "patch": entry.patch,
         "sha256": entry.sha256 or "",

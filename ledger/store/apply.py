@@ -276,7 +276,7 @@ def forced_over(plan: planner.Plan, drifts: Sequence, message: str) -> tuple[pla
         notes[(d.target, d.knob)] = text
     def noted(old: Entry, new: Entry) -> Entry:
         mine = [notes[k] for k in planner.entry_keys(old) if k in notes] \
-            if old.kind == "knob" else []
+            if old.kind != "patch" else []
         if mine and new.history:
             last = new.history[-1]
             why = "; ".join(([last.why] if last.why else []) + mine)

@@ -23,6 +23,7 @@ from typing import Mapping
 from envknobs.registry import KnobError
 from ledger.core.layout import add_knob
 from ledger.core.layout import anchor_for
+from ledger.core.model import RELEASE_KNOB
 from ledger.core.model import Target
 from ledger.core.target_file import ENCODING
 from ledger.core.target_file import ERRORS
@@ -242,6 +243,8 @@ def edit_target(
     fmt = target_format(tf.target)
     text = tf.text
     present = tf.values
+    release = edits.get(RELEASE_KNOB, _NO_RELEASE)
+    edits = {k: v for k, v in edits.items() if k != RELEASE_KNOB}
     plain = {k: v for k, v in edits.items() if split_place(k)[1] is None}
     removals = [k for k, v in plain.items() if v is None]
     changes = [k for k, v in plain.items() if v is not None and k in present]
@@ -252,6 +255,8 @@ def edit_target(
         text = fmt.edit_many(text, {k: plain[k] for k in (*removals, *changes)}, sources)
         text = _add_all(fmt, text, {k: plain[k] for k in additions}, anchors or {},
                         sources or {}, lines or {})
+        if release is not _NO_RELEASE:
+            text = release_edited(str(tf.path), text, release)
     except AmbiguousKnob as e:
         raise ambiguous(e, tf.path) from e
     except FormatError as e:
@@ -259,6 +264,41 @@ def edit_target(
     except KnobError as e:
         raise InvalidValue(f"{tf.path}: {e}") from e
     return text.encode(ENCODING, ERRORS)
+
+
+_NO_RELEASE = object()
+
+
+def release_edited(path: str, text: str, spec: str | None) -> str:
+    """``text`` running release ``spec`` (``vllm==0.34.0``): the version of every place that
+    names that engine rewritten, the rest byte for byte (:mod:`envknobs.release_spots`).
+    A file naming no release of the engine, or several, is refused naming each place."""
+    from envknobs.release_spots import engine_spots
+    from envknobs.release_spots import release_spots
+    from envknobs.release_spots import releases_named
+    from envknobs.release_spots import with_release
+
+    engine, _, version = (spec or "").partition("==")
+    if not version:
+        raise TargetError(path, f"no engine release to write ({spec!r})")
+    spots = engine_spots(release_spots(text), engine)
+    if not spots:
+        raise TargetError(path, f"names no {engine} release to change (an image tag such as "
+                                f"vllm/vllm-openai:v0.13.0, a pip pin {engine}==X, a Helm "
+                                "image.tag): declare the release with `engine:` in ledger.yaml")
+    if len(releases_named(spots)) > 1:
+        raise release_ambiguity(path, spots, "bring them to one release by hand and adopt "
+                                "that (`ledger record upgrade --adopt --before`)")
+    return with_release(text, spots, version)
+
+
+def release_ambiguity(path: str, spots, how: str) -> AmbiguousPlace:
+    """A file naming several releases (or none), refused: each place as ``file:line``, and
+    ``how`` to select."""
+    where = "\n".join(f"  {path}:{s.line}: {s.spec} ({s.kind}): {s.text}" for s in spots)
+    return AmbiguousPlace(
+        f"{path} names several engine releases; one file runs one release:\n{where}\n{how}",
+        [{"path": path, "line": s.line, "scope": s.kind, "text": s.text} for s in spots])
 
 
 def _edit_places(fmt, text: str, edits: Mapping[str, str | None], places: Mapping[str, dict]) -> str:
