@@ -51,6 +51,7 @@ class Pin:
     entry: Entry
     old: object
     new: object
+    command: str  # the pin as the upgrade's plan wrote it
 
 
 @dataclass
@@ -72,12 +73,11 @@ class UpgradePins:
                 "left_out": list(self.left_out)}
 
 
-def upgrade_moves(upgrade: Entry) -> list[tuple[str, object, object]]:
-    """(knob, old default, new default) of each default ``upgrade`` moved under its target's
-    unset knobs: the one place that reads an upgrade entry (its stored plan)."""
-    from ledger.core.upgrade import moved_defaults
-
-    return moved_defaults(upgrade.plan)
+def upgrade_moves(upgrade: Entry) -> list[dict]:
+    """The rows of ``upgrade``'s stored plan (:mod:`ledger.core.upgrade`) for each default it
+    moved under its target's unset names: ``name``, ``old_default``, ``new_default`` and
+    ``command``, the pin as the plan wrote it ("" where the file cannot hold the name)."""
+    return [r for r in (upgrade.plan or {}).get("rows", ()) if r.get("change") == "default"]
 
 
 def _word(value: object) -> object:
@@ -87,6 +87,8 @@ def _word(value: object) -> object:
 def plan_pins(entries: Sequence[Entry], upgrade: Entry, *, now: str, command: str
               ) -> UpgradePins:
     """The temporary entries of a bisect of ``upgrade`` (the module docstring's rules)."""
+    from envknobs.catalog_release import COMPUTED_DEFAULT
+
     if upgrade.kind != "upgrade":
         raise Refused(f"--upgrade {upgrade.id}: entry {upgrade.id} is a {upgrade.kind} entry, "
                       "not an upgrade (`ledger list` shows each entry's kind)")
@@ -97,26 +99,29 @@ def plan_pins(entries: Sequence[Entry], upgrade: Entry, *, now: str, command: st
     layered = {key for e in entries if e.kind == "knob" for key in planner.entry_keys(e)}
     taken = {e.id for e in entries}
     seq = planner.next_seq(entries)
-    from envknobs.catalog_release import COMPUTED_DEFAULT
-
-    for knob, old, new in upgrade_moves(upgrade):
+    for row in upgrade_moves(upgrade):
+        knob, old, new = row["name"], row.get("old_default"), row.get("new_default")
         if old is None or old == COMPUTED_DEFAULT or not isinstance(
                 old, (bool, int, float, str, list)):
             out.left_out.append(f"{knob}: no old default to pin ({old!r})")
             continue
+        value = _pinned_value(row)
+        if value is None:
+            out.left_out.append(f"{knob}: the file writes it otherwise, or cannot hold it "
+                                f"({row.get('command') or 'no command'})")
+            continue
         if (upgrade.target, knob) in layered:
             out.left_out.append(f"{knob}: entries already set it on {upgrade.target}")
             continue
-        value = default_text(old)
         eid = new_entry_id(taken)
         taken.add(eid)
-        title = (f"{knob} at {upgrade.after}'s default ({default_text(new) if new is not None else 'none'}; "
-                 f"{value} in {upgrade.before})")
+        now_word = "none" if new is None else default_text(new)
+        title = f"{knob} at {upgrade.after}'s default ({now_word}; {value} in {upgrade.before})"
         new_entry = NewEntry(eid, seq, f"bisect-upgrade-{eid}", now, command)
         temp = entry_of(new_entry, kind="knob", cls="perf", title=title, adopt=True,
                         why=f"temporary: bisect --upgrade {upgrade.id}", target=upgrade.target,
                         knob=knob, before=value, after=None)
-        out.pins.append(Pin(temp, old, new))
+        out.pins.append(Pin(temp, old, new, row["command"]))
         seq += 1
     if not out.pins:
         why = "; ".join(out.left_out) or "it moved no default of a knob the target leaves unset"
@@ -155,14 +160,18 @@ def upgrade_answer(conclusion: dict, pins: UpgradePins, bisect_id: str) -> dict:
             "knobs": [p.entry.knob for p in moved]}
 
 
+def _pinned_value(row: dict) -> str | None:
+    """The value the plan's pin writes when it sets the row's name itself (``record knob T
+    NAME=V``), else None: the temporary entry then pins exactly what that command would."""
+    words = shlex.split(row.get("command") or "")
+    if len(words) > 4 and words[1] == "record" and words[4].startswith(row["name"] + "="):
+        return words[4][len(row["name"]) + 1:]
+    return None
+
+
 def _pin_command(u: Entry, p: Pin, bisect_id: str) -> str:
-    value = p.entry.before
-    title = f"pin {p.entry.knob}={value}: its default before {u.after}"
     why = f"bisect {bisect_id}: the upgrade {u.id} to {u.after} regressed through this default"
-    verb = "flag" if p.entry.knob.startswith("--") else "knob"
-    return (f"ledger record {verb} {shlex.quote(str(u.target))} "
-            f"{shlex.quote(f'{p.entry.knob}={value}')} --class perf --title {shlex.quote(title)} "
-            f"--why {shlex.quote(why)}")
+    return f"{p.command} --why {shlex.quote(why)}"
 
 
 __all__ = ["Pin", "UpgradePins", "plan_pins", "upgrade_answer", "upgrade_moves"]

@@ -39,7 +39,7 @@ def engine_of(ws, target, text: str | None = None) -> str | None:
 
 
 def _detect(text: str | None) -> list[tuple[str, int]]:
-    if not text or ("sglang" not in text and "vllm" not in text):
+    if not text or not any(w in text for w in ("sglang", "vllm", "knob-ledger-engine")):
         return []  # the common case loads nothing
     from envknobs.catalog_release import detect_engines
 
