@@ -85,9 +85,9 @@ def build_workspace(root: Path, n: int, per_target: int = PER_TARGET
     from ledger.core.model import Entry
     from ledger.core.model import Target
     from ledger.store import wsgit
+    from ledger.store.config_file import dump_config
+    from ledger.store.entries_file import entries_bytes
     from ledger.store.workspace import Workspace
-    from ledger.store.workspace import dump_config
-    from ledger.store.workspace import entries_bytes
 
     ws_root = root / "ws"
     init_workspace(ws_root, None)

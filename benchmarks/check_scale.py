@@ -29,13 +29,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from ledger.core import planner  # noqa: E402
+from ledger.core import layers  # noqa: E402
 from ledger.core.model import Action  # noqa: E402
 from ledger.core.model import Entry  # noqa: E402
 from ledger.core.model import Target  # noqa: E402
+from ledger.store.config_file import Config  # noqa: E402
+from ledger.store.config_file import dump_config  # noqa: E402
 from ledger.store.entries_file import entries_bytes  # noqa: E402
-from ledger.store.workspace import Config  # noqa: E402
-from ledger.store.workspace import dump_config  # noqa: E402
 
 GIT_ENV = {"GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@localhost",
            "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@localhost"}
@@ -60,7 +60,7 @@ def entry(seq: int, target: str, knob: str, before: str | None, after: str) -> E
 
 
 def write_state(root: Path, entries: list[Entry], n_targets: int) -> None:
-    expected = planner.expected_knobs(entries)
+    expected = layers.expected_knobs(entries)
     for i in range(n_targets):
         name = f"t{i:03d}"
         values = {k: v for (t, k), v in expected.items() if t == name and v is not None}

@@ -39,7 +39,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from engine_vs_hf import write_unseen_llama  # noqa: E402
+from checkpoints import write_unseen_llama  # noqa: E402
 
 from engine.core.llm import LLMEngine  # noqa: E402
 from engine.core.scheduler import ScheduledBatch  # noqa: E402

@@ -49,6 +49,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from checkpoints import write_unseen_llama  # noqa: E402
 from roofline import measure_machine  # noqa: E402
 from roofline import roofline_run_tok_s  # noqa: E402
 from roofline import timed_generate  # noqa: E402
@@ -61,20 +62,6 @@ from engine.core.llm import LLMEngine  # noqa: E402
 from engine.core.sequence import SamplingParams  # noqa: E402
 
 TORCH_DEFAULT_THREADS = torch.get_num_threads()  # before anything sets it
-
-
-def write_unseen_llama(directory: Path, kv_heads: int = 4) -> Path:
-    """The issue's test checkpoint: a ~30M-parameter Llama with random weights (GQA 8/4;
-    ``kv_heads=1`` makes it MQA)."""
-    import transformers
-
-    torch.manual_seed(1)
-    cfg = transformers.LlamaConfig(
-        vocab_size=4096, hidden_size=512, intermediate_size=1408, num_hidden_layers=8,
-        num_attention_heads=8, num_key_value_heads=kv_heads, max_position_embeddings=4096,
-        tie_word_embeddings=False, torch_dtype="float32")
-    transformers.LlamaForCausalLM(cfg).save_pretrained(directory)
-    return directory
 
 
 def hf_from_engine(engine: LLMEngine, dtype: torch.dtype):

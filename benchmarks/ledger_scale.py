@@ -45,15 +45,15 @@ sys.path.insert(0, str(ROOT))
 from ledger.commands.session import open_session  # noqa: E402
 from ledger.commands.setup import add_target  # noqa: E402
 from ledger.commands.setup import init_workspace  # noqa: E402
-from ledger.core import planner  # noqa: E402
+from ledger.core import layers  # noqa: E402
 from ledger.core.model import Action  # noqa: E402
 from ledger.core.model import Entry  # noqa: E402
+from ledger.store.entries_file import entries_bytes  # noqa: E402
 from ledger.store.targets import edit_target  # noqa: E402
 from ledger.store.targets import read_target  # noqa: E402
 from ledger.store.txn import Transaction  # noqa: E402
 from ledger.store.workspace import ENTRIES_NAME  # noqa: E402
 from ledger.store.workspace import Workspace  # noqa: E402
-from ledger.store.entries_file import entries_bytes  # noqa: E402
 from ledger.store.workspace import utc_now  # noqa: E402
 
 SCRIPT = """#!/usr/bin/env bash
@@ -95,7 +95,7 @@ def build(root: Path, n_entries: int, n_targets: int, seed: int = 0) -> None:
         ))
         live[(target, knob)] = after
     writes = {}
-    expected = planner.expected_knobs(entries)
+    expected = layers.expected_knobs(entries)
     for name, t in ws.config.targets.items():
         tf = read_target(ws, t)
         values = {k: v for (tn, k), v in expected.items() if tn == name}

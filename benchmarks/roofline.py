@@ -29,6 +29,7 @@ import time
 from pathlib import Path
 
 import torch
+from checkpoints import write_unseen_llama
 
 from engine.config import ModelConfig
 from engine.cpu_isa import probe_cpu
@@ -238,8 +239,6 @@ def main() -> int:
     ap.add_argument("--threads", type=int, default=2, help="torch threads (0 = the engine's "
                     "start-up choice)")
     args = ap.parse_args()
-    from engine_vs_hf import write_unseen_llama
-
     with tempfile.TemporaryDirectory(prefix="unseen-llama-") as tmp:
         model = args.model or str(write_unseen_llama(Path(tmp)))
         print(f"torch {torch.__version__}; model {model}; c prompts x {args.input_len} "

@@ -248,6 +248,29 @@ def test_a_name_taken_from_the_own_package_is_an_edge():
     assert _imports(name, places, text) == {"envknobs.formats.systemd.execstart"}
 
 
+def _benchmark_graph() -> dict[str, set[str]]:
+    """The benchmarks' imports of each other: scripts, each importing a sibling by its bare
+    name (their directory on ``sys.path``), inside functions included."""
+    scripts = {p.stem: p for p in (ROOT / "benchmarks").glob("*.py")}
+    graph: dict[str, set[str]] = {}
+    for name, path in scripts.items():
+        found = set()
+        for node in _runtime_nodes(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and not node.level:
+                found.add((node.module or "").partition(".")[0])
+            elif isinstance(node, ast.Import):
+                found |= {a.name.partition(".")[0] for a in node.names}
+        graph[name] = (found & scripts.keys()) - {name}
+    return graph
+
+
+def test_no_cycle_between_benchmarks():
+    graph = _benchmark_graph()
+    assert graph["engine_vs_hf"], "the benchmarks' sibling imports are no longer seen"
+    cycle = _cycle(graph)
+    assert cycle is None, "import cycle in benchmarks/: " + " -> ".join(cycle)
+
+
 def test_the_checker_sees_a_cycle():
     assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert _cycle({"a": {"b"}, "b": set()}) is None

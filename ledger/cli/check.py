@@ -58,7 +58,7 @@ must match their files; entries.jsonl history is append-only.  Rules and severit
 @click.pass_context
 def check(ctx, base, head, fmt, fail_on, emit_matrix, json_out) -> None:
     from ledger.commands.check import run_check
-    from ledger.core.check import matrix
+    from ledger.core.findings import matrix
     from ledger.store.workspace import find_root
 
     root = find_root(explicit=ctx.find_object(State).workspace)

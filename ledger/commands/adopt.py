@@ -226,10 +226,10 @@ def _versions(copies: Sequence[Copy], by_commit: bool) -> list[Version]:
 
 
 def _managed(ws, target: str) -> dict[str, list[str]]:
-    from ledger.core import planner
+    from ledger.core import layers
 
     return {knob: [e.id for e in layer]
-            for (t, knob), layer in planner.knob_layers(ws.entries()).items() if t == target}
+            for (t, knob), layer in layers.knob_layers(ws.entries()).items() if t == target}
 
 
 def _origin(v: Version, prev: Version | None, by_commit: bool) -> str:

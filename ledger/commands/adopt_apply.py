@@ -20,9 +20,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ledger.core.model import RELEASE_KNOB
+from ledger.core import layers
 from ledger.core import planner
 from ledger.core.display import value_text
+from ledger.core.model import RELEASE_KNOB
 from ledger.core.model import Action
 from ledger.core.model import Entry
 from ledger.core.model import check_class
@@ -259,12 +260,12 @@ def check_chain(plan_path: Path, tf, existing, new: list[Entry], inversions: boo
     so_far = list(existing)
     for e in new:
         key = place_knob(e.knob, next(iter(e.places))) if e.places else e.knob
-        layer = planner.knob_layers(so_far).get((e.target, key))
+        layer = layers.knob_layers(so_far).get((e.target, key))
         where = f"{plan_path}: {e.knob} ({e.title})"
-        if layer and planner.layer_value(layer) != e.before:
+        if layer and layers.layer_value(layer) != e.before:
             problems.append(
                 f"{where}: its before is {value_text(e.before, quote=True)}, but the ledger "
-                f"has {value_text(planner.layer_value(layer), quote=True)} in effect before "
+                f"has {value_text(layers.layer_value(layer), quote=True)} in effect before "
                 "it: keep the proposal that made that value, or leave this one out")
         if inversions and e.applied and e.id not in not_a_revert and not e.places \
                 and e.kind == "knob":
@@ -278,13 +279,13 @@ def check_chain(plan_path: Path, tf, existing, new: list[Entry], inversions: boo
                                 "`not_a_revert: true` if the removal is itself the change)\n"
                                 + found.message(e.knob))
         so_far.append(e)
-    for (target, knob), layer in planner.knob_layers(so_far).items():
+    for (target, knob), layer in layers.knob_layers(so_far).items():
         if target != tf.target.name or not any(e.id in {n.id for n in new} for e in layer):
             continue
-        if planner.layer_value(layer) != tf.live(knob):
+        if layers.layer_value(layer) != tf.live(knob):
             problems.append(
                 f"{plan_path}: with the kept changes the ledger would expect {knob} = "
-                f"{value_text(planner.layer_value(layer), quote=True)} in {tf.path}, which "
+                f"{value_text(layers.layer_value(layer), quote=True)} in {tf.path}, which "
                 f"holds {value_text(tf.live(knob), quote=True)}: keep the changes up to "
                 "that value (or run adopt again)")
     return problems

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from dataclasses import field
 from typing import Sequence
 
+from ledger.core import layers
 from ledger.core import planner
 from ledger.core.model import Entry
 from ledger.core.recording import NewEntry
@@ -96,7 +97,7 @@ def plan_pins(entries: Sequence[Entry], upgrade: Entry, *, now: str, command: st
         raise Refused(f"--upgrade {upgrade.id}: the upgrade is reverted, so the target runs "
                       f"{upgrade.before}: restore it first (`ledger restore {upgrade.id}`)")
     out = UpgradePins(upgrade)
-    layered = {key for e in entries if e.kind == "knob" for key in planner.entry_keys(e)}
+    layered = {key for e in entries if e.kind == "knob" for key in layers.entry_keys(e)}
     taken = {e.id for e in entries}
     seq = planner.next_seq(entries)
     for row in upgrade_moves(upgrade):

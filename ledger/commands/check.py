@@ -32,14 +32,14 @@ from pathlib import Path
 from typing import Mapping
 from typing import Sequence
 
-from ledger.core.check import EvidenceView
-from ledger.core.check import Layout
-from ledger.core.check import Report
-from ledger.core.check import Side
-from ledger.core.check import TargetReading
 from ledger.core.check import check_range
 from ledger.core.check import parse_checks
 from ledger.core.check import range_entries
+from ledger.core.findings import EvidenceView
+from ledger.core.findings import Layout
+from ledger.core.findings import Report
+from ledger.core.findings import Side
+from ledger.core.findings import TargetReading
 from ledger.core.model import Entry
 from ledger.errors import ConfigError
 from ledger.errors import GitError
@@ -164,7 +164,7 @@ def _yaml_node(text: str, where: str):
 
 
 def side_of(tf) -> Side:
-    """What the core compares of a parsed target file (:class:`~ledger.core.check.Side`)."""
+    """What the core compares of a parsed target file (:class:`~ledger.core.findings.Side`)."""
     values = dict(tf.values)
     lines: dict[str, int] = {}
     if tf.summary is not None:
@@ -209,7 +209,7 @@ _PARSED: dict[str, tuple] = {}  # blob id -> what it parses to (base and head of
 def _load_commit(repo: Repo, sha: str, blobs: dict[str, bytes], ids: dict[str, str],
                  *, required: bool) -> _Commit | None:
     """ledger.yaml (parsed once per blob) and entries.jsonl's bytes at ``sha``."""
-    from ledger.store.workspace import parse_config_text
+    from ledger.store.config_file import parse_config_text
 
     cfg_path, entries_path = repo.path(CONFIG), repo.path(ENTRIES)
     where = f"{cfg_path} at {sha[:12]}"

@@ -55,15 +55,15 @@ from ledger.store import bisect_state
 from ledger.store import gitlocks
 from ledger.store import leftovers
 from ledger.store import wsgit
+from ledger.store.config_file import Config
+from ledger.store.config_file import load_config
 from ledger.store.recovery import BACKUPS
 from ledger.store.recovery import checked_intent
 from ledger.store.recovery import recover
 from ledger.store.txn import LOCK
 from ledger.store.txn import WriterLock
-from ledger.store.workspace import Config
 from ledger.store.workspace import Workspace
 from ledger.store.workspace import find_root
-from ledger.store.workspace import load_config
 
 
 @dataclass

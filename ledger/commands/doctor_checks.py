@@ -15,10 +15,10 @@ from typing import Sequence
 from ledger.core.model import Entry
 from ledger.errors import ConfigError
 from ledger.errors import LedgerError
+from ledger.store.config_file import read_text
+from ledger.store.entries_file import parse_entries
 from ledger.store.recovery import backup_store
 from ledger.store.workspace import Workspace
-from ledger.store.entries_file import parse_entries
-from ledger.store.workspace import read_text
 
 
 @dataclass

@@ -25,7 +25,7 @@ from typing import Callable
 from typing import Iterator
 from typing import Sequence
 
-from ledger.core import planner
+from ledger.core import layers
 from ledger.core.model import Entry
 from ledger.errors import EvidenceError
 from ledger.errors import Interrupted
@@ -46,9 +46,9 @@ def _knob_sides(ws: Workspace, e: Entry, command: str | None = None):
     from ledger.evidence.runner import Side
 
     tf = read_target(ws, ws.target(e.target))
-    layer = planner.knob_layers(ws.entries())[planner.entry_keys(e)[0]]
-    value_a = planner.layer_value(layer, {e.id: False})
-    value_b = planner.layer_value(layer, {e.id: True})
+    layer = layers.knob_layers(ws.entries())[layers.entry_keys(e)[0]]
+    value_a = layers.layer_value(layer, {e.id: False})
+    value_b = layers.layer_value(layer, {e.id: True})
     env = {k: v for k, v in tf.values.items() if not k.startswith("-")}
     flags = {k: v for k, v in tf.values.items() if k.startswith("-")}
     own = flags if e.knob.startswith("-") else env

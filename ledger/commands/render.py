@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Sequence
 
 from ledger.commands.catalog import knob_defaults
-from ledger.core import planner
+from ledger.core.layers import full_knobs
+from ledger.core.layers import knob_layers
 from ledger.core.model import Entry
 from ledger.core.when import dated_log
 from ledger.errors import LedgerError
@@ -50,8 +51,8 @@ def build_model(ws: Workspace):
     from ledger.render.docs import TargetState
 
     entries = ws.entries()
-    layers = planner.knob_layers(entries)
-    full = planner.full_knobs(entries)
+    layers = knob_layers(entries)
+    full = full_knobs(entries)
     defaults = knob_defaults(ws, entries)  # loads catalogs only if some side is unset
     targets = []
     for name, t in ws.config.targets.items():

@@ -7,7 +7,8 @@ from dataclasses import field
 from typing import Container
 from typing import Sequence
 
-from ledger.core import planner
+from ledger.commands.catalog import knob_defaults
+from ledger.core import layers
 from ledger.core.display import change_text
 from ledger.core.display import display_state
 from ledger.core.display import health_failure
@@ -24,12 +25,11 @@ from ledger.evidence.view import evidence_for
 from ledger.evidence.view import evidence_ids
 from ledger.store import wsgit
 from ledger.store.apply import new_target_bytes
-from ledger.commands.catalog import knob_defaults
 from ledger.commands.repo_defaults import engine_defaults
 from ledger.store.apply import read_targets
 from ledger.store.apply import unified
+from ledger.store.config_file import CONFIG_NAME
 from ledger.store.entries_file import parse_entries
-from ledger.store.workspace import CONFIG_NAME
 from ledger.store.workspace import ENTRIES_NAME
 from ledger.store.workspace import Workspace
 
@@ -161,14 +161,14 @@ def _readable_targets(ws: Workspace, names: Sequence[str]):
 def status(ws: Workspace) -> Status:
     """Each entry's recorded state against what is live; drift; suspects."""
     entries = ws.entries()
-    expected = planner.expected_knobs(entries)
+    expected = layers.expected_knobs(entries)
     files, errors = _readable_targets(ws, [t for t, _ in expected])
     live_of = {key: files[key[0]].live(key[1]) for key in expected if key[0] in files}
     ambiguous = {key: found for key in live_of
                  if (found := files[key[0]].ambiguity(key[1])) is not None}
     paths = {name: str(tf.path) for name, tf in files.items()}
     checked = {k: v for k, v in live_of.items() if k not in ambiguous}
-    st = Status(drift=planner.find_drift(entries, checked, paths, expected), errors=errors)
+    st = Status(drift=layers.find_drift(entries, checked, paths, expected), errors=errors)
     patch_live = _patch_liveness(ws, entries, st.errors)
     defaults = knob_defaults(ws, entries, {n: tf.raw for n, tf in files.items()})
     for e in entries:
@@ -224,7 +224,7 @@ def _knob_row(row: dict, e: Entry, expected: dict, live_of: dict, ambiguous: dic
     """Fill in ``row``'s ``live_state``: ok, drift, unreadable, or — for a knob with no
     single value in the file — conditional / repeated, with the lines of its places
     (never ok).  ``ambiguous``: the summaries of the keys with no single value."""
-    keys = planner.entry_keys(e) if e.places or e.also else ((e.target, e.knob),)
+    keys = layers.entry_keys(e) if e.places or e.also else ((e.target, e.knob),)
     first = keys[0]
     row.update(target=e.target, knob=e.knob, at=e.at,
                lines=list(e.place_lines) if e.places else [],
@@ -303,19 +303,19 @@ def off_the_table(ws: Workspace, with_files: bool = False) -> OffTable:
         row["cleared_at"] = happened_at(e, "clear")
         row["notes"] = _notes(ws, e) if e.id in present else []
         out.reverted[e.cls].append(row)
-    expected = planner.expected_knobs(entries)
+    expected = layers.expected_knobs(entries)
     files, out.errors = _readable_targets(ws, [t for t, _ in expected])
     live_of = {k: files[k[0]].live(k[1]) for k in expected if k[0] in files}
     checked = {k: v for k, v in live_of.items() if files[k[0]].ambiguity(k[1]) is None}
-    out.drift = planner.find_drift(entries, checked, {n: str(f.path) for n, f in files.items()},
+    out.drift = layers.find_drift(entries, checked, {n: str(f.path) for n, f in files.items()},
                                    expected)
     out.engine_defaults, warnings = engine_defaults(ws, entries)
     out.errors += warnings
     if with_files:
-        full = planner.full_knobs(entries)
+        full = layers.full_knobs(entries)
         edits = {k: (live_of.get(k), v) for k, v in full.items() if k[0] in files}
-        sources = planner.knob_sources(entries, full=True)
-        lines = planner.knob_lines(entries, full=True)
+        sources = layers.knob_sources(entries, full=True)
+        lines = layers.knob_lines(entries, full=True)
         for path, (old, new) in new_target_bytes(files, edits, entries, sources, lines).items():
             out.files[str(path)] = unified(str(path), old, new)
         if any(e.kind == "patch" and not e.applied for e in entries):

@@ -31,16 +31,16 @@ from ledger.errors import InvalidValue
 from ledger.errors import LedgerError
 from ledger.errors import Refused
 from ledger.store import roots as roots_mod
+from ledger.store.config_file import CONFIG_NAME
+from ledger.store.config_file import Config
+from ledger.store.config_file import dump_config
+from ledger.store.config_file import read_text
+from ledger.store.managed import refuse_symlinked_targets
 from ledger.store.roots import LOCAL_NAME
 from ledger.store.roots import check_root_name
 from ledger.store.roots import contract_home
 from ledger.store.txn import Transaction
-from ledger.store.workspace import CONFIG_NAME
-from ledger.store.workspace import Config
 from ledger.store.workspace import Workspace
-from ledger.store.workspace import dump_config
-from ledger.store.workspace import read_text
-from ledger.store.managed import refuse_symlinked_targets
 
 GITIGNORE_NAME = ".gitignore"
 

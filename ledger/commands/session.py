@@ -28,13 +28,13 @@ from ledger.errors import LedgerError
 from ledger.errors import LockHeld
 from ledger.errors import RecoveryError
 from ledger.live import RESTART_RECORD
+from ledger.store.config_file import CONFIG_NAME
+from ledger.store.config_file import Config
+from ledger.store.config_file import dump_config
+from ledger.store.config_file import read_text
 from ledger.store.leftovers import needs_recovery
-from ledger.store.workspace import CONFIG_NAME
-from ledger.store.workspace import Config
-from ledger.store.workspace import Workspace
-from ledger.store.workspace import dump_config
-from ledger.store.workspace import read_text
 from ledger.store.managed import refuse_symlinked_targets
+from ledger.store.workspace import Workspace
 from ledger.store.workspace import utc_now
 
 

@@ -17,17 +17,17 @@ from ledger.errors import InvalidValue
 from ledger.errors import Refused
 from ledger.evidence.runner import DEFAULT_BENCH_COMMAND
 from ledger.store import wsgit
+from ledger.store.config_file import CONFIG_NAME
+from ledger.store.config_file import Config
+from ledger.store.config_file import dump_config
+from ledger.store.entries_file import entries_bytes
+from ledger.store.managed import check_target_file
 from ledger.store.roots import contract_home
 from ledger.store.roots import new_root_name
 from ledger.store.roots import split_rooted
 from ledger.store.targets import target_format
 from ledger.store.targets import read_target
-from ledger.store.workspace import CONFIG_NAME
 from ledger.store.workspace import ENTRIES_NAME
-from ledger.store.workspace import Config
-from ledger.store.managed import check_target_file
-from ledger.store.workspace import dump_config
-from ledger.store.entries_file import entries_bytes
 
 GITIGNORE = ("# local state of knob ledger: lock, intent record, backups\n.ledger/\n"
              "# this machine's root directories (see `ledger root list`)\nledger.local.yaml\n")

@@ -58,10 +58,10 @@ from typing import Sequence
 
 from ledger.commands.session import Session
 from ledger.commands.session import writing
+from ledger.core.layers import knob_layers
 from ledger.core.merge import Merged
 from ledger.core.merge import merge_entries
 from ledger.core.model import Entry
-from ledger.core.planner import knob_layers
 from ledger.errors import LedgerError
 from ledger.errors import MergeConflict
 from ledger.errors import PatchError
@@ -69,6 +69,11 @@ from ledger.errors import Refused
 from ledger.store import gitsync
 from ledger.store import wsgit
 from ledger.store.apply import unified
+from ledger.store.config_file import CONFIG_NAME
+from ledger.store.config_file import parse_config_text
+from ledger.store.entries_file import entries_bytes
+from ledger.store.entries_file import parse_entries
+from ledger.store.managed import refuse_symlinked_targets
 from ledger.store.roots import LOCAL_NAME
 from ledger.store.roots import ignore_with_local
 from ledger.store.sync_apply import engine_sync
@@ -76,13 +81,8 @@ from ledger.store.sync_apply import inside_targets
 from ledger.store.sync_apply import take_computed
 from ledger.store.sync_apply import target_writes
 from ledger.store.txn import Transaction
-from ledger.store.workspace import CONFIG_NAME
 from ledger.store.workspace import ENTRIES_NAME
 from ledger.store.workspace import Workspace
-from ledger.store.entries_file import entries_bytes
-from ledger.store.workspace import parse_config_text
-from ledger.store.managed import refuse_symlinked_targets
-from ledger.store.entries_file import parse_entries
 
 RENDERED = (".md", ".html")
 

@@ -3,6 +3,7 @@
 The commands layer (:mod:`ledger.commands.check`) reads, from git objects, every target
 that changed at the base and at the head commit with the targets' own format readers, and
 ``entries.jsonl`` at both; this module gets those readings and decides.  No files, no git.
+The records it reads and returns: :mod:`ledger.core.findings`.
 
 Rules (``checks:`` in ledger.yaml sets each to ``error``, ``warn`` or ``off``):
 
@@ -16,8 +17,8 @@ Rules (``checks:`` in ledger.yaml sets each to ``error``, ``warn`` or ``off``):
 ``release`` (error)
     The engine release a target names (an image tag ``lmsysorg/sglang:v0.5.23``, a pin)
     changed with no entry in the range on that target naming the new release (its title
-    or why holds ``0.5.23``).  Decision (upgrade entries do not exist yet): an upgrade is
-    explained by an entry of the range on the target that says which release it moves to.
+    or why holds ``0.5.23``), or no upgrade entry of the range on it; the fix names the
+    ``ledger record upgrade --adopt`` command where the file names one release each side.
 ``evidence`` (``required``, i.e. error)
     A perf entry added applied, or restored, in the range needs evidence whose verdict is
     not ``regression``.  ``required``/``error``, ``warn`` or ``off``.  Bugfix entries and
@@ -45,20 +46,25 @@ base has none), so a branch cannot switch off the gate that judges it.
 from __future__ import annotations
 
 import shlex
-from dataclasses import dataclass
-from dataclasses import field
 from typing import Callable
 from typing import Iterable
 from typing import Mapping
 from typing import Sequence
 
+from ledger.core.findings import Change
+from ledger.core.findings import EntryNote
+from ledger.core.findings import EvidenceView
+from ledger.core.findings import Finding
+from ledger.core.findings import Layout
+from ledger.core.findings import Report
+from ledger.core.findings import Side
+from ledger.core.findings import TargetReading
 from ledger.core.inversion import inversion
-from ledger.core.model import RELEASE_KNOB
+from ledger.core.layers import entry_keys
+from ledger.core.layers import expected_knobs
+from ledger.core.layers import knob_layers
 from ledger.core.model import Entry
 from ledger.core.model import split_place
-from ledger.core.planner import entry_keys
-from ledger.core.planner import expected_knobs
-from ledger.core.planner import knob_layers
 from ledger.errors import ConfigError
 from ledger.values import value_text
 
@@ -102,163 +108,6 @@ def parse_checks(node: object, where: str) -> dict[str, str]:
     return out
 
 
-@dataclass(frozen=True)
-class Side:
-    """One target file at one commit, as its format reads it.
-
-    ``values``: each knob with one value (an env knob, a flag ``--x``), and, for a knob with
-    several places, each place as ``knob@place``; ``places``: every place's value (the
-    layer keys of entries recorded with ``--at``); ``lines``: where each key is;
-    ``releases``: the engine releases the file names, ``(spec, line)``."""
-
-    values: Mapping[str, str]
-    places: Mapping[str, str | None] = field(default_factory=dict)
-    lines: Mapping[str, int] = field(default_factory=dict)
-    releases: tuple[tuple[str, int], ...] = ()
-
-    def live(self, key: str) -> str | None:
-        if key == RELEASE_KNOB:  # an upgrade entry's layer: the one release the file names
-            named = {spec for spec, _ in self.releases}
-            return named.pop() if len(named) == 1 else None
-        if split_place(key)[1] is not None:
-            return self.places.get(key)
-        return self.values.get(key)
-
-
-@dataclass(frozen=True)
-class TargetReading:
-    """A target at base and head.  ``base`` None with ``new``: the file is new in the range
-    (its knobs are its baseline); ``error``: why it could not be read (unreadable)."""
-
-    name: str
-    path: str  # repo-relative, as a finding names it
-    changed: bool  # the file's blob differs between base and head
-    base: Side | None = None
-    head: Side | None = None
-    new: bool = False
-    error: str | None = None
-    outside: str | None = None  # why the file cannot be found in the repository
-
-
-@dataclass(frozen=True)
-class EvidenceView:
-    """An entry's latest evidence at head: verdict, headline, what makes it stale."""
-
-    verdict: str | None
-    headline: str
-    stale_why: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class Finding:
-    rule: str
-    severity: str  # error | warn
-    message: str
-    path: str | None = None
-    line: int | None = None
-    target: str | None = None
-    knob: str | None = None
-    change: str | None = None  # "SGLANG_X: 4 -> 8"
-    fix: str | None = None  # the command that makes it right
-    entry: str | None = None
-
-    @property
-    def where(self) -> str:
-        if self.path and self.line:
-            return f"{self.path}:{self.line}"
-        return self.path or ""
-
-    def to_dict(self) -> dict:
-        return {"rule": self.rule, "severity": self.severity, "message": self.message,
-                "path": self.path, "line": self.line, "target": self.target,
-                "knob": self.knob, "change": self.change, "fix": self.fix,
-                "entry": self.entry}
-
-
-@dataclass(frozen=True)
-class Change:
-    """A knob, flag or release that differs between base and head in one target."""
-
-    target: str
-    path: str
-    knob: str
-    before: str | None
-    after: str | None
-    line: int | None
-    entries: tuple[str, ...]  # the entries of the range that explain it (empty: none)
-
-    @property
-    def text(self) -> str:
-        return f"{self.knob}: {value_text(self.before)} -> {value_text(self.after)}"
-
-    def to_dict(self) -> dict:
-        return {"target": self.target, "path": self.path, "knob": self.knob,
-                "before": self.before, "after": self.after, "line": self.line,
-                "entries": list(self.entries)}
-
-
-@dataclass(frozen=True)
-class EntryNote:
-    """An entry the range added or changed: what happened to it and its evidence."""
-
-    entry: Entry
-    what: str  # added | restored | reverted | changed
-    evidence: EvidenceView | None
-
-    def to_dict(self) -> dict:
-        e, ev = self.entry, self.evidence
-        return {"id": e.id, "slug": e.slug, "class": e.cls, "kind": e.kind, "title": e.title,
-                "what": self.what, "state": e.state, "target": e.target, "knob": e.knob,
-                "before": e.before, "after": e.after,
-                "verdict": ev.verdict if ev else None,
-                "headline": ev.headline if ev else "no evidence",
-                "stale": list(ev.stale_why) if ev else []}
-
-
-@dataclass
-class Report:
-    base: str
-    head: str
-    findings: list[Finding]
-    changes: list[Change]
-    entries: list[EntryNote]
-    needs_ab: list[Entry]
-
-    def count(self, severity: str) -> int:
-        return sum(1 for f in self.findings if f.severity == severity)
-
-    def failed(self, fail_on: str = "error") -> bool:
-        """Whether the check fails: on any error (``error``), any warning too (``warn``),
-        never (``never``)."""
-        if fail_on == "never":
-            return False
-        levels = ("error", "warn") if fail_on == "warn" else ("error",)
-        return any(f.severity in levels for f in self.findings)
-
-    def to_dict(self, fail_on: str = "error") -> dict:
-        return {"base": self.base, "head": self.head, "ok": not self.failed(fail_on),
-                "errors": self.count("error"), "warnings": self.count("warn"),
-                "findings": [f.to_dict() for f in self.findings],
-                "changes": [c.to_dict() for c in self.changes],
-                "entries": [n.to_dict() for n in self.entries],
-                "needs_ab": matrix(self.needs_ab)}
-
-
-def matrix(entries: Sequence[Entry]) -> dict:
-    """A GitHub Actions matrix of the entries that still need ``ledger ab``."""
-    return {"include": [{"entry": e.id, "slug": e.slug, "title": e.title, "kind": e.kind,
-                         "target": e.target, "knob": e.knob} for e in entries]}
-
-
-@dataclass(frozen=True)
-class Layout:
-    """How commands are spelled for this repository: the target file's path relative to
-    the repository top, and the repository relative to the workspace (``.`` where the
-    workspace is the repository)."""
-
-    repo_from_workspace: str = "."
-
-
 def check_range(
     *,
     base: str,
@@ -285,43 +134,21 @@ def check_range(
 
     before_by_id = {e.id: e for e in base_entries}
     in_range = range_entries(base_entries, head_entries, same_ids)
-    range_keys = {(t, split_place(k)[0]) for e in in_range if e.kind != "patch"
-                  for t, k in entry_keys(e)}
-    by_key: dict[tuple[str, str], list[str]] = {}
-    for e in in_range:
-        if e.kind != "patch":  # knobs and upgrades (their target's release)
-            for t, k in entry_keys(e):
-                by_key.setdefault((t, split_place(k)[0]), []).append(e.id)
-
+    explained = _explained(in_range)
     for f in history_findings([e for e in base_entries if e.id not in same_ids], head_entries):
         add("history", f)
+
+    def fix(r: TargetReading, knob: str, before: str | None, after: str | None,
+            line: int | None) -> str:
+        return record_command(r, knob, before, after, line, class_of(split_place(knob)[0]),
+                              layout, knob_layers(head_entries).get((r.name, knob), ()))
 
     changes: list[Change] = []
     reported: set[tuple[str, str]] = set()
     for r in readings:
-        if r.outside:
-            add("outside-repo", f"target {r.name}: {r.outside}: its changes cannot be "
-                "compared (the separate-ledger-repo layout sets checks: outside-repo: off)",
-                path=r.path, target=r.name)
-            continue
-        if r.error:
-            add("unreadable", f"target {r.name}: {r.error}", path=r.path, target=r.name)
-            continue
-        if r.base is None or r.head is None:
-            continue
-        for knob, before, after, line in knob_changes(r.base, r.head):
-            ids = tuple(by_key.get((r.name, split_place(knob)[0]), ()))
-            change = Change(r.name, r.path, knob, before, after, line, ids)
-            changes.append(change)
-            if (r.name, split_place(knob)[0]) in range_keys:
-                continue
-            reported.add((r.name, knob))
-            gone = f" (removed: line {line} of the base)" if after is None and line else ""
-            add("unledgered", f"{change.text} in target {r.name} is not in the ledger{gone}",
-                path=r.path, line=line, target=r.name, knob=knob, change=change.text,
-                fix=record_command(r, knob, before, after, line, class_of(split_place(knob)[0]),
-                                   layout, knob_layers(head_entries).get((r.name, knob), ())))
-        _release_findings(r, in_range, add, changes)
+        if _comparable(r, add):
+            _unledgered_findings(r, explained, add, changes, reported, fix)
+            _release_findings(r, in_range, add, changes)
 
     _state_findings(readings, head_entries, in_range, reported, add)
     places = {r.name: r for r in readings if r.head is not None and not r.error}
@@ -329,6 +156,47 @@ def check_range(
     order = {"error": 0, "warn": 1}
     findings.sort(key=lambda f: (order[f.severity], f.path or "", f.line or 0, f.rule))
     return Report(base, head, findings, changes, notes, needs_ab)
+
+
+def _explained(in_range: Sequence[Entry]) -> dict[tuple[str, str], list[str]]:
+    """(target, knob) -> the ids of the range's knob entries on it (a place's key counted
+    as its knob): the changes the range explains."""
+    by_key: dict[tuple[str, str], list[str]] = {}
+    for e in in_range:
+        if e.kind != "patch":  # knobs and upgrades (their target's release)
+            for t, k in entry_keys(e):
+                by_key.setdefault((t, split_place(k)[0]), []).append(e.id)
+    return by_key
+
+
+def _comparable(r: TargetReading, add) -> bool:
+    """Whether ``r`` has a base and a head to compare; a file outside the repository or
+    one that cannot be read is a finding instead."""
+    if r.outside:
+        add("outside-repo", f"target {r.name}: {r.outside}: its changes cannot be "
+            "compared (the separate-ledger-repo layout sets checks: outside-repo: off)",
+            path=r.path, target=r.name)
+        return False
+    if r.error:
+        add("unreadable", f"target {r.name}: {r.error}", path=r.path, target=r.name)
+        return False
+    return r.base is not None and r.head is not None
+
+
+def _unledgered_findings(r: TargetReading, explained, add, changes, reported, fix) -> None:
+    """Every knob that changed in ``r`` is a :class:`Change`; one no entry of the range
+    explains is an ``unledgered`` finding (``reported``), with ``fix``'s command."""
+    for knob, before, after, line in knob_changes(r.base, r.head):
+        ids = tuple(explained.get((r.name, split_place(knob)[0]), ()))
+        change = Change(r.name, r.path, knob, before, after, line, ids)
+        changes.append(change)
+        if (r.name, split_place(knob)[0]) in explained:
+            continue
+        reported.add((r.name, knob))
+        gone = f" (removed: line {line} of the base)" if after is None and line else ""
+        add("unledgered", f"{change.text} in target {r.name} is not in the ledger{gone}",
+            path=r.path, line=line, target=r.name, knob=knob, change=change.text,
+            fix=fix(r, knob, before, after, line))
 
 
 def _touched(before: Entry | None, after: Entry) -> bool:
@@ -521,6 +389,5 @@ def range_entries(base: Iterable[Entry], head: Iterable[Entry],
     return [e for e in head if e.id not in same_ids and _touched(before.get(e.id), e)]
 
 
-__all__ = ["Change", "EntryNote", "EvidenceView", "Finding", "Layout", "RULES", "Report",
-           "Side", "TargetReading", "check_range", "history_findings", "knob_changes",
-           "matrix", "parse_checks", "range_entries", "record_command"]
+__all__ = ["RULES", "check_range", "history_findings", "knob_changes", "parse_checks",
+           "range_entries", "record_command"]

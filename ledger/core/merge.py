@@ -21,7 +21,7 @@ Order (``seq``) — as a rebase would do it:
       layer from both sides are a conflict (below), so a replayed entry is only ever
       stacked over entries both sides already had; its position inside its layer is the
       one it had locally.  Its ``before`` stays what it was when recorded: only the first
-      entry of a layer gives the layer's base (:func:`ledger.core.planner.layer_value`),
+      entry of a layer gives the layer's base (:func:`ledger.core.layers.layer_value`),
       and a replayed entry is never first in a layer the remote had.  (The remote may have
       reverted or restored an entry below it: that changes which value shows when the
       replayed entry is reverted, exactly as a local revert would.)

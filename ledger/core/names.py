@@ -37,4 +37,29 @@ def close_names(typed: str, known: Iterable[str], n: int = 3, cutoff: float = 0.
     return [name for ratio, _, name in scored if -ratio >= best - 0.05][:n]
 
 
-__all__ = ["close_names"]
+def close_matches(typed: str, known: dict[str, str], n: int = 3) -> list[str]:
+    """The shown forms of the ``known`` names closest to ``typed`` (a typo, a case slip),
+    best first, for a "did you mean"."""
+    lowered = {k.lower(): k for k in known}
+    found = difflib.get_close_matches(typed.lower(), list(lowered), n=n, cutoff=0.6)
+    return list(dict.fromkeys(known[lowered[f]] for f in found))
+
+
+def close_slug_parts(typed: str, entries, n: int = 3) -> list[str]:
+    """Entries whose slug holds a run of words close to ``typed``: an operator types the
+    part of a slug they remember (``targte-ctas`` for ``decode-target-ctas-2``), which is
+    too short against the whole slug for :func:`close_matches`.  ``entries``: anything
+    with a ``slug`` and an ``id``."""
+    want = typed.lower().replace("_", "-")
+    parts = want.count("-") + 1
+    scored = []
+    for e in entries:
+        words = e.slug.split("-")
+        runs = ["-".join(words[i:i + parts]) for i in range(max(len(words) - parts + 1, 1))]
+        best = max(difflib.SequenceMatcher(None, want, r).ratio() for r in runs)
+        if best >= 0.75:
+            scored.append((-best, e.slug, f"{e.slug} ({e.id})"))
+    return [shown for *_, shown in sorted(scored)][:n]
+
+
+__all__ = ["close_matches", "close_names", "close_slug_parts"]

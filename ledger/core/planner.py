@@ -1,15 +1,13 @@
-"""The planner: from entries to the configuration they imply.  Pure.
+"""The planner: from entries and a selection to what one command changes.  Pure.
 
 No files, no git, no clock: every function takes entries (and, where needed, the live
 values a caller read, or the time to stamp history with) and returns data.  This is
 where the semantics of docs/ARCHITECTURE.md §2 live, to be tested exhaustively and fast.
 
 Knob layering
-    For one (target, knob) pair, knob entries stack in record order (``seq``).  The
-    value the ledger expects live is the ``after`` of the last *applied* entry; with
-    none applied it is the ``before`` of the first entry (the base).  Any subset of
-    applied entries therefore has exactly one correct value per pair, whatever the
-    order of the commands that led there.
+    What value each (target, knob) has for a given set of applied entries:
+    :mod:`ledger.core.layers`.  A :class:`Plan`'s ``knob_edits`` are the layers' values
+    before and after its state changes.
 
 Patch stack
     Patch entries form one ordered stack; the desired engine tree is base + applied
@@ -35,157 +33,14 @@ from typing import Sequence
 
 from ledger.core.display import revert_action
 from ledger.core.display import revert_reason
+from ledger.core.layers import KnobKey
+from ledger.core.layers import entry_keys
+from ledger.core.layers import knob_layers
+from ledger.core.layers import layer_value
 from ledger.core.model import Action
 from ledger.core.model import Entry
-from ledger.core.model import place_knob
-from ledger.errors import Drift
 from ledger.errors import Refused
 from ledger.errors import UsageError
-
-KnobKey = tuple[str, str]  # (target name, knob name, or knob@place for a selected place)
-
-
-def entry_keys(e: Entry) -> list[KnobKey]:
-    """The layers a knob entry belongs to: its knob, or each place it selected."""
-    if e.places:
-        return [(e.target, place_knob(e.knob, key)) for key in e.places]  # type: ignore[arg-type]
-    return [(t, e.knob) for t in e.targets]  # type: ignore[misc]
-
-
-_ALSO_FIELDS = ("anchor", "before_source", "after_source", "before_lines", "after_lines")
-
-
-def target_view(e: Entry, name: str, other: Mapping) -> Entry:
-    """Entry ``e`` as seen in its other target ``name`` (a change across several targets):
-    that target's own before, anchor and exact texts."""
-    return replace(e, target=name, before=other.get("before"), also=None,
-                   **{k: other.get(k) for k in _ALSO_FIELDS})
-
-
-# The last entries :func:`knob_layers` grouped, with their layers.  One command asks for
-# the layers of the same entries many times (drift, anchors, order, expected values, the
-# plan), and of two lists in turn (the ledger before and after its change): at 10,000
-# entries grouping them is ~25 ms each time.  Entries are frozen, so the same objects in
-# the same order have the same layers; the entries are held here, so their ids cannot be
-# reused while they are remembered.
-_LAST_LAYERS: list[tuple[tuple[Entry, ...], dict[KnobKey, list[Entry]]]] = []
-
-
-def knob_layers(entries: Iterable[Entry]) -> dict[KnobKey, list[Entry]]:
-    """Knob entries grouped by (target, knob), each group in record order.
-
-    An entry recorded at selected places (``--at``/``--all``) is in one layer per place,
-    keyed ``knob@place``, as a view whose ``before`` is that place's own old value; so
-    each place reverts to exactly what it held.  The caller gets its own dict and lists.
-    """
-    given = tuple(entries)
-    for seen, layers in _LAST_LAYERS:
-        if len(seen) == len(given) and all(a is b for a, b in zip(seen, given)):
-            break
-    else:
-        layers = _group_layers(given)
-        _LAST_LAYERS[:] = [(given, layers), *_LAST_LAYERS[:1]]
-    return {key: list(layer) for key, layer in layers.items()}
-
-
-def _group_layers(entries: Sequence[Entry]) -> dict[KnobKey, list[Entry]]:
-    layers: dict[KnobKey, list[Entry]] = {}
-    # an upgrade entry is one layer of its target's engine release (RELEASE_KNOB)
-    for e in sorted((e for e in entries if e.kind != "patch"), key=lambda e: e.seq):
-        if not e.places:
-            layers.setdefault((e.target, e.knob), []).append(e)  # type: ignore[arg-type]
-            for name, other in (e.also or {}).items():
-                layers.setdefault((name, e.knob), []).append(target_view(e, name, other))  # type: ignore[arg-type]
-            continue
-        for key, place in e.places.items():
-            view = replace(e, knob=place_knob(e.knob, key), before=place.get("before"),  # type: ignore[arg-type]
-                           places=None, at=None)
-            layers.setdefault((e.target, view.knob), []).append(view)  # type: ignore[arg-type]
-    return layers
-
-
-def _pick(layer: Sequence[Entry], applied: Mapping[str, bool] | None, after: str, before: str):
-    """A field of the last applied entry (``after``), else the first entry's ``before``."""
-    for e in reversed(layer):
-        is_applied = applied.get(e.id, e.applied) if applied is not None else e.applied
-        if is_applied:
-            return getattr(e, after)
-    return getattr(layer[0], before)
-
-
-def layer_value(layer: Sequence[Entry], applied: Mapping[str, bool] | None = None) -> str | None:
-    """The value a layer implies: after of the last applied entry, else the base.
-
-    ``applied`` overrides entries' states by id (to ask "what if"), without copying.
-    """
-    return _pick(layer, applied, "after", "before")
-
-
-def layer_source(layer: Sequence[Entry], applied: Mapping[str, bool] | None = None) -> str | None:
-    """The exact text of :func:`layer_value`'s value, where the entries kept it.
-
-    The ``after_source`` of the last applied entry, else the first entry's
-    ``before_source``: a revert to the base writes the base's original text back.
-    """
-    return _pick(layer, applied, "after_source", "before_source")
-
-
-def layer_lines(layer: Sequence[Entry], applied: Mapping[str, bool] | None = None) -> str | None:
-    """The exact lines of :func:`layer_value`'s knob when it has to be written back whole:
-    the ``after_lines`` of the last applied entry, else the first entry's ``before_lines``."""
-    return _pick(layer, applied, "after_lines", "before_lines")
-
-
-def knob_sources(entries: Iterable[Entry], *, full: bool = False) -> dict[KnobKey, str | None]:
-    """The value text per (target, knob) with the entries' states (``full``: all applied)."""
-    return {
-        key: layer[-1].after_source if full else layer_source(layer)
-        for key, layer in knob_layers(entries).items()
-    }
-
-
-def knob_lines(entries: Iterable[Entry], *, full: bool = False) -> dict[KnobKey, str | None]:
-    """The knob lines per (target, knob) with the entries' states (``full``: all applied)."""
-    return {
-        key: layer[-1].after_lines if full else layer_lines(layer)
-        for key, layer in knob_layers(entries).items()
-    }
-
-
-def expected_knobs(entries: Iterable[Entry]) -> dict[KnobKey, str | None]:
-    """What the ledger expects live for every (target, knob) it knows."""
-    return {key: layer_value(layer) for key, layer in knob_layers(entries).items()}
-
-
-def full_knobs(entries: Iterable[Entry]) -> dict[KnobKey, str | None]:
-    """The values with every entry applied: the configuration with nothing off the table."""
-    return {key: layer[-1].after for key, layer in knob_layers(entries).items()}
-
-
-def find_drift(
-    entries: Iterable[Entry],
-    live: Mapping[KnobKey, str | None],
-    paths: Mapping[str, str],
-    expected: Mapping[KnobKey, str | None] | None = None,
-) -> list[Drift]:
-    """Pairs whose live value differs from the ledger's expectation.
-
-    ``live`` holds the values read from the targets for (at least) the pairs checked;
-    pairs absent from ``live`` are not checked.  ``paths`` maps target name to its file,
-    for the message.  ``expected``: :func:`expected_knobs` of ``entries``, where the
-    caller has it already.
-    """
-    drifts = []
-    if expected is None:
-        expected = expected_knobs(entries)
-    for key, expected_value in expected.items():
-        if key not in live:
-            continue
-        found = live[key]
-        if found != expected_value:
-            target, knob = key
-            drifts.append(Drift(paths.get(target, target), knob, expected_value, found, target))
-    return drifts
 
 
 @dataclass(frozen=True)
@@ -410,8 +265,6 @@ def plan_amend(entry: Entry, *, why: str, of: str | None, at: str, command: str,
     or never given).  History keeps what was there: an ``amend`` action holds the old
     text and the old date.  A date changes the action's ``when`` in place (history is
     ordered by it), never its ``at`` (when the ledger recorded it)."""
-    from dataclasses import replace
-
     kinds = [a.action for a in entry.history if a.action in AMENDABLE or a.action == "adopt"]
     kinds = ["record" if k == "adopt" else k for k in kinds]
     kind = of or (kinds[-1] if kinds else "record")
@@ -461,8 +314,6 @@ def plan_states(entries: Sequence[Entry], wanted: Mapping[str, bool], op: str = 
     bisect's own record, and the entries end as they started, so their history must not
     grow by two lines per probe.  Entries not in ``wanted`` keep their state.
     """
-    from dataclasses import replace
-
     changes = [
         (e, replace(e, state="applied" if wanted[e.id] else "reverted"))
         for e in sorted(entries, key=lambda e: e.seq)
@@ -486,32 +337,19 @@ def unique_slug(entries: Iterable[Entry], slug: str) -> str:
     return f"{slug}-{n}"
 
 
-
-
-
-
-
-
 __all__ = [
-    "KnobKey",
-    "entry_keys",
+    "AMENDABLE",
     "Plan",
     "Skip",
-    "expected_knobs",
-    "find_drift",
-    "full_knobs",
-    "knob_layers",
-    "knob_lines",
-    "knob_sources",
-    "layer_lines",
-    "layer_source",
-    "layer_value",
     "next_seq",
+    "plan_amend",
     "plan_clear",
+    "plan_record",
     "plan_restore",
     "plan_revert",
     "plan_states",
     "restore_blocker",
+    "restore_flags",
     "select",
     "unique_slug",
 ]

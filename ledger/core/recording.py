@@ -37,6 +37,8 @@ from typing import Sequence
 
 from ledger.core import planner
 from ledger.core.inversion import inversion
+from ledger.core.layers import knob_layers
+from ledger.core.layers import layer_value
 from ledger.core.layout import inserted_block
 from ledger.core.model import Action
 from ledger.core.model import Entry
@@ -203,7 +205,7 @@ def before_value(tf: TargetFile, entries: Sequence[Entry], opts: RecordOptions, 
     ``before`` (``adopt``) or the ledger's, checked against the file (drift), an
     already-reverted value, a change that changes nothing, and the inversion trap."""
     value = opts.value
-    layer = planner.knob_layers(entries).get((tf.target.name, knob))
+    layer = knob_layers(entries).get((tf.target.name, knob))
     if opts.adopt:
         found = _adopted_before(tf, layer, knob, value, opts.before)
     else:
@@ -236,10 +238,10 @@ def _adopted_before(tf: TargetFile, layer, knob: str, value: str | None,
             f"not {value_text(value, quote=True)}: "
             "--adopt records a change already made; make it first (or drop --adopt)"
         )
-    if layer and planner.layer_value(layer) != before:
+    if layer and layer_value(layer) != before:
         raise Refused(
             f"{knob} in {tf.target.name}: the ledger expects "
-            f"{value_text(planner.layer_value(layer), quote=True)} "
+            f"{value_text(layer_value(layer), quote=True)} "
             f"before this change, not {value_text(before, quote=True)}"
         )
     return before
@@ -251,7 +253,7 @@ def _before_now(tf: TargetFile, layer, knob: str, force: bool, drifts: Sequence[
     with (``drifts``: what checking the file found; drift is refused unless ``force``,
     which takes the file's; a computed value is its shell text, :meth:`TargetFile.live`)."""
     live = tf.live(knob)
-    expected = planner.layer_value(layer) if layer else live
+    expected = layer_value(layer) if layer else live
     if live != expected:
         if not force:
             mine = [d for d in drifts if d.knob == knob] or \
@@ -269,14 +271,14 @@ def selected_places(tf: TargetFile, entries: Sequence[Entry], knob: str, value: 
     places already at ``value`` are left out.  None when the file does not have the knob
     yet: it is then a whole new knob."""
     target = tf.target.name
-    layers = planner.knob_layers(entries)
+    layers = knob_layers(entries)
     places: dict[str, dict] = {}
     drifts = []
     for p in selected:
         key = place_knob(knob, p.key)
         live = tf.live(key)
         layer = layers.get((target, key))
-        expected = planner.layer_value(layer) if layer else live
+        expected = layer_value(layer) if layer else live
         if live != expected and not force:
             drifts.append(Drift(f"{tf.path}:{p.line}", key, expected, live))
         before = live if force else expected

@@ -37,7 +37,7 @@ from typing import Container
 from typing import Mapping
 from typing import Sequence
 
-from ledger.core import planner
+from ledger.core import layers
 from ledger.core.model import Target
 from ledger.errors import LedgerError
 from ledger.values import default_text
@@ -165,7 +165,7 @@ def target_live(ws: Workspace, target: Target, obs: Observed | None = None,
         return out
     values = file_values(tf)
     expected = {knob: value for (t, knob), value in
-                planner.expected_knobs(ws.entries()).items() if t == target.name}
+                layers.expected_knobs(ws.entries()).items() if t == target.name}
     shown = {k for k in values if known is None or k in known or k.startswith("--")}
     for knob in sorted(shown | set(expected)):
         out.knobs.append(knob_state(obs, knob, values.get(knob),

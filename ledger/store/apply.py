@@ -18,6 +18,7 @@ from typing import Callable
 from typing import Mapping
 from typing import Sequence
 
+from ledger.core import layers
 from ledger.core import planner
 from ledger.core.model import Entry
 from ledger.core.model import place_knob
@@ -73,14 +74,14 @@ def drift_in(ws: Workspace, entries: Sequence[Entry], files: dict[str, TargetFil
     if not files:
         return []
     live = {}
-    for key in planner.knob_layers(entries):
+    for key in layers.knob_layers(entries):
         target, knob = key
         # A knob with no single value (conditional, repeated) is not drift: its edit
         # refuses and names its places, and `ledger status` shows it.
         if target in files and files[target].ambiguity(knob) is None:
             live[key] = files[target].live(knob)
     paths = {name: str(tf.path) for name, tf in files.items()}
-    return planner.find_drift(entries, live, paths)
+    return layers.find_drift(entries, live, paths)
 
 
 def layer_anchors(entries: Sequence[Entry]) -> dict[str, dict[str, dict | None]]:
@@ -89,7 +90,7 @@ def layer_anchors(entries: Sequence[Entry]) -> dict[str, dict[str, dict | None]]
     A layer's anchor is its first entry's that has one (see :mod:`ledger.core.layout`).
     """
     out: dict[str, dict[str, dict | None]] = {}
-    for (target, knob), layer in planner.knob_layers(entries).items():
+    for (target, knob), layer in layers.knob_layers(entries).items():
         anchor = next((e.anchor for e in layer if e.anchor is not None), None)
         out.setdefault(target, {})[knob] = anchor
     return out
@@ -107,10 +108,10 @@ def layer_places(entries: Sequence[Entry]) -> dict[str, dict[str, dict]]:
 
 def new_target_bytes(
     files: dict[str, TargetFile],
-    edits: dict[planner.KnobKey, tuple[str | None, str | None]],
+    edits: dict[layers.KnobKey, tuple[str | None, str | None]],
     entries: Sequence[Entry] = (),
-    sources: Mapping[planner.KnobKey, str | None] | None = None,
-    lines: Mapping[planner.KnobKey, str | None] | None = None,
+    sources: Mapping[layers.KnobKey, str | None] | None = None,
+    lines: Mapping[layers.KnobKey, str | None] | None = None,
     edited: Mapping[str, bytes] | None = None,
 ) -> dict[Path, tuple[bytes, bytes]]:
     """(old, new) bytes per target path for the planned knob values.
@@ -118,11 +119,11 @@ def new_target_bytes(
     Knobs are edited in the record order of their layers, so re-added knobs go back in
     a deterministic order whatever the order of the commands that removed them.
     ``sources`` / ``lines``: the exact text of each new value, and the exact lines of a
-    knob that comes back (see :func:`planner.knob_sources`, :func:`planner.knob_lines`).
+    knob that comes back (see :func:`layers.knob_sources`, :func:`layers.knob_lines`).
     ``edited``: target -> its new bytes where the command already made the edit (``record``
     edits once, then applies that edit).
     """
-    order = {key: layer[0].seq for key, layer in planner.knob_layers(entries).items()}
+    order = {key: layer[0].seq for key, layer in layers.knob_layers(entries).items()}
     by_target: dict[str, dict[str, str | None]] = {}
     for key, (_, new_value) in sorted(edits.items(), key=lambda kv: (order.get(kv[0], 0), kv[0])):
         by_target.setdefault(key[0], {})[key[1]] = new_value
@@ -195,28 +196,48 @@ def apply_plan(
         plan, message = _past_drift(plan, found, force, message)
         result.changed = [*(new for _, new in plan.changes), *plan.added]
     after = plan.new_entries(entries)
-    writes = new_target_bytes(files, plan.knob_edits, entries, planner.knob_sources(after),
-                              planner.knob_lines(after), edited)
+    writes = new_target_bytes(files, plan.knob_edits, entries, layers.knob_sources(after),
+                              layers.knob_lines(after), edited)
     result.files = {str(path): unified(str(path), old, new) for path, (old, new) in writes.items()}
-    engine_plan = None
-    if plan.patch_flips:
-        if engine is None:
-            raise PatchError("this command changes patch entries but no engine repo is set up")
-        engine_plan = engine(entries, plan)
-        if engine_plan is not None:
-            result.patch_diff = engine_plan.diff
+    engine_plan = _engine_plan(engine, entries, plan)
+    if engine_plan is not None:
+        result.patch_diff = engine_plan.diff
     if dry_run or plan.empty:
         return result
     _refuse_undecodable(ws, [new for _, new in plan.changes] + list(plan.added))
     ledger_writes = {ENTRIES_NAME: entries_bytes(after, ws.written_lines()),
                      **(extra_ledger_writes or {})}
+    outcome = _commit(ws, command, now, message, {p: new for p, (_, new) in writes.items()},
+                      ledger_writes, engine_plan)
+    ws.remember_entries(ledger_writes[ENTRIES_NAME], after)  # for the next command
+    result.backup_id = outcome.backup_id
+    result.commit = outcome.commit
+    return result
+
+
+def _engine_plan(
+    engine: Callable[[Sequence[Entry], planner.Plan], EnginePlan | None] | None,
+    entries: Sequence[Entry], plan: planner.Plan,
+) -> EnginePlan | None:
+    """The engine repo's step for a plan that flips patch entries (None: no patch flips)."""
+    if not plan.patch_flips:
+        return None
+    if engine is None:
+        raise PatchError("this command changes patch entries but no engine repo is set up")
+    return engine(entries, plan)
+
+
+def _commit(ws: Workspace, command: str, now: str, message: str,
+            target_writes: dict[Path, bytes], ledger_writes: dict[str, bytes | None],
+            engine_plan: EnginePlan | None):
+    """One transaction: backups, the writes, the engine step, the workspace commit."""
     from ledger.store.txn import Transaction  # the write machinery, for a write only
 
     txn = Transaction(ws, command, now)
     try:
-        outcome = txn.execute(
+        return txn.execute(
             message=message,
-            target_writes={p: new for p, (_, new) in writes.items()},
+            target_writes=target_writes,
             ledger_writes=ledger_writes,
             engine_step=engine_plan.step if engine_plan else None,
             engine_repo=engine_plan.repo if engine_plan else None,
@@ -225,10 +246,6 @@ def apply_plan(
         )
     finally:
         ws.invalidate()
-    ws.remember_entries(ledger_writes[ENTRIES_NAME], after)  # for the next command
-    result.backup_id = outcome.backup_id
-    result.commit = outcome.commit
-    return result
 
 
 def _checked_targets(
@@ -275,7 +292,7 @@ def forced_over(plan: planner.Plan, drifts: Sequence, message: str) -> tuple[pla
             text = f"--force: left as found: {d.describe()}"
         notes[(d.target, d.knob)] = text
     def noted(old: Entry, new: Entry) -> Entry:
-        mine = [notes[k] for k in planner.entry_keys(old) if k in notes] \
+        mine = [notes[k] for k in layers.entry_keys(old) if k in notes] \
             if old.kind != "patch" else []
         if mine and new.history:
             last = new.history[-1]

@@ -7,7 +7,7 @@ taken from that side; one both sides added or changed differently is a conflict 
 it.  ``roots`` merge by name the same way.  ``engine_repo`` and ``bench`` changed on one side only are taken from it; every
 other top-level key must be the same on both sides (else it is a conflict too: nothing
 is picked silently).  The text written is the local file with the
-targets replaced (its comments kept, see :func:`ledger.store.workspace.dump_config`).
+targets replaced (its comments kept, see :func:`ledger.store.config_file.dump_config`).
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from __future__ import annotations
 from typing import Any
 
 from ledger.errors import MergeConflict
-from ledger.store.workspace import CONFIG_NAME
-from ledger.store.workspace import dump_config
-from ledger.store.workspace import parse_config_text
+from ledger.store.config_file import CONFIG_NAME
+from ledger.store.config_file import dump_config
+from ledger.store.config_file import parse_config_text
 
 TAKEN = ("engine_repo", "bench", "engine")
 _ABSENT = object()

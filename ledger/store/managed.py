@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ledger.errors import TargetError
-from ledger.store.workspace import CONFIG_NAME
+from ledger.store.config_file import CONFIG_NAME
 
 if TYPE_CHECKING:
     from ledger.store.workspace import Workspace

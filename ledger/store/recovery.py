@@ -35,15 +35,15 @@ from ledger.errors import RecoveryError
 from ledger.store import gitlocks
 from ledger.store import leftovers
 from ledger.store import wsgit
+from ledger.store.config_file import CONFIG_NAME
+from ledger.store.config_file import parse_config_text
 from ledger.store.intent import INTENT
 from ledger.store.intent import Intent
 from ledger.store.intent import check_ledger_file
 from ledger.store.intent import check_scope
 from ledger.store.intent import parse_intent
-from ledger.store.workspace import CONFIG_NAME
 from ledger.store.workspace import STATE_DIR
 from ledger.store.workspace import Workspace
-from ledger.store.workspace import parse_config_text
 
 BACKUPS = "backups"
 

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Mapping
 from typing import Sequence
 
-from ledger.core import planner
+from ledger.core import layers
 from ledger.core.model import Entry
 from ledger.errors import DriftError
 from ledger.errors import LedgerError
@@ -32,26 +32,26 @@ from ledger.errors import MergeConflict
 from ledger.store.apply import drift_in
 from ledger.store.apply import new_target_bytes
 from ledger.store.apply import read_targets
+from ledger.store.config_file import CONFIG_NAME
+from ledger.store.config_file import parse_config_text
 from ledger.store.recovery import inside_workspace
 from ledger.store.roots import split_rooted
 from ledger.store.targets import TargetFile
 from ledger.store.targets import parse_target
-from ledger.store.workspace import CONFIG_NAME
 from ledger.store.workspace import Workspace
-from ledger.store.workspace import parse_config_text
 
-Expected = dict[planner.KnobKey, tuple[str | None, str | None, str | None]]
+Expected = dict[layers.KnobKey, tuple[str | None, str | None, str | None]]
 
 
 def expected_in(ledger: Sequence[Entry], universe: Sequence[Entry]) -> Expected:
     """(value, exact text, exact lines) per layer of ``universe`` as ``ledger`` has it."""
-    mine = planner.knob_layers(ledger)
+    mine = layers.knob_layers(ledger)
     out: Expected = {}
-    for key, layer in planner.knob_layers(universe).items():
+    for key, layer in layers.knob_layers(universe).items():
         own = mine.get(key)
         if own:
-            out[key] = (planner.layer_value(own), planner.layer_source(own),
-                        planner.layer_lines(own))
+            out[key] = (layers.layer_value(own), layers.layer_source(own),
+                        layers.layer_lines(own))
         else:
             first = layer[0]
             out[key] = (first.before, first.before_source, first.before_lines)

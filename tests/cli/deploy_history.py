@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.cli.story27 import git
+from tests.cli.after_the_incident import git
 
 HEAD = """#!/bin/bash
 # GLM-4.6 decode server (PD disaggregation), tuned by hand.

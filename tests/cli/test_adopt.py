@@ -9,14 +9,14 @@ from ruamel.yaml import YAML
 
 from tests.cli.deploy_history import adopt_git
 from tests.cli.deploy_history import commit_steps
-from tests.cli.story27 import BEFORE_TUNING
-from tests.cli.story27 import CTAS
-from tests.cli.story27 import NOW
-from tests.cli.story27 import TUNED
-from tests.cli.story27 import TUNED_LINE
-from tests.cli.story27 import git
-from tests.cli.story27 import make_story
-from tests.cli.story27 import mtime
+from tests.cli.after_the_incident import BEFORE_TUNING
+from tests.cli.after_the_incident import CTAS
+from tests.cli.after_the_incident import NOW
+from tests.cli.after_the_incident import TUNED
+from tests.cli.after_the_incident import TUNED_LINE
+from tests.cli.after_the_incident import git
+from tests.cli.after_the_incident import make_story
+from tests.cli.after_the_incident import mtime
 from tests.cli.test_story import live_value
 
 WAITING = "SGLANG_DISAGGREGATION_WAITING_TIMEOUT"
@@ -334,7 +334,7 @@ def test_adopt_apply_killed_at_any_point_is_all_or_nothing(pile, tmp_path, point
     """SIGKILL inside --apply's transaction (LEDGER_CRASH_AT, as tests/store/test_kills.py):
     the next command rolls it back (no entry) or forward (every entry), says so, and the
     target is never touched."""
-    from ledger.store.workspace import parse_entries
+    from ledger.store.entries_file import parse_entries
     from tests.store.kit import git_status
     from tests.store.kit import ledger_temps
     from tests.store.kit import run_cli
@@ -366,7 +366,7 @@ def test_adopt_apply_killed_at_any_point_is_all_or_nothing(pile, tmp_path, point
 def test_adopt_apply_killed_while_git_holds_the_index_lock(pile, tmp_path):
     """Polled: SIGKILL the moment the workspace's index.lock exists (inside git's own
     write of the commit); the next command leaves no entry or all of them."""
-    from ledger.store.workspace import parse_entries
+    from ledger.store.entries_file import parse_entries
     from tests.store.killkit import kill_when
     from tests.store.kit import git_locks
     from tests.store.kit import run_cli

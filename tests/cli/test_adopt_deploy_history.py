@@ -13,7 +13,7 @@ from ruamel.yaml import YAML
 
 from tests.cli.deploy_history import adopt_git
 from tests.cli.deploy_history import make_deploy_repo
-from tests.cli.story27 import git
+from tests.cli.after_the_incident import git
 
 # Read off the commits by hand (cN: the Nth commit, oldest first).
 TRUTH = """\

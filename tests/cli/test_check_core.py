@@ -7,14 +7,14 @@ from dataclasses import replace
 
 import pytest
 
-from ledger.core.check import EvidenceView
-from ledger.core.check import Layout
-from ledger.core.check import Side
-from ledger.core.check import TargetReading
 from ledger.core.check import check_range
 from ledger.core.check import history_findings
 from ledger.core.check import parse_checks
 from ledger.core.check import record_command
+from ledger.core.findings import EvidenceView
+from ledger.core.findings import Layout
+from ledger.core.findings import Side
+from ledger.core.findings import TargetReading
 from ledger.core.model import Action
 from ledger.core.model import Entry
 from ledger.errors import ConfigError

@@ -1,8 +1,12 @@
 """`ledger demo` end to end on the bundled engine (issues 6 and 29), and its final state.
 
-The README's demo command is run as the console script, twice in a row on one directory
-(the second run replaces the first); the tests read the second run's transcript, its
-workspace and the docs it rendered.
+The demo is run as the console script, twice in a row on one directory (the second run
+replaces the first); the tests read the second run's transcript, its workspace and the
+docs it rendered.  The second run is the README's command exactly; the first is the same
+command with ``--runs 2``: nothing of the first run is read but its exit and its first
+line, and what a second run replaces (the marker, the engine repo, the workspace, the
+docs, the server's run directory, a server to stop) does not depend on how many A/B runs
+the first one measured, while 12 fewer runs take some 35 s off the module's ~215 s.
 """
 
 from __future__ import annotations
@@ -24,14 +28,16 @@ def played(tmp_path_factory):
     root = tmp_path_factory.mktemp("demo") / "knob-ledger-demo"
     env = {k: v for k, v in os.environ.items() if k != "LEDGER_WORKSPACE"}
     runs = []
-    for _ in range(2):  # the README's command, twice in a row
-        runs.append(subprocess.run([LEDGER, "demo", str(root)], capture_output=True, text=True,
-                                   timeout=600, env=env, cwd=root.parent, check=False))
+    # a short demo, then the README's command on the same directory (module docstring)
+    for extra in (["--runs", "2"], []):
+        runs.append(subprocess.run([LEDGER, "demo", str(root), *extra], capture_output=True,
+                                   text=True, timeout=600, env=env, cwd=root.parent,
+                                   check=False))
     return root, runs
 
 
 @pytest.mark.slow
-def test_the_readme_demo_command_succeeds_twice_in_a_row(played):
+def test_the_readme_demo_command_replaces_an_earlier_demo(played):
     root, (first, second) = played
     assert first.returncode == 0, first.stdout[-3000:] + first.stderr
     assert second.returncode == 0, second.stdout[-3000:] + second.stderr

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import subprocess
 
-from tests.cli.story27 import NOTE
+from tests.cli.after_the_incident import NOTE
 
 CTAS = "SGLANG_SM120_MMA_TARGET_CTAS"
 HOSTILE = NOTE + "\n<script>alert(1)</script> ``` still the note\n"

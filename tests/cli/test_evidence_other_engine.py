@@ -60,9 +60,9 @@ def test_a_bench_of_the_operators_own_is_trusted(tmp_path, ledger):
 
 
 def test_knob_and_bench_engines_from_the_catalogs():
+    from engine.knobs import REGISTRY
     from envknobs.catalog import bundled_catalogs
     from envknobs.catalog import load_catalog
-    from engine.knobs import REGISTRY
     from ledger.evidence.bench_engine import bench_engine
     from ledger.evidence.bench_engine import knob_engine
     from ledger.evidence.runner import DEFAULT_BENCH_COMMAND
@@ -80,7 +80,7 @@ def test_knob_and_bench_engines_from_the_catalogs():
 def test_init_writes_the_bundled_bench_only_for_a_bundled_engine_checkout(tmp_path, ledger):
     import shutil
 
-    from ledger.store.workspace import parse_config_text
+    from ledger.store.config_file import parse_config_text
 
     plain = tmp_path / "plain"
     assert ledger("init", plain).exit_code == 0
@@ -99,8 +99,8 @@ def test_the_verdicts_tolerance_and_guards_come_from_ledger_yaml():
     import pytest
 
     from ledger.errors import ConfigError
-    from ledger.store.workspace import dump_config
-    from ledger.store.workspace import parse_config_text
+    from ledger.store.config_file import dump_config
+    from ledger.store.config_file import parse_config_text
 
     text = "version: 1\nbench:\n  tolerance_pct: 5\n  guards: [p99_itl_ms]\n"
     config = parse_config_text(text, "ledger.yaml")

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.cli.story27 import BEFORE_TUNING
-from tests.cli.story27 import CTAS
+from tests.cli.after_the_incident import BEFORE_TUNING
+from tests.cli.after_the_incident import CTAS
 from tests.cli.test_story import live_value
 
 PREFILL = BEFORE_TUNING.replace("--disaggregation-mode decode --port 30001",

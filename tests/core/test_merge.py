@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from ledger.core.layers import expected_knobs
 from ledger.core.merge import hunk_ranges
 from ledger.core.merge import merge_entries
 from ledger.core.model import Action
 from ledger.core.model import Entry
-from ledger.core.planner import expected_knobs
 from ledger.errors import MergeConflict
 from ledger.errors import UsageError
 

@@ -9,6 +9,7 @@ from hypothesis import given
 from hypothesis import settings
 from hypothesis import strategies as st
 
+from ledger.core import layers
 from ledger.core import planner
 from ledger.core.model import Action
 from ledger.core.model import Entry
@@ -37,17 +38,17 @@ def apply_all(entries, plan):
 
 def test_live_value_is_after_of_last_applied_else_base():
     layer = [knob(1, "perf", "256", "512"), knob(2, "bugfix", "512", "384")]
-    assert planner.layer_value(layer) == "384"
-    assert planner.layer_value(layer, {layer[1].id: False}) == "512"
-    assert planner.layer_value(layer, {layer[0].id: False}) == "384"
-    assert planner.layer_value(layer, {layer[0].id: False, layer[1].id: False}) == "256"
+    assert layers.layer_value(layer) == "384"
+    assert layers.layer_value(layer, {layer[1].id: False}) == "512"
+    assert layers.layer_value(layer, {layer[0].id: False}) == "384"
+    assert layers.layer_value(layer, {layer[0].id: False, layer[1].id: False}) == "256"
 
 
 def test_unset_before_and_after():
     layer = [knob(1, "perf", None, "1"), knob(2, "perf", "1", None)]
-    assert planner.layer_value(layer) is None
-    assert planner.layer_value(layer, {layer[1].id: False}) == "1"
-    assert planner.layer_value(layer, {layer[0].id: False, layer[1].id: False}) is None
+    assert layers.layer_value(layer) is None
+    assert layers.layer_value(layer, {layer[1].id: False}) == "1"
+    assert layers.layer_value(layer, {layer[0].id: False, layer[1].id: False}) is None
 
 
 def _run(entries, ops):
@@ -80,7 +81,7 @@ def test_any_command_order_reaching_a_subset_gives_one_value(values, ops):
     final = _run(chain, ops)
     applied = [e for e in final if e.applied]
     expected = applied[-1].after if applied else chain[0].before
-    assert planner.expected_knobs(final)[("decode", "K")] == expected
+    assert layers.expected_knobs(final)[("decode", "K")] == expected
 
 
 def test_revert_perf_only_touches_no_bugfix():
@@ -142,9 +143,9 @@ def test_clear_requires_a_suspect():
 
 def test_drift_names_path_knob_expected_found():
     entries = [knob(1, "perf", "256", "512")]
-    drifts = planner.find_drift(entries, {("decode", "K"): "999"}, {"decode": "/srv/decode.sh"})
+    drifts = layers.find_drift(entries, {("decode", "K"): "999"}, {"decode": "/srv/decode.sh"})
     assert [d.describe() for d in drifts] == ["/srv/decode.sh: K expected '512', found '999'"]
-    assert planner.find_drift(entries, {("decode", "K"): "512"}, {}) == []
+    assert layers.find_drift(entries, {("decode", "K"): "512"}, {}) == []
 
 
 def test_every_subset_of_three_layers():
@@ -153,7 +154,7 @@ def test_every_subset_of_three_layers():
         states = {e.id: m for e, m in zip(chain, mask)}
         applied = [e for e, m in zip(chain, mask) if m]
         want = applied[-1].after if applied else "a"
-        assert planner.layer_value(chain, states) == want
+        assert layers.layer_value(chain, states) == want
 
 
 def test_plan_record_moves_the_knob_from_before_to_after_and_adds_the_entry():
@@ -163,7 +164,7 @@ def test_plan_record_moves_the_knob_from_before_to_after_and_adds_the_entry():
     assert plan.op == "record" and not plan.empty and plan.changes == ()
     assert plan.knob_edits == {("decode", "K"): ("384", "512")} and plan.patch_flips == ()
     assert plan.new_entries(old) == [*old, new]
-    assert planner.expected_knobs(plan.new_entries(old)) == {("decode", "K"): "512"}
+    assert layers.expected_knobs(plan.new_entries(old)) == {("decode", "K"): "512"}
 
 
 def test_plan_record_of_selected_places_moves_each_place_from_its_own_value():
@@ -192,17 +193,17 @@ def test_knob_layers_remembered_per_list_of_entries_never_shared():
     """The layers of the last entries grouped are remembered: each caller still gets its
     own lists, and another list (a new entry, a changed state) gets its own layers."""
     a = [knob(1, "perf", "1", "2"), knob(2, "perf", "2", "3"), knob(3, "perf", None, "x", name="J")]
-    first = planner.knob_layers(a)
+    first = layers.knob_layers(a)
     first[("decode", "K")].append("mine")  # a caller changing its copy
-    again = planner.knob_layers(list(a))
+    again = layers.knob_layers(list(a))
     assert [e.id for e in again[("decode", "K")]] == ["e0000001", "e0000002"]
     b = [a[0], a[1].with_action(Action(AT, "revert"), state="reverted"), a[2]]
-    assert planner.expected_knobs(b)[("decode", "K")] == "2"
-    assert planner.expected_knobs(a)[("decode", "K")] == "3"
+    assert layers.expected_knobs(b)[("decode", "K")] == "2"
+    assert layers.expected_knobs(a)[("decode", "K")] == "3"
     c = [*a, knob(4, "perf", "3", "4")]
-    assert planner.expected_knobs(c)[("decode", "K")] == "4"
-    assert planner.expected_knobs(a[:2])[("decode", "K")] == "3"
-    assert ("decode", "J") not in planner.knob_layers(a[:2])
+    assert layers.expected_knobs(c)[("decode", "K")] == "4"
+    assert layers.expected_knobs(a[:2])[("decode", "K")] == "3"
+    assert ("decode", "J") not in layers.knob_layers(a[:2])
 
 
 def test_one_command_writes_one_action_into_every_history_it_changes():

@@ -5,7 +5,7 @@ from __future__ import annotations
 from ledger.evidence.notes import note_line
 from ledger.evidence.notes import note_numbers
 from ledger.evidence.notes import notes_headline
-from tests.cli.story27 import NOTE
+from tests.cli.after_the_incident import NOTE
 
 LETTERED = """# SGLANG_SM120_MMA_TARGET_CTAS
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Callable
 
 from ledger.commands.demo import prepare
-from ledger.store.workspace import parse_entries
+from ledger.store.entries_file import parse_entries
 from tests.store.kit import git
 from tests.store.kit import git_locks
 from tests.store.kit import git_status

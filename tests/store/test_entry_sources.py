@@ -7,8 +7,8 @@ from hypothesis import settings
 from hypothesis import strategies as st
 
 from ledger.core.model import Entry
-from ledger.store.workspace import entries_bytes
-from ledger.store.workspace import parse_entries
+from ledger.store.entries_file import entries_bytes
+from ledger.store.entries_file import parse_entries
 
 SOURCES = [" $HF_TOKEN", "   '512'", ' "a\\tb"', "", " ", " >-\n    decode\n    server",
            " first\n    second", " 'it''s'", " ~"]

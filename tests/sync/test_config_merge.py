@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from ledger.errors import MergeConflict
+from ledger.store.config_file import parse_config_text
 from ledger.store.config_merge import merge_config
-from ledger.store.workspace import parse_config_text
 
 BASE = """\
 # knob ledger workspace — our decode fleet

@@ -37,8 +37,8 @@ from ledger.errors import MergeConflict
 from ledger.errors import Refused
 from ledger.store.apply import drift_in
 from ledger.store.apply import read_targets
+from ledger.store.entries_file import parse_entries
 from ledger.store.workspace import Workspace
-from ledger.store.workspace import parse_entries
 from tests.sync.kit import SERVE
 from tests.sync.kit import git
 from tests.sync.kit import ledger_view

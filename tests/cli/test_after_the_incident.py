@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import pytest
 
-from tests.cli.story27 import CTAS
-from tests.cli.story27 import NOW
-from tests.cli.story27 import TUNED
-from tests.cli.story27 import TUNED_LINE
-from tests.cli.story27 import git
-from tests.cli.story27 import make_story
+from tests.cli.after_the_incident import CTAS
+from tests.cli.after_the_incident import NOW
+from tests.cli.after_the_incident import TUNED
+from tests.cli.after_the_incident import TUNED_LINE
+from tests.cli.after_the_incident import git
+from tests.cli.after_the_incident import make_story
 from tests.cli.test_story import live_value
 
 
