@@ -1,6 +1,7 @@
 """Bench the engine a serve script configures, at one concurrency: a throughput gate.
 
-    python bench_gate.py --script deploy/serve.sh --min-output-throughput 900
+    python bench_gate.py --script deploy/serve.sh (--min-output-throughput 900 |
+                         --reference before/serve.sh [--min-ratio 0.7])
                          [--mode offline|online] [--engine-path REPO] [--concurrency 32]
                          [--num-prompts 64] [--input-len 16] [--output-len 32] [--best-of N]
 
@@ -8,7 +9,10 @@ A perf regression is a failure a bisect can look for when the check says so: thi
 ``bash SCRIPT`` as it is now — its knobs, its engine release pin, its model — prints the
 output tok/s measured (the best of ``--best-of N`` runs: a loaded machine only ever makes a
 run slower), and exits 0 when that is at least ``--min-output-throughput``, 1 when it is
-below or the engine does not run.
+below or the engine does not run.  ``--reference SCRIPT`` (offline) judges against another
+script measured in the same check instead — the two alternate, best of N each — and
+passes when the script's output is at least ``--min-ratio`` of the reference's: an A/B on
+a loaded machine moves both sides, where an absolute threshold drifts with the load.
 
 ``--mode offline`` (the default) runs the script with ``$PYTHON`` standing for a shim
 that turns its launch line ``python -m engine serve --role R [--release P] [--model M |
@@ -40,7 +44,10 @@ from pd_check import wait_health  # noqa: E402
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--script", required=True, type=Path, help="the serve script to start")
-    ap.add_argument("--min-output-throughput", required=True, type=float, metavar="TOKS")
+    ap.add_argument("--min-output-throughput", type=float, metavar="TOKS")
+    ap.add_argument("--reference", type=Path, metavar="SCRIPT",
+                    help="offline: judge against this script, measured alongside")
+    ap.add_argument("--min-ratio", type=float, default=0.7)
     ap.add_argument("--engine-path", type=Path, help="put this folder first on PYTHONPATH")
     ap.add_argument("--concurrency", type=int, default=32)
     ap.add_argument("--num-prompts", type=int, default=64)
@@ -50,6 +57,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--mode", choices=("offline", "online"), default="offline")
     ap.add_argument("--best-of", type=int, default=1, metavar="N")
     args = ap.parse_args(argv)
+    if (args.min_output_throughput is None) == (args.reference is None):
+        ap.error("give --min-output-throughput or --reference (one)")
+    if args.reference is not None:
+        if args.mode != "offline":
+            ap.error("--reference goes with --mode offline")
+        return relative(args)
     if args.mode == "offline":
         rows = [offline(args) for _ in range(max(1, args.best_of))]
         if any(row is None for row in rows):
@@ -69,8 +82,29 @@ def main(argv: list[str] | None = None) -> int:
         stop_all([server])
 
 
-def offline(args: argparse.Namespace) -> dict | None:
-    """Run the script with ``$PYTHON`` the shim (:func:`launched`): its bench row."""
+def relative(args: argparse.Namespace) -> int:
+    """The script against the reference, alternating, best of N each."""
+    best: dict[str, dict] = {}
+    for _ in range(max(1, args.best_of)):
+        for which, script in (("reference", args.reference), ("script", args.script)):
+            row = offline(args, script)
+            if row is None:
+                return 1
+            if which not in best or row["output_throughput"] > best[which]["output_throughput"]:
+                best[which] = row
+    mine, ref = (float(best[k]["output_throughput"]) for k in ("script", "reference"))
+    ratio = mine / ref if ref > 0 else 0.0
+    ok = ratio >= args.min_ratio
+    print(f"output {mine:.0f} tok/s at c{args.concurrency} (engine release "
+          f"{best['script'].get('engine_release')}) vs {ref:.0f} tok/s of the reference "
+          f"(release {best['reference'].get('engine_release')}): ratio {ratio:.2f}, "
+          f"{'at least' if ok else 'below'} {args.min_ratio:g}")
+    return 0 if ok else 1
+
+
+def offline(args: argparse.Namespace, script: Path | None = None) -> dict | None:
+    """Run ``script`` (default: ``--script``) with ``$PYTHON`` the shim (:func:`launched`):
+    its bench row."""
     env = _env(args)
     with tempfile.TemporaryDirectory(prefix="bench_gate-") as tmp:
         shim = Path(tmp) / "python"
@@ -81,7 +115,8 @@ def offline(args: argparse.Namespace) -> dict | None:
         env.update(PYTHON=str(shim), BENCH_GATE_OUT=str(out), BENCH_GATE_ARGS=" ".join(
             [str(args.concurrency), str(args.num_prompts), str(args.input_len),
              str(args.output_len)]))
-        done = subprocess.run(["bash", str(args.script)], env=env, stdout=subprocess.DEVNULL,
+        done = subprocess.run(["bash", str(script or args.script)], env=env,
+                              stdout=subprocess.DEVNULL,
                               stderr=subprocess.PIPE, text=True, check=False)
         if done.returncode != 0 or not out.is_file():
             print(f"the engine did not run (exit {done.returncode}): "

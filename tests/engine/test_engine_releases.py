@@ -26,7 +26,7 @@ def test_a_release_moves_defaults_and_a_set_knob_keeps_its_value():
     assert load_knobs({}).max_running_requests == 64
     newer = load_knobs({}, "knob-ledger-engine==1.1.0")
     assert (newer.release, newer.max_running_requests, newer.inflight_timeout_s) == (
-        "1.1.0", 8, 20.0)
+        "1.1.0", 4, 20.0)
     assert newer.page_size == load_knobs({}).page_size  # what 1.1.0 did not move
     pinned = load_knobs({"ENGINE_MAX_RUNNING_REQUESTS": "64"}, "1.1.0")
     assert pinned.max_running_requests == 64  # a knob set in the script wins over defaults
@@ -55,7 +55,7 @@ def test_the_catalogs_hold_what_the_engine_runs_with():
         assert {k.name: k.default for k in catalog} == release_defaults(version)
         assert {k.name for k in catalog} == {k.name for k in REGISTRY}
     assert engine_catalog.moved_defaults("1.0.0", "1.1.0") == [
-        ("ENGINE_INFLIGHT_TIMEOUT_S", 30.0, 20.0), ("ENGINE_MAX_RUNNING_REQUESTS", 64, 8)]
+        ("ENGINE_INFLIGHT_TIMEOUT_S", 30.0, 20.0), ("ENGINE_MAX_RUNNING_REQUESTS", 64, 4)]
 
 
 def test_the_serve_scripts_pin_the_release_they_run():
@@ -78,7 +78,7 @@ def test_the_cli_runs_the_pinned_release_and_refuses_an_unknown_one(tmp_path):
     assert r.returncode == 0, r.stderr
     row = json.loads(out.read_text().splitlines()[0])
     assert row["engine_release"] == "1.1.0"
-    assert row["knobs"]["ENGINE_MAX_RUNNING_REQUESTS"] == 8
+    assert row["knobs"]["ENGINE_MAX_RUNNING_REQUESTS"] == 4
     r = subprocess.run([*base, "--release", "knob-ledger-engine==2.0.0"], env=env,
                        capture_output=True, text=True, cwd=str(tmp_path), check=False)
     assert r.returncode == 1
@@ -86,7 +86,7 @@ def test_the_cli_runs_the_pinned_release_and_refuses_an_unknown_one(tmp_path):
                                "carries knob-ledger-engine==1.0.0, knob-ledger-engine==1.1.0")
 
 
-@pytest.mark.parametrize("release,default", [("1.0.0", 64), ("1.1.0", 8)])
+@pytest.mark.parametrize("release,default", [("1.0.0", 64), ("1.1.0", 4)])
 def test_status_shows_the_default_of_the_release_the_script_pins(tmp_path, ledger, release,
                                                                   default):
     text = (REPO / "engine" / "scripts" / "serve_decode.sh").read_text()
