@@ -4,6 +4,18 @@ This module must stay cheap to import (no torch): the ledger's knob catalog impo
 ``engine.knobs.REGISTRY`` to validate values an operator writes into serve scripts.
 Knobs are read once, at start-up, by :func:`load_knobs`; the engine never re-reads the
 environment afterwards, so a value in effect is the value a bench JSON reports.
+
+Releases.  The engine has versions like any serving engine, and a release may move a
+knob's default underneath a deployment that never set it.  ``REGISTRY`` declares each
+knob with its default in the first release; ``RELEASES`` lists, per later release, the
+defaults it moved.  A deployment selects its release the way operators pin an engine, as a
+pip requirement on the launch line (``python -m engine serve --release
+knob-ledger-engine==1.1.0``, ``engine/scripts/``): an upgrade is a bump of that pin, and
+the engine starts with that release's defaults (a release it does not carry is refused,
+naming those it does).  With no pin it runs as ``RELEASE``, the release this tree
+installs as.  The tree carries its newer releases too, so the demo and the tests upgrade
+it with no network.  Both tables stay literal: the ledger reads them with ``ast``
+(envknobs.engine_catalog), from this tree or an engine checkout at any commit.
 """
 
 from __future__ import annotations
@@ -105,6 +117,44 @@ REGISTRY.declare(
 )
 
 
+PACKAGE = "knob-ledger-engine"
+RELEASE = "1.0.0"
+
+# Release -> the knob defaults it moved (knob -> new default), oldest release first.
+RELEASES: dict[str, dict[str, Any]] = {
+    "1.0.0": {},
+    # 1.1.0 "lower tail latency under memory pressure": fewer sequences per decode batch
+    # (every step of a busy server then decodes 4 instead of up to 64: at c32 on CPU,
+    # output tok/s falls to a quarter to a half), and KV transfers given up on sooner.
+    "1.1.0": {"ENGINE_MAX_RUNNING_REQUESTS": 4, "ENGINE_INFLIGHT_TIMEOUT_S": 20.0},
+}
+
+
+def parse_release(text: str | None) -> str:
+    """The release a pin names: ``knob-ledger-engine==1.1.0`` or ``1.1.0`` (None or empty:
+    :data:`RELEASE`).  KnobError for a release this engine does not carry, naming those
+    it does."""
+    if text is None or text == "":
+        return RELEASE
+    name, sep, version = text.partition("==")
+    if not sep:
+        name, version = PACKAGE, text
+    if name.strip() != PACKAGE or version.strip() not in RELEASES:
+        raise KnobError(f"engine release {text!r}: this engine carries "
+                        f"{', '.join(f'{PACKAGE}=={v}' for v in RELEASES)}")
+    return version.strip()
+
+
+def release_defaults(release: str = RELEASE) -> dict[str, Any]:
+    """Every knob's default in ``release``: the first release's, then each later move."""
+    out = {knob.name: knob.default for knob in REGISTRY}
+    for version, moved in RELEASES.items():
+        out.update(moved)
+        if version == release:
+            return out
+    raise KnobError(f"engine release {release!r}: this engine carries {', '.join(RELEASES)}")
+
+
 @dataclass(frozen=True)
 class EngineKnobs:
     """The knob values in effect for one engine process (read once at start-up)."""
@@ -123,10 +173,11 @@ class EngineKnobs:
     inflight_timeout_s: float = 30.0
     transfer_drop_prob: float = 0.0
     seed: int = 0
+    release: str = RELEASE  # the engine release whose defaults the unset knobs took
 
     def as_env(self) -> dict[str, Any]:
         """Values keyed by knob name (what a bench JSON reports under ``knobs``)."""
-        return {_env_name(f.name): getattr(self, f.name) for f in dataclasses.fields(self)}
+        return {_env_name(f.name): getattr(self, f.name) for f in _knob_fields()}
 
     def replace(self, **changes: Any) -> EngineKnobs:
         return dataclasses.replace(self, **changes)
@@ -136,16 +187,26 @@ def _env_name(field_name: str) -> str:
     return "ENGINE_" + field_name.upper()
 
 
-def load_knobs(environ: Mapping[str, str] | None = None) -> EngineKnobs:
-    """Read every engine knob from ``environ`` (default ``os.environ``).
+def _knob_fields() -> list[dataclasses.Field]:
+    return [f for f in dataclasses.fields(EngineKnobs) if f.name != "release"]
+
+
+def load_knobs(environ: Mapping[str, str] | None = None, release: str | None = None
+               ) -> EngineKnobs:
+    """Read every engine knob from ``environ`` (default ``os.environ``); a knob unset
+    there takes its default in engine ``release`` (a pin, :func:`parse_release`).
 
     Raises :class:`envknobs.registry.KnobError` naming the knob and the bad value.
     """
     env = os.environ if environ is None else environ
+    version = parse_release(release)
+    defaults = release_defaults(version)
     values = {}
-    for f in dataclasses.fields(EngineKnobs):
-        values[f.name] = REGISTRY[_env_name(f.name)].read(env)
-    return EngineKnobs(**values)
+    for f in _knob_fields():
+        knob = REGISTRY[_env_name(f.name)]
+        values[f.name] = dataclasses.replace(knob, default=defaults[knob.name]).read(env)
+    return EngineKnobs(**values, release=version)
 
 
-__all__ = ["REGISTRY", "EngineKnobs", "KnobError", "load_knobs"]
+__all__ = ["PACKAGE", "REGISTRY", "RELEASE", "RELEASES", "EngineKnobs", "KnobError",
+           "load_knobs", "parse_release", "release_defaults"]

@@ -24,5 +24,8 @@ if [[ -n "${MODEL:-}" ]]; then
 else
     model_flags=(--preset "${PRESET:-tiny}")
 fi
-exec "$PYTHON" -m engine serve --role decode --host 127.0.0.1 --port "${PORT:-30200}" \
+# The engine release this deployment runs, pinned as pip pins it: a bump is an upgrade
+# (`ledger upgrade plan`), and knobs not set above take that release's defaults.
+exec "$PYTHON" -m engine serve --role decode --release knob-ledger-engine==1.0.0 \
+    --host 127.0.0.1 --port "${PORT:-30200}" \
     "${model_flags[@]}"

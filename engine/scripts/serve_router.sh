@@ -11,6 +11,9 @@ set -euo pipefail
 export ENGINE_INFLIGHT_TIMEOUT_S=30
 
 PYTHON="${PYTHON:-python}"
-exec "$PYTHON" -m engine serve --role router --host 127.0.0.1 --port "${PORT:-30000}" \
+# The engine release this deployment runs, pinned as pip pins it: a bump is an upgrade
+# (`ledger upgrade plan`), and knobs not set above take that release's defaults.
+exec "$PYTHON" -m engine serve --role router --release knob-ledger-engine==1.0.0 \
+    --host 127.0.0.1 --port "${PORT:-30000}" \
     --prefill "${PREFILL_URL:-http://127.0.0.1:30100}" \
     --decode "${DECODE_URL:-http://127.0.0.1:30200}"

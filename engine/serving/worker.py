@@ -126,7 +126,8 @@ class Worker:
                 "running": len(sched.running), "waiting": len(sched.waiting),
                 "dtype": self.engine.dtype_name, "device": self.engine.device_name,
                 "ops": self.engine.model.ops.describe(),
-                "cpu_paths": self.engine.model.cpu_paths, "knobs": self.engine.knobs.as_env()}
+                "cpu_paths": self.engine.model.cpu_paths, "knobs": self.engine.knobs.as_env(),
+                "engine_release": self.engine.knobs.release}
 
     def _sequence(self, req: GenerateRequest) -> Sequence:
         tokenizer = self.engine.tokenizer

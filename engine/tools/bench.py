@@ -162,7 +162,7 @@ def write_results(path: str | None, results: list[dict[str, Any]], extra: dict[s
 
 
 def knob_fields(knobs: EngineKnobs) -> dict[str, Any]:
-    return {"knobs": knobs.as_env()}
+    return {"knobs": knobs.as_env(), "engine_release": knobs.release}
 
 
 def server_device(info: dict[str, Any] | None) -> str:

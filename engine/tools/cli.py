@@ -21,6 +21,8 @@ def _model_flags(p: argparse.ArgumentParser, required: bool = True) -> None:
     g.add_argument("--preset", choices=("tiny", "small"), help="built-in model, seeded weights")
     g.add_argument("--model", metavar="DIR", help="local HF checkpoint (config.json + "
                                                   "model.safetensors, Llama or Qwen2)")
+    p.add_argument("--release", metavar="PIN", help="engine release whose knob defaults "
+                   "apply, pinned as pip pins it: knob-ledger-engine==1.1.0 (engine.knobs)")
 
 
 def _int_list(text: str) -> list[int]:
@@ -108,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
             parser.error("service start/restart needs -- COMMAND...")
         return service(args.action, args.pid_file, args.log, args.grace, cmd)
     try:
-        knobs = load_knobs()
+        knobs = load_knobs(release=args.release)
         return {"generate": _generate, "bench": _bench, "serve": _serve}[args.command](
             parser, args, knobs)
     except (KnobError, EngineError) as e:

@@ -42,12 +42,16 @@ from ledger.errors import UsageError
               "where the bisect started.")
 @click.option("--clear-suspects", is_flag=True, help="When the failure is not in these entries, "
               "clear the suspects among them, with the bisect as the reason.")
+@click.option("--upgrade", metavar="ID", help="Bisect what upgrade entry ID changed: each "
+              "default it moved under the target's unset knobs is pinned back to the old "
+              "release's (temporary entries, gone at the end), telling the release itself "
+              "from a moved default; the pin to record is offered.")
 @click.option("--force", is_flag=True, help="reset: put the starting state back over drift.")
 @json_option
 @dry_run_option
 @click.pass_context
 def bisect(ctx, refs, check, cls, all_applied, runs, timeout_s, shell, restart, keep_result,
-           clear_suspects, force, json_out, dry_run) -> None:
+           clear_suspects, upgrade, force, json_out, dry_run) -> None:
     """Find which entries make a check fail, by reverting subsets of them.
 
     \b
@@ -59,6 +63,7 @@ def bisect(ctx, refs, check, cls, all_applied, runs, timeout_s, shell, restart, 
     \b
       ledger bisect --class perf --check './harness.sh --rounds 8' --timeout 120
       ledger bisect --all-applied --check 'python check.py' --runs 3
+      ledger bisect --upgrade 3f2a9c01 --check './bench_gate.sh'
       ledger bisect reset
     """
     resetting = check is None and refs[:1] == ("reset",)
@@ -74,7 +79,8 @@ def bisect(ctx, refs, check, cls, all_applied, runs, timeout_s, shell, restart, 
 
     opts = ops.Options(check=check, refs=refs, cls=cls, all_applied=all_applied, runs=runs,
                        restart=restart, timeout_s=timeout_s, shell=shell, dry_run=dry_run,
-                       keep_result=keep_result, clear_suspects=clear_suspects)
+                       keep_result=keep_result, clear_suspects=clear_suspects,
+                       upgrade=upgrade)
     quiet = wants_json(ctx, json_out)
     result = ops.bisect(s, opts, Path(os.getcwd()),
                         progress=(lambda m: None) if quiet else
@@ -92,10 +98,22 @@ def _result_json(result) -> dict:
             "check": result.check.to_dict(), "record": result.record,
             "commit": result.commit, "cleared": result.cleared,
             "kept": result.kept, "max_checks": result.max_checks,
-            "final_restart": result.final_restart}
+            "final_restart": result.final_restart, "upgrade": result.upgrade}
+
+
+def _print_upgrade(upgrade: dict | None) -> None:
+    if not upgrade:
+        return
+    click.echo(f"upgrade {upgrade['entry']} ({safe(str(upgrade['from']))} -> "
+               f"{safe(str(upgrade['to']))}) on {safe(str(upgrade['target']))}: "
+               f"{len(upgrade['moved'])} moved default(s) tried, each pinned back by a "
+               "temporary entry")
+    for reason in upgrade["left_out"]:
+        click.echo(f"  left out: {safe(reason)}")
 
 
 def _print_dry_run(result) -> None:
+    _print_upgrade(result.upgrade)
     n = len(result.selection)
     click.echo(f"would bisect over {n} entr{'y' if n == 1 else 'ies'} with "
                f"{result.runs} run{'s' if result.runs != 1 else ''} per configuration:")
@@ -115,6 +133,7 @@ def _print_result(result) -> None:
     c = result.conclusion or {}
     click.echo(f"bisect {result.id}: {len(rec['steps'])} checks over "
                f"{len(result.selection)} entries")
+    _print_upgrade(result.upgrade)
     for line in str(c.get("text", "")).splitlines():
         click.echo(safe(line))
     conf = c.get("confidence") or {}

@@ -148,6 +148,7 @@ def status(ctx, live, targets, exit_code, json_out) -> None:
     suspects = [r for r in st.entries if r["suspicion"] == "suspected"]
     if suspects:
         click.echo("\nunder suspicion: " + ", ".join(f"{r['id']} {safe(r['title'])}" for r in suspects))
+    print_engine_defaults(st.engine_defaults)
     for err in st.errors:
         click.echo(f"warning: {err}", err=True)
     if exit_code and not st.clean:
@@ -161,6 +162,15 @@ def _live_cell(r: dict, colour: bool) -> str:
         lines = ",".join(str(n) for n in r.get("lines") or [])
         return paint(f"{state} (lines {lines})", "drift", colour)
     return paint(state.upper(), "drift", colour)
+
+
+def print_engine_defaults(moved) -> None:
+    """The engine repo's defaults that differ from its release (ledger.commands.repo_defaults)."""
+    if not moved:
+        return
+    click.echo("\nengine defaults (the engine repo's checkout, not its release):")
+    for d in moved:
+        click.echo(f"  {safe(d.describe())}")
 
 
 def _print_drift(drifts, colour: bool) -> None:
@@ -239,6 +249,7 @@ def _print_off_table(out) -> None:
     if out.kept:
         click.echo(f"\nkept: {out.kept}")
     _print_drift(out.drift, colour)
+    print_engine_defaults(out.engine_defaults)
     for text in out.files.values():
         click.echo("")
         click.echo(safe_diff(text), nl=False)

@@ -91,6 +91,7 @@ class Options:
     dry_run: bool = False
     keep_result: bool = False
     clear_suspects: bool = False
+    upgrade: str | None = None  # an upgrade entry: bisect the defaults it moved
 
 
 @dataclass
@@ -106,6 +107,7 @@ class BisectResult:
     kept: list[str] = field(default_factory=list)
     max_checks: int = 0
     final_restart: dict | None = None
+    upgrade: dict | None = None  # --upgrade: the moves tried (ledger.commands.bisect_upgrade)
 
     @property
     def conclusion(self) -> dict | None:
@@ -153,6 +155,8 @@ def bisect(s: Session, opts: Options, cwd: Path, progress: Progress = lambda _: 
     if opts.runs < 1:
         raise UsageError(f"--runs must be at least 1, not {opts.runs}")
     spec = parse_check(opts.check, shell=opts.shell, timeout_s=opts.timeout_s)
+    if opts.upgrade is not None:
+        return _bisect_upgrade(s, opts, spec, cwd, progress)
     selection = select(s, opts)
     if opts.restart:
         check_restartable(s.ws, restart_names(s, selection))  # refuse before any change
@@ -165,13 +169,59 @@ def bisect(s: Session, opts: Options, cwd: Path, progress: Progress = lambda _: 
         refuse_symlinked_targets(s.ws)
         _preflight(s, selection)
         run = _Run(s, opts, spec, selection, bid, cwd, progress)
-        result.record = run.record
-        run.search()
-        result.commit = run.finish()
-        result.final_restart = run.restart_back()
-        result.cleared = run.clear_suspects() if opts.clear_suspects else []
-        result.kept = run.keep_result() if opts.keep_result else []
+        _finish(run, result, opts)
     return result
+
+
+def _finish(run: _Run, result: BisectResult, opts: Options) -> None:
+    """Search, put the start back, and what the options ask after it (under the lock)."""
+    result.record = run.record
+    run.search()
+    if run.pins is not None:
+        from ledger.commands.bisect_upgrade import upgrade_answer
+
+        run.record["conclusion"] = upgrade_answer(run.record["conclusion"], run.pins, run.bid)
+    result.commit = run.finish()
+    result.final_restart = run.restart_back()
+    result.cleared = run.clear_suspects() if opts.clear_suspects else []
+    result.kept = run.keep_result() if opts.keep_result else []
+
+
+def _bisect_upgrade(s: Session, opts: Options, spec: CheckSpec, cwd: Path, progress: Progress
+                    ) -> BisectResult:
+    """``--upgrade ID``: bisect temporary entries pinning the defaults the upgrade moved
+    (rules in :mod:`ledger.commands.bisect_upgrade`)."""
+    from ledger.commands.bisect_upgrade import plan_pins
+
+    if opts.refs or opts.cls is not None or opts.all_applied:
+        raise UsageError("--upgrade ID selects the entries itself: drop ID..., --class and "
+                         "--all-applied")
+    if opts.keep_result or opts.clear_suspects:
+        raise UsageError("--upgrade offers the pin to record; --keep-result and "
+                         "--clear-suspects do not apply")
+    bid = s.now.replace("-", "").replace(":", "") + "-" + secrets.token_hex(2)
+    with WriterLock(s.ws, s.command) if not opts.dry_run else _no_lock():
+        entries = s.ws.entries()
+        pins = plan_pins(entries, s.ws.resolve(opts.upgrade), now=s.now, command=s.command)
+        selection = pins.entries
+        if opts.restart:
+            check_restartable(s.ws, restart_names(s, selection))
+        result = BisectResult(bid, selection, spec, opts.runs, dry_run=opts.dry_run,
+                              max_checks=core.max_checks(len(selection)),
+                              upgrade=pins.to_dict())
+        if opts.dry_run:
+            return result
+        refuse_symlinked_targets(s.ws)
+        _preflight(s, selection)
+        run = _Run(s, opts, spec, selection, bid, cwd, progress, pins=pins)
+        _finish(run, result, opts)
+    return result
+
+
+def _no_lock():
+    from contextlib import nullcontext
+
+    return nullcontext()
 
 
 def _preflight(s: Session, selection: Sequence[Entry]) -> None:
@@ -197,8 +247,9 @@ class _Run:
     """One bisect in progress: the record, the probes, the restore."""
 
     def __init__(self, s: Session, opts: Options, spec: CheckSpec, selection: list[Entry],
-                 bid: str, cwd: Path, progress: Progress) -> None:
+                 bid: str, cwd: Path, progress: Progress, pins=None) -> None:
         self.s, self.opts, self.spec, self.bid = s, opts, spec, bid
+        self.pins = pins  # --upgrade: the temporary entries, added after the start is kept
         self.selection, self.cwd, self.progress = selection, cwd, progress
         self.ids = [e.id for e in selection]
         self.toggled = False
@@ -218,10 +269,29 @@ class _Run:
             "selection": [_selected(e) for e in selection], "steps": [],
             "conclusion": None, "result": None, "cleared": [], "kept": [],
         }
+        if pins is not None:
+            self.record["upgrade"] = pins.to_dict()
         self.state = state_store.begin(ws, bisect_id=bid, command=s.command, now=s.now,
                                        target_paths=paths, engine_path=engine_path,
                                        engine_head=engine_head)
         state_store.save_working(ws, self.record)
+        if pins is not None:
+            self._add_temporary(pins.entries)
+
+    def _add_temporary(self, added: Sequence[Entry]) -> None:
+        """Record the --upgrade pins as entries (the files hold them already: the start,
+        kept by begin(), has them not, so putting it back removes them)."""
+        try:
+            apply_plan(self.s.ws, planner.Plan("bisect", (), added=tuple(added)),
+                       command=self.s.command, now=utc_now(),
+                       message=f"bisect {self.bid}: {len(added)} temporary entries, the "
+                               f"defaults upgrade {self.pins.upgrade.id} moved\n",
+                       extra_ledger_writes={state_store.record_rel(self.bid):
+                                            state_store.record_bytes(self.record)})
+        except BaseException as e:
+            self._abort(e)
+            raise
+        self.toggled = True
 
     # -- the search ---------------------------------------------------------------------
     def search(self) -> None:

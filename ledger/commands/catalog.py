@@ -16,6 +16,14 @@ def knob_registry():
     return default_registry(REGISTRY)
 
 
+def _bundled_names() -> frozenset[str]:
+    try:
+        from engine.knobs import REGISTRY
+    except ImportError:  # installed without the engine
+        return frozenset()
+    return frozenset(k.name for k in REGISTRY)
+
+
 def engine_of(ws, target, text: str | None = None) -> str | None:
     """The engine release that reads ``target``'s file, ``sglang==0.5.23``: the target's own
     ``engine:`` in ledger.yaml; else the one release the file names itself (an image tag,
@@ -31,7 +39,7 @@ def engine_of(ws, target, text: str | None = None) -> str | None:
 
 
 def _detect(text: str | None) -> list[tuple[str, int]]:
-    if not text or ("sglang" not in text and "vllm" not in text):
+    if not text or not any(w in text for w in ("sglang", "vllm", "knob-ledger-engine")):
         return []  # the common case loads nothing
     from envknobs.catalog_release import detect_engines
 
@@ -85,6 +93,7 @@ def knob_defaults(ws, entries, raws: Mapping[str, bytes] | None = None
     from envknobs.catalog_release import default_of
 
     registry = knob_registry()
+    bundled = _bundled_names()
     out = {}
     specs: dict[str, str | None] = {}
     for target, knob in wanted:
@@ -94,9 +103,36 @@ def knob_defaults(ws, entries, raws: Mapping[str, bytes] | None = None
             specs[target] = (engine_of(ws, t, None if raw is None else _detection_text(raw))
                              if t is not None else ws.config.engine)
         default = default_of(specs[target], knob, registry)
+        if knob in bundled:
+            raw = (raws or {}).get(target)
+            text = _detection_text(raw) if raw is not None else (
+                _file_text(ws, t) if t is not None else None)
+            default = bundled_release_default(text, knob, default)
         if default is not None:
             out[(target, knob)] = default
     return out
+
+
+def bundled_release_default(text: str | None, knob: str, fallback: object) -> object:
+    """The default of the bundled engine's ``knob`` in the release the file pins
+    (``knob-ledger-engine==1.1.0`` on its launch line, envknobs.engine_catalog), else
+    ``fallback``.  A file pinning several releases, or one with no catalog, keeps the
+    fallback: the pin it names is the engine's to refuse (it does, at start-up)."""
+    if not text or "knob-ledger-engine" not in text:
+        return fallback
+    from envknobs.engine_catalog import detect_pins
+    from envknobs.engine_catalog import load_release
+    from envknobs.engine_catalog import split_spec
+    from envknobs.registry import KnobError
+
+    pins = {spec for spec, _ in detect_pins(text)}
+    if len(pins) != 1:
+        return fallback
+    try:
+        declared = load_release(split_spec(pins.pop())).get(knob)
+    except KnobError:
+        return fallback
+    return fallback if declared is None else declared.default
 
 
 def class_warnings(knob: str, cls: str) -> list[str]:

@@ -47,6 +47,7 @@ from ledger.commands.doctor_checks import Finding
 from ledger.commands.doctor_checks import check_backups
 from ledger.commands.doctor_checks import check_entries
 from ledger.commands.doctor_checks import check_evidence
+from ledger.commands.doctor_checks import check_engine_defaults
 from ledger.commands.doctor_checks import check_patches
 from ledger.commands.doctor_checks import check_targets
 from ledger.errors import LedgerError
@@ -128,6 +129,7 @@ def check(ws: Workspace) -> list[Finding]:
     entries, problems = check_entries(ws)
     found += problems
     found += check_patches(ws, entries)
+    found += check_engine_defaults(ws, entries)
     found += check_backups(ws)
     found += check_evidence(ws, entries)
     found += _check_locks(ws)

@@ -214,3 +214,17 @@ def _engine_findings(ws: Workspace, files: dict) -> list[Finding]:
                                "change the knob (`ledger record knob`), or the engine declared "
                                "for the target in ledger.yaml"))
     return out
+
+
+def check_engine_defaults(ws: Workspace, entries: Sequence[Entry]) -> list[Finding]:
+    """An engine-repo commit that moved a knob's default and that no entry records: every
+    target leaving that knob unset runs a value the ledger cannot revert or explain
+    (ledger.commands.repo_defaults)."""
+    from ledger.commands.repo_defaults import engine_defaults
+
+    moved, _ = engine_defaults(ws, entries)
+    return [Finding("engine", str(ws.engine_repo_path), d.describe(),
+                    f"record it: `ledger record patch --commit {d.mover[:12]} --class "
+                    "perf|bugfix --title ...`, or pin the knob in the targets")
+            for d in moved if d.mover is not None and not d.recorded]
+

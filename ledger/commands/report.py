@@ -25,6 +25,7 @@ from ledger.evidence.view import evidence_for
 from ledger.evidence.view import evidence_ids
 from ledger.store import wsgit
 from ledger.store.apply import new_target_bytes
+from ledger.commands.repo_defaults import engine_defaults
 from ledger.store.apply import read_targets
 from ledger.store.apply import unified
 from ledger.store.config_file import CONFIG_NAME
@@ -108,11 +109,14 @@ class Status:
     entries: list[dict] = field(default_factory=list)
     drift: list[Drift] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    # the engine repo's defaults that differ from its release (ledger.commands.repo_defaults)
+    engine_defaults: list = field(default_factory=list)
 
     def to_dict(self) -> dict:
         return {
             "entries": self.entries,
             "drift": [d.to_dict() for d in self.drift],
+            "engine_defaults": [d.to_dict() for d in self.engine_defaults],
             "suspects": [r["id"] for r in self.entries if r["suspicion"] == "suspected"],
             "errors": self.errors,
             "clean": self.clean,
@@ -172,6 +176,8 @@ def status(ws: Workspace) -> Status:
         row = _plain_knob_row(e, default, expected, live_of, ambiguous)
         st.entries.append(row if row is not None else
                           _status_row(e, default, expected, live_of, ambiguous, patch_live))
+    st.engine_defaults, warnings = engine_defaults(ws, entries)
+    st.errors += warnings
     return st
 
 
@@ -263,6 +269,7 @@ class OffTable:
     patch_diff: str = ""
     errors: list[str] = field(default_factory=list)
     kept: str = ""  # what stays applied, by class: "2 bugfix patches, 1 bugfix knob"
+    engine_defaults: list = field(default_factory=list)  # as Status.engine_defaults
 
     @property
     def differs(self) -> bool:
@@ -277,6 +284,7 @@ class OffTable:
             "errors": self.errors,
             "differs": self.differs,
             "kept": self.kept,
+            "engine_defaults": [d.to_dict() for d in self.engine_defaults],
         }
 
 
@@ -301,6 +309,8 @@ def off_the_table(ws: Workspace, with_files: bool = False) -> OffTable:
     checked = {k: v for k, v in live_of.items() if files[k[0]].ambiguity(k[1]) is None}
     out.drift = layers.find_drift(entries, checked, {n: str(f.path) for n, f in files.items()},
                                    expected)
+    out.engine_defaults, warnings = engine_defaults(ws, entries)
+    out.errors += warnings
     if with_files:
         full = layers.full_knobs(entries)
         edits = {k: (live_of.get(k), v) for k, v in full.items() if k[0] in files}

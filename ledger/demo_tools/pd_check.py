@@ -161,17 +161,22 @@ def run(args: argparse.Namespace, scripts: dict[str, Path]) -> tuple[int, list[s
             lines.append(line.rstrip("\n"))
         return harness.wait(), lines
     finally:
-        for p in procs:
-            try:
-                os.killpg(p.pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
-        for p in procs:
-            try:
-                p.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                os.killpg(p.pid, signal.SIGKILL)
-                p.wait()
+        stop_all(procs)
+
+
+def stop_all(procs: list[subprocess.Popen]) -> None:
+    """SIGTERM every process group at once, then SIGKILL what is not gone in 10 s."""
+    for p in procs:
+        try:
+            os.killpg(p.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    for p in procs:
+        try:
+            p.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
 
 
 if __name__ == "__main__":
