@@ -15,7 +15,7 @@ the engine starts with that release's defaults (a release it does not carry is r
 naming those it does).  With no pin it runs as ``RELEASE``, the release this tree
 installs as.  The tree carries its newer releases too, so the demo and the tests upgrade
 it with no network.  Both tables stay literal: the ledger reads them with ``ast``
-(envknobs.engine_catalog), from this tree or an engine checkout at any commit.
+(envknobs.catalogs.bundled_engine), from this tree or an engine checkout at any commit.
 """
 
 from __future__ import annotations

@@ -26,14 +26,15 @@ from envknobs.registry import KnobError
 from envknobs.registry import Registry
 
 OVERLAY = Path(__file__).resolve().parent / "catalogs" / "overlay" / "removed.yaml"
-_NAMES = {"sglang": "SGLang", "vllm": "vLLM"}
+# the bundled engine too (envknobs.catalogs.bundled_engine writes its timeline)
+_NAMES = {"sglang": "SGLang", "vllm": "vLLM", "knob-ledger-engine": "knob-ledger-engine"}
 
 
 def parse_engine(spec: str) -> tuple[str, str]:
     """``sglang==0.5.23`` -> ``("sglang", "0.5.23")``; KnobError naming what is bundled."""
     engine, sep, version = (spec or "").partition("==")
     if not sep or engine not in _NAMES or not version:
-        raise KnobError(f"engine {spec!r}: write it as sglang==X or vllm==X")
+        raise KnobError(f"engine {spec!r}: write it as sglang==X, vllm==X or knob-ledger-engine==X")
     return engine, version
 
 
@@ -130,7 +131,7 @@ RELEASE_PATTERNS = (
     # an image tag: lmsysorg/sglang:v0.5.23-cu129, vllm/vllm-openai:v0.34.0
     re.compile(r"(?<![\w.-])(sglang|vllm-openai|vllm):v?" + _VERSION),
     # a pin: pip install "sglang[all]==0.5.23", vllm==0.34.0
-    re.compile(r"(?<![\w.-])(sglang|vllm)(?:\[[\w,.-]*\])?==" + _VERSION),
+    re.compile(r"(?<![\w.-])(sglang|vllm|knob-ledger-engine)(?:\[[\w,.-]*\])?==" + _VERSION),
     # `pip show` output kept in the file: Name: vllm / Version: 0.34.0
     re.compile(r"Name:\s*(sglang|vllm)[ \t]*\r?\n[^\n]*?Version:\s*" + _VERSION),
 )
@@ -145,7 +146,7 @@ def detect_engines(text: str) -> list[tuple[str, int]]:
     found = []
     for pattern in RELEASE_PATTERNS:
         for m in pattern.finditer(text or ""):
-            engine = "sglang" if m.group(1) == "sglang" else "vllm"
+            engine = m.group(1) if m.group(1) in _NAMES else "vllm"  # vllm-openai
             found.append((m.start(), f"{engine}=={m.group(2)}"))
     return [(spec, text.count("\n", 0, start) + 1) for start, spec in sorted(found)]
 
@@ -329,7 +330,7 @@ def class_hint_warnings(declared, cls: str) -> list[str]:
     return []
 
 
-_PREFIXES = {"sglang": ("SGLANG_", "SGL_"), "vllm": ("VLLM_",)}
+_PREFIXES = {"sglang": ("SGLANG_", "SGL_"), "vllm": ("VLLM_",), "knob-ledger-engine": ("ENGINE_",)}
 
 
 def release_findings(spec: str, values: dict[str, str | None]) -> list[str]:

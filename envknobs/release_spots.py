@@ -29,7 +29,8 @@ from dataclasses import dataclass
 
 from envknobs.catalog_release import RELEASE_PATTERNS  # the one reading of a release in a file
 
-_ENGINE_WORD = {"sglang": "sglang", "vllm": "vllm", "vllm-openai": "vllm"}
+_ENGINE_WORD = {"sglang": "sglang", "vllm": "vllm", "vllm-openai": "vllm",
+                "knob-ledger-engine": "knob-ledger-engine"}
 _REPOSITORY = re.compile(
     r"^(?P<indent>[ \t]*)(?:-[ \t]+)?repository:[ \t]*[\"']?(?:[\w.:-]+/)*"
     r"(?P<engine>vllm-openai|sglang)[\"']?[ \t]*(?:#.*)?$", re.M)
@@ -53,7 +54,7 @@ class ReleaseSpot:
 
 def release_spots(text: str) -> list[ReleaseSpot]:
     """Every spot of ``text`` that names an engine release, in file order."""
-    if not text or ("sglang" not in text and "vllm" not in text):
+    if not text or not any(w in text for w in ("sglang", "vllm", "knob-ledger-engine")):
         return []
     found: dict[int, ReleaseSpot] = {}
     kinds = ("image", "pin", "pip show")

@@ -115,14 +115,14 @@ def knob_defaults(ws, entries, raws: Mapping[str, bytes] | None = None
 
 def bundled_release_default(text: str | None, knob: str, fallback: object) -> object:
     """The default of the bundled engine's ``knob`` in the release the file pins
-    (``knob-ledger-engine==1.1.0`` on its launch line, envknobs.engine_catalog), else
+    (``knob-ledger-engine==1.1.0`` on its launch line, envknobs.catalogs.bundled_engine), else
     ``fallback``.  A file pinning several releases, or one with no catalog, keeps the
     fallback: the pin it names is the engine's to refuse (it does, at start-up)."""
     if not text or "knob-ledger-engine" not in text:
         return fallback
-    from envknobs.engine_catalog import detect_pins
-    from envknobs.engine_catalog import load_release
-    from envknobs.engine_catalog import split_spec
+    from envknobs.catalogs.bundled_engine import detect_pins
+    from envknobs.catalogs.bundled_engine import load_release
+    from envknobs.catalogs.bundled_engine import split_spec
     from envknobs.registry import KnobError
 
     pins = {spec for spec, _ in detect_pins(text)}

@@ -7,7 +7,7 @@ the knobs and defaults of its HEAD commit are read from the checkout — the com
 tree (``git archive``), not the work tree, so the answer is that commit's and can be kept
 — by the same generator as the release catalogs
 (:func:`envknobs.catalogs.generate.release_catalog` for an SGLang or vLLM checkout,
-:func:`envknobs.engine_catalog.releases_of_text` for the bundled engine), and kept in the
+:func:`envknobs.catalogs.bundled_engine.releases_of_text` for the bundled engine), and kept in the
 user's cache keyed by the commit id (:mod:`ledger.store.cache`).
 
 Each default that differs from the release the workspace declares (``engine:`` in
@@ -122,7 +122,7 @@ def _defaults_at(git: GitRunner, commit: str) -> tuple[str, dict[str, dict]] | N
         return None
     engine, _, part, inside = layout
     if engine == BUNDLED:
-        from envknobs.engine_catalog import releases_of_text
+        from envknobs.catalogs.bundled_engine import releases_of_text
 
         text = git.run("show", f"{commit}:{part}").stdout.decode("utf-8", "replace")
         catalogs = {v: _defaults(d) for v, d in releases_of_text(text, part).items()}
@@ -152,7 +152,6 @@ def _baselines(ws, engine: str, catalogs: dict[str, dict]
     """Checkout release -> (the release it is compared with, that release's defaults)."""
     if engine == BUNDLED:
         return _bundled_baselines(ws, catalogs)
-    from envknobs.catalog_release import bundled_releases
     from envknobs.catalog_release import load_release
     from envknobs.catalog_release import parse_engine
     from envknobs.registry import KnobError
@@ -163,20 +162,17 @@ def _baselines(ws, engine: str, catalogs: dict[str, dict]
     try:
         _, release = parse_engine(spec)
         knobs, flags, _ = load_release(engine, release)
-    except KnobError:
-        known = bundled_releases(engine)
-        near = ", ".join(known[-3:]) or "none"
-        return {}, [f"engine repo ({engine} {version}): no catalog for {spec} to compare its "
-                    f"defaults with (catalogued: {near})"]
+    except KnobError as e:  # names the nearest catalogued releases: a warning, not a refusal
+        return {}, [f"engine repo ({engine} {version}): {e}: its defaults are not compared"]
     defaults = {k.name: k.default for k in [*knobs, *flags]}
     return {version: (f"{engine} {release}", defaults)}, []
 
 
 def _bundled_baselines(ws, catalogs: dict[str, dict]
                        ) -> tuple[dict[str, tuple[str, dict]], list[str]]:
-    from envknobs.engine_catalog import detect_pins
-    from envknobs.engine_catalog import load_release
-    from envknobs.engine_catalog import split_spec
+    from envknobs.catalogs.bundled_engine import detect_pins
+    from envknobs.catalogs.bundled_engine import load_release
+    from envknobs.catalogs.bundled_engine import split_spec
     from envknobs.registry import KnobError
 
     pinned = set()

@@ -486,7 +486,7 @@ def _shared_action(d: Mapping[str, Any], shared: dict) -> Action:
     return found
 
 
-ENGINE_SPEC_RE = re.compile(r"(sglang|vllm)==[0-9][A-Za-z0-9.+-]*\Z")
+ENGINE_SPEC_RE = re.compile(r"(sglang|vllm|knob-ledger-engine)==[0-9][A-Za-z0-9.+-]*\Z")
 
 
 @dataclass(frozen=True)

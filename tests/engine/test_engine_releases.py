@@ -1,5 +1,5 @@
 """The bundled engine's releases: defaults per release, the pin on the launch line, and
-the generated catalogs the ledger reads them from (envknobs.engine_catalog)."""
+the generated catalogs the ledger reads them from (envknobs.catalogs.bundled_engine)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from engine.knobs import RELEASES
 from engine.knobs import KnobError
 from engine.knobs import load_knobs
 from engine.knobs import release_defaults
-from envknobs import engine_catalog
+from envknobs.catalogs import bundled_engine as engine_catalog
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -41,11 +41,9 @@ def test_a_release_the_engine_does_not_carry_is_refused_naming_those_it_does(pin
 
 
 def test_generated_catalogs_are_this_tree_regenerated_byte_for_byte(tmp_path):
-    written = engine_catalog.write_catalogs(REPO, tmp_path)
-    assert [p.name for p in written] == [f"knob-ledger-engine-{v}.yaml" for v in RELEASES]
-    for path in written:
-        assert path.read_bytes() == (engine_catalog.RELEASES_DIR / path.name).read_bytes(), (
-            f"{path.name} is stale: run python -m envknobs.engine_catalog")
+    written = engine_catalog.write_catalogs(REPO, tmp_path / "knob-ledger-engine.json")
+    assert written[0].read_bytes() == engine_catalog.TIMELINE.read_bytes(), (
+        "the bundled engine's timeline is stale: run python -m envknobs.catalogs.bundled_engine")
     assert engine_catalog.releases() == list(RELEASES)
 
 

@@ -1,14 +1,15 @@
 """The bundled engine's releases as catalogs, like the SGLang and vLLM ones.
 
-    python -m envknobs.engine_catalog [ENGINE_TREE] [--out DIR]
+    python -m envknobs.catalogs.bundled_engine [ENGINE_TREE] [--out DIR]
 
 The bundled engine (``engine/``) declares its knobs once (``REGISTRY.declare`` in
 ``engine/knobs.py``) and, per later release, the defaults that release moved
 (``RELEASES``).  This module reads those two tables with :mod:`ast` — never importing the
-engine, so it reads an engine checkout at any commit as well as this tree — and writes one
-catalog per release, ``engine_releases/knob-ledger-engine-<version>.yaml``, in the format
-of the generated SGLang/vLLM catalogs (:func:`envknobs.catalogs.generate.dump_catalog`):
-same input, same bytes.  A deployment names its release as pip pins it,
+engine, so it reads an engine checkout at any commit as well as this tree — and writes the
+releases as one timeline, ``catalogs/timeline/knob-ledger-engine.json``, like the SGLang
+and vLLM ones (:mod:`envknobs.catalogs.timeline_build`): same input, same bytes; every
+reader of release catalogs (:mod:`envknobs.catalog_release`, :mod:`envknobs.release_diff`)
+then knows the bundled engine's releases as it knows theirs.  A deployment names its release as pip pins it,
 ``knob-ledger-engine==1.1.0`` (on the serve script's launch line: :func:`detect_pins`).
 """
 
@@ -16,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import ast
-import functools
 import operator
 import re
 import sys
@@ -27,7 +27,7 @@ from envknobs.registry import KnobError
 from envknobs.registry import Registry
 
 PACKAGE = "knob-ledger-engine"
-RELEASES_DIR = Path(__file__).resolve().parent / "engine_releases"
+TIMELINE = Path(__file__).resolve().parent / "timeline" / f"{PACKAGE}.json"
 _ARITH = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
           ast.Pow: operator.pow, ast.LShift: operator.lshift}
 _DECLARE_KEYS = ("class_hint", "min", "max", "choices", "unit", "tags")
@@ -122,44 +122,30 @@ def _literal_assign(tree: ast.Module, name: str) -> Any:
     return None
 
 
-def write_catalogs(source: str | Path, out: Path = RELEASES_DIR) -> list[Path]:
-    """Write one catalog per release of the engine in ``source``; the paths written."""
-    from envknobs.catalogs.generate import dump_catalog
+def write_catalogs(source: str | Path, out: Path = TIMELINE) -> list[Path]:
+    """Write the timeline of the engine's releases in ``source``; the paths written."""
+    from envknobs.catalogs.timeline_build import build
+    from envknobs.catalogs.timeline_build import dump
 
-    out.mkdir(parents=True, exist_ok=True)
-    written = []
-    for version, data in read_releases(source).items():
-        path = out / f"{PACKAGE}-{version}.yaml"
-        tmp = path.with_suffix(".tmp")
-        text = dump_catalog(version, data).replace("envknobs.catalogs.generate", "envknobs.engine_catalog", 1)
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(path)
-        written.append(path)
-    return written
-
-
-def _version_key(version: str) -> tuple:
-    return tuple(int(p) if p.isdigit() else 0 for p in version.split("."))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_suffix(".tmp")
+    tmp.write_text(dump(build(PACKAGE, read_releases(source))), encoding="utf-8")
+    tmp.replace(out)
+    return [out]
 
 
 def releases() -> list[str]:
-    """The bundled engine's releases with a generated catalog, oldest first."""
-    return sorted((p.name[len(PACKAGE) + 1:-len(".yaml")]
-                   for p in RELEASES_DIR.glob(f"{PACKAGE}-*.yaml")), key=_version_key)
+    """The bundled engine's catalogued releases, oldest first."""
+    from envknobs.timeline import releases as timeline_releases
+
+    return timeline_releases(PACKAGE)
 
 
-@functools.lru_cache(maxsize=8)
 def load_release(version: str) -> Registry:
-    """The knobs of one bundled-engine release (KnobError naming the releases there are)."""
-    from envknobs.catalog import _knob_from
-    from envknobs.catalog import _loader
+    """The knobs of one bundled-engine release (KnobError naming the nearest there are)."""
+    from envknobs.catalog_release import load_release as release
 
-    path = RELEASES_DIR / f"{PACKAGE}-{version}.yaml"
-    if not path.is_file():
-        raise KnobError(f"no catalog for {PACKAGE}=={version} (known: "
-                        f"{', '.join(releases()) or 'none'})")
-    load, _ = _loader()
-    return Registry(_knob_from(item) for item in load(path.read_text(encoding="utf-8"))["knobs"])
+    return release(PACKAGE, version)[0]
 
 
 def moved_defaults(old: str, new: str) -> list[tuple[str, Any, Any]]:
@@ -185,11 +171,11 @@ def split_spec(spec: str | None) -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m envknobs.engine_catalog",
+    parser = argparse.ArgumentParser(prog="python -m envknobs.catalogs.bundled_engine",
                                      description=__doc__.split("\n")[0])
-    parser.add_argument("source", nargs="?", default=str(Path(__file__).resolve().parents[1]),
+    parser.add_argument("source", nargs="?", default=str(Path(__file__).resolve().parents[2]),
                         help="a tree holding engine/knobs.py (default: this checkout)")
-    parser.add_argument("--out", type=Path, default=RELEASES_DIR)
+    parser.add_argument("--out", type=Path, default=TIMELINE)
     args = parser.parse_args(argv)
     try:
         paths = write_catalogs(args.source, args.out)
