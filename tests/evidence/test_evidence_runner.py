@@ -288,3 +288,30 @@ def test_run_ab_sweeps_request_rates(tmp_path, bench):
         run_alternating(template(bench), Side("A"), Side("B"), [], 1, rates=[1.0])
     with pytest.raises(EvidenceError, match="not both"):
         run_alternating(rate_template, Side("A"), Side("B"), [4], 1, rates=[1.0])
+
+
+def test_the_pair_order_turns_so_a_second_run_advantage_is_no_gain(tmp_path):
+    """A machine where whatever runs second in a pair is 3% faster (a cache the first run
+    warmed): an A/A must not read as a gain.  With A always first (A B A B …) every pair
+    said B +3.0% with no spread, a `gain`; with the order turning (A B, B A, …) the
+    advantage lands on each side in half the pairs and the change reads ~0."""
+    script = tmp_path / "second_is_faster.py"
+    script.write_text(textwrap.dedent("""
+        import json, pathlib, sys
+        out, count = sys.argv[1], pathlib.Path(sys.argv[2])
+        k = int(count.read_text()) if count.exists() else 0
+        count.write_text(str(k + 1))
+        # Runs 0, 1 are the warm-ups; then each pair is runs 2k, 2k + 1: odd is second.
+        tput = 1000.0 * (1.03 if k % 2 else 1.0)
+        json.dump({"max_concurrency": 1, "output_throughput": tput, "output_digest": "x"},
+                  open(out, "w"))
+    """))
+    counter = tmp_path / "count"
+    command = f"{{python}} {shlex.quote(str(script))} {{out}} {shlex.quote(str(counter))}"
+    result = run_alternating(command, Side("A", {}, tmp_path), Side("B", {}, tmp_path), [1], 6)
+    from ledger.evidence.stats import analyze
+
+    analysis = analyze(result.rows, "output_throughput", paired=True)
+    cell = analysis["by_concurrency"][0]["metrics"]["output_throughput"]
+    assert analysis["verdict"] != "gain" and abs(cell["delta_pct"]) < 0.1, cell
+    assert sorted({round(r["output_throughput"]) for r in result.rows}) == [1000, 1030]
