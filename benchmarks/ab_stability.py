@@ -33,6 +33,16 @@ machine, not failing; the default tolerance stays ±2% (see ledger.evidence.verd
 Measured once before the fastest-step metric and the turning order (2026-12-07, the 2-core
 VM shared with seven other sessions, ambient load 11-20, ``--load 0 --trials 10 --runs
 5``, median TPOT): A/B paired gain 6/10; A/A inconclusive 10/10, never a false call.
+
+Measured with them (2026-12-07 04:35-05:23, the same VM shared with seven sessions, ambient
+load 14 at the start, 4-21 through the run, so ``--load 0``; ``--trials 10 --runs 8``,
+2883 s): A/B gain 10/10 (paired ±2%, paired ±5%, unpaired ±2% alike; the median TPOT of
+the same runs: gain 7/10, inconclusive 3/10); A/A never a gain or a regression, neutral
+1/10 (the quietest trial, load 4.2: -0.2%, CI -1.3..+1.0%), inconclusive 9/10 with
+intervals of ±2.5-20% (at ±5% the same).  At these loads a few whole runs are slowed
+15-20% at every step (no quiet step to find), and one such run widens a pair's interval
+more than any tolerance absorbs: the A/A goal needs a quieter machine, more pairs, or a
+rank interval of the pairs that one outlier pair cannot stretch.
 """
 
 from __future__ import annotations
