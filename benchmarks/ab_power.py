@@ -19,6 +19,9 @@ change that might be 1% a gain.
 
     .venv/bin/python benchmarks/ab_power.py [--shift 0.05] [--noise 0.03] [--trials 200]
         [--tolerance 2]
+
+Measured (2026-12-07, shared VM, ``--trials 100``, +5%, 3% noise, ±2%): ours 21 runs a
+side for 90% power, A/A false gains 0%; the t-test 9 runs a side, A/A false gains 1%.
 """
 
 from __future__ import annotations
