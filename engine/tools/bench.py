@@ -87,8 +87,8 @@ class DecodeStepClock:
     5-7% on the fastest step).  Interference only ever adds time, so the fastest of a
     run's ~200 steps is the least disturbed estimate of what a step costs (``timeit``'s
     rule: the slower repeats are the machine, not the code).  Process CPU time was tried
-    too: a neighbour still costs a step caches and a shared core, and its median spread
-    as the fastest step's does not (7-15%).  The median stays in the file; a knob that
+    too: a neighbour still costs a step caches and a shared core, and a run's median CPU
+    time of a step spread 7-15% a pair.  The median stays in the file; a knob that
     changes how steps vary (stalls, preemption) shows there, not here.
     """
 
