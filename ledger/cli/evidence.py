@@ -105,7 +105,7 @@ def ab(ctx, ref, runs, concurrency, rate, bench, metric, allow_other_engine, jso
             return emit_json(plan)
         points = plan["rate"] if plan["load"] == "rate" else plan["concurrency"]
         click.echo(f"would run {plan['total_runs']} benches for {plan['entry']} "
-                   f"(1 warm-up per side, then A B alternating, {runs} per side at "
+                   f"(1 warm-up per side, then pairs A B, B A, …: {runs} per side at "
                    f"{'request rate' if plan['load'] == 'rate' else 'concurrency'} "
                    f"{','.join(map(str, points))}):")
         click.echo(f"  {safe(plan['command'])}")

@@ -1,4 +1,4 @@
-"""Run a bench command for two sides, alternating A B A B …, and collect the rows.
+"""Run a bench command for two sides, in interleaved pairs A B B A A B …, and collect the rows.
 
 The bench command is a template (user data, e.g. from ``ledger.yaml``)::
 
@@ -20,8 +20,13 @@ sweep such as ``--request-rate {rate}``; ``inf`` is written ``inf``); a rate swe
 template that uses ``{rate}``, or every run would be the same.
 
 Order: one warm-up run per side first (at the first load point; not stored), then for
-each load point and each repeat A then B, so a machine drifting (thermal, noisy
-neighbours) shifts both sides alike.  Each run writes its result to ``{out}``: the
+each load point and each repeat a pair of runs back to back, A then B in even repeats and
+B then A in odd ones (A B B A A B …), so a machine drifting (thermal, noisy neighbours)
+shifts both runs of a pair alike and the analysis judges the pairs
+(:mod:`ledger.evidence.verdict`).  Why the order turns: whatever favours the second run
+of a pair (a page cache the first one filled, a neighbour's periodic job) would otherwise
+land on B every time and read as the knob's effect -- an A/A would show a "gain"; turned,
+it lands on each side in half the pairs and only widens the interval.  Each run writes its result to ``{out}``: the
 bundled engine's bench JSON, sglang ``bench_serving --output-file`` JSONL or vLLM
 ``--save-result`` JSON.
 
@@ -288,7 +293,8 @@ def run_alternating(
     warmup: bool = True,
     rates: Sequence[float] | None = None,
 ) -> AbResult:
-    """Run the bench alternately A B A B … and return the measured rows and meta.
+    """Run the bench in interleaved pairs (A B, B A, A B, …) and return the measured rows
+    (in the order they ran) and meta.
 
     ``rates`` (instead of ``concurrencies``, which must then be empty) sweeps request
     rates.  ``progress(done, total, eta_s, label)`` is called after every run (warm-ups
@@ -361,13 +367,15 @@ def _env_file(tmp: Path, side: Side) -> Path:
 
 def _alternating_plan(side_a: Side, side_b: Side, points: Sequence[LoadPoint], runs: int,
                       warmup: bool) -> list[tuple[Side, LoadPoint, int | None]]:
-    """(side, load point, repeat or None for a warm-up) in the order they run: A B A B …"""
+    """(side, load point, repeat or None for a warm-up) in the order they run: the warm-ups
+    A B, then per load point the pairs A B, B A, A B, … (the order turns each repeat)."""
     plan: list[tuple[Side, LoadPoint, int | None]] = []
     if warmup:
         plan += [(side_a, points[0], None), (side_b, points[0], None)]
     for point in points:
         for r in range(runs):
-            plan += [(side_a, point, r), (side_b, point, r)]
+            first, second = (side_a, side_b) if r % 2 == 0 else (side_b, side_a)
+            plan += [(first, point, r), (second, point, r)]
     return plan
 
 

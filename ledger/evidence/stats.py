@@ -203,8 +203,9 @@ def _pairs(side_a: "pd.DataFrame", side_b: "pd.DataFrame", by_repeat: bool):
 
     ``by_repeat``: ``ledger ab`` ran A then B for each repeat, so repeat ``r`` of A and of B
     are a pair.  Otherwise runs pair only when every run has a ``run_time`` (imported
-    results that carry their date) and, in time order, the sides alternate A B A B (or
-    B A B A): each adjacent couple is a pair.  Anything else is analysed unpaired.
+    results that carry their date) and, in time order, each couple of runs (1st and 2nd,
+    3rd and 4th, …) is one A and one B -- A B A B, B A B A, or A B B A as ``ledger ab``
+    runs them: each couple is a pair.  Anything else is analysed unpaired.
     """
     if by_repeat:
         ra, rb = list(side_a["repeat"]), list(side_b["repeat"])
@@ -220,7 +221,7 @@ def _pairs(side_a: "pd.DataFrame", side_b: "pd.DataFrame", by_repeat: bool):
         return None
     times.sort()
     order = [s for _, s, _ in times]
-    if any(order[i] == order[i + 1] for i in range(len(order) - 1)):
+    if any(order[k] == order[k + 1] for k in range(0, len(order), 2)):
         return None
     pairs = []
     for k in range(0, len(times), 2):

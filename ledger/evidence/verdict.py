@@ -32,6 +32,19 @@ good direction (a latency's change is negated first):
 So no verdict is stronger than the data: ``gain``/``regression`` only when the interval
 excludes the tolerance band, ``neutral`` only when it fits inside it.
 
+Why ±2% by default (``bench: tolerance_pct`` changes it): the effects operators tune for
+are a few percent to a few tens (the story's +12.8% at c64, +5.7% at c96), and a +5.7%
+must not read ``neutral``, so the band must sit well below 5%; a bench on a dedicated GPU
+repeats to 0.5-1%, where ±2% is settled in 5-8 pairs.  Narrower would call every real
+bench's jitter ``inconclusive``; wider would fold real knobs into ``neutral``.  What ±2%
+asks of a bench: ``neutral`` from n pairs needs the interval, half-width ``t * s /
+sqrt(n)``, inside the band with the estimate's own wobble, which at 8 pairs is a per-pair
+spread ``s`` of about 1.4% or less.  A bench noisier than that (a shared 2-core VM under
+load: 2-7% measured with the demo's fastest-step measure) gets ``inconclusive`` for an
+A/A, with the runs that would settle it -- the truth about that machine; the remedy is a
+steadier measure or more pairs, or a band the operator chooses knowingly, never a verdict
+the interval does not support.
+
 The Mann-Whitney rank test and its Holm adjustment stay in the table (``p_value``,
 ``p_adjusted``: a distribution-free check a reader may want beside the interval) but do not
 decide: with 3 runs a side its smallest p is 0.1, so it would call the steadiest +12% a

@@ -149,11 +149,22 @@ def _upgrade_view(entry: Entry) -> list[dict[str, Any]]:
              "text": row_text(r)} for r in rows]
 
 
-def _note_view(note: Mapping[str, Any]) -> dict[str, str]:
-    """A note or link as the templates show it (text as written; escaped there)."""
+def _note_view(note: Mapping[str, Any]) -> dict[str, Any]:
+    """A note or link as the templates show it (text as written; escaped there), with the
+    changes its markdown A/B table says (``said``: ``+12.8% @c64, +5.7% @c96``; ``rows``:
+    load, A, B, change as the note wrote them), shown in the open beside the measured
+    evidence (issue 52) while the note's full text folds away."""
+    from ledger.evidence.notes import changes_said
+    from ledger.evidence.notes import note_numbers
+
+    text = str(note.get("text") or "")
+    rows = note_numbers(text)
     return {"side": str(note.get("side") or ""), "link": str(note.get("link") or ""),
             "file": str(note.get("file") or ""), "title": str(note.get("title") or ""),
-            "text": str(note.get("text") or ""), "when": when(note.get("when"))}
+            "text": text, "when": when(note.get("when")), "said": changes_said(rows),
+            "rows": [{"load": r["load"], "a": f"{r['a']:g}", "b": f"{r['b']:g}",
+                      "delta": "" if r.get("delta_pct") is None else f"{r['delta_pct']:+.1f}%"}
+                     for r in rows]}
 
 
 def _restore_plan(entry: Entry, evidence: dict[str, Any] | None) -> dict[str, str]:

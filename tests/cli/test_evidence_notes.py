@@ -17,6 +17,30 @@ def _commits(root) -> int:
                               check=True, capture_output=True, text=True).stdout)
 
 
+def _outside_details(html: str) -> str:
+    """The page's text that a reader sees without opening any <details>."""
+    from html.parser import HTMLParser
+
+    class Visible(HTMLParser):
+        def __init__(self) -> None:
+            super().__init__()
+            self.depth, self.parts = 0, []
+
+        def handle_starttag(self, tag, attrs):
+            self.depth += tag == "details"
+
+        def handle_endtag(self, tag):
+            self.depth -= tag == "details"
+
+        def handle_data(self, data):
+            if not self.depth:
+                self.parts.append(data)
+
+    parser = Visible()
+    parser.feed(html)
+    return " ".join(parser.parts)
+
+
 def _reverted_ctas(story, ledger) -> str:
     r = ledger(*story.args("record", "knob", "decode", f"{CTAS}=512", "--class", "perf",
                            "--title", "ctas 512", "--already-reverted", "--json"))
@@ -59,6 +83,12 @@ def test_a_note_and_a_link_are_shown_by_show_diff_and_the_docs(story, ledger, tm
     html = (docs / "index.html").read_text()
     assert "<script>alert(1)" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
     assert "| 64 | 1000 tok/s | 1128 tok/s | +12.8% |" in html
+    # The note's numbers are in the open beside the measured evidence, not folded away in
+    # the note's <details> (issue 52: notes carry their numbers).
+    shown = _outside_details(html)
+    assert "+12.8% @c64, +5.7% @c96 (the note's A/B table, not measured by the ledger)" \
+        in " ".join(shown.split())
+    assert "64 1000 1128 +12.8%" in " ".join(shown.split())
     assert f'<a href="{link.replace("&", "&amp;")}"' in html
 
 

@@ -52,6 +52,9 @@ def read_log(path: Path) -> list[dict]:
 
 def test_run_ab_alternates_and_stores_a_gain(tmp_path, bench, monkeypatch):
     monkeypatch.setenv("FAKE_SHIFT", "0.5")  # exported by the operator's shell; side A unsets it
+    # 1% noise a run: a +10% shift over 5 pairs (4 degrees of freedom) clears ±2% on any
+    # draw; at 3% it read +9.9% (CI +1.1..+19.5%) on one, an honest inconclusive.
+    monkeypatch.setenv("FAKE_NOISE", "0.01")
     dir_a, dir_b = tmp_path / "tree A", tmp_path / "tree B"
     dir_a.mkdir()
     dir_b.mkdir()
@@ -64,7 +67,8 @@ def test_run_ab_alternates_and_stores_a_gain(tmp_path, bench, monkeypatch):
         5,
         progress=lambda done, total, eta, label: calls.append((done, total, eta, label)),
     )
-    # Runs happened where they should, warm-ups first, then A B A B … (one log per engine dir).
+    # Runs happened where they should, warm-ups first, then pairs A B, B A, … (the order
+    # turns, so what favours a pair's second run lands on each side alike; a log per dir).
     log_a, log_b = read_log(dir_a / "log.jsonl"), read_log(dir_b / "log.jsonl")
     assert len(log_a) == len(log_b) == 6 and all(e["shift"] == 0.0 for e in log_a)
     assert all(e["shift"] == 0.10 and e["cwd"] == str(dir_b) for e in log_b)
@@ -74,17 +78,20 @@ def test_run_ab_alternates_and_stores_a_gain(tmp_path, bench, monkeypatch):
         "run 1/5 A @c4",
         "run 1/5 B @c4",
     ]
+    assert [c[3] for c in calls[4:8]] == ["run 2/5 B @c4", "run 2/5 A @c4", "run 3/5 A @c4",
+                                          "run 3/5 B @c4"]
     assert [c[0] for c in calls] == list(range(1, 13)) and {c[1] for c in calls} == {12}
     assert calls[-1][2] == 0.0 and all(c[2] >= 0 for c in calls)
     # Warm-ups are not stored.
     assert len(result.rows) == 10
-    assert [r["side"] for r in result.rows] == ["A", "B"] * 5
+    assert [r["side"] for r in result.rows] == ["A", "B", "B", "A"] * 2 + ["A", "B"]
+    assert [r["repeat"] for r in result.rows] == [0, 0, 1, 1, 2, 2, 3, 3, 4, 4]
     assert result.meta["env"] == {"FAKE_SHIFT": {"A": None, "B": "0.10"}}
     assert result.meta["device"] == "cpu" and result.meta["runs"] == 5
     summary = record_ab(
         tmp_path / "ws", "e0001", result, engine_commit="abc1234", context={"X": "1"}
     )
-    assert summary["verdict"] == "gain" and summary["outputs"] == "identical"
+    assert summary["verdict"] == "gain" and summary["outputs"] == "identical", summary["headline"]
     assert latest_summary(tmp_path / "ws", "e0001") == summary
     assert summary["headline"].startswith("gain +1")
 
@@ -281,3 +288,30 @@ def test_run_ab_sweeps_request_rates(tmp_path, bench):
         run_alternating(template(bench), Side("A"), Side("B"), [], 1, rates=[1.0])
     with pytest.raises(EvidenceError, match="not both"):
         run_alternating(rate_template, Side("A"), Side("B"), [4], 1, rates=[1.0])
+
+
+def test_the_pair_order_turns_so_a_second_run_advantage_is_no_gain(tmp_path):
+    """A machine where whatever runs second in a pair is 3% faster (a cache the first run
+    warmed): an A/A must not read as a gain.  With A always first (A B A B …) every pair
+    said B +3.0% with no spread, a `gain`; with the order turning (A B, B A, …) the
+    advantage lands on each side in half the pairs and the change reads ~0."""
+    script = tmp_path / "second_is_faster.py"
+    script.write_text(textwrap.dedent("""
+        import json, pathlib, sys
+        out, count = sys.argv[1], pathlib.Path(sys.argv[2])
+        k = int(count.read_text()) if count.exists() else 0
+        count.write_text(str(k + 1))
+        # Runs 0, 1 are the warm-ups; then each pair is runs 2k, 2k + 1: odd is second.
+        tput = 1000.0 * (1.03 if k % 2 else 1.0)
+        json.dump({"max_concurrency": 1, "output_throughput": tput, "output_digest": "x"},
+                  open(out, "w"))
+    """))
+    counter = tmp_path / "count"
+    command = f"{{python}} {shlex.quote(str(script))} {{out}} {shlex.quote(str(counter))}"
+    result = run_alternating(command, Side("A", {}, tmp_path), Side("B", {}, tmp_path), [1], 6)
+    from ledger.evidence.stats import analyze
+
+    analysis = analyze(result.rows, "output_throughput", paired=True)
+    cell = analysis["by_concurrency"][0]["metrics"]["output_throughput"]
+    assert analysis["verdict"] != "gain" and abs(cell["delta_pct"]) < 0.1, cell
+    assert sorted({round(r["output_throughput"]) for r in result.rows}) == [1000, 1030]

@@ -123,6 +123,12 @@ def test_imported_runs_pair_when_their_times_alternate():
         r["run_time"] = (r["repeat"] * 2 + (r["side"] == "B")) * 10.0
     cell = analyze(rows)["by_concurrency"][0]["metrics"]["output_throughput"]
     assert cell["design"] == "paired"
+    # Pairs whose order turns (A B, B A, … as `ledger ab` runs them) are pairs as well.
+    for r in rows:
+        r["run_time"] = r["repeat"] * 20.0 + (10.0 if (r["side"] == "B") == (r["repeat"] % 2 == 0)
+                                             else 0.0)
+    assert analyze(rows)["by_concurrency"][0]["metrics"]["output_throughput"]["design"] \
+        == "paired"
     # Not alternating (all A first, then all B): no pairs.
     for r in rows:
         r["run_time"] = r["repeat"] + (100.0 if r["side"] == "B" else 0.0)
