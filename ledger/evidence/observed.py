@@ -28,7 +28,9 @@ Decisions where the issue is silent:
   (chunked prefill, a lower max-running) would put every "after" step in another bin
   than the "before" ones and the slowdown would never be compared.  Both gauges stay in
   ``runs.csv`` (not judged).  Idle steps (fewer than 0.5 requests) are dropped and
-  counted.  A bin is compared only where both sides have :data:`MIN_RUNS` steps in it:
+  counted.  A bin is compared only where both sides have :data:`MIN_STEPS` steps in it
+  (5, not the 3 runs a bench side needs: consecutive scrape steps are not independent runs,
+  and 3 of them gave a t interval of ±50% and more at a steady load on a 2-core machine):
   the odd step of a restart's ramp or a lull has no counterpart and would leave every
   verdict ``inconclusive``; such steps are left out and counted (``sparse_steps``), and
   with no bin left the command says which bins each side saw.
@@ -59,6 +61,8 @@ from ledger.evidence.prom import bucket_resolution
 from ledger.evidence.prom import metric_names
 from ledger.evidence.prom import queries
 from ledger.evidence.verdict import MIN_RUNS
+
+MIN_STEPS = max(MIN_RUNS, 5)  # steps a side for a load bin to be compared (module docs)
 
 CHANGES = ("record", "adopt", "restore", "revert", "suspect", "rollback")
 STEPS_PER_WINDOW = 30
@@ -185,20 +189,20 @@ def observe(prom: Prometheus, engine: str, release: str | None, match: str,
 
 
 def _keep_shared_bins(out: Observation) -> None:
-    """Only the load bins with :data:`MIN_RUNS` steps on both sides (module docs)."""
+    """Only the load bins with :data:`MIN_STEPS` steps on both sides (module docs)."""
     counts: dict[tuple[str, int], int] = {}
     for row in out.rows:
         key = (row["side"], row["concurrency"])
         counts[key] = counts.get(key, 0) + 1
     shared = {load for (_, load) in counts
-              if min(counts.get((side, load), 0) for side in ("A", "B")) >= MIN_RUNS}
+              if min(counts.get((side, load), 0) for side in ("A", "B")) >= MIN_STEPS}
     kept = [r for r in out.rows if r["concurrency"] in shared]
     out.sparse_steps = len(out.rows) - len(kept)
     if not kept:
         seen = "; ".join(f"{side}: " + (", ".join(f"{n} at load {load}" for (s, load), n
                                                   in sorted(counts.items()) if s == side)
                                         or "none") for side in ("A", "B"))
-        raise EvidenceError(f"no load bin has {MIN_RUNS} steps on both sides (steps per "
+        raise EvidenceError(f"no load bin has {MIN_STEPS} steps on both sides (steps per "
                             f"bin, {seen}): the load before and after differ too much to "
                             "compare; a longer --window may find a shared one")
     out.rows = kept

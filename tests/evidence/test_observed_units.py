@@ -169,11 +169,12 @@ def test_only_load_bins_both_sides_saw_are_compared():
     def rows(side, load, n):
         return [{"side": side, "concurrency": load, "repeat": i} for i in range(n)]
 
-    obs = Observation(rows=rows("A", 4, 9) + rows("B", 4, 8) + rows("A", 2, 1) +
-                      rows("B", 2, 3) + rows("B", 1, 5))
+    # load 2 has 3 steps on A and 4 on B: a bench's 3 runs, but too few scrape steps (5)
+    obs = Observation(rows=rows("A", 4, 9) + rows("B", 4, 8) + rows("A", 2, 3) +
+                      rows("B", 2, 4) + rows("B", 1, 5))
     _keep_shared_bins(obs)
-    assert {r["concurrency"] for r in obs.rows} == {4} and obs.sparse_steps == 9
+    assert {r["concurrency"] for r in obs.rows} == {4} and obs.sparse_steps == 12
     apart = Observation(rows=rows("A", 4, 9) + rows("B", 1, 9))
-    with pytest.raises(EvidenceError, match="no load bin has 3 steps on both sides "
+    with pytest.raises(EvidenceError, match="no load bin has 5 steps on both sides "
                        r"\(steps per bin, A: 9 at load 4; B: 9 at load 1\)"):
         _keep_shared_bins(apart)
