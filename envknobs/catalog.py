@@ -60,7 +60,7 @@ class CatalogError(KnobError):
 
 
 @functools.lru_cache(maxsize=1)
-def _loader() -> tuple[Callable[[str], Any], tuple[type[Exception], ...]]:
+def yaml_loader() -> tuple[Callable[[str], Any], tuple[type[Exception], ...]]:
     """The fastest safe YAML loader available, and the errors it raises."""
     try:
         import yaml  # PyYAML, only for its libyaml binding
@@ -93,7 +93,7 @@ def _value_text(value: Any) -> str:
     return str(value)
 
 
-def _knob_from(item: Any, engine: str | None = None) -> Knob:
+def knob_from(item: Any, engine: str | None = None) -> Knob:
     """One catalog item as a Knob, or as a Flag when ``engine`` is given (a flag catalog)."""
     fields = _FIELDS if engine is None else _FLAG_FIELDS
     if not isinstance(item, dict):
@@ -190,7 +190,7 @@ def _parse(path: str | Path, key: str) -> Registry:
         text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
         raise CatalogError(where, f"cannot read the catalog: {e}") from None
-    load, yaml_errors = _loader()
+    load, yaml_errors = yaml_loader()
     try:
         data = load(text)
     except yaml_errors as e:  # both loaders mark the line of the problem
@@ -208,7 +208,7 @@ def _parse(path: str | Path, key: str) -> Registry:
     registry: Registry = Registry() if engine is None else FlagRegistry()
     for index, item in enumerate(data[key]):
         try:
-            knob = _knob_from(item, engine)
+            knob = knob_from(item, engine)
             if knob.name in registry:
                 raise KnobError(f"knob {knob.name} is declared twice")
             registry.add(knob)

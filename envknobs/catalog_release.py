@@ -17,8 +17,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from envknobs import timeline
-from envknobs.catalog import _knob_from
-from envknobs.catalog import _loader
+from envknobs.catalog import knob_from
+from envknobs.catalog import yaml_loader
 from envknobs.parse_cache import kept
 from envknobs.flags import FlagRegistry
 from envknobs.flags import is_flag_name
@@ -66,7 +66,7 @@ def load_release(engine: str, version: str) -> tuple[Registry, FlagRegistry, dic
 
 def _build_release(engine: str, version: str) -> tuple[Registry, FlagRegistry, dict[str, dict]]:
     data = _release_data(engine, version)
-    load, _ = _loader()
+    load, _ = yaml_loader()
     knobs, flags = Registry(), FlagRegistry()
     for item in data["knobs"]:
         knobs.add(_declared(item))
@@ -94,9 +94,9 @@ def _declared(item: dict, engine: str | None = None):
     the engine starts without it, so it is nothing a file could set."""
     fields = {k: v for k, v in item.items() if k not in _NOT_KNOB_KEYS}
     try:
-        return _knob_from(fields, engine)
+        return knob_from(fields, engine)
     except KnobError:
-        return _knob_from({**fields, "default": None}, engine)
+        return knob_from({**fields, "default": None}, engine)
 
 
 def _gone_before(engine: str, version: str) -> list[tuple[str, str]]:

@@ -257,7 +257,7 @@ def run_ab(
         summary = record_ab(ws.root, e.id, result, metric=metric,
                             engine_commit=current_engine_commit(ws), context=context,
                             judging=judging_of(ws))
-        _commit_evidence(ws, e, f"ab {e.id}: {summary.get('headline', '')}")
+        commit_evidence(ws, e, f"ab {e.id}: {summary.get('headline', '')}")
     return summary
 
 
@@ -299,7 +299,7 @@ def add_evidence(
             select=parse_selection(workload), allow_mismatch=allow_mismatch,
             new_run=new_run, judging=judging_of(ws),
         )
-        _commit_evidence(ws, e, f"evidence add {e.id} side {side}: "
+        commit_evidence(ws, e, f"evidence add {e.id} side {side}: "
                                 f"{summary.get('headline', '')}",
                          when=when)
     return summary
@@ -374,7 +374,7 @@ def show_evidence(ws: Workspace, ref: str) -> dict:
             "notes": load_notes(ws.root, e.id)}
 
 
-def _commit_evidence(ws: Workspace, e: Entry, message: str, when: str = "") -> None:
+def commit_evidence(ws: Workspace, e: Entry, message: str, when: str = "") -> None:
     """Commit the entry's evidence; ``when``: the bench's real time, as a trailer."""
     trailer = f"\nWhen: {when}\n" if when else ""
     wsgit.commit(ws.root, [f"evidence/{e.id}"],
@@ -403,5 +403,5 @@ def attach_note(s, ref: str, source: str, side: str | None = None, when: str = "
     with WriterLock(s.ws, s.command):
         e = s.ws.resolve(ref)
         add_note(s.ws.root, e.id, note)
-        _commit_evidence(s.ws, e, f"evidence note {e.id}: {note_line(note)}")
+        commit_evidence(s.ws, e, f"evidence note {e.id}: {note_line(note)}")
     return {"entry": e.id, "note": note, "line": note_line(note)}

@@ -56,7 +56,7 @@ def observe_evidence(s, ref: str, prometheus: str, *, window: str = "20m",
                      warmup: str = "5m", match: str | None = None, step: str | None = None,
                      metric: str = PRIMARY_METRIC) -> dict:
     """Read ``ref``'s before and after windows from Prometheus, judge, store, commit."""
-    from ledger.commands.evidence import _commit_evidence
+    from ledger.commands.evidence import commit_evidence
     from ledger.evidence import observed
     from ledger.evidence.prom import Prometheus
     from ledger.evidence.prom import parse_match
@@ -88,7 +88,7 @@ def observe_evidence(s, ref: str, prometheus: str, *, window: str = "20m",
             notes=[*observed.NOTES, *notes], judging=_judging(ws),
             describe=lambda summ, analysis: _described(summ, analysis, obs, meta, window_s),
         )
-        _commit_evidence(ws, e, f"evidence prom {e.id}: {summary['headline']}")
+        commit_evidence(ws, e, f"evidence prom {e.id}: {summary['headline']}")
     return summary
 
 

@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from ledger.errors import EvidenceError
-from ledger.evidence.store import _load_yaml
-from ledger.evidence.store import _write_file
+from ledger.evidence.store import load_yaml
+from ledger.evidence.store import write_file
 from ledger.evidence.store import dump_yaml
 from ledger.evidence.store import evidence_dir
 
@@ -41,7 +41,7 @@ def load_notes(ws_root: Path, entry_id: str) -> list[dict[str, Any]]:
     path = evidence_dir(ws_root, entry_id) / NOTES_YAML
     if not path.is_file():
         return []
-    notes = _load_yaml(path).get("notes")
+    notes = load_yaml(path).get("notes")
     if not isinstance(notes, list):
         raise EvidenceError(f"{path}: 'notes' must be a list")
     return [n for n in notes if isinstance(n, dict)]
@@ -175,5 +175,5 @@ def add_note(ws_root: Path, entry_id: str, note: dict[str, Any]) -> None:
     parent.mkdir(parents=True, exist_ok=True)
     notes = load_notes(ws_root, entry_id) + [note]
     tmp = parent / f".{NOTES_YAML}.tmp"
-    _write_file(tmp, dump_yaml({"notes": notes}))
+    write_file(tmp, dump_yaml({"notes": notes}))
     os.replace(tmp, parent / NOTES_YAML)

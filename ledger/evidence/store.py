@@ -99,7 +99,7 @@ def evidence_dir(ws_root: Path, entry_id: str) -> Path:
 # ---------------------------------------------------------------- atomic write
 
 
-def _write_file(path: Path, text: str) -> None:
+def write_file(path: Path, text: str) -> None:
     with open(path, "w", encoding="utf-8", newline="") as f:
         f.write(text)
         f.flush()
@@ -145,9 +145,9 @@ def write_run(
         _sweep_stale_temps(parent)
         tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{run_id}-", dir=parent))
         os.chmod(tmp, 0o755)
-        _write_file(tmp / RUNS_CSV, runs_csv_text(rows))
-        _write_file(tmp / META_YAML, dump_yaml(meta))
-        _write_file(tmp / SUMMARY_YAML, dump_yaml(summary))
+        write_file(tmp / RUNS_CSV, runs_csv_text(rows))
+        write_file(tmp / META_YAML, dump_yaml(meta))
+        write_file(tmp / SUMMARY_YAML, dump_yaml(summary))
         _fsync_dir(tmp)
         os.rename(tmp, final)  # fails rather than merge if `final` appeared meanwhile
         tmp = None
@@ -163,7 +163,7 @@ def write_run(
 # ---------------------------------------------------------------- reading
 
 
-def _load_yaml(path: Path) -> dict[str, Any]:
+def load_yaml(path: Path) -> dict[str, Any]:
     from ruamel.yaml.error import YAMLError
 
     try:
@@ -188,7 +188,7 @@ def run_dirs(ws_root: Path, entry_id: str) -> list[Path]:
     superseded = set()
     for d in dirs:
         if (d / META_YAML).is_file():
-            sup = _load_yaml(d / META_YAML).get("supersedes")
+            sup = load_yaml(d / META_YAML).get("supersedes")
             if sup:
                 superseded.add(str(sup))
     return [d for d in dirs if d.name not in superseded]
@@ -196,13 +196,13 @@ def run_dirs(ws_root: Path, entry_id: str) -> list[Path]:
 
 def load_summaries(ws_root: Path, entry_id: str) -> list[dict[str, Any]]:
     """Every summary of an entry, oldest first (empty when it has no evidence)."""
-    return [_load_yaml(d / SUMMARY_YAML) for d in run_dirs(ws_root, entry_id)]
+    return [load_yaml(d / SUMMARY_YAML) for d in run_dirs(ws_root, entry_id)]
 
 
 def latest_summary(ws_root: Path, entry_id: str) -> dict[str, Any] | None:
     """The newest summary of an entry, or None."""
     dirs = run_dirs(ws_root, entry_id)
-    return _load_yaml(dirs[-1] / SUMMARY_YAML) if dirs else None
+    return load_yaml(dirs[-1] / SUMMARY_YAML) if dirs else None
 
 
 def load_run(ws_root: Path, entry_id: str, run_id: str) -> tuple[list[dict[str, Any]], dict, dict]:
@@ -218,8 +218,8 @@ def load_run(ws_root: Path, entry_id: str, run_id: str) -> tuple[list[dict[str, 
         raise EvidenceError(f"cannot read {d / RUNS_CSV}: {e.strerror or e}") from e
     return (
         parse_runs_csv(text, str(d / RUNS_CSV)),
-        _load_yaml(d / META_YAML),
-        _load_yaml(d / SUMMARY_YAML),
+        load_yaml(d / META_YAML),
+        load_yaml(d / SUMMARY_YAML),
     )
 
 
@@ -335,7 +335,7 @@ def record_ab(
 def _latest_import(ws_root: Path, entry_id: str) -> str | None:
     """The entry's latest run made by ``evidence add`` (the one new results join)."""
     for d in reversed(run_dirs(ws_root, entry_id)):
-        if _load_yaml(d / SUMMARY_YAML).get("source") == "import":
+        if load_yaml(d / SUMMARY_YAML).get("source") == "import":
             return d.name
     return None
 

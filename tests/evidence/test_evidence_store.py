@@ -123,14 +123,14 @@ def test_yaml_is_deterministic(tmp_path):
 
 
 def test_failed_write_leaves_nothing(tmp_path, monkeypatch):
-    real = store._write_file
+    real = store.write_file
 
     def write_then_fail(path, text):
         if path.name == "summary.yaml":
             raise KeyboardInterrupt  # Ctrl-C in the middle of writing the run
         real(path, text)
 
-    monkeypatch.setattr(store, "_write_file", write_then_fail)
+    monkeypatch.setattr(store, "write_file", write_then_fail)
     with pytest.raises(KeyboardInterrupt):
         save(tmp_path, rows_for(0.1))
     assert list((tmp_path / "evidence" / "e0001").iterdir()) == []

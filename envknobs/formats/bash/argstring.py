@@ -137,7 +137,7 @@ def check_value(knob: str, value: str | None, s: ArgString) -> None:
 
 def set_in(text: str, s: ArgString, use: FlagUse, knob: str, value: str, flag) -> str:
     """``text`` with the flag's value rewritten in the string."""
-    from envknobs.formats.bash.write import _bool_of
+    from envknobs.formats.bash.write import bool_of
 
     check_value(knob, value, s)
     w = use.word
@@ -149,7 +149,7 @@ def set_in(text: str, s: ArgString, use: FlagUse, knob: str, value: str, flag) -
         return text[: v.start] + value + text[v.end :]
     if use.form == "nargs" and use.values:
         return text[: use.values[0].start] + " ".join(value.split()) + text[use.values[-1].end :]
-    wanted = _bool_of(value)
+    wanted = bool_of(value)
     if wanted is None or use.form not in ("switch", "negated"):
         raise FormatError(f"line {line_of(text, w.start)}: {knob} is a switch in {s.name} "
                           f"(present or absent), not {value!r}")

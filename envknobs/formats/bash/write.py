@@ -104,7 +104,7 @@ def _write_docker_env(text: str, env: DockerEnv, value: str) -> str:
     return _splice(text, start, word.end, quote_value(f"{env.name}={value}", style_of=raw))
 
 
-def _bool_of(value: str) -> bool | None:
+def bool_of(value: str) -> bool | None:
     word = value.strip().lower()
     return True if word in TRUE_WORDS else (False if word in FALSE_WORDS else None)
 
@@ -126,7 +126,7 @@ def _write_flag(text: str, site: Site, use: FlagUse, value: str, lookup) -> str:
         if not use.values:
             return insert_words(text, word.end, new)
         return _splice(text, use.values[0].start, use.values[-1].end, new)
-    wanted = _bool_of(value)
+    wanted = bool_of(value)
     flag = lookup(use.knob)
     if wanted is None:
         raise FormatError(
@@ -206,7 +206,7 @@ def flag_text(knob: str, value: str, lookup, equals: bool, quote=quote_value) ->
     """The words a new flag is written as (a switch alone, ``nargs`` values split), each
     value rendered by ``quote`` (a shell word here; the systemd format passes its own)."""
     flag = lookup(knob)
-    wanted = _bool_of(value)
+    wanted = bool_of(value)
     if flag is not None and flag.type == "bool" or flag is None and wanted is True:
         if wanted is None:
             raise FormatError(f"{knob} is a switch: true or false, not {value!r}")

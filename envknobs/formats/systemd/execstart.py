@@ -197,7 +197,7 @@ def _style(text: str, w: Word) -> str:
 
 def set_flag(text: str, launch: Launch, knob: str, value: str, flag) -> str:
     """``text`` with ``knob`` set to ``value`` on the launch (added when absent)."""
-    from envknobs.formats.bash.write import _bool_of
+    from envknobs.formats.bash.write import bool_of
 
     uses = [u for u in launch.uses if u.knob == knob]
     if not uses:
@@ -214,7 +214,7 @@ def set_flag(text: str, launch: Launch, knob: str, value: str, flag) -> str:
         first, last = launch.word(use.values[0]), launch.word(use.values[-1])
         new = " ".join(render_exec_word(p) for p in value.split())
         return text[: first.start] + new + text[last.end :]
-    wanted = _bool_of(value)
+    wanted = bool_of(value)
     line = line_of(text, w.start)
     if wanted is None or use.form not in ("switch", "negated"):
         raise FormatError(f"line {line}: {knob} is a switch here (present or absent), "

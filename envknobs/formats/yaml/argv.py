@@ -78,7 +78,7 @@ class Argv:
         return line_of(text, self.tokens[use.word.start].node.start_mark.index)
 
 
-def _tokens(key: str, node, label: str) -> list[Token]:
+def argv_tokens(key: str, node, label: str) -> list[Token]:
     if node is None or (isinstance(node, ScalarNode) and node.value in ("", "~", "null")):
         return []
     if not isinstance(node, SequenceNode):
@@ -99,7 +99,7 @@ def read_argv(container: MappingNode, label: str) -> Argv:
     tokens: list[Token] = []
     for key in ("command", "args"):
         pair = get(container, key)
-        found = _tokens(key, pair[1] if pair else None, label)
+        found = argv_tokens(key, pair[1] if pair else None, label)
         if pair and isinstance(pair[1], SequenceNode):
             lists[key] = pair[1]
         tokens += found
@@ -452,7 +452,7 @@ def list_argv(seq: SequenceNode, engine: str | None = None) -> Argv:
     """A bare list of argument words (Helm values ``extraArgs``, ``vllm_args``) as an argv."""
     from envknobs.formats.bash.analysis import flag_lookup
 
-    tokens = _tokens("the list", seq, "at this key path")
+    tokens = argv_tokens("the list", seq, "at this key path")
     words = [Word(i, i, quote_value(t.value)) for i, t in enumerate(tokens)]
     return Argv(tokens, {"args": seq}, engine, scan_flags(words, flag_lookup(engine)))
 

@@ -41,7 +41,7 @@ from envknobs.formats.bash.launch import FlagUse
 from envknobs.formats.bash.launch import scan_flags
 from envknobs.formats.yaml.argv import ListWords
 from envknobs.formats.yaml.argv import Token
-from envknobs.formats.yaml.argv import _tokens
+from envknobs.formats.yaml.argv import argv_tokens
 from envknobs.formats.yaml.argv import launch_flags
 from envknobs.formats.yaml.argv import replace_script
 from envknobs.formats.yaml.argv import script_index
@@ -110,7 +110,7 @@ class ComposeArgv:
             if node is None or scalar_text(node) == "" and not isinstance(node, SequenceNode):
                 continue
             if isinstance(node, SequenceNode):
-                self.parts.append(_Part(key, node, tokens=_tokens(key, node, self.label)))
+                self.parts.append(_Part(key, node, tokens=argv_tokens(key, node, self.label)))
             elif isinstance(node, ScalarNode):
                 self.parts.append(_Part(key, node, words=ScalarWords(text, node, f"{key} of {self.label}")))
             else:

@@ -70,9 +70,9 @@ def set_flag(text: str, words: Words, uses: list[FlagUse], knob: str, value: str
 
 
 def _set_switch(text: str, words: Words, use: FlagUse, value: str, flag) -> str:
-    from envknobs.formats.bash.write import _bool_of
+    from envknobs.formats.bash.write import bool_of
 
-    wanted = _bool_of(value)
+    wanted = bool_of(value)
     line = words.line(text, use.word.start)
     if wanted is None or use.form not in ("switch", "negated"):
         raise FormatError(f"line {line}: {use.knob} is a switch here (present or absent), "
