@@ -196,7 +196,7 @@ def _edited(entries, opts: RecordOptions, knob: str, files: Mapping[str, TargetF
     """Each target edited once, its knobs where the ledger had them."""
     anchors, places = layer_anchors(entries), layer_places(entries)
     return {name: edited(tf, knob, opts.value, anchors=anchors.get(name) or {},
-                         places=places.get(name), string=opts.string,
+                         places=places.get(name), string=opts.string, into=opts.into,
                          without=wants_without(tf, opts, knob, befores[name]))
             for name, tf in files.items()}
 

@@ -35,6 +35,7 @@ from typing import Callable
 from typing import Mapping
 from typing import Sequence
 
+from envknobs.formats.yaml.envfrom import INTO
 from ledger.core import planner
 from ledger.core.inversion import inversion
 from ledger.core.layers import knob_layers
@@ -142,6 +143,7 @@ class RecordOptions:
     at: int | str | None = None
     past: Past = Past()
     string: bool = False
+    into: str | None = None  # --in env|configmap: where a k8s target's new knob goes
 
     @staticmethod
     def of(*, target: str | None = None, targets: Sequence[str] = (), **fields
@@ -188,6 +190,12 @@ class RecordOptions:
             if self.value is None or self.adopt:
                 raise UsageError("--string says how to write a new value; it does not go "
                                  "with --unset or --adopt")
+        if self.into not in (None, *INTO):
+            raise InvalidValue(f"--in {self.into!r}: give --in env or --in configmap")
+        if self.into is not None and (self.several or targets[0].format != "k8s"
+                                      or self.value is None or self.adopt):
+            raise UsageError("--in env|configmap selects where one k8s target's container "
+                             "gets a knob's value; it does not go with --unset or --adopt")
         return replace(self, past=self.past.checked(now, adopt=self.adopt, at=self.at))
 
 

@@ -132,7 +132,7 @@ def select_places(tf: TargetFile, knob: str, at: int | str | None, value: str | 
 
 def edited(tf: TargetFile, knob: str, value: str | None, *, anchors: Mapping[str, dict | None],
            places: Mapping[str, dict] | None = None, string: bool = False,
-           without: bool = False) -> Edited:
+           without: bool = False, into: str | None = None) -> Edited:
     """``tf`` with ``knob`` set to ``value`` (or unset): the one edit a recorded change makes,
     as :func:`edit_target` writes it (``anchors``/``places``: the target's ledger knobs, so
     a knob the ledger had goes back where it was), with where the knob sits and the exact
@@ -141,7 +141,7 @@ def edited(tf: TargetFile, knob: str, value: str | None, *, anchors: Mapping[str
     from envknobs.formats.yaml.scalar import double_quoted
 
     sources = {knob: " " + double_quoted(value)} if string and value is not None else None
-    raw = edit_target(tf, {knob: value}, anchors, places, sources)
+    raw = edit_target(tf, {knob: value}, anchors, places, sources, into=into)
     text = raw.decode(ENCODING, ERRORS)
     holding = tf.text if value is None else text
     return Edited(
@@ -228,6 +228,7 @@ def edit_target(
     places: Mapping[str, dict] | None = None,
     sources: Mapping[str, str | None] | None = None,
     lines: Mapping[str, str | None] | None = None,
+    into: str | None = None,
 ) -> bytes:
     """The file's bytes with each knob in ``edits`` set (or unset, for None).
 
@@ -237,12 +238,12 @@ def edit_target(
     knobs: removals, changes in place, and knobs that are absent, in the order given,
     each put back at its anchor when it has one (see :mod:`ledger.core.layout`).
     ``sources``: the exact text to write for a knob's value, where the format keeps it;
-    ``lines``: the exact lines a re-added knob had (see :func:`ledger.core.layout.add_knob`).
+    ``lines``: the exact lines a re-added knob had (see :func:`ledger.core.layout.add_knob`);
+    ``into``: ``record --in``, where a k8s target's knob goes (:meth:`K8sFormat.placed`).
     """
     from envknobs.formats import FormatError
     from envknobs.formats.common.places import AmbiguousKnob
 
-    fmt = target_format(tf.target)
     text = tf.text
     present = tf.values
     release = edits.get(RELEASE_KNOB, _NO_RELEASE)
@@ -252,6 +253,7 @@ def edit_target(
     changes = [k for k, v in plain.items() if v is not None and k in present]
     additions = [k for k, v in plain.items() if v is not None and k not in present]
     try:
+        fmt = target_format(tf.target).placed(into)
         fmt.refuse_outside(str(tf.path), text, [split_place(k)[0] for k in edits])
         text = _edit_places(fmt, text, edits, places or {})
         text = fmt.edit_many(text, {k: plain[k] for k in (*removals, *changes)}, sources)

@@ -67,3 +67,59 @@ SHARED = OPEA_VLLM + """\
 
 ELSEWHERE = OPEA_VLLM.replace("name: vllm-config\n            - secretRef",
                               "name: vllm-runtime-config\n            - secretRef")
+
+# SGLang's k8s service example (sglang `docker/k8s-sglang-service.yaml`) with its tuning env
+# moved to a ConfigMap the server container takes by envFrom, as operators split them; one
+# knob (SGLANG_TORCH_PROFILER_DIR) is in both places, the env: item winning.
+SGLANG_CM = """\
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: sglang-env
+data:
+  SGLANG_ENABLE_TORCH_COMPILE: "0"
+  SGLANG_TORCH_PROFILER_DIR: "/tmp/profiles"
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: meta-llama-31-8b-instruct-sglang
+spec:
+  replicas: 1
+  strategy:
+    type: Recreate
+  selector:
+    matchLabels:
+      app: meta-llama-31-8b-instruct-sglang
+  template:
+    metadata:
+      labels:
+        app: meta-llama-31-8b-instruct-sglang
+        model: meta-llama-31-8b-instruct
+        engine: sglang
+    spec:
+      hostIPC: true
+      containers:
+        - name: meta-llama-31-8b-instruct-sglang
+          image: docker.io/lmsysorg/sglang:latest
+          imagePullPolicy: Always # IfNotPresent or Never
+          ports:
+            - containerPort: 30000
+          command: ["python3", "-m", "sglang.launch_server"]
+          args:
+            ["--model-path", "meta-llama/Llama-3.1-8B-Instruct", "--host", "0.0.0.0", "--port", "30000"]
+          envFrom:
+            - configMapRef:
+                name: sglang-env
+          env:
+            - name: HF_TOKEN
+              valueFrom:
+                secretKeyRef:
+                  name: hf-token-secret
+                  key: token
+            - name: SGLANG_TORCH_PROFILER_DIR
+              value: /data/profiles
+          resources:
+            limits:
+              nvidia.com/gpu: 1
+"""

@@ -69,10 +69,15 @@ def test_a_number_stays_a_string_and_unset_removes_the_data_key():
     assert len(out.splitlines()) == len(OPEA_VLLM.splitlines()) - 1
 
 
-def test_a_knob_neither_holds_is_added_to_env_as_before():
-    out = FMT.set(OPEA_VLLM, "VLLM_USE_V1", "1")
-    assert container_env(out)["VLLM_USE_V1"] == "1"
-    assert FMT.unset(out, "VLLM_USE_V1") == OPEA_VLLM
+def test_a_knob_neither_holds_is_refused_or_goes_where_in_says():
+    with pytest.raises(FormatError, match=r"env: list of container vllm \(line 32\) or in "
+                       r"the data: of ConfigMap vllm-config \(line 9\).*--in env or --in conf"):
+        FMT.set(OPEA_VLLM, "VLLM_USE_V1", "1")
+    for into in ("env", "configmap"):
+        out = FMT.placed(into).set(OPEA_VLLM, "VLLM_USE_V1", "1")
+        assert container_env(out)["VLLM_USE_V1"] == "1"
+        assert ("VLLM_USE_V1" in next(yaml.safe_load_all(out))["data"]) == (into == "configmap")
+        assert FMT.unset(out, "VLLM_USE_V1") == OPEA_VLLM
 
 
 def test_a_configmap_other_containers_take_is_refused_naming_them():

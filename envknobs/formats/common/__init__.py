@@ -68,6 +68,13 @@ class TargetFormat:
         (the ledger's layout anchors); a format may skip re-reading it to verify."""
         return self.unset(text, knob)
 
+    def placed(self, into: str | None) -> "TargetFormat":
+        """This format writing new knobs where ``record --in`` selects (k8s only)."""
+        if into is None:
+            return self
+        raise FormatError(f"--in {into} selects env: or an envFrom ConfigMap of a k8s "
+                          f"target; a {self.name} target has one place for a knob")
+
     # -- places ---------------------------------------------------------------------
     def summary(self, text: str) -> Summary | None:
         """Every knob with its places (None: a format whose knobs have one spot each)."""

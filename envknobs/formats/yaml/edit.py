@@ -224,6 +224,38 @@ def remove_pair(text: str, mapping: MappingNode, key: ScalarNode, node: Node) ->
     return text[:start] + text[end:]
 
 
+def item_spans(text: str, key: ScalarNode | None, seq: SequenceNode, doomed: list[Node]
+               ) -> list[tuple[int, int]]:
+    """The spans of text that removing the ``doomed`` items of the list ``seq`` (under
+    ``key``) takes out: each item's lines, or the key with the list when all go; in a
+    flow list the item with one separator."""
+    if seq.flow_style:
+        spans = []
+        for it in doomed:
+            k = seq.value.index(it)
+            if k + 1 < len(seq.value):
+                spans.append((it.start_mark.index, seq.value[k + 1].start_mark.index))
+            elif k > 0:
+                spans.append((seq.value[k - 1].end_mark.index, it.end_mark.index))
+            else:
+                spans.append((it.start_mark.index, it.end_mark.index))
+        return spans
+    if len(doomed) == len(seq.value) and key is not None:
+        return [
+            (
+                line_start(text, key.start_mark.index),
+                line_end(text, last_content_end(text, seq)),
+            )
+        ]
+    return [
+        (
+            line_start(text, dash_before(text, it.start_mark.index)),
+            line_end(text, last_content_end(text, it)),
+        )
+        for it in doomed
+    ]
+
+
 def walk_path(root: Node | None, steps: tuple[PathStep, ...]) -> Node | None:
     """The node at ``steps`` under ``root``, or None if the path leads nowhere."""
     node = root
@@ -246,6 +278,7 @@ __all__ = [
     "get",
     "get_value",
     "insert_at_line",
+    "item_spans",
     "last_content_end",
     "line",
     "parse_path",

@@ -18,6 +18,18 @@ What the k8s format makes of it (decisions where Kubernetes leaves a choice to u
   ``env:`` does not hold is refused with the reference's line, since the value may come
   from there (the ledger cannot say ``before=unset``); a knob the ``env:`` list holds is
   edited there as before (``env:`` wins);
+* a knob neither the ``env:`` list nor a ConfigMap of the file holds, while a ConfigMap of
+  the file feeds the container, could go in either place: the edit is refused naming both
+  (``file:line``) and ``record ... --in env|configmap`` as the way to select (a k8s format
+  made with ``into=``).  ``--in configmap`` adds the key at the end of that ConfigMap's
+  ``data:`` (a string; refused where several ConfigMaps of the file feed the container,
+  or another container takes it); ``--in env`` appends the ``env:`` item, also beside a
+  ConfigMap not in the file (the operator chose it: it shadows whatever that ConfigMap
+  holds, and the ledger records the file's own ``before=unset``).  A knob set in both
+  places is edited in ``env:``, the one the container reads (``env:`` wins over
+  ``envFrom``); ``--in configmap`` for it is refused, as that write would take no effect;
+  ``--in env`` for a knob only the ConfigMap holds is refused too (an env: item added over
+  it would not revert to the ConfigMap's bytes): record it without ``--in``;
 * a Secret (its data base64, or out of the ledger's hands) is named in ``target show``'s
   notes only: manifests take their tokens that way (``hf-token``), and refusing every new
   env item beside one would leave the format unusable; tuning knobs do not live in Secrets.
@@ -33,11 +45,18 @@ from ruamel.yaml.nodes import ScalarNode
 from ruamel.yaml.nodes import SequenceNode
 
 from envknobs.formats.common import FormatError
+from envknobs.formats.common.text import line_end
+from envknobs.formats.common.text import newline_of
+from envknobs.formats.yaml.edit import column
 from envknobs.formats.yaml.edit import get
+from envknobs.formats.yaml.edit import insert_at_line
+from envknobs.formats.yaml.edit import last_content_end
 from envknobs.formats.yaml.edit import get_value
 from envknobs.formats.yaml.edit import line
 from envknobs.formats.yaml.edit import scalar_text
 from envknobs.formats.yaml.edit import walk_path
+from envknobs.formats.yaml.scalar import neighbour_style
+from envknobs.formats.yaml.scalar import render
 
 _REFS = {"configMapRef": "ConfigMap", "secretRef": "Secret"}
 
@@ -140,7 +159,50 @@ def refuse_unread(knob: str, label: str, sources: list[EnvSource]) -> None:
         f"{knob} is not in the env: list of container {label}, but it may reach the "
         f"container from {named}, which the ledger cannot read here: an env: item would "
         "shadow its value. Edit it where it lives (a ConfigMap file is a target with "
-        "--format yaml-map --key-path data), or add the env: item by hand")
+        "--format yaml-map --key-path data), or select the env: list with --in env")
+
+
+INTO = ("env", "configmap")
+
+
+def check_into(into: str | None) -> str | None:
+    if into is not None and into not in INTO:
+        raise FormatError(f"--in {into!r}: give --in env or --in configmap")
+    return into
+
+
+def read_maps(sources: list[EnvSource]) -> list[EnvSource]:
+    """The ConfigMaps of the file that feed the container."""
+    return [s for s in sources if s.kind == "ConfigMap" and s.holder is not None]
+
+
+def refuse_choice(knob: str, label: str, env_line: int, sources: list[EnvSource]) -> None:
+    """A new ``knob`` with no ``--in`` where a ConfigMap of the file also feeds the container."""
+    maps = read_maps(sources)
+    if maps:
+        named = "; ".join(f"the data: of {s.label} (line {line(s.data_key or s.holder)})"
+                          for s in maps)
+        raise FormatError(
+            f"{knob} can go in the env: list of container {label} (line {env_line}) or in "
+            f"{named}, which it takes through envFrom: select one with --in env or "
+            "--in configmap")
+
+
+def the_map(knob: str, label: str, sources: list[EnvSource]) -> EnvSource:
+    """The one ConfigMap of the file ``--in configmap`` writes ``knob`` to."""
+    maps = read_maps(sources)
+    if len(maps) != 1:
+        named = "; ".join(f"{s.label} (envFrom, line {s.line})" for s in sources
+                          if s.kind == "ConfigMap") or "none"
+        why = ("none of them is in this file" if not maps
+               else f"{len(maps)} of them are in this file")
+        raise FormatError(f"--in configmap: container {label} takes ConfigMaps {named}, "
+                          f"and {why}: add {knob} by hand or use --in env")
+    check_shared(knob, maps[0])
+    if maps[0].data is None or maps[0].data.flow_style or not maps[0].data.value:
+        raise FormatError(f"line {line(maps[0].holder)}: {maps[0].label} has no block data: "
+                          f"map to add {knob} to; add it by hand")
+    return maps[0]
 
 
 def check_shared(knob: str, source: EnvSource) -> None:
@@ -151,5 +213,52 @@ def check_shared(knob: str, source: EnvSource) -> None:
             "would change them too; edit it by hand, or give this container its own env: item")
 
 
-__all__ = ["EnvSource", "check_shared", "env_sources", "refuse_unread", "source_values",
+def refuse_into(into: str | None, knob: str, label: str, env_line: int | None,
+                sourced: tuple[str, EnvSource, ScalarNode] | None,
+                in_map: tuple[str, EnvSource, ScalarNode] | None) -> None:
+    """Refuse an ``--in`` that names a place where the write would not take effect.
+    ``env_line``: the knob's env: item, if any; ``sourced``: its ConfigMap key where env:
+    lacks it; ``in_map``: its ConfigMap key in any case."""
+    if into == "env" and env_line is None and sourced is not None:
+        raise FormatError(
+            f"--in env: {knob} is set in {sourced[1].label} (line {line(sourced[2])}); an "
+            "env: item added over it would shadow it: record it without --in to edit it there")
+    if into == "configmap" and env_line is not None:
+        where = f" and in {in_map[1].label} (line {line(in_map[2])})" if in_map else ""
+        raise FormatError(
+            f"--in configmap: {knob} is in the env: list of container {label} (line "
+            f"{env_line}){where}; the env: item is the one that takes effect (env: wins over "
+            "envFrom), so a ConfigMap edit would change nothing: record it with --in env "
+            "or without --in")
+
+
+def add_to_map(text: str, src: EnvSource, knob: str, value: str, source: str | None) -> str:
+    """``text`` with ``knob`` added at the end of ``src``'s block ``data:`` map, a string in
+    the quotes its values use (``source``: the exact text after ``:``, where one line)."""
+    data = src.data
+    first = data.value[0][0]  # type: ignore[union-attr]
+    eol = newline_of(text)
+    pos = line_end(text, last_content_end(text, data))  # type: ignore[arg-type]
+    _, quote = neighbour_style(v for _, v in data.value)  # type: ignore[union-attr]
+    val = source if source is not None and "\n" not in source else " " + render(
+        value, quote or '"', quote)
+    pad = " " * column(text, first.start_mark.index)
+    return insert_at_line(text, pos, f"{pad}{render(knob)}:{val}{eol}", eol)
+
+
+def new_place(into: str | None, knob: str, label: str, env_line: int,
+              sources: list[EnvSource]) -> EnvSource | None:
+    """Where a knob neither env: nor a ConfigMap of the file holds goes: the ConfigMap to
+    add it to (``--in configmap``), or None for the env: list (refused without ``--in``
+    where a ConfigMap of the file, or one not in it, could hold it instead)."""
+    if into == "configmap":
+        return the_map(knob, label, sources)
+    if into is None:
+        refuse_choice(knob, label, env_line, sources)
+        refuse_unread(knob, label, sources)
+    return None
+
+
+__all__ = ["EnvSource", "INTO", "new_place", "add_to_map", "refuse_into", "check_into", "check_shared", "read_maps", "refuse_choice",
+           "the_map", "env_sources", "refuse_unread", "source_values",
            "unread"]

@@ -73,6 +73,7 @@ from envknobs.formats.yaml.envargs import in_string_scopes
 from envknobs.formats.yaml.envargs import refuse_unread_string
 from envknobs.formats.yaml.envargs import string_uses
 from envknobs.formats.yaml.envargs import with_strings
+from envknobs.formats.yaml import envfrom
 from envknobs.formats.yaml.envfrom import EnvSource
 from envknobs.formats.yaml.envfrom import check_shared
 from envknobs.formats.yaml.envfrom import env_sources
@@ -96,6 +97,7 @@ from envknobs.formats.yaml.edit import compose_all
 from envknobs.formats.yaml.edit import dash_before
 from envknobs.formats.yaml.edit import get
 from envknobs.formats.yaml.edit import insert_at_line
+from envknobs.formats.yaml.edit import item_spans
 from envknobs.formats.yaml.edit import last_content_end
 from envknobs.formats.yaml.edit import remove_pair
 from envknobs.formats.yaml.edit import scalar_text
@@ -208,8 +210,12 @@ class K8sFormat(FlagPlaces, TargetFormat):
 
     name = "k8s"
 
-    def __init__(self, container: str) -> None:
+    def __init__(self, container: str, into: str | None = None) -> None:
         self.container = check_address(container)
+        self.into = envfrom.check_into(into)  # record --in env|configmap (envfrom's docstring)
+
+    def placed(self, into: str | None) -> "K8sFormat":
+        return self if into is None else K8sFormat(self.container, into)
 
     def _locate(self, text: str) -> _Container:
         docs = compose_all(text)
@@ -354,10 +360,17 @@ class K8sFormat(FlagPlaces, TargetFormat):
         before = _knobs(c)
         item = next((it for it in reversed(c.items) if it.name == knob), None)
         sourced = _from_sources(c).get(knob)
+        at = None if item is None else line_of(text, item.node.start_mark.index)
+        envfrom.refuse_into(self.into, knob, c.label, at, sourced,
+                            source_values(c.sources).get(knob))
         if item is None and sourced is not None:
             return self._set_sourced(text, knob, value, source, sourced, before)
         if item is None:
-            refuse_unread(knob, c.label, c.sources)
+            env_line = line_of(text, (c.env_key or c.node).start_mark.index)
+            into = envfrom.new_place(self.into, knob, c.label, env_line, c.sources)
+            if into is not None:
+                out = envfrom.add_to_map(text, into, knob, value, source)
+                return verified(before, self.parse(out), knob, value, out)
             if source is not None and "\n" not in source:
                 exact = self._try(before, knob, value, lambda: self._add(text, c, knob, source))
                 if exact is not None:
@@ -504,7 +517,8 @@ class K8sFormat(FlagPlaces, TargetFormat):
         if not isinstance(env, SequenceNode):  # cannot happen: items come from a list
             return text
         out = text
-        for start, end in sorted(_unset_spans(text, c, env, doomed), reverse=True):
+        for start, end in sorted(item_spans(text, c.env_key, env, [it.node for it in doomed]),
+                                 reverse=True):
             if end >= len(out) and not out.endswith("\n") and start > 0 and out[start - 1] == "\n":
                 # Removing the last line of a file without a final newline: take the
                 # line break before it, so the file still ends without one.
@@ -512,32 +526,3 @@ class K8sFormat(FlagPlaces, TargetFormat):
             out = out[:start] + out[end:]
         return verified(_knobs(c), self.parse(out), knob, None, out)
 
-
-def _unset_spans(
-    text: str, c: _Container, env: SequenceNode, doomed: list[_Item]
-) -> list[tuple[int, int]]:
-    if env.flow_style:
-        spans = []
-        for it in doomed:
-            k = env.value.index(it.node)
-            if k + 1 < len(env.value):
-                spans.append((it.node.start_mark.index, env.value[k + 1].start_mark.index))
-            elif k > 0:
-                spans.append((env.value[k - 1].end_mark.index, it.node.end_mark.index))
-            else:
-                spans.append((it.node.start_mark.index, it.node.end_mark.index))
-        return spans
-    if len(doomed) == len(env.value) and c.env_key is not None:
-        return [
-            (
-                line_start(text, c.env_key.start_mark.index),
-                line_end(text, last_content_end(text, env)),
-            )
-        ]
-    return [
-        (
-            line_start(text, dash_before(text, it.node.start_mark.index)),
-            line_end(text, last_content_end(text, it.node)),
-        )
-        for it in doomed
-    ]
