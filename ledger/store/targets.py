@@ -144,9 +144,12 @@ def edited(tf: TargetFile, knob: str, value: str | None, *, anchors: Mapping[str
     raw = edit_target(tf, {knob: value}, anchors, places, sources, into=into)
     text = raw.decode(ENCODING, ERRORS)
     holding = tf.text if value is None else text
+    anchor = anchor_in(tf, holding, knob, anchors)
+    if into is not None and value is not None:  # a restore puts it back where --in put it
+        anchor = {**(anchor or {}), "in": into}
     return Edited(
         raw,
-        anchor=anchor_in(tf, holding, knob, anchors),
+        anchor=anchor,
         before_source=source_in(tf.target, tf.text, knob),
         after_source=None if value is None else source_in(tf.target, text, knob),
         without=edit_target(tf, {knob: None}).decode(ENCODING, ERRORS) if without else None,
@@ -342,10 +345,14 @@ def _add_all(fmt, text: str, values: Mapping[str, str], anchors: Mapping[str, di
 
 def _add(fmt, text: str, knob: str, value: str, anchors: Mapping[str, dict | None],
          source: str | None = None, lines: str | None = None) -> str:
-    """An absent knob back in: at its launch-word anchor, else at its layout anchor."""
+    """An absent knob back in: at its launch-word anchor, else at its layout anchor, in
+    the place ``record --in`` chose for it (the anchor's ``in``)."""
     from envknobs.formats import FormatError
     from envknobs.formats.common.places import PlaceEdit
 
+    into = (anchors.get(knob) or {}).get("in")
+    if isinstance(into, str):
+        fmt = fmt.placed(into)
     place = (anchors.get(knob) or {}).get("place")
     if isinstance(place, dict):
         raw = place.get("raw") if place.get("value") == value else None

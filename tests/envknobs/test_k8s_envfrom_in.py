@@ -135,3 +135,14 @@ def test_a_bad_in_is_an_error(ws, args, status):
     r = record(run, *args)
     assert r.exit_code == status and r.stderr.startswith("error:"), (r.exit_code, r.stderr)
     assert f.read_text() == SGLANG_CM
+
+
+@pytest.mark.parametrize("into", ["env", "configmap"])
+def test_restore_puts_the_knob_back_where_in_put_it(ws, into):
+    run, f = ws
+    assert record(run, "SGLANG_DISABLE_CUDNN_CHECK=1", "--in", into).exit_code == 0
+    recorded = f.read_bytes()
+    assert run("revert", "--perf-only", "--why", "x").exit_code == 0
+    r = run("restore", "--perf-only")
+    assert r.exit_code == 0, r.stderr
+    assert f.read_bytes() == recorded
