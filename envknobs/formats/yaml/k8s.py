@@ -45,6 +45,8 @@ intended knob changed.
 
 from __future__ import annotations
 
+import copy
+
 from dataclasses import dataclass
 from dataclasses import field
 
@@ -209,13 +211,19 @@ class K8sFormat(FlagPlaces, TargetFormat):
     """One container's env list in Kubernetes manifests; see the module docstring."""
 
     name = "k8s"
+    into: str | None = None  # record --in env|configmap (envfrom's docstring); subclasses too
 
     def __init__(self, container: str, into: str | None = None) -> None:
         self.container = check_address(container)
-        self.into = envfrom.check_into(into)  # record --in env|configmap (envfrom's docstring)
+        self.into = envfrom.check_into(into)
 
     def placed(self, into: str | None) -> "K8sFormat":
-        return self if into is None else K8sFormat(self.container, into)
+        """This format (a subclass keeps its own fields) with ``record --in``'s place."""
+        if into is None:
+            return self
+        other = copy.copy(self)
+        other.into = envfrom.check_into(into)
+        return other
 
     def _locate(self, text: str) -> _Container:
         docs = compose_all(text)
