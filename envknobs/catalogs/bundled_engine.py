@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import ast
 import operator
-import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -155,13 +154,13 @@ def moved_defaults(old: str, new: str) -> list[tuple[str, Any, Any]]:
             if k.name in before and before[k.name].default != k.default]
 
 
-_PIN = re.compile(r"(?<![\w.-])" + re.escape(PACKAGE) + r"==(\d+\.\d+\.\d+)")
-
-
 def detect_pins(text: str) -> list[tuple[str, int]]:
-    """Every ``knob-ledger-engine==X`` a file names, as ``(spec, line)``, in file order."""
-    return [(f"{PACKAGE}=={m.group(1)}", text.count("\n", 0, m.start()) + 1)
-            for m in _PIN.finditer(text or "")]
+    """Every ``knob-ledger-engine==X`` a file names, as ``(spec, line)``, in file order: the
+    one reading of a release in a file (:func:`envknobs.catalog_release.detect_engines`)."""
+    from envknobs.catalog_release import detect_engines
+
+    return [(spec, line) for spec, line in detect_engines(text or "")
+            if spec.startswith(f"{PACKAGE}==")]
 
 
 def split_spec(spec: str | None) -> str | None:
