@@ -235,6 +235,17 @@ def test_a_change_that_does_not_touch_speed_is_neutral(stack):
     assert r.exit_code == 0, r.output
     r = _observe(st, "longer-inflight-timeout")
     assert r.exit_code == 0, r.output
+    assert ": regression" not in r.stdout and ": gain" not in r.stdout, r.stdout
+    if ": inconclusive" in r.stdout:
+        # A neighbour's burst (other test workers on this 2-core machine) in one window can
+        # leave the interval wide: the same change is taken off and put back once, and the
+        # second pair of windows must read neutral.
+        ref = "longer-inflight-timeout"
+        assert st.ledger("revert", ref, "--why", "again", "--restart").exit_code == 0
+        time.sleep(WINDOW + 2)  # the revert's restart out of the restore's "before"
+        assert st.ledger("restore", ref, "--restart").exit_code == 0
+        r = _observe(st, ref)
+        assert r.exit_code == 0, r.output
     runs = _json(st.ledger("evidence", "show", "longer-inflight-timeout", "--json"))["runs"]
     said = f"{r.stdout}\n{runs[-1]['by_concurrency']}"
     assert "observed in production, 36 s each side (not a controlled A/B): neutral" in \
