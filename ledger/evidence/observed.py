@@ -14,7 +14,13 @@ Decisions where the issue is silent:
   ``[T + warmup, T + warmup + window]`` -- the warmup covers the restart and the caches
   filling.  The side of each window is the entry's state in it (A reverted, B applied),
   so a revert's "after" is side A.  An after window that has not ended yet is refused
-  with the time it ends; another entry changed inside the windows is a warning.
+  with the time it ends; another entry changed inside the after window is a warning.
+  The before window gets the same warmup: when an earlier change (another entry's, or
+  this entry's own earlier revert) happened less than ``warmup`` before it starts, it
+  starts at that change + warmup instead, and the summary says how long it is (with no
+  settled time left before T the command refuses, naming the change).  A restart's ramp
+  on one side only read as the change's effect: on the 2-core test machine the first
+  20 s after a restart ran at half speed, and a harmless change read +75%.
 * **Samples.**  One row per query step (``--step``, default window / 30, at least 1 s);
   each step's ``rate()`` reads the step's own interval, so rows do not overlap.  Steps
   are still consecutive stretches of one service, not independent runs: the interval is
@@ -122,23 +128,50 @@ def history_windows(entry: Entry, others: Sequence[Entry], window_s: float, warm
     t = _epoch(last.happened)
     after = "B" if entry.applied else "A"
     before = "A" if after == "B" else "B"
-    windows = [Window(before, t - window_s, t),
+    start, warnings = _settled_start(entry, last, others, t, window_s, warmup_s)
+    windows = [Window(before, start, t),
                Window(after, t + warmup_s, t + warmup_s + window_s)]
     if windows[1].end > now:
         raise EvidenceError(
             f"the after window of {entry.id}'s {last.action} at {last.happened} ends at "
             f"{_iso(windows[1].end)} (in {math.ceil(windows[1].end - now)} s): wait until "
             "then, or give a shorter --window/--warmup")
-    warnings = []
     for other in others:
         if other.id == entry.id:
             continue
         for a in other.history:
-            if a.action in CHANGES and windows[0].start <= _epoch(a.happened) <= windows[1].end:
+            if a.action in CHANGES and t <= _epoch(a.happened) <= windows[1].end:
                 warnings.append(f"entry {other.id} also changed ({a.action} at "
                                 f"{a.happened}) inside the observed windows: its effect is "
                                 "in the difference too")
     return windows, warnings
+
+
+def _settled_start(entry: Entry, last, others: Sequence[Entry], t: float, window_s: float,
+                   warmup_s: float) -> tuple[float, list[str]]:
+    """Where the before window starts: ``t - window``, or later when an earlier change (of
+    any entry, this one's own earlier revert included) was still inside its warmup then --
+    a restart's ramp and cold caches on one side only would read as the change's effect.
+    EvidenceError when no settled time is left before ``t``."""
+    pool = [entry, *(o for o in others if o.id != entry.id)]
+    earlier = [(_epoch(a.happened), e.id, a) for e in pool for a in e.history
+               if a.action in CHANGES and a is not last
+               and t - window_s - warmup_s < _epoch(a.happened) < t]
+    if not earlier:
+        return t - window_s, []
+    at, who, action = max(earlier, key=lambda x: x[0])
+    settled = at + warmup_s
+    if settled <= t - window_s:
+        return t - window_s, []
+    if settled >= t:
+        raise EvidenceError(
+            f"the before window of {entry.id}'s {last.action} at {last.happened} is inside "
+            f"the warmup of entry {who}'s {action.action} at {action.happened} "
+            f"({span_text(warmup_s)}): no settled time is left before the change; give a "
+            "shorter --warmup")
+    return settled, [f"the before window is {span_text(round(t - settled))}, not "
+                     f"{span_text(window_s)}: it starts after the warmup of entry {who}'s "
+                     f"{action.action} at {action.happened}"]
 
 
 @dataclass

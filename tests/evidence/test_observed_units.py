@@ -90,6 +90,33 @@ def test_windows_come_from_the_entrys_latest_change():
     assert notes and "entry e2 also changed (record at 2026-12-01T10:10:00Z)" in notes[0]
 
 
+def test_the_before_window_starts_after_an_earlier_changes_warmup():
+    """A restart's ramp on the before side only would read as the change's effect."""
+    from ledger.core.when import parse_time
+
+    t = parse_time("2026-12-01T10:00:00Z").timestamp()
+    # This entry's own earlier revert and restore: the before window waits out the
+    # revert's warmup and says how long it is.
+    e = _entry([("2026-12-01T09:00:00Z", "record"), ("2026-12-01T09:41:40Z", "revert"),
+                ("2026-12-01T10:00:00Z", "restore")])
+    (before, after), notes = history_windows(e, [e], 1200, 300, t + 3600)
+    assert (before.start, before.end) == (t - 1100 + 300, t) and after.start == t + 300
+    assert notes == ["the before window is 800 s, not 20 min: it starts after the warmup "
+                     "of entry e1's revert at 2026-12-01T09:41:40Z"]
+    # Another entry's change long enough before leaves the window whole, and is no warning.
+    other = Entry(id="e2", seq=2, cls="perf", title="o", slug="o",
+                  recorded="2026-12-01T09:30:00Z", kind="knob", target="decode", knob="J",
+                  before="1", after="2", state="applied",
+                  history=(Action(at="2026-12-01T09:30:00Z", action="record"),))
+    late = _entry([("2026-12-01T10:00:00Z", "record")])
+    (before, _), notes = history_windows(late, [late, other], 1200, 300, t + 3600)
+    assert before.start == t - 1200 and notes == []
+    # No settled time left before the change: refused, naming the change it waits for.
+    with pytest.raises(EvidenceError, match=r"inside the warmup of entry e2's record at "
+                       r"2026-12-01T09:30:00Z \(30 min\).*shorter --warmup"):
+        history_windows(late, [other], 1200, 1800, t + 9000)
+
+
 def test_load_bins_durations_and_bucket_resolution():
     assert [load_bin(x) for x in (0.6, 1.4, 2.9, 3.1, 4, 5.6, 6, 60)] == \
         [1, 1, 4, 4, 4, 4, 8, 64]

@@ -4,8 +4,9 @@ with ``--restart`` judged by ``ledger evidence prom`` over short windows, and a
 ``--bake`` that rolls a slow change back.
 
 One Prometheus, one engine and one load for the module; the tests run in order, each
-change's "before" window being the previous one's "after" (36 s each side, a sample
-every 3 s).  The slow change is a real knob value: ``ENGINE_PREFILL_CHUNK_TOKENS=1``
+change waiting out the previous restart's warmup before its "before" window (36 s each
+side after a 20 s warmup, a sample every 3 s; a before window inside a warmup would be
+shortened by ``evidence prom``).  The slow change is a real knob value: ``ENGINE_PREFILL_CHUNK_TOKENS=1``
 prefills a 64-token prompt one token per step instead of in one chunk (about -90% output
 tok/s at concurrency 4, p99 TTFT x15).  Tolerance 50% (ledger.yaml): on the shared 2-core
 machine (load average 13) two identical 40-prompt bench runs differed by 30-40%, and a 3 s
@@ -177,24 +178,6 @@ def _json(r):
     return json.loads(r.stdout)
 
 
-def test_prometheus_unreachable_is_an_error_naming_it_and_changes_nothing(stack):
-    st = stack
-    r = st.ledger("record", "knob", "engine", HARMLESS, "--class", "perf", "--title",
-                  "unreached")
-    assert r.exit_code == 0, r.output
-    head = subprocess.run(["git", "-C", str(st.ws), "rev-parse", "HEAD"], capture_output=True,
-                          text=True).stdout
-    dead = f"http://127.0.0.1:{free_port()}"
-    time.sleep(2)  # the 1 s "after" window is over
-    r = st.ledger("evidence", "prom", "unreached", "--prometheus", dead, "--window", "1s",
-                  "--warmup", "0s")
-    assert r.exit_code == 1 and f"cannot reach Prometheus at {dead}" in r.stderr, r.output
-    assert subprocess.run(["git", "-C", str(st.ws), "rev-parse", "HEAD"], capture_output=True,
-                          text=True).stdout == head
-    assert not (st.ws / "evidence").exists()
-    assert st.ledger("revert", "unreached", "--why", "not measured").exit_code == 0
-
-
 def test_a_slower_engine_is_judged_a_regression_from_production_metrics(stack):
     st = stack
     r = st.ledger("record", "knob", "engine", SLOW, "--class", "perf", "--title", "slow",
@@ -229,7 +212,7 @@ def test_a_slower_engine_is_judged_a_regression_from_production_metrics(stack):
 
 def test_a_change_that_does_not_touch_speed_is_neutral(stack):
     st = stack
-    time.sleep(WINDOW + 2)  # the revert's restart out of the next change's "before"
+    time.sleep(WINDOW + WARMUP + 2)  # the revert's restart and warmup out of the "before"
     r = st.ledger("record", "knob", "engine", HARMLESS, "--class", "bugfix", "--title",
                   "longer inflight timeout", "--restart")
     assert r.exit_code == 0, r.output
@@ -242,7 +225,7 @@ def test_a_change_that_does_not_touch_speed_is_neutral(stack):
         # second pair of windows must read neutral.
         ref = "longer-inflight-timeout"
         assert st.ledger("revert", ref, "--why", "again", "--restart").exit_code == 0
-        time.sleep(WINDOW + 2)  # the revert's restart out of the restore's "before"
+        time.sleep(WINDOW + WARMUP + 2)  # the revert's warmup out of the restore's "before"
         assert st.ledger("restore", ref, "--restart").exit_code == 0
         r = _observe(st, ref)
         assert r.exit_code == 0, r.output
@@ -296,3 +279,21 @@ def test_a_bake_that_cannot_read_prometheus_rolls_back_and_says_why(stack):
                   "bugfix", "--title", "x", "--restart", "--bake", "1s")
     assert r.exit_code == 1 and "--bake needs --prometheus URL" in r.stderr
     assert st.script.read_bytes() == head
+
+
+def test_prometheus_unreachable_is_an_error_naming_it_and_changes_nothing(stack):
+    st = stack
+    r = st.ledger("record", "knob", "engine", "ENGINE_INFLIGHT_TIMEOUT_S=61", "--class", "perf",
+                  "--title", "unreached")
+    assert r.exit_code == 0, r.output
+    head = subprocess.run(["git", "-C", str(st.ws), "rev-parse", "HEAD"], capture_output=True,
+                          text=True).stdout
+    dead = f"http://127.0.0.1:{free_port()}"
+    time.sleep(2)  # the 1 s "after" window is over
+    r = st.ledger("evidence", "prom", "unreached", "--prometheus", dead, "--window", "1s",
+                  "--warmup", "0s")
+    assert r.exit_code == 1 and f"cannot reach Prometheus at {dead}" in r.stderr, r.output
+    assert subprocess.run(["git", "-C", str(st.ws), "rev-parse", "HEAD"], capture_output=True,
+                          text=True).stdout == head
+    assert not (st.ws / "evidence").exists()
+    assert st.ledger("revert", "unreached", "--why", "not measured").exit_code == 0
