@@ -288,6 +288,7 @@ def test_prometheus_unreachable_is_an_error_naming_it_and_changes_nothing(stack)
     assert r.exit_code == 0, r.output
     head = subprocess.run(["git", "-C", str(st.ws), "rev-parse", "HEAD"], capture_output=True,
                           text=True).stdout
+    stored = sorted((st.ws / "evidence").rglob("*"))
     dead = f"http://127.0.0.1:{free_port()}"
     time.sleep(2)  # the 1 s "after" window is over
     r = st.ledger("evidence", "prom", "unreached", "--prometheus", dead, "--window", "1s",
@@ -295,5 +296,5 @@ def test_prometheus_unreachable_is_an_error_naming_it_and_changes_nothing(stack)
     assert r.exit_code == 1 and f"cannot reach Prometheus at {dead}" in r.stderr, r.output
     assert subprocess.run(["git", "-C", str(st.ws), "rev-parse", "HEAD"], capture_output=True,
                           text=True).stdout == head
-    assert not (st.ws / "evidence").exists()
+    assert sorted((st.ws / "evidence").rglob("*")) == stored
     assert st.ledger("revert", "unreached", "--why", "not measured").exit_code == 0
