@@ -110,10 +110,13 @@ def _start_prometheus(st: Stack) -> None:
 def _start_load(st: Stack) -> None:
     """``engine bench`` at concurrency 1, again and again (a restart ends a bench run): one
     request in the engine at a time keeps every busy step in one load bin on both sides (at
-    concurrency 4 a loaded CI machine put the before side at 4 and the after side at 2)."""
+    concurrency 4 a loaded CI machine put the before side at 4 and the after side at 2).
+    Prompts of 256 tokens make the slow change (one prefill token a step: 256 steps where 1
+    did) cost ~90% of output throughput, so a neighbour's burst in one window cannot pull it
+    inside the ±50% tolerance (at 64 tokens it cost ~78%, and a CI bake once read -57%)."""
     bench = shlex.join([sys.executable, "-m", "engine", "bench", "--mode", "online",
                         "--url", st.url, "--concurrency", "1", "--num-prompts", "3000",
-                        "--input-len", "64", "--output-len", "16", "--json", os.devnull])
+                        "--input-len", "256", "--output-len", "16", "--json", os.devnull])
     st.procs.append(subprocess.Popen(
         ["bash", "-c", f"while true; do {bench} >/dev/null 2>&1 || sleep 0.5; done"],
         env={**os.environ, "PYTHONPATH": str(REPO)}, start_new_session=True))
