@@ -222,7 +222,7 @@ class _Reader:
 def _lines(where: str, data: dict) -> str | None:
     """The knob's lines as read from the copy (a restore writes them back): refused when
     edited, since nothing but the copy vouches for them."""
-    from ledger.commands.adopt_changes import lines_digest
+    from ledger.commands.adopt.changes import lines_digest
 
     lines = _text(data.get("lines"))
     if lines is not None and data.get("lines_sha256") != lines_digest(lines):

@@ -33,8 +33,8 @@ from datetime import timezone
 from pathlib import Path
 from typing import Sequence
 
-from ledger.core.model import RELEASE_KNOB
 from ledger.core.adopt import Version
+from ledger.core.model import RELEASE_KNOB
 from ledger.core.when import parse_time
 from ledger.core.when import stamp
 from ledger.errors import LedgerError
