@@ -14,7 +14,7 @@ from ledger.commands.session import Session
 from ledger.commands.session import writing
 from ledger.core import planner
 from ledger.core.model import Entry
-from ledger.core.model import check_class
+from ledger.core.naming import check_class
 from ledger.errors import UsageError
 from ledger.store.apply import Applied
 from ledger.store.apply import apply_plan

@@ -64,7 +64,7 @@ from ledger.core.layers import entry_keys
 from ledger.core.layers import expected_knobs
 from ledger.core.layers import knob_layers
 from ledger.core.model import Entry
-from ledger.core.model import split_place
+from ledger.core.naming import split_place
 from ledger.errors import ConfigError
 from ledger.values import value_text
 

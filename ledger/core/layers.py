@@ -24,7 +24,7 @@ from typing import Mapping
 from typing import Sequence
 
 from ledger.core.model import Entry
-from ledger.core.model import place_knob
+from ledger.core.naming import place_knob
 from ledger.errors import Drift
 
 KnobKey = tuple[str, str]  # (target name, knob name, or knob@place for a selected place)

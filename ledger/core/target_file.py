@@ -14,10 +14,10 @@ from dataclasses import field
 from pathlib import Path
 from typing import Any
 
-from ledger.core.model import RELEASE_KNOB
-from ledger.core.model import Target
-from ledger.core.model import place_knob
-from ledger.core.model import split_place
+from ledger.core.naming import RELEASE_KNOB
+from ledger.core.naming import place_knob
+from ledger.core.naming import split_place
+from ledger.core.target import Target
 
 ENCODING = "utf-8"
 ERRORS = "surrogateescape"

@@ -22,12 +22,12 @@ from typing import Any
 
 from ledger.core import layers
 from ledger.core import planner
+from ledger.core.action import Action
 from ledger.core.display import value_text
-from ledger.core.model import RELEASE_KNOB
-from ledger.core.model import Action
 from ledger.core.model import Entry
-from ledger.core.model import check_class
-from ledger.core.model import slugify
+from ledger.core.naming import RELEASE_KNOB
+from ledger.core.naming import check_class
+from ledger.core.naming import slugify
 from ledger.core.when import parse_when
 from ledger.errors import InvalidValue
 from ledger.errors import LedgerError
@@ -254,7 +254,7 @@ def check_chain(plan_path: Path, tf, existing, new: list[Entry], inversions: boo
     recorded, would expect otherwise than the file holds."""
     from ledger.commands.catalog import name_defaults
     from ledger.core.inversion import inversion
-    from ledger.core.model import place_knob
+    from ledger.core.naming import place_knob
 
     problems = []
     so_far = list(existing)
