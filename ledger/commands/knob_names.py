@@ -9,8 +9,8 @@ refusal names the close ones).
 
 from __future__ import annotations
 
+from ledger.core.identifiers import split_place
 from ledger.core.names import close_names
-from ledger.core.naming import split_place
 
 
 def file_names(tf) -> list[str]:

@@ -6,8 +6,8 @@ from dataclasses import dataclass
 from typing import Any
 from typing import Mapping
 
-from ledger.core.records import built
-from ledger.core.records import text_of
+from ledger.core.frozen import built
+from ledger.core.frozen import text_of
 from ledger.errors import InvalidValue
 
 # restart: a --restart restarted the entry's service (with the health result);

@@ -6,7 +6,7 @@
   applied to the engine repo;
 * :class:`UpgradeChange`: the engine release ``target``'s file runs, moved from ``before``
   to ``after`` (``vllm==0.30.0`` -> ``vllm==0.34.0``); its ``knob`` is
-  :data:`~ledger.core.naming.RELEASE_KNOB`, so it layers, reverts and restores like a
+  :data:`~ledger.core.identifiers.RELEASE_KNOB`, so it layers, reverts and restores like a
   knob (the file's image tags / pins are rewritten, :mod:`envknobs.release_spots`).
 
 Each knows its part of the stored entry: ``to_dict`` writes exactly the keys, in exactly
@@ -29,13 +29,13 @@ from typing import Mapping
 
 from envknobs.registry import KnobError
 from envknobs.registry import check_knob_value
-from ledger.core.naming import ENGINE_SPEC_RE
-from ledger.core.naming import RELEASE_KNOB
-from ledger.core.naming import check_entry_knob
-from ledger.core.naming import check_target_name
-from ledger.core.naming import split_place
-from ledger.core.records import built
-from ledger.core.records import text_of
+from ledger.core.frozen import built
+from ledger.core.frozen import text_of
+from ledger.core.identifiers import ENGINE_SPEC_RE
+from ledger.core.identifiers import RELEASE_KNOB
+from ledger.core.identifiers import check_entry_knob
+from ledger.core.identifiers import check_target_name
+from ledger.core.identifiers import split_place
 from ledger.errors import InvalidValue
 
 # Where a knob's line sits, to put it back there (see ledger.core.layout): ``{"knob": K}``,

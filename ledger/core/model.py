@@ -29,11 +29,11 @@ from ledger.core.action import Action
 from ledger.core.action import shared_action
 from ledger.core.changes import CHANGES
 from ledger.core.changes import Change
-from ledger.core.naming import check_class
-from ledger.core.naming import check_entry_id
-from ledger.core.naming import slugify
-from ledger.core.records import built
-from ledger.core.records import text_of
+from ledger.core.frozen import built
+from ledger.core.frozen import text_of
+from ledger.core.identifiers import check_class
+from ledger.core.identifiers import check_entry_id
+from ledger.core.identifiers import slugify
 from ledger.errors import InvalidValue
 
 KINDS = tuple(CHANGES)

@@ -43,9 +43,9 @@ from ledger.core.layers import layer_value
 from ledger.core.layout import inserted_block
 from ledger.core.action import Action
 from ledger.core.model import Entry
-from ledger.core.target import Target
-from ledger.core.naming import check_class
-from ledger.core.naming import place_knob
+from ledger.core.managed_file import Target
+from ledger.core.identifiers import check_class
+from ledger.core.identifiers import place_knob
 from ledger.core.target_file import Edited
 from ledger.core.target_file import TargetFile
 from ledger.core.when import parse_when

@@ -37,7 +37,7 @@ from typing import Any
 from typing import Mapping
 from typing import Sequence
 
-from ledger.core.naming import NAME_RE as ENTRY_ID_RE
+from ledger.core.identifiers import NAME_RE as ENTRY_ID_RE
 from ledger.errors import EvidenceError
 from ledger.evidence.runs_csv import parse_runs_csv
 from ledger.evidence.runs_csv import runs_csv_text

@@ -37,8 +37,8 @@ from ledger.core.display import health_failure
 from ledger.core.display import revert_action
 from ledger.core.display import revert_reason
 from ledger.core.display import status_word
+from ledger.core.identifiers import CLASSES
 from ledger.core.model import Entry
-from ledger.core.naming import CLASSES
 from ledger.core.planner import restore_blocker
 from ledger.core.planner import restore_flags
 from ledger.errors import InvalidValue

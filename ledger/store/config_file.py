@@ -18,9 +18,9 @@ from dataclasses import field
 from pathlib import Path
 from typing import Any
 
-from ledger.core.naming import ENGINE_SPEC_RE
+from ledger.core.identifiers import ENGINE_SPEC_RE
+from ledger.core.managed_file import Target
 from ledger.core.service import parse_service
-from ledger.core.target import Target
 from ledger.errors import ConfigError
 from ledger.errors import InvalidValue
 from ledger.errors import LedgerError

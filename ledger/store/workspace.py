@@ -37,10 +37,10 @@ from datetime import timezone
 from pathlib import Path
 from typing import Iterable
 
+from ledger.core.managed_file import Target
 from ledger.core.model import Entry
 from ledger.core.names import close_matches
 from ledger.core.names import close_slug_parts
-from ledger.core.target import Target
 from ledger.errors import AmbiguousEntry
 from ledger.errors import EntryNotFound
 from ledger.errors import InvalidValue

@@ -1,6 +1,6 @@
 """``Entry.from_dict``'s fast path (``__dict__`` filled at once) builds exactly what the
 constructor builds, every field reading the same, and validates like it; the instance
-holds only the values that differ from the defaults (``ledger.core.records.built``)."""
+holds only the values that differ from the defaults (``ledger.core.frozen.built``)."""
 
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 
 from ledger.core.action import Action
 from ledger.core.changes import CHANGES
+from ledger.core.identifiers import slugify
 from ledger.core.model import Entry
-from ledger.core.naming import slugify
 from ledger.errors import InvalidValue
 
 KNOB = Entry(id="e0001", seq=1, kind="knob", cls="perf", title="ctas 512", slug="ctas-512",

@@ -48,7 +48,7 @@ from ledger.commands.adopt.find import Copy
 from ledger.core.adopt import Proposal
 from ledger.core.adopt import Version
 from ledger.core.adopt import propose
-from ledger.core.naming import RELEASE_KNOB
+from ledger.core.identifiers import RELEASE_KNOB
 from ledger.errors import Refused
 from ledger.errors import UsageError
 

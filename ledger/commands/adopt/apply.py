@@ -24,10 +24,10 @@ from ledger.core import layers
 from ledger.core import planner
 from ledger.core.action import Action
 from ledger.core.display import value_text
+from ledger.core.identifiers import RELEASE_KNOB
+from ledger.core.identifiers import check_class
+from ledger.core.identifiers import slugify
 from ledger.core.model import Entry
-from ledger.core.naming import RELEASE_KNOB
-from ledger.core.naming import check_class
-from ledger.core.naming import slugify
 from ledger.core.when import parse_when
 from ledger.errors import InvalidValue
 from ledger.errors import LedgerError
@@ -253,8 +253,8 @@ def check_chain(plan_path: Path, tf, existing, new: list[Entry], inversions: boo
     that is a revert (but those in ``not_a_revert``); a knob the ledger, with all
     recorded, would expect otherwise than the file holds."""
     from ledger.commands.catalog import name_defaults
+    from ledger.core.identifiers import place_knob
     from ledger.core.inversion import inversion
-    from ledger.core.naming import place_knob
 
     problems = []
     so_far = list(existing)

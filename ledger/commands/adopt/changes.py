@@ -11,7 +11,7 @@ from typing import Sequence
 
 from ledger.commands.adopt.find import Copy
 from ledger.core.adopt import Proposal
-from ledger.core.naming import RELEASE_KNOB
+from ledger.core.identifiers import RELEASE_KNOB
 from ledger.errors import LedgerError
 
 _FIX_SUBJECT = re.compile(r"(?i)(^fix\b|\bfix(es|ed)?\b|\bbug-?fix|\bhot-?fix)")

@@ -134,7 +134,7 @@ def select(s: Session, opts: Options) -> list[Entry]:
 
 
 def planner_class(cls: str) -> str:
-    from ledger.core.naming import check_class
+    from ledger.core.identifiers import check_class
 
     return check_class(cls)
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ledger.core.naming import ENGINE_SPEC_RE
-from ledger.core.naming import check_target_name
+from ledger.core.identifiers import ENGINE_SPEC_RE
+from ledger.core.identifiers import check_target_name
 from ledger.core.service import Service
 from ledger.errors import InvalidValue
 from ledger.values import FLAG_ENGINES
