@@ -82,8 +82,8 @@ def build_workspace(root: Path, n: int, per_target: int = PER_TARGET
                     ) -> tuple[Path, list[Path], list[str]]:
     """A workspace with ``n`` applied perf knob entries over dotenv targets."""
     from ledger.commands.setup import init_workspace
+    from ledger.core.managed_file import Target
     from ledger.core.model import Entry
-    from ledger.core.model import Target
     from ledger.store import wsgit
     from ledger.store.config_file import dump_config
     from ledger.store.entries_file import entries_bytes

@@ -30,9 +30,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from ledger.core import layers  # noqa: E402
-from ledger.core.model import Action  # noqa: E402
+from ledger.core.action import Action  # noqa: E402
+from ledger.core.managed_file import Target  # noqa: E402
 from ledger.core.model import Entry  # noqa: E402
-from ledger.core.model import Target  # noqa: E402
 from ledger.store.config_file import Config  # noqa: E402
 from ledger.store.config_file import dump_config  # noqa: E402
 from ledger.store.entries_file import entries_bytes  # noqa: E402

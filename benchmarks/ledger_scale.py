@@ -46,7 +46,7 @@ from ledger.commands.session import open_session  # noqa: E402
 from ledger.commands.setup import add_target  # noqa: E402
 from ledger.commands.setup import init_workspace  # noqa: E402
 from ledger.core import layers  # noqa: E402
-from ledger.core.model import Action  # noqa: E402
+from ledger.core.action import Action  # noqa: E402
 from ledger.core.model import Entry  # noqa: E402
 from ledger.store.entries_file import entries_bytes  # noqa: E402
 from ledger.store.targets import edit_target  # noqa: E402

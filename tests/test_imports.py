@@ -23,6 +23,7 @@ HEAVY = ("torch", "pandas", "matplotlib", "scipy")
 # ``ledger --help`` parses no file and runs no git: the library behind the commands (the
 # model, the formats, the store, YAML, GitPython) loads only when a command runs.
 NOT_FOR_HELP = ("envknobs", "backups", "ruamel", "git", "jinja2", "ledger.core.model",
+                "ledger.core.changes", "ledger.core.identifiers", "ledger.core.managed_file",
                 "ledger.store", "ledger.commands", "ledger.patches")
 
 

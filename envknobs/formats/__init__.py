@@ -85,28 +85,11 @@ def get_format(
     # Imported here so that loading one format does not pay for the others
     # (the YAML formats import ruamel.yaml).
     if name == "k8s":
-        if not container:
-            raise FormatError("the k8s format needs a container address (--container)")
-        if key_path is not None or check_key is not None:
-            raise FormatError("a key path is only meaningful for yaml-map targets, not k8s")
-        from envknobs.formats.yaml.k8s import K8sFormat
-
-        return K8sFormat(container)
+        return _k8s_format(container, key_path is not None or check_key is not None)
     if container is not None:
         raise FormatError(f"a container is only meaningful for k8s targets, not {name}")
     if name == "yaml-map":
-        from envknobs.formats.yaml.map import YamlMapFormat
-
-        if key_path is not None and "|" in key_path:  # OUTER|INNER: YAML in a `|` block
-            from envknobs.formats.yaml.block import InBlock
-
-            outer, _, inner = key_path.partition("|")
-            return InBlock(outer, YamlMapFormat(inner or None, check_key, strings, engine))
-        if strings:  # an env map: its values may be strings of flags (yaml.mapstrings)
-            from envknobs.formats.yaml.mapstrings import EnvMapStrings
-
-            return EnvMapStrings(YamlMapFormat(key_path, check_key, strings, engine))
-        return YamlMapFormat(key_path, check_key, strings, engine)
+        return _yaml_map_format(key_path, check_key, strings, engine)
     if name == "bash" and key_path is not None and check_key is None:
         # a script held in a YAML file (SkyPilot `run: |`): envknobs.formats.yaml.block
         from envknobs.formats.yaml.block import script_at
@@ -130,6 +113,35 @@ def get_format(
 
         return SystemdFormat(file_reader(binding_lines))
     raise FormatError(f"unknown target format {name!r} (use {', '.join(FORMAT_NAMES)})")
+
+
+def _k8s_format(container: str | None, keyed: bool) -> TargetFormat:
+    """``get_format("k8s", ...)``: ``keyed`` when a key path or key check was given."""
+    if not container:
+        raise FormatError("the k8s format needs a container address (--container)")
+    if keyed:
+        raise FormatError("a key path is only meaningful for yaml-map targets, not k8s")
+    from envknobs.formats.yaml.k8s import K8sFormat
+
+    return K8sFormat(container)
+
+
+def _yaml_map_format(key_path: str | None, check_key: Callable[[str], None] | None,
+                     strings: bool, engine: str | None) -> TargetFormat:
+    """``get_format("yaml-map", ...)``: the map at ``key_path``, in a ``|`` block's YAML
+    (``OUTER|INNER``) or an env map whose values may be strings of flags."""
+    from envknobs.formats.yaml.map import YamlMapFormat
+
+    if key_path is not None and "|" in key_path:  # OUTER|INNER: YAML in a `|` block
+        from envknobs.formats.yaml.block import InBlock
+
+        outer, _, inner = key_path.partition("|")
+        return InBlock(outer, YamlMapFormat(inner or None, check_key, strings, engine))
+    if strings:  # an env map: its values may be strings of flags (yaml.mapstrings)
+        from envknobs.formats.yaml.mapstrings import EnvMapStrings
+
+        return EnvMapStrings(YamlMapFormat(key_path, check_key, strings, engine))
+    return YamlMapFormat(key_path, check_key, strings, engine)
 
 
 __all__ = ["ALL", "FORMAT_NAMES", "AmbiguousKnob", "FormatError", "PlaceEdit", "TargetFormat", "get_format"]

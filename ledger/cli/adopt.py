@@ -96,7 +96,7 @@ def _change(c: dict) -> str:
 
 
 def _apply(ctx, s, plan_path, json_out, dry_run) -> None:
-    from ledger.commands.adopt_apply import apply_adopt
+    from ledger.commands.adopt.apply import apply_adopt
 
     applied, history_only = apply_adopt(s, plan_path, dry_run=dry_run)
     if wants_json(ctx, json_out):

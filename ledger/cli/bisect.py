@@ -179,8 +179,8 @@ def _reset(ctx, s, refs, force, json_out) -> None:
 
 
 def _show(ctx, s, refs, json_out) -> None:
-    from ledger.commands.bisect_view import summary
-    from ledger.commands.bisect_view import timeline
+    from ledger.render.bisect import summary
+    from ledger.render.bisect import timeline
     from ledger.store.bisect_state import list_records
 
     if len(refs) > 2:

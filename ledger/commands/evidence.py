@@ -281,7 +281,7 @@ def add_evidence(
     """
     from ledger.core.when import parse_time
     from ledger.core.when import parse_when
-    from ledger.evidence.store import import_evidence
+    from ledger.evidence.import_run import import_evidence
     from ledger.evidence.view import knob_context
     from ledger.evidence.workload import parse_selection
 

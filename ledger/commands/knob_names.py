@@ -9,7 +9,7 @@ refusal names the close ones).
 
 from __future__ import annotations
 
-from ledger.core.model import split_place
+from ledger.core.identifiers import split_place
 from ledger.core.names import close_names
 
 

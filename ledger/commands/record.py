@@ -50,8 +50,8 @@ from ledger.core.recording import plan_places
 from ledger.core.recording import selected_places
 from ledger.core.recording import wants_without
 from ledger.core.model import Entry
-from ledger.core.model import Target
-from ledger.core.model import slugify
+from ledger.core.managed_file import Target
+from ledger.core.identifiers import slugify
 from ledger.core.recording import RecordOptions
 from ledger.core.recording import when_trailers
 from ledger.core.target_file import TargetFile

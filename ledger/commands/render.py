@@ -112,9 +112,9 @@ def docs_title(ws: Workspace) -> str:
 
 def bisect_views(ws: Workspace, known: set[str]) -> list[dict]:
     """Each committed bisect record as the docs show it: conclusion, roles, timeline."""
-    from ledger.commands.bisect_view import role_of
-    from ledger.commands.bisect_view import summary
-    from ledger.commands.bisect_view import timeline
+    from ledger.render.bisect import role_of
+    from ledger.render.bisect import summary
+    from ledger.render.bisect import timeline
     from ledger.store.bisect_state import list_records
 
     views = []

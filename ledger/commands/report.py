@@ -8,24 +8,24 @@ from typing import Container
 from typing import Sequence
 
 from ledger.commands.catalog import knob_defaults
+from ledger.commands.repo_defaults import engine_defaults
 from ledger.core import layers
 from ledger.core.display import change_text
 from ledger.core.display import display_state
-from ledger.core.display import health_failure
 from ledger.core.display import happened_at
+from ledger.core.display import health_failure
 from ledger.core.display import kept_by_class
 from ledger.core.display import revert_action
 from ledger.core.display import revert_reason
 from ledger.core.model import Entry
 from ledger.errors import Drift
 from ledger.errors import LedgerError
-from ledger.evidence.view import EvidenceInfo
 from ledger.evidence.view import NONE as NO_EVIDENCE
+from ledger.evidence.view import EvidenceInfo
 from ledger.evidence.view import evidence_for
 from ledger.evidence.view import evidence_ids
 from ledger.store import wsgit
 from ledger.store.apply import new_target_bytes
-from ledger.commands.repo_defaults import engine_defaults
 from ledger.store.apply import read_targets
 from ledger.store.apply import unified
 from ledger.store.config_file import CONFIG_NAME
@@ -94,8 +94,8 @@ def _notes(ws: Workspace, e: Entry) -> list[dict]:
 
 def _bisects_of(ws: Workspace, e: Entry) -> list[dict]:
     """The bisects whose selection held ``e``: when, what they concluded, its part."""
-    from ledger.commands.bisect_view import role_of
-    from ledger.commands.bisect_view import summary
+    from ledger.render.bisect import role_of
+    from ledger.render.bisect import summary
     from ledger.store.bisect_state import record_rel
     from ledger.store.bisect_state import records_for
 

@@ -13,8 +13,8 @@ from ledger.commands.live import restartable
 from ledger.commands.session import Session
 from ledger.commands.session import writing
 from ledger.core import planner
+from ledger.core.identifiers import check_class
 from ledger.core.model import Entry
-from ledger.core.model import check_class
 from ledger.errors import UsageError
 from ledger.store.apply import Applied
 from ledger.store.apply import apply_plan

@@ -11,8 +11,8 @@ from typing import Mapping
 from envknobs.formats import FormatError
 from ledger.commands.session import Session
 from ledger.commands.session import edit_config
-from ledger.core.model import Target
-from ledger.core.model import check_target_name
+from ledger.core.managed_file import Target
+from ledger.core.identifiers import check_target_name
 from ledger.errors import InvalidValue
 from ledger.errors import Refused
 from ledger.evidence.runner import DEFAULT_BENCH_COMMAND

@@ -9,7 +9,7 @@ else ``engine:`` in ledger.yaml, else ``--from``), asks
 ``record upgrade`` does the same under the writer lock, rewrites the version of every
 place the file names the engine's release (:func:`ledger.store.targets.release_edited`:
 the tag's ``v`` and suffix such as ``-cu129`` kept) and records an ``upgrade`` entry
-(``knob`` :data:`~ledger.core.model.RELEASE_KNOB`, ``before``/``after`` the two specs,
+(``knob`` :data:`~ledger.core.identifiers.RELEASE_KNOB`, ``before``/``after`` the two specs,
 ``plan`` the target's plan as JSON, ``body`` as markdown) through the shared
 planner/apply path, so revert and restore rewrite the version back byte for byte.
 ``--adopt --before SPEC`` records an upgrade already made by hand (the file must name
@@ -33,10 +33,10 @@ from ledger.commands.record import new_entry
 from ledger.commands.session import Session
 from ledger.commands.session import writing
 from ledger.core import planner
-from ledger.core.model import ENGINE_SPEC_RE
-from ledger.core.model import RELEASE_KNOB
+from ledger.core.identifiers import ENGINE_SPEC_RE
+from ledger.core.identifiers import RELEASE_KNOB
+from ledger.core.identifiers import check_class
 from ledger.core.model import Entry
-from ledger.core.model import check_class
 from ledger.core.target_file import TargetFile
 from ledger.core.upgrade import Setting
 from ledger.core.upgrade import TargetPlan

@@ -28,7 +28,7 @@ from dataclasses import field
 from typing import Mapping
 from typing import Sequence
 
-from ledger.core.model import RELEASE_KNOB
+from ledger.core.identifiers import RELEASE_KNOB
 
 
 @dataclass(frozen=True)

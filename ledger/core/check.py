@@ -59,12 +59,12 @@ from ledger.core.findings import Layout
 from ledger.core.findings import Report
 from ledger.core.findings import Side
 from ledger.core.findings import TargetReading
+from ledger.core.identifiers import split_place
 from ledger.core.inversion import inversion
 from ledger.core.layers import entry_keys
 from ledger.core.layers import expected_knobs
 from ledger.core.layers import knob_layers
 from ledger.core.model import Entry
-from ledger.core.model import split_place
 from ledger.errors import ConfigError
 from ledger.values import value_text
 

@@ -12,7 +12,7 @@ from ledger.values import UNSET  # noqa: F401  (re-exported: the CLI and docs sa
 from ledger.values import value_text
 
 if TYPE_CHECKING:  # annotations only
-    from ledger.core.model import Action
+    from ledger.core.action import Action
     from ledger.core.model import Entry
 
 

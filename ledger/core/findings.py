@@ -15,9 +15,9 @@ from dataclasses import field
 from typing import Mapping
 from typing import Sequence
 
-from ledger.core.model import RELEASE_KNOB
+from ledger.core.identifiers import RELEASE_KNOB
 from ledger.core.model import Entry
-from ledger.core.model import split_place
+from ledger.core.identifiers import split_place
 from ledger.values import value_text
 
 @dataclass(frozen=True)

@@ -23,8 +23,8 @@ from typing import Iterable
 from typing import Mapping
 from typing import Sequence
 
+from ledger.core.identifiers import place_knob
 from ledger.core.model import Entry
-from ledger.core.model import place_knob
 from ledger.errors import Drift
 
 KnobKey = tuple[str, str]  # (target name, knob name, or knob@place for a selected place)

@@ -62,9 +62,9 @@ from typing import Iterable
 from typing import Mapping
 from typing import Sequence
 
-from ledger.core.model import Action
+from ledger.core.action import Action
+from ledger.core.identifiers import split_place
 from ledger.core.model import Entry
-from ledger.core.model import split_place
 from ledger.core.planner import AMENDABLE
 from ledger.core.planner import unique_slug
 from ledger.errors import MergeConflict

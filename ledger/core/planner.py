@@ -31,13 +31,13 @@ from typing import Iterable
 from typing import Mapping
 from typing import Sequence
 
+from ledger.core.action import Action
 from ledger.core.display import revert_action
 from ledger.core.display import revert_reason
 from ledger.core.layers import KnobKey
 from ledger.core.layers import entry_keys
 from ledger.core.layers import knob_layers
 from ledger.core.layers import layer_value
-from ledger.core.model import Action
 from ledger.core.model import Entry
 from ledger.errors import Refused
 from ledger.errors import UsageError

@@ -41,11 +41,11 @@ from ledger.core.inversion import inversion
 from ledger.core.layers import knob_layers
 from ledger.core.layers import layer_value
 from ledger.core.layout import inserted_block
-from ledger.core.model import Action
+from ledger.core.action import Action
 from ledger.core.model import Entry
-from ledger.core.model import Target
-from ledger.core.model import check_class
-from ledger.core.model import place_knob
+from ledger.core.managed_file import Target
+from ledger.core.identifiers import check_class
+from ledger.core.identifiers import place_knob
 from ledger.core.target_file import Edited
 from ledger.core.target_file import TargetFile
 from ledger.core.when import parse_when

@@ -14,10 +14,10 @@ from dataclasses import field
 from pathlib import Path
 from typing import Any
 
-from ledger.core.model import RELEASE_KNOB
-from ledger.core.model import Target
-from ledger.core.model import place_knob
-from ledger.core.model import split_place
+from ledger.core.identifiers import RELEASE_KNOB
+from ledger.core.identifiers import place_knob
+from ledger.core.identifiers import split_place
+from ledger.core.managed_file import Target
 
 ENCODING = "utf-8"
 ERRORS = "surrogateescape"

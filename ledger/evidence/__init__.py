@@ -3,9 +3,10 @@
 What lives where:
 
 * ``runner``: :func:`run_alternating` - run a bench template alternately A B A B …;
-* ``store``: :func:`record_ab`, :func:`import_evidence` - judge and store a run;
+* ``store``: :func:`record_ab` - judge and store a run;
   :func:`load_summaries`, :func:`latest_summary`, :func:`load_run` - read it back;
-  :func:`headline`, :func:`is_stale` - one line for ``show/list/diff/restore``, staleness.
+  :func:`headline`, :func:`is_stale` - one line for ``show/list/diff/restore``, staleness;
+* ``import_run``: :func:`import_evidence` - ``evidence add``: join result files to a run;
 
 * ``importers`` (bench result files), ``stats`` (verdicts), ``summary``, ``runs_csv``;
 * ``view``: the ledger's view of an entry's evidence (headline, verdict, staleness);

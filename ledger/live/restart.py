@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from dataclasses import field
 from typing import Sequence
 
-from ledger.core.model import Target
+from ledger.core.managed_file import Target
 from ledger.errors import Refused
 from ledger.live.probe import NOT_RUNNING
 from ledger.live.probe import find_pid

@@ -39,7 +39,7 @@ from typing import Sequence
 from backups.fsio import atomic_write
 from backups.fsio import remove_file
 from ledger.core import planner
-from ledger.core.model import Action
+from ledger.core.action import Action
 from ledger.core.model import Entry
 from ledger.errors import LedgerError
 from ledger.live import RESTART_RECORD

@@ -38,7 +38,7 @@ from typing import Mapping
 from typing import Sequence
 
 from ledger.core import layers
-from ledger.core.model import Target
+from ledger.core.managed_file import Target
 from ledger.errors import LedgerError
 from ledger.values import default_text
 from ledger.live.probe import AMBIGUOUS

@@ -11,7 +11,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ledger.core.model import check_entry_id
+from ledger.core.identifiers import check_entry_id
 from ledger.errors import InvalidValue
 from ledger.errors import PatchError
 from ledger.patches.text import CONTROL_RE
@@ -146,7 +146,7 @@ def check_title(title: str) -> str:
 
 
 def check_patch_entry_id(entry_id: str) -> str:
-    """The entry id rule of :func:`ledger.core.model.check_entry_id`, as a PatchError."""
+    """The entry id rule of :func:`ledger.core.identifiers.check_entry_id`, as a PatchError."""
     try:
         return check_entry_id(entry_id)
     except InvalidValue as e:

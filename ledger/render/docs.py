@@ -37,7 +37,7 @@ from ledger.core.display import health_failure
 from ledger.core.display import revert_action
 from ledger.core.display import revert_reason
 from ledger.core.display import status_word
-from ledger.core.model import CLASSES
+from ledger.core.identifiers import CLASSES
 from ledger.core.model import Entry
 from ledger.core.planner import restore_blocker
 from ledger.core.planner import restore_flags
@@ -208,15 +208,36 @@ def _reason_dates(entry: Entry) -> dict[str, str]:
     }
 
 
+def _change_view(model: RenderModel, entry: Entry) -> dict[str, Any]:
+    """What the entry changes: the knob and its values, the upgrade's rows, or the patch
+    with its files and line counts."""
+    stats = [
+        {"file": name, "added": int(added), "removed": int(removed)}
+        for name, added, removed in model.patch_stats.get(entry.id, ())
+    ]
+    return {
+        "target": entry.target,
+        "knob": entry.knob,
+        "before": entry.before,
+        "also": _also_view(entry),
+        "after": entry.after, "upgrade_rows": _upgrade_view(entry),
+        "default": _default(model.defaults.get(entry.id)),
+        "patch": entry.patch,
+        "sha256": entry.sha256 or "",
+        "commit": entry.commit or "",
+        "origin": entry.origin or "",
+        "files": [s["file"] for s in stats] or list(entry.files),
+        "stats": stats,
+        "added": sum(s["added"] for s in stats),
+        "removed": sum(s["removed"] for s in stats),
+    }
+
+
 def entry_view(model: RenderModel, entry: Entry, chart_svg: str | None) -> dict[str, Any]:
     """Everything the templates show about one entry, as display-ready values."""
     evidence = _evidence_view(model, entry)
     last = entry.last_action()
     failure = None if entry.applied else health_failure(entry)
-    stats = [
-        {"file": name, "added": int(added), "removed": int(removed)}
-        for name, added, removed in model.patch_stats.get(entry.id, ())
-    ]
     history = _history_view(entry)
     return {
         "id": entry.id,
@@ -245,20 +266,7 @@ def entry_view(model: RenderModel, entry: Entry, chart_svg: str | None) -> dict[
         **_reason_dates(entry),
         "health_failure": failure,
         "restore": None if entry.applied else _restore_plan(entry, evidence),
-        "target": entry.target,
-        "knob": entry.knob,
-        "before": entry.before,
-        "also": _also_view(entry),
-        "after": entry.after, "upgrade_rows": _upgrade_view(entry),
-        "default": _default(model.defaults.get(entry.id)),
-        "patch": entry.patch,
-        "sha256": entry.sha256 or "",
-        "commit": entry.commit or "",
-        "origin": entry.origin or "",
-        "files": [s["file"] for s in stats] or list(entry.files),
-        "stats": stats,
-        "added": sum(s["added"] for s in stats),
-        "removed": sum(s["removed"] for s in stats),
+        **_change_view(model, entry),
         "history": history,
         "evidence": evidence,
         "headline": evidence["headline"] if evidence else "no evidence",

@@ -21,7 +21,7 @@ from typing import Sequence
 from ledger.core import layers
 from ledger.core import planner
 from ledger.core.model import Entry
-from ledger.core.model import place_knob
+from ledger.core.identifiers import place_knob
 from ledger.errors import KEEPS
 from ledger.errors import DriftError
 from ledger.errors import PatchError

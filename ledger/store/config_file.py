@@ -18,8 +18,8 @@ from dataclasses import field
 from pathlib import Path
 from typing import Any
 
-from ledger.core.model import ENGINE_SPEC_RE
-from ledger.core.model import Target
+from ledger.core.identifiers import ENGINE_SPEC_RE
+from ledger.core.managed_file import Target
 from ledger.core.service import parse_service
 from ledger.errors import ConfigError
 from ledger.errors import InvalidValue

@@ -37,8 +37,8 @@ from datetime import timezone
 from pathlib import Path
 from typing import Iterable
 
+from ledger.core.managed_file import Target
 from ledger.core.model import Entry
-from ledger.core.model import Target
 from ledger.core.names import close_matches
 from ledger.core.names import close_slug_parts
 from ledger.errors import AmbiguousEntry

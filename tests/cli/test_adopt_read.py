@@ -1,11 +1,11 @@
-"""How `ledger adopt` reads one version of a bash script (ledger.commands.adopt_find):
+"""How `ledger adopt` reads one version of a bash script (ledger.commands.adopt.find):
 each place in an ``if``/``case`` branch is a knob of its own, named by its condition as an
 operator reads it; a shell expression is its text; what cannot be told apart is named."""
 
 from __future__ import annotations
 
 from envknobs.formats.bash import BashFormat
-from ledger.commands.adopt_find import read_values
+from ledger.commands.adopt.find import read_values
 
 SCRIPT = """\
 #!/bin/bash

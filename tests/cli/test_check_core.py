@@ -7,6 +7,7 @@ from dataclasses import replace
 
 import pytest
 
+from ledger.core.action import Action
 from ledger.core.check import check_range
 from ledger.core.check import history_findings
 from ledger.core.check import parse_checks
@@ -15,7 +16,6 @@ from ledger.core.findings import EvidenceView
 from ledger.core.findings import Layout
 from ledger.core.findings import Side
 from ledger.core.findings import TargetReading
-from ledger.core.model import Action
 from ledger.core.model import Entry
 from ledger.errors import ConfigError
 

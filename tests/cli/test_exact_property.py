@@ -21,7 +21,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 
 from ledger.core.layout import inserted_block
-from ledger.core.model import Target
+from ledger.core.managed_file import Target
 from ledger.errors import LedgerError
 from ledger.store.targets import anchor_in
 from ledger.store.targets import edit_target

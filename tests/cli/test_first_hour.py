@@ -54,8 +54,8 @@ def test_diff_dates_the_clear_and_ends_with_what_stays_applied(story, ledger):
 
 
 def test_kept_counts_patches_and_knobs_by_class():
+    from ledger.core.action import Action
     from ledger.core.display import kept_by_class
-    from ledger.core.model import Action
     from ledger.core.model import Entry
 
     def entry(n, cls, kind, state="applied"):

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from ledger.core.action import Action
 from ledger.core.inversion import inversion
 from ledger.core.inversion import knobs_added
-from ledger.core.model import Action
 from ledger.core.model import Entry
 from ledger.core.planner import plan_record
 from ledger.core.planner import plan_revert

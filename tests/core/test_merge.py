@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from ledger.core.action import Action
 from ledger.core.layers import expected_knobs
 from ledger.core.merge import hunk_ranges
 from ledger.core.merge import merge_entries
-from ledger.core.model import Action
 from ledger.core.model import Entry
 from ledger.errors import MergeConflict
 from ledger.errors import UsageError

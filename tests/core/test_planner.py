@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from ledger.core import layers
 from ledger.core import planner
-from ledger.core.model import Action
+from ledger.core.action import Action
 from ledger.core.model import Entry
 from ledger.errors import Refused
 

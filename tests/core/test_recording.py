@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from ledger.core import recording
-from ledger.core.model import Action
+from ledger.core.action import Action
 from ledger.core.model import Entry
-from ledger.core.model import Target
+from ledger.core.managed_file import Target
 from ledger.core.recording import Asked
 from ledger.core.recording import NewEntry
 from ledger.core.recording import Past

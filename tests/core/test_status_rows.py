@@ -10,7 +10,7 @@ import pytest
 
 from ledger.commands.report import _plain_knob_row
 from ledger.commands.report import _status_row
-from ledger.core.model import Action
+from ledger.core.action import Action
 from ledger.core.model import Entry
 
 AT = "2026-12-06T00:00:00Z"

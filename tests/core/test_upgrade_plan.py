@@ -8,8 +8,8 @@ from envknobs.release_diff import NameChange
 from envknobs.release_diff import ReleaseChanges
 from envknobs.release_diff import translated_value
 from ledger.core import planner
-from ledger.core.model import RELEASE_KNOB
-from ledger.core.model import Action
+from ledger.core.action import Action
+from ledger.core.identifiers import RELEASE_KNOB
 from ledger.core.model import Entry
 from ledger.core.upgrade import Setting
 from ledger.core.upgrade import markdown

@@ -30,7 +30,7 @@ import pytest
 
 from tests.engine.conftest import write_hf_checkpoint
 
-upgrade_model = pytest.importorskip("ledger.core.model")
+upgrade_model = pytest.importorskip("ledger.core.identifiers")
 if not upgrade_model.__dict__.get("ENGINE_SPEC_RE") or not upgrade_model.ENGINE_SPEC_RE.match(
         "knob-ledger-engine==1.1.0"):
     pytest.skip("upgrade entries of the bundled engine (knob-ledger-engine==X) are not "

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from ruamel.yaml import YAML
 
-from ledger.evidence.importers import ImportFormatError
+from ledger.evidence.import_run import import_evidence
 from ledger.evidence.importers import read_result_file
 from ledger.evidence.importers import read_result_files
-from ledger.evidence.store import import_evidence
+from ledger.evidence.result_json import ImportFormatError
 from ledger.evidence.store import load_run
 from ledger.evidence.tools.perrequest import texts_digest
 

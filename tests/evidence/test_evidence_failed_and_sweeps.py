@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from ledger.evidence.importers import ImportFormatError
 from ledger.evidence.importers import read_result_file
+from ledger.evidence.result_json import ImportFormatError
 
 REAL = Path(__file__).parent / "fixtures" / "real" / "vllm-0.9.2-c4.json"
 

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from ledger.errors import EvidenceError
-from ledger.evidence.importers import ImportFormatError
-from ledger.evidence.importers import detect_shape
 from ledger.evidence.importers import load_result_file
 from ledger.evidence.importers import parse_engine_json
+from ledger.evidence.result_json import ImportFormatError
+from ledger.evidence.result_json import detect_shape
 
 
 def sglang_result(conc: int, tput: float) -> dict:

@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 
 from ledger.errors import EvidenceError
+from ledger.evidence.headline import format_headline
+from ledger.evidence.import_run import import_evidence
 from ledger.evidence.load import of_row
 from ledger.evidence.runs_csv import parse_runs_csv
 from ledger.evidence.runs_csv import runs_csv_text
 from ledger.evidence.stats import analyze
-from ledger.evidence.headline import format_headline
-from ledger.evidence.store import import_evidence
 from ledger.evidence.store import latest_summary
 from ledger.evidence.store import load_run
 from tests.evidence.test_evidence_importers import RATES

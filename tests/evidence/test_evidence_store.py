@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 
 from ledger.errors import EvidenceError
 from ledger.evidence import store
+from ledger.evidence.import_run import import_evidence
 from ledger.evidence.store import headline
-from ledger.evidence.store import import_evidence
 from ledger.evidence.store import is_stale
 from ledger.evidence.store import latest_summary
 from ledger.evidence.store import load_run

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from ledger.evidence.importers import ImportFormatError
 from ledger.evidence.importers import read_result_file
 from ledger.evidence.importers import read_result_files
+from ledger.evidence.result_json import ImportFormatError
 from ledger.evidence.tools import outputs_digest
 
 REAL = Path(__file__).parent / "fixtures" / "real"

@@ -137,7 +137,7 @@ def test_imported_runs_pair_when_their_times_alternate():
 
 
 def test_a_vllm_date_gives_an_imported_run_its_time():
-    from ledger.evidence.store import _run_time
+    from ledger.evidence.import_run import _run_time
 
     assert _run_time({"date": "20250704-123456"}) == pytest.approx(1751632496.0)
     assert _run_time({"date": "2025-07-04T12:34:56Z"}) == pytest.approx(1751632496.0)
@@ -183,7 +183,7 @@ def test_vllm_results_imported_in_alternating_order_are_judged_as_pairs(tmp_path
     import json
     from pathlib import Path
 
-    from ledger.evidence.store import import_evidence
+    from ledger.evidence.import_run import import_evidence
     from ledger.evidence.store import load_run
 
     real = json.loads((Path(__file__).parent / "fixtures/real/vllm-0.9.2-c4.json").read_text())

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from ledger.evidence.import_run import import_evidence
 from ledger.evidence.importers import read_result_file
-from ledger.evidence.store import import_evidence
 from ledger.evidence.store import load_run
 from ledger.evidence.tools.perrequest import texts_digest
 

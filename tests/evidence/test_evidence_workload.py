@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 
 from ledger.errors import EvidenceError
-from ledger.evidence.importers import ImportFormatError
+from ledger.evidence.import_run import import_evidence
 from ledger.evidence.importers import choose_axis
 from ledger.evidence.importers import read_result_file
-from ledger.evidence.store import import_evidence
+from ledger.evidence.result_json import ImportFormatError
 from ledger.evidence.store import load_run
 from ledger.evidence.store import write_run
 from ledger.evidence.workload import compare_sides

@@ -8,9 +8,9 @@ import random
 
 import pytest
 
+from ledger.core.action import Action
 from ledger.core.guards import Guard
 from ledger.core.guards import as_guard
-from ledger.core.model import Action
 from ledger.core.model import Entry
 from ledger.errors import ConfigError
 from ledger.errors import EvidenceError

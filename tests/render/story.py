@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ledger.core.model import Action
+from ledger.core.action import Action
 from ledger.core.model import Entry
 from ledger.render.model import KnobRow
 from ledger.render.model import RenderModel

@@ -90,12 +90,13 @@ Within each variant a row's bits never depend on the other rows of its batch; be
 variants they differ in the last bits (summation orders, the exp), inside the HF-parity
 bounds the tests hold every variant to.
 
-Build: ``torch.utils.cpp_extension.load`` compiles ``cpu_ops.cpp`` once per variant and
-machine: ``avx512`` with ``-march=native`` (AVX512-BF16 where the CPU has it), ``avx2``
-with ``-mavx2 -mfma -mf16c`` and ``portable`` with no ISA flag at all (it builds for any
-target, aarch64 included), each with ``-DKERNEL_ISA_<variant>`` and its own torch library
+Build: ``torch.utils.cpp_extension.load`` compiles the kernels' sources (:data:`SOURCES`:
+``cpu_ops.cpp`` and one file per kernel family) once per variant and machine: ``avx512``
+with ``-march=native`` (AVX512-BF16 where the CPU has it), ``avx2`` with ``-mavx2 -mfma
+-mf16c`` and ``portable`` with no ISA flag at all (it builds for any target, aarch64
+included), each with ``-DKERNEL_ISA_<variant>`` and its own torch library
 namespace (``torch.ops.knob_engine_<variant>``), in its own directory keyed by variant,
-source hash and torch version (:func:`build_directory`; 12-40 s a variant on 2 shared cores;
+sources' hash and torch version (:func:`build_directory`; 12-40 s a variant on 2 shared cores;
 concurrent and killed builds: :func:`_build`).  The compiler is the system's ``c++`` (or
 ``CXX``), ninja the ``ninja`` wheel of the engine extra.  ``off`` never builds.  Every step
 runs the norm, RoPE and SwiGLU kernels; the attention kernel is the dense decode step's
@@ -121,7 +122,11 @@ from engine.model.linear import Linear
 from engine.model.rmsnorm import rms_norm
 from engine.model.rope import rotate
 
-SOURCE = Path(__file__).with_name("cpu_ops.cpp")
+# One build compiles every family (cpu_ops.cpp registers them); kernels.h is their shared
+# layer, hashed with them so that an edit of any builds afresh (build_directory).
+SOURCES = tuple(Path(__file__).with_name(f) for f in (
+    "cpu_ops.cpp", "attention.cpp", "norm_rope.cpp", "elementwise.cpp", "gemm.cpp"))
+HEADERS = (Path(__file__).with_name("kernels.h"),)
 NAME = "knob_engine_cpu_ops"
 CHOICES = ("auto", "on", "off")
 # engine.cpu_isa's ISA -> the compiled variant that runs it (AMX's tiles are oneDNN's; the
@@ -199,11 +204,12 @@ def load(variant: str | None = None) -> str | None:
 
 def build_directory(variant: str | None = None) -> Path:
     """Where a variant's compiled kernels live: under torch's extension root, keyed by the
-    variant, the source's hash and the torch version (an edited source or another torch
+    variant, the sources' hash and the torch version (an edited source or another torch
     builds afresh beside the old ones instead of over them)."""
     variant = variant or default_variant()
     root = os.environ.get("TORCH_EXTENSIONS_DIR") or Path.home() / ".cache" / "torch_extensions"
-    digest = hashlib.sha256(SOURCE.read_bytes()).hexdigest()[:12]
+    sources = b"".join(p.read_bytes() for p in SOURCES + HEADERS)
+    digest = hashlib.sha256(sources).hexdigest()[:12]
     return Path(root) / f"{NAME}-{variant}-{digest}-torch{torch.__version__}"
 
 
@@ -221,8 +227,8 @@ def _build(variant: str) -> None:
     with open(where / "build.flock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         (where / "lock").unlink(missing_ok=True)
-        build(name=f"{NAME}_{variant}", sources=[str(SOURCE)], is_python_module=False,
-              build_directory=str(where),
+        build(name=f"{NAME}_{variant}", sources=[str(p) for p in SOURCES],
+              is_python_module=False, build_directory=str(where),
               extra_cflags=[*_COMMON_FLAGS, *_VARIANT_FLAGS[variant],
                             f"-DKERNEL_NS={namespace(variant)}"],
               extra_ldflags=["-fopenmp"], verbose=False)

@@ -6,7 +6,7 @@ parameters ``max_concurrency`` / ``request_rate``, a nested ``workload`` (what w
 measured: see :mod:`ledger.evidence.workload`), a nested ``origin`` (what the file says
 of itself: tool version, date, host, command) and ``generated_digest`` where the file
 keeps the generated texts, plus a marker key naming the tool, so
-:func:`ledger.evidence.importers.detect_shape` knows it.  The tools, one module each:
+:func:`ledger.evidence.result_json.detect_shape` knows it.  The tools, one module each:
 
 * :mod:`~ledger.evidence.tools.aiperf` - AIPerf (JSON, CSV, artifact directory) and
   genai-perf (``profile_export_genai_perf.json``);
@@ -58,7 +58,7 @@ CONVERTERS: tuple[tuple[Callable[[Mapping[str, Any]], bool],
 )
 
 # Each tool's own layout, as its files write it: what an unknown shape is measured against
-# (ledger.evidence.importers.nearest_format) when no converter took it.
+# (ledger.evidence.result_json.nearest_format) when no converter took it.
 RAW_SHAPES: dict[str, frozenset[str]] = {
     "aiperf profile_export_aiperf.json": frozenset(
         {"aiperf_version", "request_throughput", "input_config", "time_to_first_token"}),

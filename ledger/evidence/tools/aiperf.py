@@ -5,7 +5,7 @@ the metrics (``output_throughput``, ``mean_ttft_ms``, ``p99_itl_ms`` …), the l
 parameters ``max_concurrency`` / ``request_rate``, a nested ``workload`` (what was
 measured: see :mod:`ledger.evidence.workload`) and a nested ``origin`` (what the file
 says of itself: tool version, date, command), plus a marker key naming the tool, so
-:func:`ledger.evidence.importers.detect_shape` knows it.
+:func:`ledger.evidence.result_json.detect_shape` knows it.
 
 * ``aiperf`` - NVIDIA AIPerf's ``profile_export_aiperf.json``: one object, ``aiperf_version``
   and per metric ``{unit, avg, p50, p90, p95, p99, std, …}``; its ``input_config`` gives the

@@ -1,7 +1,7 @@
 """`ledger adopt`: bring in the history an operator already has, as entries.
 
 ``ledger adopt TARGET BACKUP_OR_DIR...`` (or ``--git REPO --path FILE``) reads the
-versions of the target's file (ledger.commands.adopt_find), finds every knob change
+versions of the target's file (ledger.commands.adopt.find), finds every knob change
 between them (ledger.core.adopt) and writes a plan the operator edits: **one proposal per
 commit** (or per backup pair) holding its changes, with one class, title and why
 (``--per-knob``: one proposal per change).  ``ledger adopt --apply PLAN`` records the kept
@@ -39,16 +39,16 @@ from pathlib import Path
 from typing import Any
 from typing import Sequence
 
-from ledger.core.model import RELEASE_KNOB
-from ledger.commands.adopt_changes import change_of
-from ledger.commands.adopt_changes import class_of
-from ledger.commands.adopt_changes import history_only
-from ledger.commands.adopt_changes import taken_back_here
-from ledger.commands.adopt_changes import title_of
-from ledger.commands.adopt_find import Copy
+from ledger.commands.adopt.changes import change_of
+from ledger.commands.adopt.changes import class_of
+from ledger.commands.adopt.changes import history_only
+from ledger.commands.adopt.changes import taken_back_here
+from ledger.commands.adopt.changes import title_of
+from ledger.commands.adopt.find import Copy
 from ledger.core.adopt import Proposal
 from ledger.core.adopt import Version
 from ledger.core.adopt import propose
+from ledger.core.identifiers import RELEASE_KNOB
 from ledger.errors import Refused
 from ledger.errors import UsageError
 
@@ -70,10 +70,10 @@ _REVERT_SUBJECT = re.compile(r'(?i)^revert\b|this reverts commit [0-9a-f]{7,}')
 def propose_adopt(ws, target: str, backups: Sequence[str] = (), git: str | None = None,
                   path: str | None = None, per_knob: bool = False) -> dict[str, Any]:
     """The plan of entries that the versions of ``target``'s file propose."""
-    from ledger.commands.adopt_find import backup_copies
-    from ledger.commands.adopt_find import commit_copies
-    from ledger.commands.adopt_find import mtime_of
-    from ledger.commands.adopt_find import refuse_strangers
+    from ledger.commands.adopt.find import backup_copies
+    from ledger.commands.adopt.find import commit_copies
+    from ledger.commands.adopt.find import mtime_of
+    from ledger.commands.adopt.find import refuse_strangers
     from ledger.store.targets import read_target
 
     if bool(backups) == bool(git):

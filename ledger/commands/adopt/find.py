@@ -33,8 +33,8 @@ from datetime import timezone
 from pathlib import Path
 from typing import Sequence
 
-from ledger.core.model import RELEASE_KNOB
 from ledger.core.adopt import Version
+from ledger.core.identifiers import RELEASE_KNOB
 from ledger.core.when import parse_time
 from ledger.core.when import stamp
 from ledger.errors import LedgerError
@@ -60,7 +60,7 @@ class Copy:
     subject: str = ""
 
     def version(self, when: str, dated_by: str = "", is_revert: bool = True) -> Version:
-        from ledger.core.model import split_place
+        from ledger.core.identifiers import split_place
 
         summary = getattr(self.tf, "summary", None)
         values = {k: v for k, v in self.tf.values.items() if split_place(k)[1] is None}

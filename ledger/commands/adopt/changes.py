@@ -9,9 +9,9 @@ import re
 from typing import Any
 from typing import Sequence
 
-from ledger.core.model import RELEASE_KNOB
-from ledger.commands.adopt_find import Copy
+from ledger.commands.adopt.find import Copy
 from ledger.core.adopt import Proposal
+from ledger.core.identifiers import RELEASE_KNOB
 from ledger.errors import LedgerError
 
 _FIX_SUBJECT = re.compile(r"(?i)(^fix\b|\bfix(es|ed)?\b|\bbug-?fix|\bhot-?fix)")
@@ -23,8 +23,8 @@ def history_only(items: Sequence[Proposal], copies: Sequence[Copy],
     (an entry's value is checked against the file), a branch place the live file does
     not have (an entry edits a place of the live file), or a whole knob that the live file
     now has only in branches (``status`` holds such a knob per place)."""
-    from ledger.commands.adopt_find import computed_keys
-    from ledger.commands.adopt_find import read_places
+    from ledger.commands.adopt.find import computed_keys
+    from ledger.commands.adopt.find import read_places
 
     computed: set[tuple[str, str]] = set()
     for c in copies:
@@ -162,7 +162,7 @@ def _lines_of(p: Proposal, copies: Sequence[Copy], tf) -> dict[str, Any]:
     from ledger.store.targets import edit_target
 
     if p.condition is not None:
-        from ledger.commands.adopt_find import read_places
+        from ledger.commands.adopt.find import read_places
 
         place = read_places(copies[-1]).get(p.knob)
         return {} if place is None else {"place": {

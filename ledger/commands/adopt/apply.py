@@ -22,12 +22,12 @@ from typing import Any
 
 from ledger.core import layers
 from ledger.core import planner
+from ledger.core.action import Action
 from ledger.core.display import value_text
-from ledger.core.model import RELEASE_KNOB
-from ledger.core.model import Action
+from ledger.core.identifiers import RELEASE_KNOB
+from ledger.core.identifiers import check_class
+from ledger.core.identifiers import slugify
 from ledger.core.model import Entry
-from ledger.core.model import check_class
-from ledger.core.model import slugify
 from ledger.core.when import parse_when
 from ledger.errors import InvalidValue
 from ledger.errors import LedgerError
@@ -222,7 +222,7 @@ class _Reader:
 def _lines(where: str, data: dict) -> str | None:
     """The knob's lines as read from the copy (a restore writes them back): refused when
     edited, since nothing but the copy vouches for them."""
-    from ledger.commands.adopt_changes import lines_digest
+    from ledger.commands.adopt.changes import lines_digest
 
     lines = _text(data.get("lines"))
     if lines is not None and data.get("lines_sha256") != lines_digest(lines):
@@ -253,8 +253,8 @@ def check_chain(plan_path: Path, tf, existing, new: list[Entry], inversions: boo
     that is a revert (but those in ``not_a_revert``); a knob the ledger, with all
     recorded, would expect otherwise than the file holds."""
     from ledger.commands.catalog import name_defaults
+    from ledger.core.identifiers import place_knob
     from ledger.core.inversion import inversion
-    from ledger.core.model import place_knob
 
     problems = []
     so_far = list(existing)

@@ -43,13 +43,13 @@ from pathlib import Path
 from typing import Callable
 
 from backups.fsio import temp_owner
-from ledger.commands.doctor_checks import Finding
-from ledger.commands.doctor_checks import check_backups
-from ledger.commands.doctor_checks import check_entries
-from ledger.commands.doctor_checks import check_evidence
-from ledger.commands.doctor_checks import check_engine_defaults
-from ledger.commands.doctor_checks import check_patches
-from ledger.commands.doctor_checks import check_targets
+from ledger.commands.doctor.checks import Finding
+from ledger.commands.doctor.checks import check_backups
+from ledger.commands.doctor.checks import check_engine_defaults
+from ledger.commands.doctor.checks import check_entries
+from ledger.commands.doctor.checks import check_evidence
+from ledger.commands.doctor.checks import check_patches
+from ledger.commands.doctor.checks import check_targets
 from ledger.errors import LedgerError
 from ledger.store import bisect_state
 from ledger.store import gitlocks

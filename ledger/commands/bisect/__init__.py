@@ -50,10 +50,9 @@ from dataclasses import dataclass
 from dataclasses import field
 from pathlib import Path
 
-from ledger.commands.bisect_run import CheckSpec
-from ledger.commands.bisect_run import parse_check
-from ledger.commands.bisect_run import run_check
-from ledger.commands.bisect_view import conclusion_record
+from ledger.commands.bisect.run import CheckSpec
+from ledger.commands.bisect.run import parse_check
+from ledger.commands.bisect.run import run_check
 from ledger.commands.live import touched_targets
 from ledger.commands.session import Session
 from ledger.core import bisect as core
@@ -66,14 +65,15 @@ from ledger.errors import UsageError
 from ledger.live.restart import RestartResult
 from ledger.live.restart import check_restartable
 from ledger.live.restart import restart_and_check
+from ledger.render.bisect import conclusion_record
 from ledger.store import bisect_state as state_store
 from ledger.store.apply import apply_plan
 from ledger.store.apply import commit_message
 from ledger.store.apply import drift_in
 from ledger.store.apply import read_targets
+from ledger.store.managed import refuse_symlinked_targets
 from ledger.store.txn import WriterLock
 from ledger.store.workspace import utc_now
-from ledger.store.managed import refuse_symlinked_targets
 
 Progress = Callable[[str], None]
 
@@ -107,7 +107,7 @@ class BisectResult:
     kept: list[str] = field(default_factory=list)
     max_checks: int = 0
     final_restart: dict | None = None
-    upgrade: dict | None = None  # --upgrade: the moves tried (ledger.commands.bisect_upgrade)
+    upgrade: dict | None = None  # --upgrade: the moves tried (ledger.commands.bisect.upgrade)
 
     @property
     def conclusion(self) -> dict | None:
@@ -134,7 +134,7 @@ def select(s: Session, opts: Options) -> list[Entry]:
 
 
 def planner_class(cls: str) -> str:
-    from ledger.core.model import check_class
+    from ledger.core.identifiers import check_class
 
     return check_class(cls)
 
@@ -178,7 +178,7 @@ def _finish(run: _Run, result: BisectResult, opts: Options) -> None:
     result.record = run.record
     run.search()
     if run.pins is not None:
-        from ledger.commands.bisect_upgrade import upgrade_answer
+        from ledger.commands.bisect.upgrade import upgrade_answer
 
         run.record["conclusion"] = upgrade_answer(run.record["conclusion"], run.pins, run.bid)
     result.commit = run.finish()
@@ -190,8 +190,8 @@ def _finish(run: _Run, result: BisectResult, opts: Options) -> None:
 def _bisect_upgrade(s: Session, opts: Options, spec: CheckSpec, cwd: Path, progress: Progress
                     ) -> BisectResult:
     """``--upgrade ID``: bisect temporary entries pinning the defaults the upgrade moved
-    (rules in :mod:`ledger.commands.bisect_upgrade`)."""
-    from ledger.commands.bisect_upgrade import plan_pins
+    (rules in :mod:`ledger.commands.bisect.upgrade`)."""
+    from ledger.commands.bisect.upgrade import plan_pins
 
     if opts.refs or opts.cls is not None or opts.all_applied:
         raise UsageError("--upgrade ID selects the entries itself: drop ID..., --class and "
