@@ -177,8 +177,9 @@ def _print_summary_table(summary: dict) -> None:
         click.echo(f"{metric}:")
         load = "RATE" if summary.get("load") == "rate" else \
             "LOAD" if summary.get("observed") else "CONC"  # observed: requests in the engine
-        click.echo(table(rows, [load, "MEDIAN A", "MEDIAN B", "DELTA", "95% CI", "P (HOLM)",
-                                "N", "VERDICT"]))
+        level = (summary.get("sequential") or {}).get("confidence") or 0.95
+        click.echo(table(rows, [load, "MEDIAN A", "MEDIAN B", "DELTA", f"{100 * level:.4g}% CI",
+                                "P (HOLM)", "N", "VERDICT"]))
     workload = summary.get("workload") or {}
     if workload:
         click.echo("workload: " + safe(", ".join(f"{k} {_said(v)}" for k, v in workload.items()

@@ -21,7 +21,8 @@ Per concurrency and metric we report
 
 Pairing: ``ledger ab`` runs A then B for each repeat at a load point, so ``analyze(...,
 paired=True)`` pairs them by repeat and judges the per-pair log-ratios, in which a slow
-spell of a shared machine cancels.  Imported runs pair when each has a ``run_time`` and
+spell of a shared machine cancels (from 6 pairs by their signed-rank interval, which one
+slow run cannot stretch: :mod:`ledger.evidence.verdict`).  Imported runs pair when each has a ``run_time`` and
 the sides alternate in time (:func:`_pairs`); otherwise they are judged unpaired.
 
 Metric direction comes from the name: ``*_ms`` is a latency (lower is better);

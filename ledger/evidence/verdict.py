@@ -85,8 +85,8 @@ def _log1p_pct(pct: float) -> float:
     return math.log1p(pct / 100.0)
 
 
-def effect_interval(a: Any, b: Any, paired: bool,
-                    confidence: float = CONFIDENCE) -> dict[str, Any]:
+def effect_interval(a: Any, b: Any, paired: bool, confidence: float = CONFIDENCE,
+                    rank: bool = True) -> dict[str, Any]:
     """Estimate, interval and spread of ``log(B/A)`` for positive samples ``a``, ``b``.
 
     ``paired``: ``a[i]`` and ``b[i]`` were measured together (equal lengths).  Returns
@@ -94,12 +94,14 @@ def effect_interval(a: Any, b: Any, paired: bool,
     of one observation (a pair's log-ratio -- robust for the rank interval --, or one run's
     log, pooled over the sides), ``k`` what turns ``sd / sqrt(n)`` into the standard error
     of the method (1 paired t, 1/sqrt(3/pi) signed-rank, sqrt 2 unpaired) and ``method``
-    ``signed-rank``, ``t`` or ``welch``."""
+    ``signed-rank``, ``t`` or ``welch``.  ``rank=False``: the paired t interval at any
+    number of pairs (what was judged before the signed-rank interval; the benchmarks
+    compare the two)."""
     import numpy as np
 
     la, lb = np.log(np.asarray(a, dtype=float)), np.log(np.asarray(b, dtype=float))
     if paired:
-        return _paired_interval(lb - la, confidence)
+        return _paired_interval(lb - la, confidence, rank)
     na, nb = la.size, lb.size
     va = float(la.var(ddof=1)) if na > 1 else 0.0
     vb = float(lb.var(ddof=1)) if nb > 1 else 0.0
@@ -119,16 +121,16 @@ def _t_quantile(confidence: float, df: float) -> float:
     return float(stats.t.ppf(0.5 + confidence / 2, df))
 
 
-def _paired_interval(d: Any, confidence: float) -> dict[str, Any]:
+def _paired_interval(d: Any, confidence: float, rank: bool = True) -> dict[str, Any]:
     """The per-pair log-ratios' Hodges-Lehmann estimate and signed-rank interval where it
     exists at ``confidence``, else their mean and one-sample t interval."""
     from ledger.evidence.rank_interval import robust_sd
     from ledger.evidence.rank_interval import signed_rank_interval
 
     n = int(d.size)
-    rank = signed_rank_interval(d, confidence)
-    if rank is not None:
-        return {"est": rank["est"], "lo": rank["lo"], "hi": rank["hi"], "sd": robust_sd(d),
+    ranked = signed_rank_interval(d, confidence) if rank else None
+    if ranked is not None:
+        return {"est": ranked["est"], "lo": ranked["lo"], "hi": ranked["hi"], "sd": robust_sd(d),
                 "n": n, "k": 1 / math.sqrt(RANK_EFFICIENCY), "method": "signed-rank"}
     est = float(d.mean())
     sd = float(d.std(ddof=1)) if n > 1 else 0.0
@@ -156,8 +158,8 @@ def runs_to_settle(est: float, sd: float, k: float, tol_pct: float,
 
 
 def judge_cell(a: Any, b: Any, higher_is_better: bool, *, paired: bool,
-               tol_pct: float = DEFAULT_TOLERANCE_PCT,
-               confidence: float = CONFIDENCE) -> dict[str, Any]:
+               tol_pct: float = DEFAULT_TOLERANCE_PCT, confidence: float = CONFIDENCE,
+               rank: bool = True) -> dict[str, Any]:
     """Delta, interval and verdict of one metric at one load point (rules in the module docs).
 
     ``a``, ``b``: the sides' finite values (pairs in order when ``paired``).  Returns
@@ -178,7 +180,7 @@ def judge_cell(a: Any, b: Any, higher_is_better: bool, *, paired: bool,
         if a.size and b.size:
             out["delta_pct"] = 100.0 * (float(np.median(b)) / float(np.median(a)) - 1.0)
         return out
-    eff = effect_interval(a, b, paired, confidence)
+    eff = effect_interval(a, b, paired, confidence, rank)
     out.update(delta_pct=_pct(eff["est"]), ci_low_pct=_pct(eff["lo"]),
                ci_high_pct=_pct(eff["hi"]), interval=eff["method"])
     if confidence != CONFIDENCE:
