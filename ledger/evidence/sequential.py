@@ -96,7 +96,7 @@ class Sequential:
         return {"pairs": self.pairs, "looks": self.looks,
                 "planned_looks": len(self.confidences),
                 "stopped": "decided" if decided else "max_runs",
-                "confidence": round(self.confidence, 6),
+                "confidence": self.confidence,
                 "min_pairs": self.first, "max_pairs": self.last}
 
 
