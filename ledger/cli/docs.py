@@ -56,7 +56,8 @@ def written_summary(written: list[Path]) -> list[str]:
 @click.option("--force", is_flag=True, help="Use DIRECTORY even if it is not empty (an earlier "
               "demo's directory is replaced without it).")
 @click.option("--runs", type=int, default=None, help="A/B runs per side [default: 8: as "
-              "interleaved pairs, a shared machine's slow spells cancel within each pair].")
+              "interleaved pairs, a shared machine's slow spells cancel within each pair; "
+              "then up to 4 more pairs until the verdict is decided].")
 @click.pass_context
 def demo(ctx, directory, force, runs) -> None:
     """The whole story on the bundled engine, printed as a transcript you can retype.

@@ -83,29 +83,41 @@ class Progress:
               "serving MODEL_DIR.")
 @click.option("--metric", default=PRIMARY_METRIC, show_default=True,
               help="Primary metric for the verdict.")
+@click.option("--until-decided", "until_decided", is_flag=True,
+              help="Sequential A/B: after --runs pairs, look after every pair and stop once the "
+              "verdict is gain, regression or neutral (each look at a stricter confidence, so "
+              "the 5% error holds over all looks).")
+@click.option("--max-runs", "max_runs", type=int, metavar="N", help="With --until-decided: "
+              "stop undecided (inconclusive, with the pairs it would need) after N pairs "
+              "[default: 3 x --runs].")
 @click.option("--allow-other-engine", "allow_other_engine", is_flag=True,
               help="Measure a knob although the bench runs an engine that does not read it "
               "(the bundled engine's bench on an SGLang/vLLM knob is refused otherwise).")
 @json_option
 @dry_run_option
 @click.pass_context
-def ab(ctx, ref, runs, concurrency, rate, bench, metric, allow_other_engine, json_out,
-       dry_run) -> None:
-    """Collect A/B evidence for an entry: A = reverted, B = applied, alternating."""
+def ab(ctx, ref, runs, concurrency, rate, bench, metric, until_decided, max_runs,
+       allow_other_engine, json_out, dry_run) -> None:
+    """Collect A/B evidence for an entry: A = reverted, B = applied, alternating.
+
+    With --until-decided it runs --runs pairs, then one more pair at a time until the
+    verdict is decided or --max-runs pairs ran; the evidence says after how many."""
     from ledger.commands.evidence import plan_ab
     from ledger.commands.evidence import run_ab
 
     s = ctx.find_object(State).session(ctx)
     concs = None if concurrency is None else _int_list(concurrency)
     rates = _rate_list(rate)
+    max_runs = _max_runs(until_decided, max_runs, runs)
     if dry_run:
-        plan = plan_ab(s, ref, runs=runs, concurrency=concs, bench=bench, rate=rates,
-                       allow_other_engine=allow_other_engine)
+        plan = plan_ab(s, ref, runs=max_runs or runs, concurrency=concs, bench=bench,
+                       rate=rates, allow_other_engine=allow_other_engine)
         if wants_json(ctx, json_out):
             return emit_json(plan)
         points = plan["rate"] if plan["load"] == "rate" else plan["concurrency"]
-        click.echo(f"would run {plan['total_runs']} benches for {plan['entry']} "
-                   f"(1 warm-up per side, then pairs A B, B A, …: {runs} per side at "
+        click.echo(f"would run {'up to ' if max_runs else ''}{plan['total_runs']} benches for "
+                   f"{plan['entry']} (1 warm-up per side, then pairs A B, B A, …: "
+                   f"{f'{runs} to {max_runs}, until decided,' if max_runs else runs} per side at "
                    f"{'request rate' if plan['load'] == 'rate' else 'concurrency'} "
                    f"{','.join(map(str, points))}):")
         click.echo(f"  {safe(plan['command'])}")
@@ -119,11 +131,20 @@ def ab(ctx, ref, runs, concurrency, rate, bench, metric, allow_other_engine, jso
     _warn(ab_power_warnings(runs, [0] * points))  # before minutes of benches
     summary = run_ab(s, ref, runs=runs, concurrency=concs, bench=bench,
                      metric=metric, progress=Progress(), rate=rates,
-                     allow_other_engine=allow_other_engine)
+                     allow_other_engine=allow_other_engine, max_runs=max_runs)
     if wants_json(ctx, json_out):
         return emit_json(summary)
     click.echo(f"{summary.get('entry', ref)}: {safe(summary.get('headline', ''))}")
     _print_summary_table(summary)
+
+
+def _max_runs(until_decided: bool, max_runs: int | None, runs: int) -> int | None:
+    """The most pairs of a sequential A/B (None for a fixed one)."""
+    if not until_decided:
+        if max_runs is not None:
+            raise UsageError("--max-runs goes with --until-decided")
+        return None
+    return 3 * runs if max_runs is None else max_runs
 
 
 def _num(value, spec: str, unit: str = "") -> str:
@@ -156,8 +177,9 @@ def _print_summary_table(summary: dict) -> None:
         click.echo(f"{metric}:")
         load = "RATE" if summary.get("load") == "rate" else \
             "LOAD" if summary.get("observed") else "CONC"  # observed: requests in the engine
-        click.echo(table(rows, [load, "MEDIAN A", "MEDIAN B", "DELTA", "95% CI", "P (HOLM)",
-                                "N", "VERDICT"]))
+        level = (summary.get("sequential") or {}).get("confidence") or 0.95
+        click.echo(table(rows, [load, "MEDIAN A", "MEDIAN B", "DELTA", f"{100 * level:.4g}% CI",
+                                "P (HOLM)", "N", "VERDICT"]))
     workload = summary.get("workload") or {}
     if workload:
         click.echo("workload: " + safe(", ".join(f"{k} {_said(v)}" for k, v in workload.items()
@@ -166,6 +188,13 @@ def _print_summary_table(summary: dict) -> None:
         click.echo(f"{summary['observed'].get('what')}: not a controlled A/B (A before, B "
                    "after the change, live traffic; LOAD = requests in the engine)")
     click.echo(f"verdict {summary.get('verdict')}; outputs {summary.get('outputs')}")
+    seq = summary.get("sequential")
+    if seq:
+        stopped = "decided" if seq.get("stopped") == "decided" else "at --max-runs"
+        click.echo(f"sequential: {seq.get('pairs')} pairs, {seq.get('looks')} of "
+                   f"{seq.get('planned_looks')} planned looks (from {seq.get('min_pairs')} to "
+                   f"{seq.get('max_pairs')} pairs), stopped {stopped}; this look's intervals "
+                   f"at {100 * float(seq.get('confidence') or 0.95):.4g}%")
     click.echo(f"rule: {VERDICT_RULE}")
     _warn(summary.get("warnings") or [])
 

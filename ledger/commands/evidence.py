@@ -218,12 +218,15 @@ def run_ab(
     progress: Callable[[int, int, float, str], None] | None = None,
     rate: Sequence[float] | None = None,
     allow_other_engine: bool = False,
+    max_runs: int | None = None,
 ) -> dict:
     """Measure entry ``ref``'s effect; store, commit and return the run's summary.
 
     ``rate``: sweep these request rates instead of concurrencies (the bench command
     must use ``{rate}``).  ``allow_other_engine``: measure a knob with a bench of another
     engine than the one that reads it (refused otherwise: :func:`check_bench_reads_knob`).
+    ``max_runs``: a sequential A/B (``--until-decided``): pairs from ``runs`` up to
+    ``max_runs`` until the verdict is decided (:mod:`ledger.evidence.sequential`).
     """
     from ledger.evidence.runner import DEFAULT_BENCH_COMMAND
     from ledger.evidence.runner import resolve_bench
@@ -236,18 +239,21 @@ def run_ab(
     concs, rates = _load_plan(concurrency, rate)
     if runs < 1:
         raise EvidenceError(f"--runs must be at least 1, got {runs}")
+    seq = _sequential(runs, max_runs, metric, judging_of(ws))
+    bench_args = {"progress": progress, "rates": rates,
+                  "until": None if seq is None else seq.look}
     with WriterLock(ws, s.command):
         e = ws.resolve(ref)
         check_bench_reads_knob(ws, e, raw, allow_other_engine)
         try:
             if e.kind == "knob":
                 side_a, side_b, context = _knob_sides(ws, e, command)
-                result = run_bench(command, side_a, side_b, concs, runs, progress=progress,
-                                   rates=rates)
+                result = run_bench(command, side_a, side_b, concs, seq.last if seq else runs,
+                                   **bench_args)
             else:
                 with _patch_sides(ws, e) as (side_a, side_b, context):
-                    result = run_bench(command, side_a, side_b, concs, runs,
-                                       progress=progress, rates=rates)
+                    result = run_bench(command, side_a, side_b, concs,
+                                       seq.last if seq else runs, **bench_args)
         except KeyboardInterrupt as err:
             # The runner killed the bench's process group; the sides never touched a file.
             raise Interrupted(f"ab {e.id}", "its bench runs are stopped; the entry, its files "
@@ -256,9 +262,25 @@ def run_ab(
                               f"`ledger ab {e.id}`)") from err
         summary = record_ab(ws.root, e.id, result, metric=metric,
                             engine_commit=current_engine_commit(ws), context=context,
-                            judging=judging_of(ws))
+                            judging=judging_of(ws),
+                            sequential=None if seq is None else seq.record())
         commit_evidence(ws, e, f"ab {e.id}: {summary.get('headline', '')}")
     return summary
+
+
+def _sequential(runs: int, max_runs: int | None, metric: str, judging: dict):
+    """The looks of ``ab --until-decided`` (None for a fixed A/B): each judges the runs so
+    far as the stored summary will, at the look's confidence."""
+    if max_runs is None:
+        return None
+    from ledger.evidence.sequential import Sequential
+    from ledger.evidence.stats import analyze
+
+    if max_runs < runs:
+        raise EvidenceError(f"--max-runs {max_runs} is below --runs {runs}: a sequential A/B "
+                            "looks from --runs pairs up to --max-runs")
+    return Sequential(runs, max_runs, lambda rows, confidence: analyze(
+        rows, metric, paired=True, confidence=confidence, **judging))
 
 
 def add_evidence(

@@ -5,7 +5,8 @@ Pure: it reads an analysis as :func:`ledger.evidence.stats.analyze` returns it.
 Every headline says the verdict, the change, which metric, at which load point, the
 interval, *why* the verdict (``clear of ±2%``, ``within ±2%``, ``crosses ±2%: need ~7 more
 runs a side``, ``fewer than 3 runs a side``) and how many runs it rests on (``3 runs a
-side``, ``5 pairs``, ``n=4/3``).
+side``, ``5 pairs``, ``n=4/3``); a sequential A/B (``ab --until-decided``) says after how many
+pairs it stopped and whether decided.
 
 The load point shown: for ``gain`` / ``regression`` the one that clears the tolerance by
 the widest margin (then the larger effect, more runs, the higher load); otherwise the one
@@ -22,6 +23,7 @@ from typing import Mapping
 
 from ledger.evidence.load import LoadPoint
 from ledger.evidence.load import of_row
+from ledger.evidence.sequential import sequential_said
 from ledger.evidence.stats import entry_verdict
 from ledger.evidence.verdict import cell_reason
 
@@ -117,7 +119,9 @@ def format_headline(analysis: Mapping[str, Any] | None) -> str:
     """One line for `ledger show/list/diff/restore`, e.g.
     ``gain +12.1% output_throughput @c64 (CI +11.2..+13.8%, clear of ±2%; 3 runs a side),
     +5.7% @c96; outputs identical``: the most telling load point with its interval, why,
-    and the runs it rests on, then every other point's change, then what the outputs did.
+    and the runs it rests on, then every other point's change, then for a sequential A/B
+    ``decided after 9 pairs`` (or ``not decided in 16 pairs (--max-runs)``), then what the
+    outputs did.
     """
     if not analysis:
         return "no evidence"
@@ -130,13 +134,16 @@ def format_headline(analysis: Mapping[str, Any] | None) -> str:
                             if metric in b["metrics"]) if analysis.get("veto") else \
         analysis["verdict"]
     delta = "n/a" if cell["delta_pct"] is None else f"{cell['delta_pct']:+.1f}%"
+    level = f"{100 * cell['confidence']:.4g}% " if cell.get("confidence") else ""
     ci = "CI n/a" if cell["ci_low_pct"] is None else \
-        f"CI {_pct(cell['ci_low_pct'])}..{_pct(cell['ci_high_pct'])}%"
+        f"{level}CI {_pct(cell['ci_low_pct'])}..{_pct(cell['ci_high_pct'])}%"
     why = neutral_reason(cell)
     why = f", {why}" if why else ""
+    seq = sequential_said(analysis.get("sequential"))
     return (
         f"{_veto_text(analysis)}{verdict} {delta} {metric} @{point.label} "
-        f"({ci}{why}; {runs_said(cell)}){_others(analysis, point)}; outputs {outputs}"
+        f"({ci}{why}; {runs_said(cell)}){_others(analysis, point)}"
+        f"{'; ' + seq if seq else ''}; outputs {outputs}"
     )
 
 

@@ -26,7 +26,9 @@ shifts both runs of a pair alike and the analysis judges the pairs
 (:mod:`ledger.evidence.verdict`).  Why the order turns: whatever favours the second run
 of a pair (a page cache the first one filled, a neighbour's periodic job) would otherwise
 land on B every time and read as the knob's effect -- an A/A would show a "gain"; turned,
-it lands on each side in half the pairs and only widens the interval.  Each run writes its result to ``{out}``: the
+it lands on each side in half the pairs and only widens the interval.  A sequential A/B
+(``until``) runs the pairs in rounds over the load points instead, so that it can stop
+after any round.  Each run writes its result to ``{out}``: the
 bundled engine's bench JSON, sglang ``bench_serving --output-file`` JSONL or vLLM
 ``--save-result`` JSON.
 
@@ -58,15 +60,13 @@ from envknobs.registry import KnobError
 from envknobs.registry import check_knob_name
 from envknobs.registry import check_knob_value
 from ledger.errors import EvidenceError
-from ledger.evidence.importers import ImportFormatError
-from ledger.evidence.importers import located_file
-from ledger.evidence.importers import parse_results
 from ledger.evidence.load import CONCURRENCY
 from ledger.evidence.load import RATE
 from ledger.evidence.load import LoadPoint
 from ledger.evidence.load import format_rate
-from ledger.evidence.load import of_row
 from ledger.evidence.load import parse_rate
+from ledger.evidence.run_result import read_result
+from ledger.evidence.run_result import same_workload
 from ledger.evidence.store import host_info
 from ledger.evidence.store import now_iso
 
@@ -79,6 +79,7 @@ _PLACEHOLDER_RE = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 STDERR_TAIL = 2000
 
 Progress = Callable[[int, int, float, str], None]
+Until = Callable[[list[dict[str, Any]], int], bool]  # (rows so far, pairs) -> stop?
 
 
 @dataclass(frozen=True)
@@ -292,47 +293,64 @@ def run_alternating(
     timeout_s: float | None = None,
     warmup: bool = True,
     rates: Sequence[float] | None = None,
+    until: Until | None = None,
 ) -> AbResult:
     """Run the bench in interleaved pairs (A B, B A, A B, …) and return the measured rows
     (in the order they ran) and meta.
 
     ``rates`` (instead of ``concurrencies``, which must then be empty) sweeps request
     rates.  ``progress(done, total, eta_s, label)`` is called after every run (warm-ups
-    count); ``eta_s`` extrapolates the mean run time so far.  Raises EvidenceError when
-    the template is invalid, a run fails or its result is of no known shape.
+    count); ``eta_s`` extrapolates the mean run time so far.  ``until(rows, pairs)``: a
+    sequential A/B (``ledger ab --until-decided``, :mod:`ledger.evidence.sequential`):
+    the pairs run in rounds, one more pair at every load point a round, and ``until`` is
+    asked after each; True stops there.  ``runs`` is then the most pairs a load point
+    gets, and ``meta["runs"]`` the pairs each got.  Raises EvidenceError when the
+    template is invalid, a run fails or its result is of no known shape.
     """
     tokens, points = _checked_inputs(command, side_a, side_b, concurrencies, rates, runs)
-    plan = _alternating_plan(side_a, side_b, points, runs, warmup)
-
+    plan = _alternating_plan(side_a, side_b, points, runs, warmup, by_round=until is not None)
     started, t0 = now_iso(), time.monotonic()
-    rows: list[dict[str, Any]] = []
-    devices: set[str] = set()
-    workloads: dict[str, dict[str, Any]] = {}
+    got = _Measured()
     with tempfile.TemporaryDirectory(prefix="ledger-ab-") as tmpdir:
         tmp = Path(tmpdir)
         env_files = {side.name: _env_file(tmp, side) for side in (side_a, side_b)}
-        for done, (side, point, repeat) in enumerate(plan, 1):
+        for done, (side, point, repeat, ends_round) in enumerate(plan, 1):
             what = "warm-up" if repeat is None else f"run {repeat + 1}/{runs}"
             label = f"{what} {side.name} @{point.label}"
             out = tmp / f"out-{done}.json"
             argv = _side_argv(tokens, side, point, out, env_files[side.name], python)
-            env = _side_environ(side)
-            _run_once(argv, Path(side.engine_dir), env, tmp / "stderr.txt", timeout_s)
+            _run_once(argv, Path(side.engine_dir), _side_environ(side), tmp / "stderr.txt",
+                      timeout_s)
             if repeat is not None:
-                row, device, key = _read_result(out, point, argv)
-                _same_workload(workloads, side.name, key, label)
-                if device:
-                    devices.add(device)
-                rows.append({"side": side.name, **point.to_row(), "repeat": repeat, **row})
+                got.add(side.name, point, repeat, *read_result(out, point, argv), label)
             if progress is not None:
                 elapsed = time.monotonic() - t0
                 progress(done, len(plan), elapsed / done * (len(plan) - done), label)
+            if until is not None and ends_round and until(got.rows, repeat + 1):
+                runs = repeat + 1
+                break
 
     meta = _meta(command, side_a, side_b, points, runs, started)
-    meta["device"] = ", ".join(sorted(devices)) or None
+    meta["device"] = ", ".join(sorted(got.devices)) or None
     meta["warmup_per_side"] = 1 if warmup else 0
-    meta["workload"] = workloads
-    return AbResult(rows=rows, meta=meta, started=started, finished=meta["finished"])
+    meta["workload"] = got.workloads
+    return AbResult(rows=got.rows, meta=meta, started=started, finished=meta["finished"])
+
+
+@dataclass
+class _Measured:
+    """The rows measured so far, the devices they report and each side's workload."""
+
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    devices: set[str] = field(default_factory=set)
+    workloads: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def add(self, side: str, point: LoadPoint, repeat: int, row: dict[str, Any],
+            device: str | None, key: dict[str, Any], label: str) -> None:
+        same_workload(self.workloads, side, key, label)
+        if device:
+            self.devices.add(device)
+        self.rows.append({"side": side, **point.to_row(), "repeat": repeat, **row})
 
 
 def _checked_inputs(
@@ -366,16 +384,19 @@ def _env_file(tmp: Path, side: Side) -> Path:
 
 
 def _alternating_plan(side_a: Side, side_b: Side, points: Sequence[LoadPoint], runs: int,
-                      warmup: bool) -> list[tuple[Side, LoadPoint, int | None]]:
-    """(side, load point, repeat or None for a warm-up) in the order they run: the warm-ups
-    A B, then per load point the pairs A B, B A, A B, … (the order turns each repeat)."""
-    plan: list[tuple[Side, LoadPoint, int | None]] = []
+                      warmup: bool, by_round: bool = False
+                      ) -> list[tuple[Side, LoadPoint, int | None, bool]]:
+    """(side, load point, repeat or None for a warm-up, whether the run ends a round) in the
+    order they run: the warm-ups A B, then per load point the pairs A B, B A, A B, … (the
+    order turns each repeat); ``by_round``: round r runs pair r at every load point."""
+    plan: list[tuple[Side, LoadPoint, int | None, bool]] = []
     if warmup:
-        plan += [(side_a, points[0], None), (side_b, points[0], None)]
-    for point in points:
-        for r in range(runs):
-            first, second = (side_a, side_b) if r % 2 == 0 else (side_b, side_a)
-            plan += [(first, point, r), (second, point, r)]
+        plan += [(side_a, points[0], None, False), (side_b, points[0], None, False)]
+    order = [(r, p) for r in range(runs) for p in points] if by_round else \
+        [(r, p) for p in points for r in range(runs)]
+    for r, point in order:
+        first, second = (side_a, side_b) if r % 2 == 0 else (side_b, side_a)
+        plan += [(first, point, r, False), (second, point, r, point is points[-1])]
     return plan
 
 
@@ -404,63 +425,6 @@ def _side_environ(side: Side) -> dict[str, str]:
         else:
             env[k] = v
     return env
-
-
-def _read_result(
-    out: Path, point: LoadPoint, argv: list[str]
-) -> tuple[dict[str, Any], str | None, dict[str, Any]]:
-    """The metrics row for ``point`` from a run's JSON, the device it reports (if any),
-    and its workload key."""
-    if not out.exists():
-        raise EvidenceError(f"bench wrote no result to {out}: {shlex.join(argv)}")
-    where = f"bench output of {shlex.join(argv)}"
-    try:
-        # A file (JSON, JSON lines, AIPerf CSV) or an AIPerf artifact directory.
-        located = [(here.replace(str(out), where, 1), obj) for here, obj in located_file(out)]
-        objs = [obj for _, obj in located]
-        # Any known shape: the bundled engine's, sglang bench_serving's or vLLM's.  A
-        # single result that does not say its load point ran at the one we asked for.
-        says = [k for k in ("max_concurrency", "request_rate") if objs[0].get(k) is not None]
-        single = len(objs) == 1 and (
-            not says if point.kind == RATE else "max_concurrency" not in says
-        )
-        parsed = parse_results(
-            located, where,
-            int(point.value) if single and point.kind == CONCURRENCY else None,
-            rate=point.value if single and point.kind == RATE else None,
-        )
-    except ImportFormatError as e:
-        raise EvidenceError(str(e)) from e
-    matching = [(r, o) for r, o in zip(parsed.rows, objs, strict=True) if of_row(r) == point]
-    if len(matching) != 1:
-        raise EvidenceError(
-            f"bench output has {len(matching)} result(s) for {point.kind} "
-            f"{point.label.removeprefix('c').removeprefix('rate ')} "
-            f"(expected one): {shlex.join(argv)}"
-        )
-    row, obj = dict(matching[0][0]), matching[0][1]
-    row.pop(CONCURRENCY, None)
-    row.pop(RATE, None)
-    device = obj.get("device")
-    return row, (str(device) if device is not None else None), parsed.workload
-
-
-def _same_workload(keys: dict[str, dict[str, Any]], side: str, key: dict[str, Any],
-                   label: str) -> None:
-    """The runs of one side are repeats: each must measure the side's one workload.  Their
-    estimated lengths are not compared: one side runs one command, so its runs asked for
-    one workload, and the tokens the engine generated are a result (a difference between
-    A and B shows as the summary's warning)."""
-    from ledger.evidence.workload import compare_sides
-    from ledger.evidence.workload import mismatch_text
-
-    if side not in keys:
-        keys[side] = key
-        return
-    diff = compare_sides(keys[side], key, estimates=False)
-    if diff:
-        raise EvidenceError(f"{label}: the bench measured another workload than the side's "
-                            f"earlier runs: {mismatch_text(diff, ('before', 'now'))}")
 
 
 def _meta(

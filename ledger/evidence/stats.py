@@ -21,7 +21,8 @@ Per concurrency and metric we report
 
 Pairing: ``ledger ab`` runs A then B for each repeat at a load point, so ``analyze(...,
 paired=True)`` pairs them by repeat and judges the per-pair log-ratios, in which a slow
-spell of a shared machine cancels.  Imported runs pair when each has a ``run_time`` and
+spell of a shared machine cancels (from 6 pairs by their signed-rank interval, which one
+slow run cannot stretch: :mod:`ledger.evidence.verdict`).  Imported runs pair when each has a ``run_time`` and
 the sides alternate in time (:func:`_pairs`); otherwise they are judged unpaired.
 
 Metric direction comes from the name: ``*_ms`` is a latency (lower is better);
@@ -65,6 +66,7 @@ from ledger.evidence.load import of_row
 from ledger.evidence.runs_csv import DIGEST_COLUMN
 from ledger.evidence.runs_csv import ID_COLUMNS
 from ledger.evidence.runs_csv import RUN_TIME
+from ledger.evidence.verdict import CONFIDENCE
 from ledger.evidence.verdict import DEFAULT_TOLERANCE_PCT
 from ledger.evidence.verdict import MIN_RUNS
 from ledger.evidence.verdict import judge_cell
@@ -165,7 +167,8 @@ def _holm(pvalues: list[float]) -> list[float]:
 
 
 def compare_metric(a: Any, b: Any, higher_is_better: bool, *, paired: bool = False,
-                   tol_pct: float = DEFAULT_TOLERANCE_PCT) -> dict[str, Any]:
+                   tol_pct: float = DEFAULT_TOLERANCE_PCT,
+                   confidence: float = CONFIDENCE) -> dict[str, Any]:
     """Medians, delta %, its interval, verdict and raw Mann-Whitney p for one metric at
     one load point (:func:`ledger.evidence.verdict.judge_cell` decides).
 
@@ -192,7 +195,8 @@ def compare_metric(a: Any, b: Any, higher_is_better: bool, *, paired: bool = Fal
         "n_a": int(a.size),
         "n_b": int(b.size),
     }
-    out.update(judge_cell(a, b, higher_is_better, paired=paired, tol_pct=tol_pct))
+    out.update(judge_cell(a, b, higher_is_better, paired=paired, tol_pct=tol_pct,
+                          confidence=confidence))
     if out["ci_low_pct"] is not None:
         out["p_value"] = _mann_whitney(a, b)
     return out
@@ -237,13 +241,15 @@ def analyze(
     paired: bool = False,
     tolerance_pct: float = DEFAULT_TOLERANCE_PCT,
     guards: Sequence[str] = (),
+    confidence: float = CONFIDENCE,
 ) -> dict[str, Any]:
     """Judge a runs table.
 
     ``paired``: the rows come from ``ledger ab`` (A then B for each repeat): each repeat's
     A and B are analysed as a pair.  Without it, runs pair only by their ``run_time``
     (see :func:`_pairs`).  ``tolerance_pct``: the practical tolerance of the verdict.
-    ``guards``: metrics that veto a gain (see :func:`entry_verdict`).
+    ``guards``: metrics that veto a gain (see :func:`entry_verdict`).  ``confidence``: of
+    every interval (95%; a sequential A/B's looks ask for more).
 
     Returns ``{"metric", "higher_is_better", "verdict", "outputs", "warnings", "load",
     "tolerance_pct", "guards", "veto", "by_concurrency"}`` (``warnings``:
@@ -254,47 +260,15 @@ def analyze(
     Raises EvidenceError when the primary metric (or a guard) is not a judged metric.
     """
     direction = metric_direction(metric)
-    if direction is None:
-        raise EvidenceError(
-            f"cannot judge {metric!r}: the primary metric must be a rate "
-            "(…throughput, …_per_s: higher is better) or a latency (…_ms: lower is better)"
-        )
     tol = check_tolerance(tolerance_pct)
-    df = runs_frame(rows)
-    metrics = judged_metrics(df)
-    if len(df) and metric not in metrics:
-        raise EvidenceError(
-            f"the runs have no {metric!r} column; judged metrics present: "
-            + (", ".join(metrics) or "none")
-        )
+    df, metrics = _judged_table(rows, metric, direction)
     guards = _checked_guards(guards)
-    tol_of = {g.metric: g.max_change_pct for g in guards if g.max_change_pct is not None}
+    tol_of = {name: tol for name in metrics}
+    tol_of.update({g.metric: g.max_change_pct for g in guards if g.max_change_pct is not None})
     load = load_column(df)
-    by_conc: list[dict[str, Any]] = []
-    for value, group in sorted(df.groupby(load), key=lambda kv: kv[0]):
-        side_a = group[group["side"] == "A"].reset_index(drop=True)
-        side_b = group[group["side"] == "B"].reset_index(drop=True)
-        pairs = _pairs(side_a, side_b, paired)
-        if pairs is not None:
-            side_a = side_a.iloc[[i for i, _ in pairs]]
-            side_b = side_b.iloc[[j for _, j in pairs]]
-        point = LoadPoint(load, float(value)).row_value
-        block = {load: point, "n_a": len(side_a), "n_b": len(side_b), "metrics": {}}
-        for name in metrics:
-            cmp = compare_metric(
-                side_a[name].to_numpy(), side_b[name].to_numpy(), bool(metric_direction(name)),
-                paired=pairs is not None, tol_pct=tol_of.get(name, tol),
-            )
-            if cmp["n_a"] == 0 and cmp["n_b"] == 0:
-                continue  # this bench did not report the metric at this concurrency
-            block["metrics"][name] = cmp
-        by_conc.append(block)
-    # Holm across concurrencies, separately for each metric (reported, not deciding).
-    for name in metrics:
-        cells = [b["metrics"][name] for b in by_conc if name in b["metrics"]]
-        tested = [c for c in cells if c["p_value"] is not None]
-        for cell, p_adj in zip(tested, _holm([c["p_value"] for c in tested]), strict=True):
-            cell["p_adjusted"] = p_adj
+    by_conc = [_judge_point(load, value, group, metrics, paired, tol_of, confidence)
+               for value, group in sorted(df.groupby(load), key=lambda kv: kv[0])]
+    _adjust_p_values(by_conc, metrics)
     primary = [b["metrics"][metric] for b in by_conc if metric in b["metrics"]]
     verdict = entry_verdict(c["verdict"] for c in primary)
     critical = [g.metric for g in guards if g.critical]
@@ -312,6 +286,58 @@ def analyze(
         "veto": veto,
         "by_concurrency": by_conc,
     }
+
+
+def _judged_table(rows: Any, metric: str,
+                  direction: bool | None) -> tuple["pd.DataFrame", list[str]]:
+    """The runs table and its judged metrics, or EvidenceError when the primary metric has
+    no direction or no column."""
+    if direction is None:
+        raise EvidenceError(
+            f"cannot judge {metric!r}: the primary metric must be a rate "
+            "(…throughput, …_per_s: higher is better) or a latency (…_ms: lower is better)"
+        )
+    df = runs_frame(rows)
+    metrics = judged_metrics(df)
+    if len(df) and metric not in metrics:
+        raise EvidenceError(
+            f"the runs have no {metric!r} column; judged metrics present: "
+            + (", ".join(metrics) or "none")
+        )
+    return df, metrics
+
+
+def _judge_point(load: str, value: Any, group: "pd.DataFrame", metrics: Sequence[str],
+                 paired: bool, tol_of: Mapping[str, float],
+                 confidence: float) -> dict[str, Any]:
+    """One load point's block: its runs (as pairs where they ran as pairs) judged for each
+    metric at that metric's tolerance."""
+    side_a = group[group["side"] == "A"].reset_index(drop=True)
+    side_b = group[group["side"] == "B"].reset_index(drop=True)
+    pairs = _pairs(side_a, side_b, paired)
+    if pairs is not None:
+        side_a = side_a.iloc[[i for i, _ in pairs]]
+        side_b = side_b.iloc[[j for _, j in pairs]]
+    point = LoadPoint(load, float(value)).row_value
+    block = {load: point, "n_a": len(side_a), "n_b": len(side_b), "metrics": {}}
+    for name in metrics:
+        cmp = compare_metric(
+            side_a[name].to_numpy(), side_b[name].to_numpy(), bool(metric_direction(name)),
+            paired=pairs is not None, tol_pct=tol_of[name], confidence=confidence,
+        )
+        if cmp["n_a"] == 0 and cmp["n_b"] == 0:
+            continue  # this bench did not report the metric at this concurrency
+        block["metrics"][name] = cmp
+    return block
+
+
+def _adjust_p_values(by_conc: list[dict[str, Any]], metrics: Sequence[str]) -> None:
+    """Holm across load points, separately for each metric (reported, not deciding)."""
+    for name in metrics:
+        cells = [b["metrics"][name] for b in by_conc if name in b["metrics"]]
+        tested = [c for c in cells if c["p_value"] is not None]
+        for cell, p_adj in zip(tested, _holm([c["p_value"] for c in tested]), strict=True):
+            cell["p_adjusted"] = p_adj
 
 
 def _checked_guards(guards: Sequence[Any]) -> list[Any]:
@@ -419,8 +445,9 @@ def outputs_check(df: "pd.DataFrame") -> str:
 
 
 VERDICT_RULE = (
-    "per load point, the 95% t interval of the metric's change (per-pair log-ratios when A "
-    "and B ran in pairs, else Welch) against the tolerance: wholly beyond +tol (-tol) in the "
+    "per load point, the 95% interval of the metric's change (when A and B ran in pairs: "
+    "the per-pair log-ratios' signed-rank interval from 6 pairs, t below; else Welch's t) "
+    "against the tolerance: wholly beyond +tol (-tol) in the "
     "metric's good direction is a gain (regression), wholly within ±tol neutral, crossing "
     f"it inconclusive (with the runs a side that would settle it), fewer than {MIN_RUNS} "
     "runs a side inconclusive.  The entry: regression if any point is one (or a guard "

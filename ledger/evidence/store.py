@@ -291,14 +291,20 @@ def record_ab(
     engine_commit: str | None = None,
     context: Mapping[str, str | None] | None = None,
     judging: Mapping[str, Any] | None = None,
+    sequential: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Store a :class:`ledger.evidence.runner.AbResult` as a new ``ab`` run; return its summary.
+
+    ``sequential``: the record of ``ab --until-decided``'s looks
+    (:meth:`ledger.evidence.sequential.Sequential.record`): the runs are judged at its
+    last look's confidence, and the summary keeps it and says it in the headline.
 
     A and B run one bench template, so they differ only by the entry; when the entry
     changes what the bench reports of its workload (a model, a dataset), the summary
     warns of it rather than refusing: that difference is what was measured.  The runs
     ran A then B for each repeat, so they are judged as pairs (``judging`` adds the
     tolerance and guards)."""
+    from ledger.evidence.summary import with_sequential
     from ledger.evidence.workload import compare_sides
     from ledger.evidence.workload import mismatch_text
     from ledger.evidence.workload import summary_workload
@@ -322,7 +328,10 @@ def record_ab(
         finished=result.finished,
         workload=summary_workload(keys.get("A"), keys.get("B")),
         notes=notes,
-        judging={**dict(judging or {}), "paired": True},
+        judging={**dict(judging or {}), "paired": True,
+                 **({"confidence": sequential["confidence"]} if sequential else {})},
+        describe=None if not sequential else lambda summary, _: with_sequential(summary,
+                                                                                sequential),
     )
 
 

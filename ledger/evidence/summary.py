@@ -8,12 +8,19 @@ Pure (no files).  The schema is the contract with the render engineer and the CL
     workload {tool, backend, dataset, input_len, …} (absent in older files),
     by_concurrency: [{concurrency, n_a, n_b, metrics: {name: {median_a, median_b,
         delta_pct, ci_low_pct, ci_high_pct, p_value, p_adjusted, verdict,
-        higher_is_better, n_a, n_b, design, tolerance_pct, runs_needed}}}]
+        higher_is_better, n_a, n_b, design, tolerance_pct, runs_needed, interval,
+        confidence}}}]
 
 ``design`` is ``paired`` (per-pair log-ratios; ``n_a`` = ``n_b`` = pairs) or ``unpaired``;
-``runs_needed`` (runs a side in all) only on a cell whose interval crosses the tolerance.
+``runs_needed`` (runs a side in all) only on a cell whose interval crosses the tolerance;
+``interval`` (``signed-rank``, ``t``, ``welch``: :mod:`ledger.evidence.verdict`) on every
+judged cell, ``confidence`` only where it is not 95% (a sequential A/B's last look).
 Files written before the interval verdict lack ``design``, ``tolerance_pct`` and
 ``runs_needed``; their stored verdicts and headlines are shown as they were written.
+
+A sequential A/B (``ledger ab --until-decided``) adds ``sequential`` {pairs, looks,
+planned_looks, stopped (decided|max_runs), confidence, min_pairs, max_pairs}: its cells
+were judged at ``confidence``, the last look's.
 
 ``load`` is ``concurrency`` or ``rate`` (:mod:`ledger.evidence.load`); in a rate sweep each
 block of ``by_concurrency`` (the name is kept for the readers of older files) has ``rate``
@@ -52,6 +59,8 @@ CELL_KEYS = (
     "design",
     "tolerance_pct",
     "runs_needed",
+    "interval",
+    "confidence",
 )
 
 
@@ -79,6 +88,8 @@ def _cell(cell: Mapping[str, Any]) -> dict[str, Any]:
         "design": cell.get("design"),
         "tolerance_pct": cell.get("tolerance_pct"),
         "runs_needed": cell.get("runs_needed"),
+        "interval": cell.get("interval"),
+        "confidence": cell.get("confidence"),
     }
     # Keys a cell does not have (older files, a cell judged before pairing existed) stay out.
     return {k: rounded[k] for k in CELL_KEYS if rounded[k] is not None or k in CELL_KEYS[:11]}
@@ -136,6 +147,14 @@ def build_summary(
         **({"workload": dict(workload)} if workload else {}),
         "by_concurrency": blocks,
     }
+
+
+def with_sequential(summary: Mapping[str, Any], record: Mapping[str, Any]) -> dict[str, Any]:
+    """The keys a sequential A/B adds to its summary: ``sequential`` (its looks, see
+    :meth:`ledger.evidence.sequential.Sequential.record`) and the headline that says
+    ``decided after N pairs``."""
+    return {"sequential": dict(record),
+            "headline": format_headline({**summary, "sequential": dict(record)})}
 
 
 def _veto(veto: Mapping[str, Any]) -> dict[str, Any]:

@@ -188,3 +188,31 @@ def test_too_few_runs_for_any_statistics_still_print_a_summary(bench_ws, ledger,
     assert "warning: fewer than 3 runs on a side: the verdict can only be inconclusive" \
         in r.stderr
     assert "inconclusive" in r.stdout and "—" in r.stdout  # no CI to print: a dash
+
+
+def test_ab_until_decided_stops_when_decided_and_says_after_how_many_pairs(bench_ws, ledger):
+    root, _ = bench_ws
+    entry = record(ledger, root, "0.50", "much faster kernel")
+    dry = ledger("-C", root, "ab", entry, "--runs", "4", "--until-decided", "--max-runs", "9",
+                 "--concurrency", "1", "--bench", BENCH, "--dry-run")
+    assert dry.exit_code == 0 and "would run up to 20 benches" in dry.stdout, dry.stdout
+    assert "4 to 9, until decided" in dry.stdout
+    r = ledger("-C", root, "ab", entry, "--runs", "4", "--until-decided", "--max-runs", "9",
+               "--concurrency", "1", "--bench", BENCH)
+    assert r.exit_code == 0, r.stderr
+    assert "gain +" in r.stdout and "decided after 4 pairs" in r.stdout, r.stdout
+    assert "sequential: 4 pairs, 1 of 6 planned looks" in r.stdout
+    import yaml
+
+    summary = yaml.safe_load(next((root / "evidence" / entry).glob("*/summary.yaml"))
+                             .read_text())
+    assert summary["sequential"]["stopped"] == "decided" and summary["sequential"]["looks"] == 1
+    assert "decided after 4 pairs" in summary["headline"]
+    assert summary["by_concurrency"][0]["metrics"]["output_throughput"]["confidence"] == \
+        pytest.approx(1 - 0.025 / 5)
+    assert "decided after 4 pairs" in ledger("-C", root, "show", entry).stdout
+    bad = ledger("-C", root, "ab", entry, "--max-runs", "9", "--bench", BENCH)
+    assert bad.exit_code != 0 and "--max-runs goes with --until-decided" in bad.stderr
+    bad = ledger("-C", root, "ab", entry, "--runs", "5", "--until-decided", "--max-runs", "3",
+                 "--bench", BENCH)
+    assert bad.exit_code == 1 and "--max-runs 3 is below --runs 5" in bad.stderr

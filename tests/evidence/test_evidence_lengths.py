@@ -190,14 +190,14 @@ def test_evidence_stored_before_estimates_still_joins(tmp_path):
 
 
 def test_ab_runs_warn_of_another_output_length_but_never_abort_a_side():
-    from ledger.evidence.runner import _same_workload
+    from ledger.evidence.run_result import same_workload
 
     c4 = read_result_file(C4).workload
     shorter = {**c4, "output_len_mean": 8.0}  # what an engine stopping early would count
     keys = {"B": dict(c4)}
-    _same_workload(keys, "B", shorter, "run 2/3 B @c4")  # one command: not refused
+    same_workload(keys, "B", shorter, "run 2/3 B @c4")  # one command: not refused
     with pytest.raises(EvidenceError, match="model"):
-        _same_workload(keys, "B", {**c4, "model": "other"}, "run 3/3 B @c4")
+        same_workload(keys, "B", {**c4, "model": "other"}, "run 3/3 B @c4")
 
 
 def test_an_ab_whose_sides_counted_other_lengths_says_so(tmp_path):

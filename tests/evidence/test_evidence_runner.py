@@ -315,3 +315,24 @@ def test_the_pair_order_turns_so_a_second_run_advantage_is_no_gain(tmp_path):
     cell = analysis["by_concurrency"][0]["metrics"]["output_throughput"]
     assert analysis["verdict"] != "gain" and abs(cell["delta_pct"]) < 0.1, cell
     assert sorted({round(r["output_throughput"]) for r in result.rows}) == [1000, 1030]
+
+
+def test_until_runs_rounds_over_the_load_points_and_stops_where_it_is_told(tmp_path, bench):
+    """A sequential A/B (``ab --until-decided``): the pairs run in rounds, one at every load
+    point, ``until`` is asked after each round with the rows so far, and True stops it."""
+    asked = []
+
+    def until(rows, pairs):
+        asked.append((pairs, len(rows)))
+        return pairs == 3
+
+    result = run_alternating(template(bench), Side("A", {}, tmp_path),
+                             Side("B", {"FAKE_SHIFT": "0.2"}, tmp_path), [1, 4], 8,
+                             until=until)
+    assert asked == [(1, 4), (2, 8), (3, 12)]
+    assert [(r["concurrency"], r["repeat"], r["side"]) for r in result.rows[:8]] == [
+        (1, 0, "A"), (1, 0, "B"), (4, 0, "A"), (4, 0, "B"),
+        (1, 1, "B"), (1, 1, "A"), (4, 1, "B"), (4, 1, "A")]
+    assert len(result.rows) == 12 and result.meta["runs"] == 3
+    log = read_log(tmp_path / "log.jsonl")
+    assert len(log) == 2 + 12  # the warm-ups, then 3 rounds: nothing ran past the stop
