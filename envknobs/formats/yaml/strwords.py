@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from ruamel.yaml.nodes import ScalarNode
 
-from envknobs.formats.bash.lexer import lex
+from envknobs.formats.common.shell_lexer import lex
 from envknobs.formats.common import FormatError
 from envknobs.formats.common.text import line_end
 from envknobs.formats.common.text import line_of
@@ -282,7 +282,7 @@ def _lines_at(text: str, start: int, end: int) -> list[tuple[int, str]]:
 def shell_word(value: str, like: str | None = None) -> str:
     """``value`` as one shell word that compose splits back exactly (no ``$``: compose
     would interpolate it): bare where it can be, else in the quotes of ``like``."""
-    from envknobs.formats.bash.words import quote_value
+    from envknobs.formats.common.shellwords import quote_value
 
     if "$" in value:
         raise FormatError(f"value {value!r} holds '$', which compose interpolates; "
