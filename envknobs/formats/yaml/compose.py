@@ -33,6 +33,7 @@ from ruamel.yaml.nodes import ScalarNode
 from ruamel.yaml.nodes import SequenceNode
 
 from envknobs.formats.common.shell_lexer import Word
+from envknobs.formats.common.shellwords import literal_word
 from envknobs.formats.common.shellwords import quote_value
 from envknobs.formats.common import FormatError
 from envknobs.formats.common.text import line_of
@@ -49,7 +50,6 @@ from envknobs.formats.yaml.edit import get
 from envknobs.formats.yaml.edit import scalar_text
 from envknobs.formats.yaml.strwords import ScalarWords
 from envknobs.formats.yaml.strwords import refolded
-from envknobs.formats.yaml.strwords import literal_word
 from envknobs.formats.yaml.strwords import requoted
 from envknobs.formats.yaml.strwords import shell_word
 

@@ -292,32 +292,6 @@ def shell_word(value: str, like: str | None = None) -> str:
     return quote_value(value, like if like and like.startswith("'") else None)
 
 
-def literal_word(raw: str) -> str:
-    """The text of a shell word as compose's splitting gives it (quotes and backslashes
-    taken off; ``$`` kept: compose interpolates before it splits)."""
-    out, i, n = [], 0, len(raw)
-    while i < n:
-        c = raw[i]
-        if c == "'":
-            j = raw.index("'", i + 1)
-            out.append(raw[i + 1 : j])
-            i = j + 1
-        elif c == '"':
-            i += 1
-            while i < n and raw[i] != '"':
-                step = 2 if raw[i] == "\\" and i + 1 < n else 1
-                out.append(raw[i + step - 1])
-                i += step
-            i += 1
-        elif c == "\\" and i + 1 < n:
-            out.append(raw[i + 1])
-            i += 2
-        else:
-            out.append(c)
-            i += 1
-    return "".join(out)
-
-
 def requoted(value: str, like: str) -> str:
     """``value`` (a script, say) as one shell word in the quotes ``like`` uses."""
     if like.startswith("'") and "'" not in value:
@@ -325,4 +299,4 @@ def requoted(value: str, like: str) -> str:
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-__all__ = ["ScalarWords", "StrWord", "literal_word", "requoted", "shell_word"]
+__all__ = ["ScalarWords", "StrWord", "requoted", "shell_word"]
