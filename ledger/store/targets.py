@@ -35,7 +35,6 @@ from ledger.errors import AmbiguousPlace
 from ledger.errors import InvalidValue
 from ledger.errors import LedgerError
 from ledger.errors import TargetError
-from ledger.errors import UsageError
 from ledger.store.workspace import Workspace
 from ledger.store.managed import check_target_file
 
