@@ -151,6 +151,23 @@ def detect_engines(text: str) -> list[tuple[str, int]]:
     return [(spec, text.count("\n", 0, start) + 1) for start, spec in sorted(found)]
 
 
+def named_releases(text: str | None) -> list[tuple[str, int]]:
+    """:func:`detect_engines`, loading nothing for the common text that names no engine."""
+    if not text or not any(w in text for w in ("sglang", "vllm", "knob-ledger-engine")):
+        return []
+    return detect_engines(text)
+
+
+def release_of(declared: str | None, text: str | None, fallback: str | None) -> str | None:
+    """The engine release that reads a file: the one ``declared`` for it; else the one
+    release its ``text`` names itself (:func:`detect_engines`); else ``fallback``.  A text
+    naming several releases names none."""
+    if declared:
+        return declared
+    found = {spec for spec, _ in named_releases(text)}
+    return found.pop() if len(found) == 1 else fallback
+
+
 def release_flag_name(spec: str | None, name: str) -> str | None:
     """The flag release ``spec``'s argparse reads ``name`` as: its own name for an alias
     (``--tp`` -> ``--tp-size``) or a unique prefix (``--speculative-algo`` ->

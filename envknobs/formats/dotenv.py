@@ -26,7 +26,7 @@ An existing line keeps its quote style when the new value allows it.  A new knob
 appended as ``K=V`` (never with ``export``, which systemd does not accept).  ``unset``
 deletes every line that sets the key.
 
-Strings of flags (:mod:`envknobs.formats.bash.argstring`): a value that starts with a
+Strings of flags (:mod:`envknobs.formats.common.argstring`): a value that starts with a
 flag (``VLLM_ARGS="--max-model-len 8192 --enforce-eager"``) is the launch's arguments,
 which a unit's ``$VLLM_ARGS`` or a script's ``$VLLM_ARGS`` expands: its flags are the
 knobs (``--max-model-len``), edited inside the string, and the variable is none (an edit
@@ -49,8 +49,8 @@ from typing import Mapping
 
 from envknobs.flags import check_flag_name
 from envknobs.flags import is_flag_name
-from envknobs.formats.bash.argstring import ArgString
-from envknobs.formats.bash.launch import FlagUse
+from envknobs.formats.common.argstring import ArgString
+from envknobs.formats.common.launch import FlagUse
 from envknobs.formats.common import FormatError
 from envknobs.formats.common.places import KnobSummary
 from envknobs.formats.common.places import Place
@@ -243,8 +243,8 @@ def _is_dynamic(b: _Binding) -> bool:
 
 def _strings(text: str) -> list[tuple[ArgString, str]]:
     """The file's strings of flags, each with the engine its name says."""
-    from envknobs.formats.bash.argstring import holds_flags
-    from envknobs.formats.bash.argstring import read_string
+    from envknobs.formats.common.argstring import holds_flags
+    from envknobs.formats.common.argstring import read_string
 
     out = []
     last = {b.key: b for b in _bindings(text)}
@@ -262,14 +262,14 @@ def _strings(text: str) -> list[tuple[ArgString, str]]:
 
 
 def _lookup(engine: str):
-    from envknobs.formats.bash.analysis import flag_lookup
+    from envknobs.formats.common.launch import flag_lookup
 
     return flag_lookup(engine or None)
 
 
 def _string_flags(text: str) -> dict[str, list[tuple[ArgString, FlagUse, str]]]:
     """Flag -> its last use in each string that has it."""
-    from envknobs.formats.bash.argstring import last_uses
+    from envknobs.formats.common.argstring import last_uses
 
     out: dict[str, list] = {}
     for s, engine in _strings(text):
@@ -404,9 +404,9 @@ class DotenvFormat(TargetFormat):
 
     def _flag(self, text: str, knob: str, value: str | None) -> str:
         """Set or unset a flag inside the file's strings of flags (module docstring)."""
-        from envknobs.formats.bash.argstring import owner
-        from envknobs.formats.bash.argstring import remove_in
-        from envknobs.formats.bash.argstring import set_in
+        from envknobs.formats.common.argstring import owner
+        from envknobs.formats.common.argstring import remove_in
+        from envknobs.formats.common.argstring import set_in
         from envknobs.registry import check_knob_value
 
         check_flag_name(knob)
@@ -430,7 +430,7 @@ class DotenvFormat(TargetFormat):
     def summary(self, text: str) -> Summary | None:
         """Every key and flag with its line, for a file with strings of flags (None for
         a plain file: its keys have one spot each)."""
-        from envknobs.formats.bash.argstring import place_of
+        from envknobs.formats.common.argstring import place_of
 
         if not _strings(text):
             return None
@@ -451,7 +451,7 @@ class DotenvFormat(TargetFormat):
     def edit_places(self, text: str, knob: str, edits: Sequence[PlaceEdit]) -> str:
         """A flag of a string by its place: edited there, put back at its anchor where it
         is gone (a revert), else added as a new flag."""
-        from envknobs.formats.bash.argstring import put_back_in
+        from envknobs.formats.common.argstring import put_back_in
 
         for e in edits:
             back = None
@@ -467,9 +467,9 @@ class DotenvFormat(TargetFormat):
 
 def _add_flag(text: str, knob: str, value: str) -> str:
     """A new flag at the end of the file's only string of flags."""
-    from envknobs.formats.bash.argstring import StringFlagConflict
-    from envknobs.formats.bash.argstring import add_in
-    from envknobs.formats.bash.write import flag_text
+    from envknobs.formats.common.argstring import StringFlagConflict
+    from envknobs.formats.common.argstring import add_in
+    from envknobs.formats.common.launch import flag_text
 
     strings = _strings(text)
     if not strings:

@@ -27,23 +27,20 @@ def _bundled_names() -> frozenset[str]:
 def engine_of(ws, target, text: str | None = None) -> str | None:
     """The engine release that reads ``target``'s file, ``sglang==0.5.23``: the target's own
     ``engine:`` in ledger.yaml; else the one release the file names itself (an image tag,
-    a pip pin, ``pip show`` output: envknobs.catalog_release.detect_engines; ``text`` is the
+    a pip pin, ``pip show`` output: envknobs.catalog_release.release_of; ``text`` is the
     file's, read here when not given); else ledger.yaml's top-level ``engine:``; else None.
     A file naming several releases names none (``doctor`` says which lines)."""
     if target.engine:
         return target.engine
-    if text is None:
-        text = _file_text(ws, target)
-    found = {spec for spec, _ in _detect(text)}
-    return found.pop() if len(found) == 1 else ws.config.engine
+    from envknobs.catalog_release import release_of
+
+    return release_of(None, _file_text(ws, target) if text is None else text, ws.config.engine)
 
 
 def _detect(text: str | None) -> list[tuple[str, int]]:
-    if not text or not any(w in text for w in ("sglang", "vllm", "knob-ledger-engine")):
-        return []  # the common case loads nothing
-    from envknobs.catalog_release import detect_engines
+    from envknobs.catalog_release import named_releases
 
-    return detect_engines(text)
+    return named_releases(text)
 
 
 _DETECT_LIMIT = 1 << 20  # a file's first MiB is where it names its engine
@@ -135,16 +132,6 @@ def bundled_release_default(text: str | None, knob: str, fallback: object) -> ob
     return fallback if declared is None else declared.default
 
 
-def class_warnings(knob: str, cls: str) -> list[str]:
-    """The catalog's class hint against the class the entry is recorded with."""
-    from envknobs.catalog import lookup_flag
-    from envknobs.catalog_release import class_hint_warnings
-    from envknobs.flags import is_flag_name
-
-    declared = lookup_flag(knob) if is_flag_name(knob) else knob_registry().get(knob)
-    return class_hint_warnings(declared, cls)
-
-
 def catalog_class(knob: str) -> str | None:
     """The class the catalog says changing ``knob`` usually is (a liveness knob: bugfix),
     or None when it does not say (``ledger adopt`` then asks the operator)."""
@@ -165,37 +152,3 @@ def name_defaults(engine: str | None, names) -> dict[str, object]:
 
     registry = knob_registry()
     return {n: default_of(engine, n, registry) for n in names}
-
-
-def file_spelling(tf, knob: str, spec: str | None) -> tuple[str, list[str]]:
-    """The spelling to record flag ``knob`` under in target file ``tf``: where the target
-    declares its engine release and the file already sets that flag by another name that
-    argparse reads as the same flag (an alias, or a prefix: ``--speculative-algo`` is
-    ``--speculative-algorithm``), the file's spelling — so the record edits that flag
-    rather than adding a second one; and a note saying so.  A file that sets the flag under
-    several such names is refused with each place (argparse would take the last one, and
-    editing another would take no effect).  Without a declared release, as given (the
-    bundled hand catalogs' aliases are already resolved by the format)."""
-    from envknobs.flags import is_flag_name
-
-    if spec is None or not is_flag_name(knob):
-        return knob, []
-    from envknobs.catalog_release import same_flag_spellings
-    from ledger.errors import AmbiguousPlace
-    from ledger.store.targets import target_format
-
-    fmt = target_format(tf.target)
-    summary = fmt.summary(tf.text)
-    present = [k.knob for k in summary.knobs] if summary is not None else list(tf.values)
-    same = same_flag_spellings(spec, knob, present)
-    if len(same) > 1:
-        places = [{"path": str(tf.path), "line": p.line, "text": p.raw.strip()}
-                  for name in same for p in fmt.places(tf.text, name)]
-        where = ", ".join(f"{tf.path}:{p['line']} ({p['text']})" for p in places) or str(tf.path)
-        raise AmbiguousPlace(f"{knob}: {tf.target.name} sets one flag of {spec} as "
-                             f"{' and '.join(same)} ({where}); argparse takes the last: remove "
-                             "one by hand, then record the other", places)
-    if len(same) == 1 and same[0] != knob:
-        return same[0], [f"{knob}: recorded as {same[0]}, the spelling {tf.path} gives that "
-                         f"flag (the same to {spec})"]
-    return knob, []

@@ -24,16 +24,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping
 
-from envknobs.flags import check_flag_name
-from envknobs.flags import is_flag_name
-from envknobs.registry import KnobError
-from envknobs.registry import check_knob_name
-from envknobs.registry import check_knob_value
-from ledger.commands.catalog import class_warnings
-from ledger.commands.catalog import engine_of
-from ledger.commands.catalog import file_spelling
+from envknobs.assign import AssignmentError
+from envknobs.assign import InFile
+from envknobs.assign import check_assignment
+from envknobs.formats.common.places import AmbiguousKnob
 from ledger.commands.catalog import knob_registry
-from ledger.commands.catalog import name_defaults
 from ledger.commands.knob_names import did_you_mean
 from ledger.commands.knob_names import new_name_warnings
 from ledger.commands.live import LiveOutcome
@@ -50,92 +45,26 @@ from ledger.core.recording import plan_places
 from ledger.core.recording import selected_places
 from ledger.core.recording import wants_without
 from ledger.core.model import Entry
-from ledger.core.managed_file import Target
 from ledger.core.identifiers import slugify
 from ledger.core.recording import RecordOptions
 from ledger.core.recording import when_trailers
 from ledger.core.target_file import TargetFile
+from ledger.errors import AmbiguousPlace
 from ledger.errors import InvalidValue
+from ledger.errors import LedgerError
 from ledger.errors import Refused
+from ledger.errors import TargetError
+from ledger.errors import UsageError
 from ledger.store.apply import Applied
 from ledger.store.apply import apply_plan
 from ledger.store.apply import drift_in
 from ledger.store.apply import layer_anchors
 from ledger.store.apply import layer_places
-from ledger.store.targets import canonical_knob
 from ledger.store.targets import edited
+from ledger.store.targets import ambiguous
 from ledger.store.targets import read_target
-from ledger.store.targets import select_places
+from ledger.store.targets import target_format
 from ledger.store.workspace import new_entry_id
-
-
-def check_grammar(knob: str, value: str | None, target: Target | None = None,
-                  before: str | None = None) -> None:
-    """A name and values (the new one, and an adopted change's ``before``) a config file
-    can carry (InvalidValue otherwise).
-
-    The keys of an engine ``--config`` file (a yaml-map target with ``flags``) are server
-    arguments (or a Helm values argument list's ``--flags``); every other knob is an env
-    variable or a launch flag."""
-    try:
-        if target is not None and target.flags:
-            from envknobs.formats.yaml.keys import check_key_name
-
-            (check_flag_name if is_flag_name(knob) else check_key_name)(knob)
-        else:  # an env variable or a launch flag here: a YAML map's other keys need --flags
-            check_flag_name(knob) if is_flag_name(knob) else check_knob_name(knob)
-        for v in (value, before):
-            if v is not None:
-                check_knob_value(v)
-    except KnobError as e:
-        hint = ""
-        if target is not None and not target.flags and target.format == "yaml-map":
-            hint = (f" (if {target.name} is an engine --config file, add it with "
-                    "--flags sglang|vllm)")
-        raise InvalidValue(f"{e}{hint}") from None
-
-
-def catalog_warnings(knob: str, value: str | None, target: Target | None = None,
-                     engine: str | None = None) -> list[str]:
-    """The one check of a value against the catalogs: an engine ``--config`` file's keys
-    against that engine's flag catalog, every other knob against ``engine``'s release (the
-    one that reads the target's file; the bundled catalogs without one).  Warnings back;
-    a value of the wrong type or out of range raises InvalidValue."""
-    try:
-        if target is not None and target.flags:
-            return check_config_key(str(target.flags), knob, value)
-        from envknobs.catalog import check_assignment
-        from envknobs.catalog_release import checked_for_engine
-
-        return checked_for_engine(engine, knob, value,
-                                  lambda: check_assignment(knob_registry(), knob, value))
-    except KnobError as e:
-        raise InvalidValue(f"{e} (pass --no-validate to record it anyway)") from None
-
-
-def check_config_key(engine: str, key: str, value: str | None) -> list[str]:
-    """Check a key of an ``ENGINE --config`` file against that engine's flag catalog.
-
-    The same catalog as launch-line flags (``cuda-graph-max-bs`` here is
-    ``--cuda-graph-max-bs`` there: the lookup normalizes dashes and ``_``).  An unknown
-    key is a warning naming the closest known arguments; a value of the wrong type or
-    out of range raises KnobError.  Without a bundled flag catalog, a warning says the
-    key went unchecked.
-    """
-    try:
-        from envknobs.catalog import flag_registries  # type: ignore[attr-defined]
-        from envknobs.catalog import lookup_flag  # type: ignore[attr-defined]
-    except ImportError:
-        return [f"{key}: not checked, no {engine} flag catalog is bundled yet"]
-    declared = lookup_flag(key, engine)
-    if declared is None:
-        registry = flag_registries().get(engine)
-        close = registry.closest(f"--{key.lstrip('-')}") if registry is not None else []
-        hint = f"closest known: {', '.join(close[:3])}" if close else "no close match"
-        return [f"unknown {engine} server argument {key} ({hint})"]
-    if value is not None:
-        declared.validate(value)
-    return []
 
 
 def new_entry(s: Session, *, kind: str, cls: str, title: str, why: str, adopt: bool,
@@ -172,31 +101,29 @@ def record_knob(s: Session, opts: RecordOptions | None = None, *, dry_run: bool 
         entries = s.ws.entries()
         files = {name: read_target(s.ws, s.ws.target(name)) for name in opts.targets}
         drifts = drift_in(s.ws, entries, files)
-        knob, warnings, asked = ask_catalogs(s.ws, opts, files)
+        checked = ask_catalogs(s.ws, opts, files)
+        knob, warnings, asked = checked.knob, checked.warnings, checked.asked
         if opts.at is not None:
             tf = files[opts.target]
-            chosen = select_places(tf, knob, opts.at, opts.value)
-            places = selected_places(tf, entries, knob, opts.value, chosen, opts.force)
+            places = selected_places(tf, entries, knob, opts.value, checked.places[opts.target],
+                                     opts.force)
             if places is not None:
                 plan, message = plan_places(_new(s, entries, opts.title), opts, knob, places)
                 return _apply(s, plan, message, opts, dry_run, files, drifts, {}, warnings)
-        else:
-            for tf in files.values():
-                select_places(tf, knob, None, opts.value, opts.adopt)
         befores = {name: before_value(tf, entries, opts, knob, drifts, asked[name])
                    for name, tf in files.items()}
-        edits = _edited(entries, opts, knob, files, befores)
+        edits = _edited(entries, opts, checked, files, befores)
         plan, message = plan_knob(_new(s, entries, opts.title), opts, knob, files, befores, edits)
         return _apply(s, plan, message, opts, dry_run, files, drifts,
                       {name: e.raw for name, e in edits.items()}, warnings)
 
 
-def _edited(entries, opts: RecordOptions, knob: str, files: Mapping[str, TargetFile],
+def _edited(entries, opts: RecordOptions, checked: Catalogs, files: Mapping[str, TargetFile],
             befores: Mapping[str, str | None]) -> dict:
     """Each target edited once, its knobs where the ledger had them."""
-    anchors, places = layer_anchors(entries), layer_places(entries)
+    anchors, places, knob = layer_anchors(entries), layer_places(entries), checked.knob
     return {name: edited(tf, knob, opts.value, anchors=anchors.get(name) or {},
-                         places=places.get(name), string=opts.string, into=opts.into,
+                         places=places.get(name), source=checked.source, into=opts.into,
                          without=wants_without(tf, opts, knob, befores[name]))
             for name, tf in files.items()}
 
@@ -216,36 +143,84 @@ def _apply(s: Session, plan, message: str, opts: RecordOptions, dry_run: bool, f
     return Recorded(applied.changed[-1], applied, warnings)
 
 
-def ask_catalogs(ws, opts: RecordOptions, files: Mapping[str, TargetFile]
-                 ) -> tuple[str, list[str], dict[str, Asked]]:
-    """The knob as the files spell it, the catalogs' warnings (each once), and what they
-    say of it in each target (its engine's default, the close names in the file).
+@dataclass(frozen=True)
+class Catalogs:
+    """What :func:`ask_catalogs` found: the knob as the files spell it, the warnings (each
+    once), and per target what the catalogs and the file's own names say of the knob
+    (:class:`Asked`), the places ``--at`` selects (the format's), and the exact text of
+    the value where it is written as a YAML string (``--string``)."""
 
-    The one validation of the value: its grammar (a name and a value a config file can
-    carry; ``--before`` too), then, unless ``no_validate``, the catalog of the engine
-    release that reads each target's file (read once, under the lock)."""
-    warnings: list[str] = []
-    engines = {name: engine_of(ws, tf.target, tf.text) for name, tf in files.items()}
-    for name, tf in files.items():
-        check_grammar(opts.knob, opts.value, tf.target, opts.before)
-        found = [] if opts.no_validate else [
-            *catalog_warnings(opts.knob, opts.value, tf.target, engines[name]),
-            *class_warnings(opts.knob, opts.cls)]
-        warnings += [w for w in found if w not in warnings]
-    names = {canonical_knob(tf, opts.knob) for tf in files.values()}
-    if len(names) > 1:
-        raise Refused(f"{opts.knob} is spelled {', '.join(sorted(names))} in these targets: "
-                      "record it in each")
-    knob = names.pop()
-    asked = {}
-    for name, tf in files.items():
-        knob, notes = file_spelling(tf, knob, engines[name])
-        warnings += notes + new_name_warnings(tf, knob, opts.value)
-        default = name_defaults(engines[name], [knob]).get(knob) if opts.adopt else None
+    knob: str
+    warnings: list[str]
+    asked: dict[str, Asked]
+    places: dict[str, tuple]
+    source: str | None = None
+
+
+def ask_catalogs(ws, opts: RecordOptions, files: Mapping[str, TargetFile]) -> Catalogs:
+    """The one check of the change, against each target's file as read under the lock:
+    :func:`envknobs.assign.check_assignment` — the grammar (``--before`` too), the
+    catalogs of the release that reads the file (unless ``no_validate``), the name as the
+    files spell it, the places ``--at`` selects; then what the file's own names say of it
+    (a close name: "did you mean").  Refusals name the target, the file and the way out."""
+    tfs = list(files.values())
+    try:
+        checked = check_assignment(
+            knob_registry(), opts.knob, opts.value, [_in_file(tf) for tf in tfs],
+            cls=opts.cls, before=opts.before, fallback=ws.config.engine,
+            validate=not opts.no_validate, defaults=opts.adopt, at=opts.at,
+            string=opts.string)
+    except AssignmentError as e:
+        raise _refusal(e, opts, tfs[e.index]) from None
+    warnings, asked = list(checked.warnings), {}
+    for i, (name, tf) in enumerate(files.items()):
+        was, knob = checked.spelled[i]
+        if was != knob:
+            warnings.append(f"{was}: recorded as {knob}, the spelling {tf.path} gives that "
+                            f"flag (the same to {checked.releases[i]})")
+        warnings += new_name_warnings(tf, knob, opts.value)
         hint = did_you_mean(tf, knob) if opts.value is None else ""
-        asked[name] = Asked(default=default, hint=hint)
-    return knob, warnings, asked
+        asked[name] = Asked(default=checked.defaults[i], hint=hint)
+    return Catalogs(checked.knob, warnings, asked, dict(zip(files, checked.places)),
+                    checked.source)
 
 
-__all__ = ["RecordOptions", "Recorded", "ask_catalogs", "catalog_warnings", "check_config_key",
-           "check_grammar", "new_entry", "record_knob", "when_trailers"]
+def _in_file(tf: TargetFile) -> InFile:
+    """A target's file as :func:`check_assignment` takes it: its format, text, declared
+    release, the engine of an engine ``--config`` file, and the names it sets."""
+    present = (tuple(k.knob for k in tf.summary.knobs) if tf.summary is not None
+               else tuple(tf.values))
+    return InFile(target_format(tf.target), tf.text, declared=tf.target.engine,
+                  config=str(tf.target.flags) if tf.target.flags else None, present=present)
+
+
+def _refusal(e: AssignmentError, opts: RecordOptions, tf: TargetFile) -> LedgerError:
+    """A refused assignment as the ledger says it: which target, file and place, and how
+    to go on (``--no-validate``, ``--flags``, ``--at``)."""
+    target = tf.target
+    if e.step == "grammar":
+        hint = (f" (if {target.name} is an engine --config file, add it with --flags "
+                "sglang|vllm)") if not target.flags and target.format == "yaml-map" else ""
+        return InvalidValue(f"{e}{hint}")
+    if e.step == "catalog":
+        return InvalidValue(f"{e} (pass --no-validate to record it anyway)")
+    if e.step == "spelled-apart":
+        return Refused(f"{opts.knob} is spelled {', '.join(e.names)} in these targets: "
+                       "record it in each")
+    if e.step == "spellings":
+        places = [{"path": str(tf.path), "line": p.line, "text": p.raw.strip()}
+                  for p in e.places]
+        where = ", ".join(f"{tf.path}:{p['line']} ({p['text']})" for p in places) or str(tf.path)
+        return AmbiguousPlace(f"{e.knob}: {target.name} sets one flag of {e.release} as "
+                              f"{' and '.join(e.names)} ({where}); argparse takes the last: "
+                              "remove one by hand, then record the other", places)
+    if not isinstance(e.cause, AmbiguousKnob):
+        return TargetError(str(tf.path), str(e.cause))
+    if opts.adopt and opts.at is None:
+        return UsageError(f"{tf.path}: {e.knob} has several places; --adopt cannot say which "
+                          "one was edited: record it with --at LINE instead")
+    return ambiguous(e.cause, tf.path)
+
+
+__all__ = ["Catalogs", "RecordOptions", "Recorded", "ask_catalogs", "new_entry", "record_knob",
+           "when_trailers"]

@@ -46,10 +46,12 @@ def _lines(text: str) -> list[str]:
     return text.splitlines(keepends=True)
 
 
-def knob_span(fmt, text: str, knob: str) -> tuple[int, int] | None:
-    """Line range [start, end) that ``knob`` occupies, if it is whole lines."""
+def knob_span(fmt, text: str, knob: str, removed: str | None = None) -> tuple[int, int] | None:
+    """Line range [start, end) that ``knob`` occupies, if it is whole lines.  ``removed``:
+    ``text`` without the knob, where the caller's edit already made it (the format is not
+    asked again)."""
     old = _lines(text)
-    new = _lines(fmt.removed(text, knob))
+    new = _lines(fmt.removed(text, knob) if removed is None else removed)
     ops = [op for op in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes()
            if op[0] != "equal"]
     if len(ops) != 1 or ops[0][0] != "delete":
@@ -73,13 +75,15 @@ def _skeleton(text: str, spans: Mapping[str, tuple[int, int]]) -> list[tuple[int
 
 
 def anchor_for(
-    fmt, text: str, knob: str, values: Mapping[str, str], managed: Mapping[str, dict | None]
+    fmt, text: str, knob: str, values: Mapping[str, str], managed: Mapping[str, dict | None],
+    removed: str | None = None,
 ) -> dict | None:
     """The anchor of ``knob`` in ``text`` (where it is present), or None.
 
-    ``managed``: the target's other ledger knobs, with their anchors (None if unknown).
+    ``managed``: the target's other ledger knobs, with their anchors (None if unknown);
+    ``removed``: ``text`` without ``knob``, where already made (:func:`knob_span`).
     """
-    span = knob_span(fmt, text, knob)
+    span = knob_span(fmt, text, knob, removed)
     if span is None:
         return None
     start = span[0]

@@ -11,7 +11,7 @@ given a source writes it back verbatim (``value: $HF_TOKEN`` comes back as it wa
 
 Flag catalogs: a yaml-map target with ``flags: sglang|vllm`` is an engine ``--config``
 file; ``record knob`` checks its keys against that engine's flag catalog (see
-:func:`ledger.commands.record.check_config_key`).  The file as read is a
+:func:`envknobs.assign.check_config_key`).  The file as read is a
 :class:`ledger.core.target_file.TargetFile` (pure; the planners decide from it).
 """
 
@@ -35,17 +35,18 @@ from ledger.errors import AmbiguousPlace
 from ledger.errors import InvalidValue
 from ledger.errors import LedgerError
 from ledger.errors import TargetError
-from ledger.errors import UsageError
 from ledger.store.workspace import Workspace
 from ledger.store.managed import check_target_file
 
 
 def anchor_in(
-    tf: TargetFile, text: str, knob: str, managed: Mapping[str, dict | None] | None = None
+    tf: TargetFile, text: str, knob: str, managed: Mapping[str, dict | None] | None = None,
+    removed: str | None = None,
 ) -> dict | None:
     """Where ``knob`` sits in ``text`` (a version of ``tf`` holding it), for re-adding it later.
 
-    ``managed``: the target's other ledger knobs and their anchors (see :mod:`ledger.core.layout`).
+    ``managed``: the target's other ledger knobs and their anchors (see :mod:`ledger.core.layout`);
+    ``removed``: ``text`` without the knob, where the caller's edit already made it.
     """
     from envknobs.formats import FormatError
 
@@ -54,7 +55,7 @@ def anchor_in(
         place = launch_place_anchor(fmt, text, knob)
         if place is not None:
             return place
-        return anchor_for(fmt, text, knob, fmt.parse(text), managed or {})
+        return anchor_for(fmt, text, knob, fmt.parse(text), managed or {}, removed)
     except (FormatError, KnobError):
         return None
 
@@ -100,51 +101,24 @@ def source_in(target: Target, text: str, knob: str) -> str | None:
         return None
 
 
-def canonical_knob(tf: TargetFile, knob: str) -> str:
-    """A flag as the file's launch lines spell it in the catalog (``--tp`` -> ``--tp-size``)."""
-    return target_format(tf.target).canonical(tf.text, knob)
-
-
-def select_places(tf: TargetFile, knob: str, at: int | str | None, value: str | None,
-                  adopt: bool = False) -> list:
-    """The format's places of ``knob`` that ``at`` (a line, ``"all"``) selects.
-
-    Without ``at``: no silent pick — a knob with several places, or one that depends on a
-    branch, is refused with each place as ``file:line`` and how to select one (with
-    ``adopt``: record it with ``--at``); a file the format cannot select in gives no
-    places (its edit reports it, naming the file)."""
-    from envknobs.formats import FormatError
-    from envknobs.formats.common.places import AmbiguousKnob
-
-    try:
-        return target_format(tf.target).select_places(tf.text, knob, at,
-                                                      "unset" if value is None else "set")
-    except AmbiguousKnob as e:
-        if adopt:
-            raise UsageError(f"{tf.path}: {knob} has several places; --adopt cannot say which "
-                             "one was edited: record it with --at LINE instead") from e
-        raise ambiguous(e, tf.path) from e
-    except FormatError as e:
-        if at is None:
-            return []
-        raise TargetError(str(tf.path), str(e)) from e
-
-
 def edited(tf: TargetFile, knob: str, value: str | None, *, anchors: Mapping[str, dict | None],
-           places: Mapping[str, dict] | None = None, string: bool = False,
+           places: Mapping[str, dict] | None = None, source: str | None = None,
            without: bool = False, into: str | None = None) -> Edited:
     """``tf`` with ``knob`` set to ``value`` (or unset): the one edit a recorded change makes,
     as :func:`edit_target` writes it (``anchors``/``places``: the target's ledger knobs, so
     a knob the ledger had goes back where it was), with where the knob sits and the exact
-    text of its value before and after.  ``string``: the value written as a YAML string;
-    ``without``: also the text without the knob (:attr:`Edited.without`)."""
-    from envknobs.formats.yaml.scalar import double_quoted
-
-    sources = {knob: " " + double_quoted(value)} if string and value is not None else None
+    text of its value before and after.  ``source``: the exact text to write the value
+    with (a YAML string: :attr:`envknobs.assign.Checked.source`); ``without``: also the
+    text without the knob (:attr:`Edited.without`)."""
+    sources = {knob: source} if source is not None else None
     raw = edit_target(tf, {knob: value}, anchors, places, sources, into=into)
     text = raw.decode(ENCODING, ERRORS)
+    apart = edit_target(tf, {knob: None}).decode(ENCODING, ERRORS) if without else None
+    # The anchor is taken where the file holds the knob; the text without it is the edit
+    # already made (an unset; an adopted knob's ``without``), not a second one.
     holding = tf.text if value is None else text
-    anchor = anchor_in(tf, holding, knob, anchors)
+    removed = text if value is None else (apart if holding == tf.text else None)
+    anchor = anchor_in(tf, holding, knob, anchors, removed)
     if into is not None and value is not None:  # a restore puts it back where --in put it
         anchor = {**(anchor or {}), "in": into}
     return Edited(
@@ -152,7 +126,7 @@ def edited(tf: TargetFile, knob: str, value: str | None, *, anchors: Mapping[str
         anchor=anchor,
         before_source=source_in(tf.target, tf.text, knob),
         after_source=None if value is None else source_in(tf.target, text, knob),
-        without=edit_target(tf, {knob: None}).decode(ENCODING, ERRORS) if without else None,
+        without=apart,
     )
 
 

@@ -49,7 +49,7 @@ values = st.sampled_from(VALUES)
 
 
 def _q(value: str) -> str:
-    from envknobs.formats.bash.words import quote_value
+    from envknobs.formats.common.shellwords import quote_value
 
     return quote_value(value)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from envknobs.formats.bash import BashFormat
-from envknobs.formats.bash.wrappers import env_dropped
+from envknobs.formats.common.wrappers import env_dropped
 from envknobs.formats.common import FormatError
 
 BASH = BashFormat()

@@ -1,4 +1,4 @@
-"""Issue 25 item 4: launch wrappers (the table in envknobs.formats.bash.wrappers).
+"""Issue 25 item 4: launch wrappers (the table in envknobs.formats.common.wrappers).
 
 Each line is a launch as real Slurm / MPI / uv / torchrun / numactl scripts write it: the
 server's flags are read behind the wrapper's own options (whose values are never taken

@@ -68,8 +68,8 @@ from envknobs.formats.common import TargetFormat
 from envknobs.formats.bash.additions import add_batch
 from envknobs.formats.bash.analysis import Analysis
 from envknobs.formats.bash.analysis import analyse
-from envknobs.formats.bash.analysis import flag_lookup
-from envknobs.formats.bash.launch import scan_flags
+from envknobs.formats.common.launch import flag_lookup
+from envknobs.formats.common.launch import scan_flags
 from envknobs.formats.bash.select import Selection
 from envknobs.formats.bash.select import apply_edits
 from envknobs.formats.bash.select import remove_everywhere
@@ -79,8 +79,8 @@ from envknobs.formats.bash.select import verify_added
 from envknobs.formats.bash.summary import insertion_point
 from envknobs.formats.bash.summary import summarize
 from envknobs.formats.bash.summary import to_places
-from envknobs.formats.bash.words import decode_value
-from envknobs.formats.bash.words import quote_value
+from envknobs.formats.common.shellwords import decode_value
+from envknobs.formats.common.shellwords import quote_value
 from envknobs.formats.bash.write import add_docker_env
 from envknobs.formats.bash.write import add_flag
 from envknobs.formats.bash.write import add_prefix
@@ -88,7 +88,7 @@ from envknobs.formats.bash.write import value_span
 from envknobs.formats.bash.reach import barrier_notes
 from envknobs.formats.bash.reach import refuse_unreached
 from envknobs.formats.bash.summary import fingerprints_except
-from envknobs.formats.bash.argstring import put_back_in
+from envknobs.formats.common.argstring import put_back_in
 from envknobs.formats.bash.strings import refuse_holder
 from envknobs.formats.bash.strings import script_strings
 from envknobs.formats.bash.strings import string_edit
@@ -126,7 +126,7 @@ def refuse_two_spellings(a: Analysis, knob: str) -> None:
     """FormatError where one launch gives flag ``knob`` under two spellings argparse reads
     as one (``--speculative-algo EAGLE`` and ``--speculative-algorithm NGRAM``): argparse
     takes the last, and which one the operator meant is theirs to say."""
-    from envknobs.formats.bash.launch import flag_spelling
+    from envknobs.formats.common.launch import flag_spelling
 
     for launch in a.launches:
         if launch.shape is None:

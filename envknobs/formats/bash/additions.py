@@ -31,7 +31,7 @@ from envknobs.formats.bash.strings import refuse_holder
 from envknobs.formats.bash.summary import fingerprint
 from envknobs.formats.bash.summary import fingerprints
 from envknobs.formats.bash.summary import insertion_point
-from envknobs.formats.bash.words import quote_value
+from envknobs.formats.common.shellwords import quote_value
 from envknobs.formats.common.text import insert_line
 from envknobs.formats.common.text import newline_of
 

@@ -15,8 +15,6 @@ places in file order.  Lines move; keys do not.
 
 from __future__ import annotations
 
-import functools
-
 import itertools
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -30,14 +28,15 @@ from envknobs.formats.bash.flow import classify
 from envknobs.formats.bash.flow import walk_script
 from envknobs.formats.bash.tree import Simple
 from envknobs.formats.bash.tree import parse_tree
-from envknobs.formats.bash.launch import DockerEnv
-from envknobs.formats.bash.launch import FlagUse
-from envknobs.formats.bash.launch import Shape
-from envknobs.formats.bash.launch import skip_wrappers
-from envknobs.formats.bash.launch import array_expansion
-from envknobs.formats.bash.launch import launch_shape
-from envknobs.formats.bash.launch import scan_flags
-from envknobs.formats.bash.lexer import Word
+from envknobs.formats.common.launch import DockerEnv
+from envknobs.formats.common.launch import FlagUse
+from envknobs.formats.common.launch import Shape
+from envknobs.formats.common.launch import skip_wrappers
+from envknobs.formats.common.launch import array_expansion
+from envknobs.formats.common.launch import flag_lookup
+from envknobs.formats.common.launch import launch_shape
+from envknobs.formats.common.launch import scan_flags
+from envknobs.formats.common.shell_lexer import Word
 from envknobs.formats.common.text import line_of
 
 MAX_ARGV_COMBINATIONS = 64
@@ -97,46 +96,6 @@ def describe_scope(scope: tuple[tuple[str, int], ...]) -> str:
     if not scope:
         return "top level"
     return " > ".join(f"{kind} (line {line})" for kind, line in scope)
-
-
-def flag_lookup(engine: str | None) -> Callable[[str], object]:
-    """The catalog lookup for flags of an ``engine``'s launch line (None: any catalog)."""
-    from envknobs.catalog import lookup_flag
-
-    if engine == "engine":
-        return lambda name: None  # the bundled engine's flags are not in the catalogs
-    chosen = engine if engine in ("sglang", "vllm") else None
-
-    def find(name: str):
-        found = lookup_flag(name, chosen)
-        if found is None and name.startswith("--") and "=" not in name:
-            found = flag_by_prefix(name, chosen)
-        return found
-
-    return find
-
-
-@functools.lru_cache(maxsize=1024)
-def flag_by_prefix(name: str, engine: str | None):
-    """argparse's abbreviation rule over the flag catalogs: ``--max-num-batched-token``
-    is ``--max-num-batched-tokens``, where it is a prefix of that one flag only (of
-    ``engine``'s catalog, or of every catalog naming one flag).  So one argument has one
-    spelling in every format that reads flags through :func:`flag_lookup` (bash launch
-    lines, YAML argument lists, compose commands, strings of flags), and an edit of the
-    full name changes the word the file has instead of adding a second one (issue 50)."""
-    from envknobs.catalog import flag_registries
-    from envknobs.catalog_release import prefix_matches
-
-    registries = flag_registries()
-    names = [engine] if engine is not None else sorted(registries)
-    hits = {}
-    for e in names:
-        registry = registries.get(e)
-        if registry is None:
-            continue
-        for full in prefix_matches(registry, name):
-            hits.setdefault(full, registry.get(full))
-    return next(iter(hits.values())) if len(hits) == 1 else None
 
 
 class Analysis:
@@ -222,12 +181,12 @@ class Analysis:
 
     def env_site(self, env: DockerEnv, launch: int) -> Site:
         def make() -> Site:
-            from envknobs.formats.bash.launch import word_text
+            from envknobs.formats.common.launch import word_text
 
             text = word_text(env.word) if env.option is not env.word else None
             value = text.partition("=")[2] if text is not None else None
             if env.option is env.word:  # --env=K=V
-                from envknobs.formats.bash.words import decode_value
+                from envknobs.formats.common.shellwords import decode_value
 
                 raw = env.word.text[env.word.text.index("=") + 1 :]
                 decoded = decode_value(raw, word=True)

@@ -39,8 +39,8 @@ from envknobs.formats.bash.tree import Pipe
 from envknobs.formats.bash.tree import Seq
 from envknobs.formats.bash.tree import Simple
 from envknobs.formats.bash.tree import Tree
-from envknobs.formats.bash.words import decode_value
-from envknobs.formats.bash.lexer import Word
+from envknobs.formats.common.shellwords import decode_value
+from envknobs.formats.common.shell_lexer import Word
 
 _DECLARE = frozenset({"declare", "typeset", "readonly", "local"})
 _PLAIN_DECLARE_OPTIONS = frozenset({"-x", "-g", "-r", "-gx", "-xg", "-rx", "-xr", "--"})

@@ -28,9 +28,9 @@ from typing import Sequence
 from envknobs.flags import is_flag_name
 from envknobs.formats.bash import BashFormat
 from envknobs.formats.bash.analysis import analyse
-from envknobs.formats.bash.launch import word_text
-from envknobs.formats.bash.lexer import Word
-from envknobs.formats.bash.wrappers import script_index
+from envknobs.formats.common.launch import word_text
+from envknobs.formats.common.shell_lexer import Word
+from envknobs.formats.common.wrappers import script_index
 from envknobs.formats.common import FormatError
 from envknobs.formats.common.places import PlaceEdit
 from envknobs.formats.common.places import Summary

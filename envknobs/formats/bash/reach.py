@@ -20,8 +20,8 @@ the exports above it that do not reach the server.
 from __future__ import annotations
 
 from envknobs.formats.bash.analysis import Analysis
-from envknobs.formats.bash.launch import word_text
-from envknobs.formats.bash.wrappers import env_dropped
+from envknobs.formats.common.launch import word_text
+from envknobs.formats.common.wrappers import env_dropped
 from envknobs.formats.common import FormatError
 from envknobs.formats.common.text import line_of
 

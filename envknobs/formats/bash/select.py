@@ -13,15 +13,15 @@ from dataclasses import field
 
 from envknobs.flags import is_flag_name
 from envknobs.formats.common import FormatError
-from envknobs.formats.bash.edit import put_back
-from envknobs.formats.bash.edit import removal_span
+from envknobs.formats.common.word_edit import put_back
+from envknobs.formats.common.word_edit import removal_span
 from envknobs.formats.bash.flow import Def
 from envknobs.formats.bash.analysis import Analysis
 from envknobs.formats.bash.analysis import analyse
 from envknobs.formats.bash.analysis import KnobState
 from envknobs.formats.bash.analysis import Launch
 from envknobs.formats.bash.analysis import Site
-from envknobs.formats.bash.analysis import flag_lookup
+from envknobs.formats.common.launch import flag_lookup
 from envknobs.formats.bash.summary import fingerprint
 from envknobs.formats.bash.summary import fingerprints
 from envknobs.formats.bash.summary import to_places
@@ -59,7 +59,7 @@ def _ambiguous(a: Analysis, state: KnobState, action: str) -> AmbiguousKnob:
 def _env_file_refusal(launches: list[Launch], knob: str, text: str) -> None:
     for launch in launches:
         if launch.shape is not None and launch.shape.env_files:
-            from envknobs.formats.bash.launch import word_text
+            from envknobs.formats.common.launch import word_text
 
             w = launch.shape.env_files[0]
             said = word_text(w) or w.text

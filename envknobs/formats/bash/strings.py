@@ -15,13 +15,13 @@ import re
 from dataclasses import replace
 
 from envknobs.formats.bash.analysis import Analysis
-from envknobs.formats.bash.analysis import flag_lookup
-from envknobs.formats.bash.argstring import ArgString
-from envknobs.formats.bash.argstring import holds_flags
-from envknobs.formats.bash.argstring import last_uses
-from envknobs.formats.bash.argstring import place_of
-from envknobs.formats.bash.argstring import read_string
-from envknobs.formats.bash.launch import FlagUse
+from envknobs.formats.common.launch import flag_lookup
+from envknobs.formats.common.argstring import ArgString
+from envknobs.formats.common.argstring import holds_flags
+from envknobs.formats.common.argstring import last_uses
+from envknobs.formats.common.argstring import place_of
+from envknobs.formats.common.argstring import read_string
+from envknobs.formats.common.launch import FlagUse
 from envknobs.formats.common.places import KnobSummary
 from envknobs.formats.common.places import Summary
 from envknobs.formats.common.text import line_of
@@ -104,9 +104,9 @@ def string_edit(a: Analysis, knob: str, value: str | None, at) -> str | None:
     """``a.text`` with ``knob`` set (unset: None) in the one string that holds it; None
     where no string does.  FormatError with ``--at`` (it selects places on launch lines),
     StringFlagConflict where the flag is also on a launch line or in another string."""
-    from envknobs.formats.bash.argstring import owner
-    from envknobs.formats.bash.argstring import remove_in
-    from envknobs.formats.bash.argstring import set_in
+    from envknobs.formats.common.argstring import owner
+    from envknobs.formats.common.argstring import remove_in
+    from envknobs.formats.common.argstring import set_in
     from envknobs.formats.common import FormatError
 
     held = string_uses(a, knob)

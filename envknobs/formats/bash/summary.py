@@ -7,10 +7,10 @@ from envknobs.formats.bash.flow import Cmd
 from envknobs.formats.bash.analysis import Analysis
 from envknobs.formats.bash.analysis import KnobState
 from envknobs.formats.bash.tree import Simple
-from envknobs.formats.bash.launch import ALL_ARGS
-from envknobs.formats.bash.launch import array_expansion
-from envknobs.formats.bash.launch import flag_spelling
-from envknobs.formats.bash.launch import word_text
+from envknobs.formats.common.launch import ALL_ARGS
+from envknobs.formats.common.launch import array_expansion
+from envknobs.formats.common.launch import flag_spelling
+from envknobs.formats.common.launch import word_text
 from envknobs.formats.common.text import indent_at
 from envknobs.formats.common.text import line_end
 from envknobs.formats.common.text import line_of
@@ -82,7 +82,7 @@ _UTILITIES = frozenset("""echo printf curl wget pip pip3 mkdir cp mv rm ln chmod
 def _unrecognised(a: Analysis) -> list[str]:
     """Commands that look like a launch (they pass ``--flags``) but that the reader does
     not recognise as a server (see :mod:`.wrappers`): named, never guessed at."""
-    from envknobs.formats.bash.launch import skip_wrappers
+    from envknobs.formats.common.launch import skip_wrappers
 
     found = []
     shaped = {id(launch.simple) for launch in a.launches if launch.shape is not None}

@@ -1,6 +1,6 @@
 """A parser for the structure of bash scripts: which commands run where.
 
-From the tokens of :mod:`envknobs.formats.bash.lexer` it builds a small tree: sequences,
+From the tokens of :mod:`envknobs.formats.common.shell_lexer` it builds a small tree: sequences,
 ``&&``/``||`` lists, pipelines, background jobs, ``if``/``elif``/``else``, ``case``,
 ``for``/``select``/``while``/``until`` loops, ``( subshells )``, ``{ groups; }`` and
 function definitions, down to simple commands.  Every simple command knows its *scope*:
@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from dataclasses import field
 
 from envknobs.formats.common import FormatError
-from envknobs.formats.bash.lexer import Token
-from envknobs.formats.bash.lexer import Word
-from envknobs.formats.bash.lexer import lex
+from envknobs.formats.common.shell_lexer import Token
+from envknobs.formats.common.shell_lexer import Word
+from envknobs.formats.common.shell_lexer import lex
 from envknobs.formats.common.text import MAX_NESTING
 from envknobs.formats.common.text import line_of
 

@@ -8,24 +8,24 @@ result is re-read and verified by the caller.
 from __future__ import annotations
 
 from envknobs.formats.common import FormatError
-from envknobs.formats.bash.edit import anchor_of
-from envknobs.formats.bash.edit import insert_continuation_line
-from envknobs.formats.bash.edit import insert_line_before
-from envknobs.formats.bash.edit import insert_words
-from envknobs.formats.bash.edit import removal_span
+from envknobs.formats.common.word_edit import anchor_of
+from envknobs.formats.common.word_edit import insert_continuation_line
+from envknobs.formats.common.word_edit import insert_line_before
+from envknobs.formats.common.word_edit import insert_words
+from envknobs.formats.common.word_edit import removal_span
 from envknobs.formats.bash.flow import Def
 from envknobs.formats.bash.analysis import Analysis
 from envknobs.formats.bash.analysis import Launch
 from envknobs.formats.bash.analysis import Site
-from envknobs.formats.bash.words import quote_value
-from envknobs.formats.bash.launch import ALL_ARGS
-from envknobs.formats.bash.launch import DockerEnv
-from envknobs.formats.bash.launch import FlagUse
-from envknobs.formats.bash.launch import array_expansion
-from envknobs.formats.bash.launch import flag_spelling
+from envknobs.formats.common.shellwords import quote_value
+from envknobs.formats.common.launch import ALL_ARGS
+from envknobs.formats.common.launch import DockerEnv
+from envknobs.formats.common.launch import FlagUse
+from envknobs.formats.common.launch import array_expansion
+from envknobs.formats.common.launch import bool_of
+from envknobs.formats.common.launch import flag_text
+from envknobs.formats.common.launch import flag_spelling
 from envknobs.formats.common.text import line_of
-from envknobs.registry import FALSE_WORDS
-from envknobs.registry import TRUE_WORDS
 
 
 def _splice(text: str, start: int, end: int, new: str) -> str:
@@ -102,11 +102,6 @@ def _write_docker_env(text: str, env: DockerEnv, value: str) -> str:
         start = word.start + word.text.index("=") + 1
     raw = text[start : word.end]
     return _splice(text, start, word.end, quote_value(f"{env.name}={value}", style_of=raw))
-
-
-def bool_of(value: str) -> bool | None:
-    word = value.strip().lower()
-    return True if word in TRUE_WORDS else (False if word in FALSE_WORDS else None)
 
 
 def _write_flag(text: str, site: Site, use: FlagUse, value: str, lookup) -> str:
@@ -202,24 +197,6 @@ def find_container(a: Analysis, ident: str) -> tuple[int, int] | None:
 
 
 # -- new places ------------------------------------------------------------------------
-def flag_text(knob: str, value: str, lookup, equals: bool, quote=quote_value) -> str:
-    """The words a new flag is written as (a switch alone, ``nargs`` values split), each
-    value rendered by ``quote`` (a shell word here; the systemd format passes its own)."""
-    flag = lookup(knob)
-    wanted = bool_of(value)
-    if flag is not None and flag.type == "bool" or flag is None and wanted is True:
-        if wanted is None:
-            raise FormatError(f"{knob} is a switch: true or false, not {value!r}")
-        if wanted:
-            return knob
-        if flag is None or not flag.negatable:
-            raise FormatError(f"{knob} is a switch without a --no- form: leave it out instead")
-        return "--no-" + knob[2:]
-    if flag is not None and flag.nargs:
-        return " ".join([knob, *(quote(w) for w in value.split())])
-    return f"{knob}={quote(value)}" if equals else f"{knob} {quote(value)}"
-
-
 def add_flag(a: Analysis, launch: Launch, knob: str, value: str, lookup) -> str:
     """``knob`` on ``launch``: into its only ``args=(...)`` array, else on the command itself."""
     text = a.text
@@ -229,7 +206,7 @@ def add_flag(a: Analysis, launch: Launch, knob: str, value: str, lookup) -> str:
     for visit in a.visits:
         if visit.launch == launch.ordinal:
             for argv in a.argv_options(visit):
-                from envknobs.formats.bash.launch import scan_flags
+                from envknobs.formats.common.launch import scan_flags
 
                 uses.extend(scan_flags(argv, lookup))
     valued = [u for u in uses if u.form in ("space", "equals")]

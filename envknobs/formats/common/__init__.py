@@ -26,6 +26,12 @@ default that is right for a format without them, so callers never probe with
 
 :mod:`.places` holds the place types (:class:`~.places.Place`,
 :class:`~.places.AmbiguousKnob`, ...), :mod:`.text` the line helpers all formats use.
+Shell words, which every format that holds a launch command or a string of flags reads:
+:mod:`.shell_lexer` (words with their spans), :mod:`.shellwords` (quoting, and the one
+unquoting loop of bash and of compose's splitting), :mod:`.launch` and :mod:`.wrappers`
+(a server's launch line, its flags as argparse reads them, the catalog lookup),
+:mod:`.word_edit` (word surgery that keeps the bytes around) and :mod:`.argstring`
+(a value that is itself a string of flags).
 """
 
 from __future__ import annotations

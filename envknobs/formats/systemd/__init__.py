@@ -39,12 +39,12 @@ from typing import Sequence
 
 from envknobs.flags import check_flag_name
 from envknobs.flags import is_flag_name
-from envknobs.formats.bash.argstring import owner
-from envknobs.formats.bash.argstring import put_back_in
-from envknobs.formats.bash.argstring import remove_in
-from envknobs.formats.bash.argstring import set_in
-from envknobs.formats.bash.edit import put_back
-from envknobs.formats.bash.edit import removal_span
+from envknobs.formats.common.argstring import owner
+from envknobs.formats.common.argstring import put_back_in
+from envknobs.formats.common.argstring import remove_in
+from envknobs.formats.common.argstring import set_in
+from envknobs.formats.common.word_edit import put_back
+from envknobs.formats.common.word_edit import removal_span
 from envknobs.formats.common import FormatError
 from envknobs.formats.common import TargetFormat
 from envknobs.formats.common.places import KnobSummary
@@ -118,7 +118,7 @@ class SystemdFormat(TargetFormat):
         if not is_flag_name(knob):
             return knob
         from envknobs.flags import canonical_flag
-        from envknobs.formats.bash.analysis import flag_lookup
+        from envknobs.formats.common.launch import flag_lookup
 
         launch = ex.launch_of(_read(text))
         flag = flag_lookup(launch.engine if launch else None)(knob)
@@ -182,7 +182,7 @@ class SystemdFormat(TargetFormat):
         return verified(before, self.parse(out), knob, value, out)
 
     def _flag(self, text: str, knob: str, value: str | None, source: str | None) -> str:
-        from envknobs.formats.bash.analysis import flag_lookup
+        from envknobs.formats.common.launch import flag_lookup
 
         launch = ex.the_launch(_read(text), text)
         own = _string_owner(text, launch, knob)

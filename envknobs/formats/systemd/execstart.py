@@ -1,13 +1,13 @@
 """Launch flags on a unit's ``ExecStart=`` line, read with the bash format's launch reader.
 
 The command's words (:mod:`.unit`) are translated to the shell words that mean the same
-(:func:`.words.as_shell_word`) and handed to :func:`envknobs.formats.bash.launch.launch_shape`
-and :func:`~envknobs.formats.bash.launch.scan_flags`: the same servers (``vllm serve``,
+(:func:`.words.as_shell_word`) and handed to :func:`envknobs.formats.common.launch.launch_shape`
+and :func:`~envknobs.formats.common.launch.scan_flags`: the same servers (``vllm serve``,
 ``python -m sglang.launch_server``, ``python3 -m dynamo.vllm`` ...), the same wrappers
 (``/usr/bin/env``, ``numactl`` ...) and the same argparse rules (last occurrence wins,
 switches, ``--no-x``, ``nargs``) as a serve script.  A flag's words are then edited in
 the unit's text at their source spans, rendered by systemd's quoting rules, and the text
-surgery of the bash format (:mod:`envknobs.formats.bash.edit`) does the rest: systemd's
+surgery of the bash format (:mod:`envknobs.formats.common.word_edit`) does the rest: systemd's
 ``\\``-newline continuation is the shell's, so a flag on its own continuation line is
 added and removed as that whole line, a flag among others with the blanks around it.
 
@@ -21,15 +21,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from dataclasses import field
 
-from envknobs.formats.bash.argstring import ArgString
-from envknobs.formats.bash.edit import insert_continuation_line
-from envknobs.formats.bash.edit import insert_words
-from envknobs.formats.bash.edit import removal_span
-from envknobs.formats.bash.launch import FlagUse
-from envknobs.formats.bash.launch import Shape
-from envknobs.formats.bash.launch import launch_shape
-from envknobs.formats.bash.launch import scan_flags
-from envknobs.formats.bash.lexer import Word as ShellWord
+from envknobs.formats.common.argstring import ArgString
+from envknobs.formats.common.word_edit import insert_continuation_line
+from envknobs.formats.common.word_edit import insert_words
+from envknobs.formats.common.word_edit import removal_span
+from envknobs.formats.common.launch import FlagUse
+from envknobs.formats.common.launch import Shape
+from envknobs.formats.common.launch import launch_shape
+from envknobs.formats.common.launch import scan_flags
+from envknobs.formats.common.shell_lexer import Word as ShellWord
 from envknobs.formats.common import FormatError
 from envknobs.formats.common.text import line_of
 from envknobs.formats.common.text import line_start
@@ -74,7 +74,7 @@ def _shell_words(cmd: Command) -> list[ShellWord]:
 def read_launch(cmd: Command, svc: Service | None = None) -> Launch:
     """The command as a launch; with ``svc``, its ``$NAME`` words that hold strings of
     flags (:mod:`.strings`) are read as the arguments systemd splits them into."""
-    from envknobs.formats.bash.analysis import flag_lookup
+    from envknobs.formats.common.launch import flag_lookup
     from envknobs.formats.systemd.strings import unit_strings
 
     shape = launch_shape(_shell_words(cmd)) if cmd.error is None else None
@@ -197,7 +197,7 @@ def _style(text: str, w: Word) -> str:
 
 def set_flag(text: str, launch: Launch, knob: str, value: str, flag) -> str:
     """``text`` with ``knob`` set to ``value`` on the launch (added when absent)."""
-    from envknobs.formats.bash.write import bool_of
+    from envknobs.formats.common.launch import bool_of
 
     uses = [u for u in launch.uses if u.knob == knob]
     if not uses:
@@ -246,7 +246,7 @@ def unset_flag(text: str, launch: Launch, knob: str) -> str:
 
 def new_flag_words(knob: str, value: str, flag, equals: bool) -> str:
     """The words a new flag is written as: the bash format's, rendered by systemd's rules."""
-    from envknobs.formats.bash.write import flag_text
+    from envknobs.formats.common.launch import flag_text
 
     return flag_text(knob, value, lambda _: flag, equals, quote=render_exec_word)
 

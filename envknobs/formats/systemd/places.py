@@ -9,9 +9,9 @@ in the *container* ``env N`` (the N-th ``Environment=`` line) or ``launch 1``.
 
 from __future__ import annotations
 
-from envknobs.formats.bash.argstring import place_of
-from envknobs.formats.bash.edit import anchor_of
-from envknobs.formats.bash.edit import removal_span
+from envknobs.formats.common.argstring import place_of
+from envknobs.formats.common.word_edit import anchor_of
+from envknobs.formats.common.word_edit import removal_span
 from envknobs.formats.common.places import KnobSummary
 from envknobs.formats.common.places import LaunchInfo
 from envknobs.formats.common.places import Place
@@ -117,7 +117,7 @@ def container_span(text: str, svc: Service, ident: str) -> tuple[int, int] | Non
 
 
 def anchor_for_word(text: str, words, w, cut, ident: str) -> dict:
-    """A word's anchor (see :func:`envknobs.formats.bash.edit.anchor_of`)."""
+    """A word's anchor (see :func:`envknobs.formats.common.word_edit.anchor_of`)."""
     previous = [x.start for x in words if x.end <= cut[0]]
     following = [x.end for x in words if x.start >= cut[1]]
     start = max(previous) if previous else cut[0]

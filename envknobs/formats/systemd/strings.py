@@ -1,6 +1,6 @@
 """A unit's argument strings: ``Environment="OPTS=--port 8000 --tp 2"`` that ``ExecStart=``
 expands with ``$OPTS`` (a word of its own: systemd splits the value at blanks into
-arguments, see :mod:`envknobs.formats.bash.argstring`).
+arguments, see :mod:`envknobs.formats.common.argstring`).
 
 Only an assignment that is the one systemd takes (the last, literal, not removed by
 ``UnsetEnvironment=``) and holds flags (its first word is ``--x``) is a string; ``$MODEL``
@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import re
 
-from envknobs.formats.bash.argstring import ArgString
-from envknobs.formats.bash.argstring import holds_flags
-from envknobs.formats.bash.argstring import read_string
+from envknobs.formats.common.argstring import ArgString
+from envknobs.formats.common.argstring import holds_flags
+from envknobs.formats.common.argstring import read_string
 from envknobs.formats.systemd.service import Assignment
 from envknobs.formats.systemd.service import Command
 from envknobs.formats.systemd.service import Service

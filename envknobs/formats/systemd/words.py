@@ -2,7 +2,7 @@
 
 :func:`as_shell_word` turns an ``ExecStart=`` word (already unquoted and unescaped by
 :mod:`.unit`) into a shell word that means the same to the bash format's launch reader
-(:mod:`envknobs.formats.bash.launch`), which then finds the server and its flags exactly
+(:mod:`envknobs.formats.common.launch`), which then finds the server and its flags exactly
 as in a serve script.  Where systemd's command line differs from a shell, the
 translation carries systemd's meaning:
 
@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import re
 
-from envknobs.formats.bash.words import quote_value
+from envknobs.formats.common.shellwords import quote_value
 
 _BARE = re.compile(r"[A-Za-z0-9_@+=:,./-]+\Z")
 _VAR_WORD = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)\Z")

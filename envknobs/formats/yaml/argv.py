@@ -12,7 +12,7 @@ found in public manifests (KServe, AIBrix, Dynamo, llm-d, production-stack) and 
   lines and all, and an edit rewrites only the changed lines of the block in the YAML
   text: the other lines keep their bytes.
 
-Flags are read as argparse reads them (:func:`envknobs.formats.bash.launch.scan_flags`,
+Flags are read as argparse reads them (:func:`envknobs.formats.common.launch.scan_flags`,
 the same code as serve scripts, with the engine's flag catalog when the argv starts a
 known server: ``python3 -m sglang.launch_server``, ``vllm serve``, or an image whose
 entrypoint is one).  The last occurrence wins, as in argparse; ``unset`` removes every
@@ -34,12 +34,12 @@ from ruamel.yaml.nodes import MappingNode
 from ruamel.yaml.nodes import ScalarNode
 from ruamel.yaml.nodes import SequenceNode
 
-from envknobs.formats.bash.launch import FlagUse
-from envknobs.formats.bash.launch import launch_shape
-from envknobs.formats.bash.launch import scan_flags
-from envknobs.formats.bash.lexer import Word
-from envknobs.formats.bash.words import quote_value
-from envknobs.formats.bash.wrappers import script_index
+from envknobs.formats.common.launch import FlagUse
+from envknobs.formats.common.launch import launch_shape
+from envknobs.formats.common.launch import scan_flags
+from envknobs.formats.common.shell_lexer import Word
+from envknobs.formats.common.shellwords import quote_value
+from envknobs.formats.common.wrappers import script_index
 from envknobs.formats.common import FormatError
 from envknobs.formats.common.text import line_end
 from envknobs.formats.common.text import line_of
@@ -117,7 +117,7 @@ def launch_flags(words: list[Word], image: str) -> tuple[str | None, list[FlagUs
     a known server start (``vllm serve``, ``python3 -m sglang.launch_server``), else the
     image's entrypoint is the server (``vllm/vllm-openai``) and the flags start at the
     first ``-`` word."""
-    from envknobs.formats.bash.analysis import flag_lookup
+    from envknobs.formats.common.launch import flag_lookup
 
     shape = launch_shape(words)
     if shape is not None and not shape.docker:
@@ -356,7 +356,7 @@ def script_env(container: MappingNode, label: str) -> set[str]:
 def canonical_flag_in(container: MappingNode, label: str, text: str, knob: str) -> str:
     """``knob`` as the container's engine spells it in its catalog (``--tp`` -> ``--tp-size``)."""
     from envknobs.flags import canonical_flag
-    from envknobs.formats.bash.analysis import flag_lookup
+    from envknobs.formats.common.launch import flag_lookup
 
     argv = read_argv(container, label)
     if argv.script is not None:
@@ -369,7 +369,7 @@ def edit_container_flag(
     text: str, container: MappingNode, label: str, knob: str, value: str | None
 ) -> str:
     """``text`` with flag ``knob`` set to ``value`` (None: removed) in the container's argv."""
-    from envknobs.formats.bash.analysis import flag_lookup
+    from envknobs.formats.common.launch import flag_lookup
 
     argv = read_argv(container, label)
     if argv.script is not None:
@@ -450,7 +450,7 @@ def with_argv_source(text: str, argv: Argv, knob: str, source: str) -> str | Non
 
 def list_argv(seq: SequenceNode, engine: str | None = None) -> Argv:
     """A bare list of argument words (Helm values ``extraArgs``, ``vllm_args``) as an argv."""
-    from envknobs.formats.bash.analysis import flag_lookup
+    from envknobs.formats.common.launch import flag_lookup
 
     tokens = argv_tokens("the list", seq, "at this key path")
     words = [Word(i, i, quote_value(t.value)) for i, t in enumerate(tokens)]
@@ -462,7 +462,7 @@ def edit_list_flag(text: str, seq: SequenceNode, knob: str, value: str | None,
     """``text`` with flag ``knob`` set (None: removed) in a bare list of argument words,
     spelled and typed by ``engine``'s catalog (None: any engine's)."""
     from envknobs.flags import canonical_flag
-    from envknobs.formats.bash.analysis import flag_lookup
+    from envknobs.formats.common.launch import flag_lookup
 
     argv = list_argv(seq, engine)
     flag = flag_lookup(engine)(knob)

@@ -32,13 +32,14 @@ from ruamel.yaml.nodes import Node
 from ruamel.yaml.nodes import ScalarNode
 from ruamel.yaml.nodes import SequenceNode
 
-from envknobs.formats.bash.lexer import Word
-from envknobs.formats.bash.words import quote_value
+from envknobs.formats.common.shell_lexer import Word
+from envknobs.formats.common.shellwords import literal_word
+from envknobs.formats.common.shellwords import quote_value
 from envknobs.formats.common import FormatError
 from envknobs.formats.common.text import line_of
 from envknobs.formats.yaml import flagedit
-from envknobs.formats.bash.launch import FlagUse
-from envknobs.formats.bash.launch import scan_flags
+from envknobs.formats.common.launch import FlagUse
+from envknobs.formats.common.launch import scan_flags
 from envknobs.formats.yaml.argv import ListWords
 from envknobs.formats.yaml.argv import Token
 from envknobs.formats.yaml.argv import argv_tokens
@@ -49,7 +50,6 @@ from envknobs.formats.yaml.edit import get
 from envknobs.formats.yaml.edit import scalar_text
 from envknobs.formats.yaml.strwords import ScalarWords
 from envknobs.formats.yaml.strwords import refolded
-from envknobs.formats.yaml.strwords import literal_word
 from envknobs.formats.yaml.strwords import requoted
 from envknobs.formats.yaml.strwords import shell_word
 
@@ -125,7 +125,7 @@ class ComposeArgv:
         # its "$@", the launch's own flags (issue 50): read and edited there.
         self.params: list[FlagUse] | None = None
         if self.script is not None and _passes_args(self.words[self.script].text):
-            from envknobs.formats.bash.analysis import flag_lookup
+            from envknobs.formats.common.launch import flag_lookup
 
             launches = _bash_launches(self.words[self.script].text)
             self.engine = next((l.engine for l in launches if l.engine), None) or (
@@ -239,7 +239,7 @@ def compose_flags(text: str, service: MappingNode, label: str) -> dict[str, str]
 def canonical_compose_flag(text: str, service: MappingNode, label: str, knob: str) -> str:
     """``knob`` as the service's engine spells it (``--tp`` -> ``--tp-size``)."""
     from envknobs.flags import canonical_flag
-    from envknobs.formats.bash.analysis import flag_lookup
+    from envknobs.formats.common.launch import flag_lookup
 
     a = ComposeArgv(text, service, label)
     if a.script is not None and a.params is None:
@@ -251,7 +251,7 @@ def canonical_compose_flag(text: str, service: MappingNode, label: str, knob: st
 def edit_compose_flag(text: str, service: MappingNode, label: str, knob: str,
                       value: str | None) -> str:
     """``text`` with flag ``knob`` set to ``value`` (None: removed) in the service's argv."""
-    from envknobs.formats.bash.analysis import flag_lookup
+    from envknobs.formats.common.launch import flag_lookup
 
     a = ComposeArgv(text, service, label)
     if value is not None and "$" in value:

@@ -3,7 +3,7 @@
 KServe's ``LLMInferenceService`` and many Helm charts pass vLLM its extra flags in one
 env var that the serving runtime's command expands (``VLLM_ADDITIONAL_ARGS: >-
 --max-model-len 8192 --enable-prefix-caching``; ``SGLANG_ARGS``-style names).  Such a
-value is a *string of flags* (:class:`~envknobs.formats.bash.argstring.ArgString`): its
+value is a *string of flags* (:class:`~envknobs.formats.common.argstring.ArgString`): its
 flags are knobs named ``--flag`` of the k8s target, read with the flag reader of serve
 scripts, and edited inside the value with the same splices as a dotenv or systemd string
 (a value rewritten in its word, a removed flag's words cut with one blank, a new flag at
@@ -31,17 +31,17 @@ from typing import Sequence
 
 from ruamel.yaml.nodes import ScalarNode
 
-from envknobs.formats.bash.argstring import PLAIN
-from envknobs.formats.bash.argstring import ArgString
-from envknobs.formats.bash.argstring import StringFlagConflict
-from envknobs.formats.bash.argstring import add_in
-from envknobs.formats.bash.argstring import holds_flags
-from envknobs.formats.bash.argstring import last_uses
-from envknobs.formats.bash.argstring import owner
-from envknobs.formats.bash.argstring import remove_in
-from envknobs.formats.bash.argstring import set_in
-from envknobs.formats.bash.launch import FlagUse
-from envknobs.formats.bash.lexer import Word
+from envknobs.formats.common.argstring import PLAIN
+from envknobs.formats.common.argstring import ArgString
+from envknobs.formats.common.argstring import StringFlagConflict
+from envknobs.formats.common.argstring import add_in
+from envknobs.formats.common.argstring import holds_flags
+from envknobs.formats.common.argstring import last_uses
+from envknobs.formats.common.argstring import owner
+from envknobs.formats.common.argstring import remove_in
+from envknobs.formats.common.argstring import set_in
+from envknobs.formats.common.launch import FlagUse
+from envknobs.formats.common.shell_lexer import Word
 from envknobs.formats.common import FormatError
 from envknobs.formats.common.text import line_of
 from envknobs.formats.yaml.edit import last_content_end
@@ -91,7 +91,7 @@ def env_strings(text: str, items: Sequence, label: str) -> list[ArgString]:
 def string_uses(text: str, items: Sequence, label: str, engine: str | None
                 ) -> dict[str, list[tuple[ArgString, FlagUse]]]:
     """Flag -> its last use in each string that has it."""
-    from envknobs.formats.bash.analysis import flag_lookup
+    from envknobs.formats.common.launch import flag_lookup
 
     out: dict[str, list[tuple[ArgString, FlagUse]]] = {}
     for s in env_strings(text, items, label):
@@ -112,7 +112,7 @@ def edit_in_strings(text: str, items: Sequence, label: str, engine: str | None, 
     """``text`` with ``knob`` set (None: removed) in the env string that holds it; a new
     flag into the one string where the container has no argv (``bare``).  None where no
     string is concerned (the argv's edit then goes ahead)."""
-    from envknobs.formats.bash.analysis import flag_lookup
+    from envknobs.formats.common.launch import flag_lookup
 
     held = string_uses(text, items, label, engine).get(knob, [])
     elsewhere = [(argv_line, "in the container's command/args")] if argv_line else []
@@ -130,7 +130,7 @@ def edit_in_strings(text: str, items: Sequence, label: str, engine: str | None, 
                                         for s in strings],
                                  "add it to the one the server reads by hand, then record it "
                                  "with --adopt", "could go in more than one env string")
-    from envknobs.formats.bash.write import flag_text
+    from envknobs.formats.common.launch import flag_text
 
     return add_in(text, strings[0], flag_text(knob, value, flag_lookup(
         engine_of(strings[0].name, engine)), False))

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from envknobs.formats.bash.launch import FlagUse
+from envknobs.formats.common.launch import FlagUse
 from envknobs.formats.common import FormatError
 
 
@@ -70,7 +70,7 @@ def set_flag(text: str, words: Words, uses: list[FlagUse], knob: str, value: str
 
 
 def _set_switch(text: str, words: Words, use: FlagUse, value: str, flag) -> str:
-    from envknobs.formats.bash.write import bool_of
+    from envknobs.formats.common.launch import bool_of
 
     wanted = bool_of(value)
     line = words.line(text, use.word.start)

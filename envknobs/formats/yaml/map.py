@@ -325,7 +325,7 @@ class YamlMapFormat(FlagPlaces, TargetFormat):
         except FormatError:
             return knob
         from envknobs.flags import canonical_flag
-        from envknobs.formats.bash.analysis import flag_lookup
+        from envknobs.formats.common.launch import flag_lookup
 
         flag = flag_lookup(self.engine)(knob)
         return flag.name if flag is not None else canonical_flag(knob)  # type: ignore[attr-defined]

@@ -44,7 +44,7 @@ def is_env_name(key: str) -> bool:
 
 def catalog_type(key: str, engine: str | None) -> str | None:
     """The catalog type of the server argument ``key`` spells (None: not a known one)."""
-    from envknobs.formats.bash.analysis import flag_lookup
+    from envknobs.formats.common.launch import flag_lookup
 
     if is_env_name(key):
         return None

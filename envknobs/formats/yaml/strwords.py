@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from ruamel.yaml.nodes import ScalarNode
 
-from envknobs.formats.bash.lexer import lex
+from envknobs.formats.common.shell_lexer import lex
 from envknobs.formats.common import FormatError
 from envknobs.formats.common.text import line_end
 from envknobs.formats.common.text import line_of
@@ -282,7 +282,7 @@ def _lines_at(text: str, start: int, end: int) -> list[tuple[int, str]]:
 def shell_word(value: str, like: str | None = None) -> str:
     """``value`` as one shell word that compose splits back exactly (no ``$``: compose
     would interpolate it): bare where it can be, else in the quotes of ``like``."""
-    from envknobs.formats.bash.words import quote_value
+    from envknobs.formats.common.shellwords import quote_value
 
     if "$" in value:
         raise FormatError(f"value {value!r} holds '$', which compose interpolates; "
@@ -292,32 +292,6 @@ def shell_word(value: str, like: str | None = None) -> str:
     return quote_value(value, like if like and like.startswith("'") else None)
 
 
-def literal_word(raw: str) -> str:
-    """The text of a shell word as compose's splitting gives it (quotes and backslashes
-    taken off; ``$`` kept: compose interpolates before it splits)."""
-    out, i, n = [], 0, len(raw)
-    while i < n:
-        c = raw[i]
-        if c == "'":
-            j = raw.index("'", i + 1)
-            out.append(raw[i + 1 : j])
-            i = j + 1
-        elif c == '"':
-            i += 1
-            while i < n and raw[i] != '"':
-                step = 2 if raw[i] == "\\" and i + 1 < n else 1
-                out.append(raw[i + step - 1])
-                i += step
-            i += 1
-        elif c == "\\" and i + 1 < n:
-            out.append(raw[i + 1])
-            i += 2
-        else:
-            out.append(c)
-            i += 1
-    return "".join(out)
-
-
 def requoted(value: str, like: str) -> str:
     """``value`` (a script, say) as one shell word in the quotes ``like`` uses."""
     if like.startswith("'") and "'" not in value:
@@ -325,4 +299,4 @@ def requoted(value: str, like: str) -> str:
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-__all__ = ["ScalarWords", "StrWord", "literal_word", "requoted", "shell_word"]
+__all__ = ["ScalarWords", "StrWord", "requoted", "shell_word"]

@@ -140,7 +140,7 @@ def _read(summary, text: str):
 
 def _written(place) -> str | None:
     """A computed value as written: the text after the flag or the ``=``."""
-    from envknobs.formats.bash.lexer import lex
+    from envknobs.formats.common.shell_lexer import lex
     from envknobs.formats.common import FormatError
 
     raw = place.raw.strip()

@@ -26,17 +26,22 @@ command line wins (argparse keeps the last), so earlier ones are dead.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from dataclasses import field
 from typing import Callable
 
-from envknobs.formats.bash.words import decode_value
-from envknobs.formats.bash.wrappers import WRAPPERS
-from envknobs.formats.bash.wrappers import TWO_WORDS
-from envknobs.formats.bash.wrappers import skip_options
-from envknobs.formats.bash.wrappers import wrapper_at
-from envknobs.formats.bash.lexer import Word
+from envknobs.formats.common import FormatError
+from envknobs.formats.common.shellwords import decode_value
+from envknobs.formats.common.shellwords import quote_value
+from envknobs.formats.common.wrappers import WRAPPERS
+from envknobs.formats.common.wrappers import TWO_WORDS
+from envknobs.formats.common.wrappers import skip_options
+from envknobs.formats.common.wrappers import wrapper_at
+from envknobs.formats.common.shell_lexer import Word
+from envknobs.registry import FALSE_WORDS
+from envknobs.registry import TRUE_WORDS
 
 _MODULES = {
     "sglang.launch_server": "sglang",
@@ -370,3 +375,67 @@ def _read_flag(
     if not takes_value:
         return FlagUse(knob, word, [], "switch", "true" if flag is None else None), k + 1
     return FlagUse(knob, word, [nxt], "space", nxt_text), k + 2  # type: ignore[list-item]
+
+
+# -- flags as the catalogs know them, and as they are written ---------------------------
+def flag_lookup(engine: str | None) -> Callable[[str], object]:
+    """The catalog lookup for flags of an ``engine``'s launch line (None: any catalog)."""
+    from envknobs.catalog import lookup_flag
+
+    if engine == "engine":
+        return lambda name: None  # the bundled engine's flags are not in the catalogs
+    chosen = engine if engine in ("sglang", "vllm") else None
+
+    def find(name: str):
+        found = lookup_flag(name, chosen)
+        if found is None and name.startswith("--") and "=" not in name:
+            found = flag_by_prefix(name, chosen)
+        return found
+
+    return find
+
+
+@functools.lru_cache(maxsize=1024)
+def flag_by_prefix(name: str, engine: str | None):
+    """argparse's abbreviation rule over the flag catalogs: ``--max-num-batched-token``
+    is ``--max-num-batched-tokens``, where it is a prefix of that one flag only (of
+    ``engine``'s catalog, or of every catalog naming one flag).  So one argument has one
+    spelling in every format that reads flags through :func:`flag_lookup` (bash launch
+    lines, YAML argument lists, compose commands, strings of flags), and an edit of the
+    full name changes the word the file has instead of adding a second one (issue 50)."""
+    from envknobs.catalog import flag_registries
+    from envknobs.catalog_release import prefix_matches
+
+    registries = flag_registries()
+    names = [engine] if engine is not None else sorted(registries)
+    hits = {}
+    for e in names:
+        registry = registries.get(e)
+        if registry is None:
+            continue
+        for full in prefix_matches(registry, name):
+            hits.setdefault(full, registry.get(full))
+    return next(iter(hits.values())) if len(hits) == 1 else None
+
+
+def bool_of(value: str) -> bool | None:
+    word = value.strip().lower()
+    return True if word in TRUE_WORDS else (False if word in FALSE_WORDS else None)
+
+
+def flag_text(knob: str, value: str, lookup, equals: bool, quote=quote_value) -> str:
+    """The words a new flag is written as (a switch alone, ``nargs`` values split), each
+    value rendered by ``quote`` (a shell word here; the systemd format passes its own)."""
+    flag = lookup(knob)
+    wanted = bool_of(value)
+    if flag is not None and flag.type == "bool" or flag is None and wanted is True:
+        if wanted is None:
+            raise FormatError(f"{knob} is a switch: true or false, not {value!r}")
+        if wanted:
+            return knob
+        if flag is None or not flag.negatable:
+            raise FormatError(f"{knob} is a switch without a --no- form: leave it out instead")
+        return "--no-" + knob[2:]
+    if flag is not None and flag.nargs:
+        return " ".join([knob, *(quote(w) for w in value.split())])
+    return f"{knob}={quote(value)}" if equals else f"{knob} {quote(value)}"

@@ -34,10 +34,10 @@ from dataclasses import dataclass
 from typing import Callable
 from typing import Sequence
 
-from envknobs.formats.bash.edit import anchor_of
-from envknobs.formats.bash.launch import FlagUse
-from envknobs.formats.bash.launch import scan_flags
-from envknobs.formats.bash.lexer import Word
+from envknobs.formats.common.word_edit import anchor_of
+from envknobs.formats.common.launch import FlagUse
+from envknobs.formats.common.launch import scan_flags
+from envknobs.formats.common.shell_lexer import Word
 from envknobs.formats.common import FormatError
 from envknobs.formats.common.places import Place
 from envknobs.formats.common.text import line_of
@@ -137,7 +137,7 @@ def check_value(knob: str, value: str | None, s: ArgString) -> None:
 
 def set_in(text: str, s: ArgString, use: FlagUse, knob: str, value: str, flag) -> str:
     """``text`` with the flag's value rewritten in the string."""
-    from envknobs.formats.bash.write import bool_of
+    from envknobs.formats.common.launch import bool_of
 
     check_value(knob, value, s)
     w = use.word
