@@ -27,6 +27,8 @@ from ledger.store.targets import anchor_in
 from ledger.store.targets import edit_target
 from ledger.store.targets import parse_target
 from ledger.store.targets import source_in
+from tests.cli.test_docker_env import SGLANG_SUDO
+from tests.cli.test_docker_env import VLLM_DOCKER
 from tests.cli.test_exact_reverts import COMPOSE_FOLDED
 from tests.cli.test_exact_reverts import LWS
 from tests.cli.test_exact_reverts import SGLANG_VARS
@@ -99,6 +101,8 @@ CASES = {
     "bash": (Target("t", "f", "bash"), SGLANG_VARS),
     "bash-no-newline": (Target("t", "f", "bash"), SGLANG_VARS.rstrip("\n")),
     "bash-apptainer": (Target("t", "f", "bash"), SLURM_APPTAINER),
+    "bash-docker": (Target("t", "f", "bash"), VLLM_DOCKER),
+    "bash-sudo-docker": (Target("t", "f", "bash"), SGLANG_SUDO),
     "skypilot-run": (Target("t", "f", "bash", key_path="run"), SKYPILOT),
     "dotenv": (Target("t", "f", "dotenv"), DOTENV),
     "systemd": (Target("t", "f", "systemd"), UNIT),

@@ -12,7 +12,8 @@ comments, quoted strings and here-documents is never a knob.  What counts:
   last ``exec CMD`` is the launch, else the last command with ``K=V`` prefixes, else the
   end of the script (a file that is sourced).  Nothing after a launch is seen by it;
 * ``docker run`` / ``podman run``: the container's env is its ``-e K=V`` / ``--env K=V`` /
-  ``--env=K=V`` options (``-e K`` passes the shell's K through);
+  ``--env=K=V`` options only (``-e K`` passes the shell's K through; an ``export K`` or a
+  ``K=V docker run`` prefix without it never reaches the server, see :mod:`.wrappers`);
 * launch flags, as knobs named ``--flag`` (:mod:`envknobs.flags`): ``--x v``, ``--x=v``,
   switches, ``--no-x``, ``nargs`` lists, on the launch line or in an ``args=( ... )``
   array expanded there with ``"${args[@]}"``.

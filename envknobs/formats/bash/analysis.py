@@ -38,6 +38,7 @@ from envknobs.formats.bash.launch import array_expansion
 from envknobs.formats.bash.launch import launch_shape
 from envknobs.formats.bash.launch import scan_flags
 from envknobs.formats.bash.lexer import Word
+from envknobs.formats.bash.words import expanded_names
 from envknobs.formats.common.text import line_of
 
 MAX_ARGV_COMBINATIONS = 64
@@ -265,12 +266,17 @@ class Analysis:
                 env = [e for e in launch.shape.env if e.name == name]
                 if env and not env[-1].passthrough:
                     return frozenset({self.env_site(env[-1], launch.ordinal)})
-                if launch.shape.clean and not env:  # only its env options reach the server
+                if not self.script_reaches(launch, name):  # only its env options reach it
                     return frozenset({None})
+                if launch.shape.clean and not env:  # `--tp $TP`: the script's TP, no prefix
+                    return self._script_seen(visit, name)
             prefixes = [w for w in launch.prefixes if w.assignment()[0] == name]  # type: ignore[index]
             if prefixes:
                 d = next(d for d in self._prefix_defs(launch) if d.word is prefixes[-1])
                 return frozenset({self.def_site(d, launch.ordinal)})
+        return self._script_seen(visit, name)
+
+    def _script_seen(self, visit: Visit, name: str) -> frozenset:
         seen = set()
         for history in visit.state.get(name):
             if not history:
@@ -278,6 +284,35 @@ class Analysis:
             elif history[-1].word.array is None:
                 seen.add(self.def_site(history[-1]))
         return frozenset(seen)
+
+    def script_reaches(self, launch: Launch, name: str) -> bool:
+        """Whether the script's own assignments of ``name`` are what ``launch`` takes: always,
+        but on a container launch that takes only its ``-e``/``--env`` options (``docker
+        run``, ``apptainer exec --cleanenv``): there only through an ``-e K`` pass-through
+        or the line's own ``$K`` (``--tp $TP``), and never where an ``-e K=V`` sets it
+        (nor through ``-e K`` behind ``sudo``, which hands docker none of the script's K)."""
+        shape = launch.shape
+        if shape is None or not shape.clean:
+            return True
+        env = [e for e in shape.env if e.name == name]
+        if env:
+            return env[-1].passthrough and shape.passes_script_env
+        return name in self.host_refs(launch)
+
+    def host_refs(self, launch: Launch) -> set[str]:
+        """The script variables the launch line expands in the server's own command
+        (``--tp $TP``, ``bash -lc "vllm serve $MODEL"``): a container launch takes their
+        values even where the variable never reaches the container's environment.  Those
+        in the wrapper's options (``--name $NAME``, ``-B "$HF_HOME:$HF_HOME"``) are not
+        the server's."""
+        cached = getattr(launch, "_refs", None)
+        if cached is None:
+            shape, words = launch.shape, launch.simple.words
+            first = (shape.runs or (shape.args[0] if shape.args else None)) if shape else None
+            at = next((i for i, w in enumerate(words) if w is first), len(words))
+            cached = set().union(*(expanded_names(w.text) for w in words[at:]))
+            launch._refs = cached  # type: ignore[attr-defined]
+        return cached
 
     def _prefix_defs(self, launch: Launch) -> list[Def]:
         cached = getattr(launch, "_defs", None)

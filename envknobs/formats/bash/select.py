@@ -100,8 +100,26 @@ def _new_places(a: Analysis, knob: str, action: str) -> Selection:
         if len(a.launches) > 1:
             raise AmbiguousKnob(knob, [], action, "is on no launch line yet; the launch commands are at", lines)
         _env_file_refusal(docker, knob, a.text)
+        if _passed_through(a, docker[0], knob) or knob in a.host_refs(docker[0]):
+            return Selection(None)  # `-e K`, `--tp $K`: the script's K reaches it, an export
         return Selection(None, [], docker)
     return Selection(None)
+
+
+def _passed_through(a: Analysis, launch: Launch, knob: str) -> bool:
+    """Whether the launch's last ``-e K`` for ``knob`` passes the script's K through
+    (then a new knob is an ``export``, as without docker); refused where it passes none
+    of it (``sudo docker run -e K``): an ``-e K=V`` beside it would be a second spelling."""
+    env = [e for e in launch.shape.env if e.name == knob]  # type: ignore[union-attr]
+    if not env or not env[-1].passthrough:
+        return False
+    if not launch.shape.passes_script_env:  # type: ignore[union-attr]
+        raise FormatError(
+            f"line {line_of(a.text, env[-1].word.start)}: `-e {knob}` passes the {knob} of "
+            "the environment docker runs in, and the wrapper in front of it (sudo) gives "
+            f"docker none of the script's; write -e {knob}=VALUE there by hand (or sudo "
+            f"--preserve-env={knob}), then record {knob} again")
+    return True
 
 
 def select(a: Analysis, knob: str, at: int | str | None, action: str) -> Selection:
@@ -264,8 +282,8 @@ def _removal_cuts(a: Analysis, knob: str) -> tuple[list[tuple[int, int, bool]], 
     statement's lines or one word), and the assignment statements (by id) it touches."""
     text = a.text
     defs = {id(d): d for v in a.visits for d in v.state.hist if d.name == knob and d.kind != "unset"}
-    if a.launches and all(l.shape is not None and l.shape.clean for l in a.launches):
-        defs = {}  # behind `apptainer exec --cleanenv` the script's own assignments reach nothing
+    if a.launches and not any(a.script_reaches(l, knob) for l in a.launches):
+        defs = {}  # behind `docker run`, `apptainer exec --cleanenv` (no `-e K`) they reach nothing
     cuts: list[tuple[int, int, bool]] = []
     by_statement: dict[int, list[Def]] = {}
     for d in defs.values():
