@@ -30,6 +30,7 @@ from ledger.store.targets import source_in
 from tests.cli.test_docker_env import SGLANG_SUDO
 from tests.cli.test_docker_env import VLLM_DOCKER
 from tests.cli.test_exact_reverts import COMPOSE_FOLDED
+from tests.cli.test_wrapper_env import PREFIXED
 from tests.cli.test_exact_reverts import LWS
 from tests.cli.test_exact_reverts import SGLANG_VARS
 from tests.cli.test_one_spelling import COMPOSE_ARGS
@@ -102,6 +103,7 @@ CASES = {
     "bash-no-newline": (Target("t", "f", "bash"), SGLANG_VARS.rstrip("\n")),
     "bash-apptainer": (Target("t", "f", "bash"), SLURM_APPTAINER),
     "bash-docker": (Target("t", "f", "bash"), VLLM_DOCKER),
+    "bash-apptainerenv": (Target("t", "f", "bash"), PREFIXED),
     "bash-sudo-docker": (Target("t", "f", "bash"), SGLANG_SUDO),
     "skypilot-run": (Target("t", "f", "bash", key_path="run"), SKYPILOT),
     "dotenv": (Target("t", "f", "dotenv"), DOTENV),

@@ -83,6 +83,7 @@ from envknobs.formats.bash.summary import to_places
 from envknobs.formats.bash.words import decode_value
 from envknobs.formats.bash.words import quote_value
 from envknobs.formats.bash.write import add_docker_env
+from envknobs.formats.bash.write import with_source
 from envknobs.formats.bash.write import add_flag
 from envknobs.formats.bash.write import add_prefix
 from envknobs.formats.bash.write import value_span
@@ -228,10 +229,9 @@ class BashFormat(TargetFormat):
         if state is None or len(state.places) != 1 or state.conditional:
             return self.set(text, knob, value)
         site = state.places[0]
-        span = value_span(text, site)
-        if span is None:
+        out = with_source(text, site, source)
+        if out is None:
             return self.set(text, knob, value)
-        out = text[: span[0]] + source + text[span[1]:]
         try:
             after = _read(out)
             reads = self.parse_exact(out).get(knob) == value and self.source(out, knob) == source
@@ -484,5 +484,5 @@ class BashFormat(TargetFormat):
                     out = add_prefix(out, current, knob, value)
         else:
             pos, indent = insertion_point(a, knob)
-            out = insert_line(text, pos, f"{indent}export {knob}={quote_value(value)}")
+            out = insert_line(text, pos, f"{indent}export {sel.name or knob}={quote_value(value)}")
         return verify_added(a, analyse(out), knob, value, launches)

@@ -39,6 +39,7 @@ from envknobs.formats.bash.launch import launch_shape
 from envknobs.formats.bash.launch import scan_flags
 from envknobs.formats.bash.lexer import Word
 from envknobs.formats.bash.words import expanded_names
+from envknobs.formats.bash.wrappers import CONTAINER_ENV_PREFIXES
 from envknobs.formats.common.text import line_of
 
 MAX_ARGV_COMBINATIONS = 64
@@ -267,14 +268,29 @@ class Analysis:
                 if env and not env[-1].passthrough:
                     return frozenset({self.env_site(env[-1], launch.ordinal)})
                 if not self.script_reaches(launch, name):  # only its env options reach it
-                    return frozenset({None})
+                    return self._prefixed_seen(visit, launch, name)
                 if launch.shape.clean and not env:  # `--tp $TP`: the script's TP, no prefix
                     return self._script_seen(visit, name)
-            prefixes = [w for w in launch.prefixes if w.assignment()[0] == name]  # type: ignore[index]
-            if prefixes:
-                d = next(d for d in self._prefix_defs(launch) if d.word is prefixes[-1])
-                return frozenset({self.def_site(d, launch.ordinal)})
+            return self._launch_seen(visit, launch, name)
         return self._script_seen(visit, name)
+
+    def _launch_seen(self, visit: Visit, launch: Launch, name: str) -> frozenset:
+        prefixes = [w for w in launch.prefixes if w.assignment()[0] == name]  # type: ignore[index]
+        if prefixes:
+            d = next(d for d in self._prefix_defs(launch) if d.word is prefixes[-1])
+            return frozenset({self.def_site(d, launch.ordinal)})
+        return self._script_seen(visit, name)
+
+    def _prefixed_seen(self, visit: Visit, launch: Launch, name: str) -> frozenset:
+        """What a ``--cleanenv`` apptainer launch gets as ``name`` from the script's
+        ``APPTAINERENV_name`` (else ``SINGULARITYENV_name``), which apptainer passes in as
+        ``name`` whatever the wrapper clears; an ``--env name=V`` wins over both (read
+        before this), and APPTAINERENV_ over SINGULARITYENV_ (apptainer's order)."""
+        for prefix in launch.shape.env_prefixes:  # type: ignore[union-attr]
+            seen = self._launch_seen(visit, launch, prefix + name)
+            if seen - {None}:
+                return seen
+        return frozenset({None})
 
     def _script_seen(self, visit: Visit, name: str) -> frozenset:
         seen = set()
@@ -284,6 +300,17 @@ class Analysis:
             elif history[-1].word.array is None:
                 seen.add(self.def_site(history[-1]))
         return frozenset(seen)
+
+    def env_prefix_in_use(self, launch: Launch) -> str:
+        """The prefix (``APPTAINERENV_``) of the script's exports that set the container's
+        env of this ``--cleanenv`` launch, where it has such exports ("" where not: a new
+        knob is then an ``--env K=V`` option)."""
+        shape = launch.shape
+        for prefix in shape.env_prefixes if shape is not None else ():
+            if any(d.name.startswith(prefix) and d.kind == "export" and d.name != prefix
+                   for v in self.visits if v.launch == launch.ordinal for d in v.state.hist):
+                return prefix
+        return ""
 
     def script_reaches(self, launch: Launch, name: str) -> bool:
         """Whether the script's own assignments of ``name`` are what ``launch`` takes: always,
@@ -377,6 +404,9 @@ class Analysis:
                 names.extend(w.assignment()[0] for w in launch.prefixes)  # type: ignore[index]
                 if launch.shape is not None:
                     names.extend(e.name for e in launch.shape.env)
+        # APPTAINERENV_K sets K in the container (see _prefixed_seen)
+        names.extend(n[len(p):] for n in list(names) for p in CONTAINER_ENV_PREFIXES
+                     if n.startswith(p) and len(n) > len(p))
         per_knob: dict[str, list[tuple[int, frozenset]]] = {}
         for name in dict.fromkeys(names):
             seen = [(v.launch, self.env_seen(v, name)) for v in self.visits]

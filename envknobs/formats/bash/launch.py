@@ -95,6 +95,7 @@ class Shape:
     container: str = ""  # that wrapper, as ``target show`` names it
     runs: Word | None = None  # the command it runs when that is no server (``bash -lc ...``)
     passes_script_env: bool = True  # an ``-e K`` gets the script's K (not behind ``sudo``)
+    env_prefixes: tuple[str, ...] = ()  # APPTAINERENV_K in the script is K inside
 
 
 def skip_wrappers(words: list[Word], k: int, prefixes: list[Word],
@@ -228,7 +229,8 @@ def container_shape(words: list[Word], wrapper: tuple[int, int, int],
     clears = next(t for t in said if t in WRAPPERS["apptainer exec"].clears)
     label = f"{' '.join(said[:options - name])} {clears}"
     shape = Shape(None, prefixes, docker=True, clean=True, env_anchor=words[options - 1],
-                  env_option="--env", container=label)
+                  env_option="--env", container=label,
+                  env_prefixes=WRAPPERS["apptainer exec"].env_prefixes)
     k = options
     while k < command - 1:
         text = word_text(words[k]) or ""

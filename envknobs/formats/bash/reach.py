@@ -57,14 +57,18 @@ def barrier_notes(a: Analysis) -> list[str]:
         if launch.shape is None or not launch.shape.clean:
             continue
         exported = {d.name: d for v in a.visits for d in v.state.hist
-                    if d.kind == "export" and not a.script_reaches(launch, d.name)}
+                    if d.kind == "export" and not a.script_reaches(launch, d.name)
+                    and not d.name.startswith(launch.shape.env_prefixes or ("\0",))}
         named = {e.name: e.passthrough for e in launch.shape.env}
         opt, line = launch.shape.env_option, line_of(a.text, launch.simple.start)
         plain = [n for n in exported if n not in named]
+        prefix = a.env_prefix_in_use(launch)
+        writes = f"an export {prefix}K line" if prefix else f"an {opt} option"
         if plain:
-            notes.append(f"line {line}: the server gets only this launch's {opt} options; not "
-                         f"the script's exports {_listed(a, exported, plain)} (recording one "
-                         f"of them writes an {opt} option)")
+            also = f" and its {prefix}K exports" if prefix else ""
+            notes.append(f"line {line}: the server gets only this launch's {opt} options{also}; "
+                         f"not the script's exports {_listed(a, exported, plain)} (recording "
+                         f"one of them writes {writes})")
         dropped = [n for n in exported if named.get(n)]
         if dropped:
             notes.append(f"line {line}: its {opt} K options pass on nothing of the script's "

@@ -42,6 +42,7 @@ class Selection:
     state: KnobState | None
     sites: list[Site] = field(default_factory=list)
     new_on: list[Launch] = field(default_factory=list)  # launches a new place goes on
+    name: str = ""  # the variable a new export sets, where not the knob (APPTAINERENV_K)
 
     def key(self, site: Site) -> str:
         return self.state.key(site)  # type: ignore[union-attr]
@@ -102,6 +103,9 @@ def _new_places(a: Analysis, knob: str, action: str) -> Selection:
         _env_file_refusal(docker, knob, a.text)
         if _passed_through(a, docker[0], knob) or knob in a.host_refs(docker[0]):
             return Selection(None)  # `-e K`, `--tp $K`: the script's K reaches it, an export
+        prefix = a.env_prefix_in_use(docker[0])
+        if prefix:  # the script passes its container env as APPTAINERENV_K: one more
+            return Selection(None, name=prefix + knob)
         return Selection(None, [], docker)
     return Selection(None)
 
@@ -281,9 +285,12 @@ def _removal_cuts(a: Analysis, knob: str) -> tuple[list[tuple[int, int, bool]], 
     """What :func:`remove_everywhere` takes out of ``a.text`` (spans, each a whole
     statement's lines or one word), and the assignment statements (by id) it touches."""
     text = a.text
-    defs = {id(d): d for v in a.visits for d in v.state.hist if d.name == knob and d.kind != "unset"}
+    # APPTAINERENV_K sets K behind `apptainer exec --cleanenv`: removed with K
+    names = {knob} | {p + knob for l in a.launches if l.shape for p in l.shape.env_prefixes}
+    defs = {id(d): d for v in a.visits for d in v.state.hist if d.name in names and d.kind != "unset"}
     if a.launches and not any(a.script_reaches(l, knob) for l in a.launches):
-        defs = {}  # behind `docker run`, `apptainer exec --cleanenv` (no `-e K`) they reach nothing
+        # behind `docker run`, `apptainer exec --cleanenv` (no `-e K`) K's own reach nothing
+        defs = {i: d for i, d in defs.items() if d.name != knob}
     cuts: list[tuple[int, int, bool]] = []
     by_statement: dict[int, list[Def]] = {}
     for d in defs.values():

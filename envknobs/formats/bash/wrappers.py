@@ -43,7 +43,9 @@ variable), rather than exit 0 after a change nobody reads:
 wrapper                  drops the environment
 =======================  ================================================================
 ``apptainer``/           with ``--cleanenv`` / ``-e`` / ``--containall`` / ``-C``: only
-``singularity exec``     ``--env K=V`` (``--env-file F``) reach the command
+``singularity exec``     ``--env K=V`` (``--env-file F``) and the script's
+                         ``APPTAINERENV_K`` / ``SINGULARITYENV_K`` (as ``K``; ``--env``
+                         wins, then ``APPTAINERENV_``) reach the command
 ``env``                  with ``-i`` / ``--ignore-environment`` / ``-``: only its
                          ``K=V`` words
 ``sudo``                 always (``env_reset``), unless ``-E`` / ``--preserve-env``:
@@ -88,6 +90,7 @@ class Wrapper:
     keeps: frozenset[str] = frozenset()
     passes: str = ""  # how one variable is passed then ("--env K=V")
     container: bool = False  # read as a container launch, never stepped over (docker run)
+    env_prefixes: tuple[str, ...] = ()  # script variables PREFIX_K that set K inside
 
 
 def _set(words: str) -> frozenset[str]:
@@ -133,7 +136,9 @@ WRAPPERS["apptainer exec"] = Wrapper(
          "--security --network --network-args --apply-cgroups --hostname --fusemount "
          "--scratch -S --app --add-caps --drop-caps --cpus --memory --config --dns"),
     positional=1, clears=_set("--cleanenv -e --containall -C"),
-    passes="--env K=V (or --env-file F)")
+    passes="--env K=V (or --env-file F, or export APPTAINERENV_K=V)",
+    env_prefixes=("APPTAINERENV_", "SINGULARITYENV_"))
+CONTAINER_ENV_PREFIXES = WRAPPERS["apptainer exec"].env_prefixes
 for _name in ("apptainer run", "singularity exec", "singularity run"):
     WRAPPERS[_name] = WRAPPERS["apptainer exec"]
 WRAPPERS["sudo"] = Wrapper(

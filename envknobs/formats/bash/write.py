@@ -72,6 +72,22 @@ def _quoted_env(env: DockerEnv) -> tuple[int, int] | None:
     return word.start + cut + len(head), word.end - 1
 
 
+def with_source(text: str, site: Site, source: str) -> str | None:
+    """``text`` with ``site``'s value written as the shell text ``source`` (what a revert
+    of a computed value writes back); None where the site has no value word.  A docker
+    ``-e 'K=V'`` whose V went in quoted whole gets ``"K=SOURCE"`` back, the form that
+    held an expansion."""
+    span = value_span(text, site)
+    if span is not None:
+        return text[: span[0]] + source + text[span[1]:]
+    env = site.obj
+    if not isinstance(env, DockerEnv) or '"' in source or "\\" in source:
+        return None
+    word = env.word
+    start = word.start + (word.text.index("=") + 1 if env.option is word else 0)
+    return text[:start] + f'"{env.name}={source}"' + text[word.end:]
+
+
 def computed_text(text: str, site: Site) -> str | None:
     """The shell text a computed ``site`` takes its value from (``${MEM_FRACTION}``,
     ``"$(nproc)"``): what the ledger records as its value, and what a revert writes back
