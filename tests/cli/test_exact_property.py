@@ -31,6 +31,7 @@ from tests.cli.test_docker_env import SGLANG_SUDO
 from tests.cli.test_docker_env import VLLM_DOCKER
 from tests.cli.test_exact_reverts import COMPOSE_FOLDED
 from tests.cli.test_wrapper_env import PREFIXED
+from tests.envknobs.systemd_shapes import APPTAINER_UNIT
 from tests.cli.test_exact_reverts import LWS
 from tests.cli.test_exact_reverts import SGLANG_VARS
 from tests.cli.test_one_spelling import COMPOSE_ARGS
@@ -108,6 +109,7 @@ CASES = {
     "skypilot-run": (Target("t", "f", "bash", key_path="run"), SKYPILOT),
     "dotenv": (Target("t", "f", "dotenv"), DOTENV),
     "systemd": (Target("t", "f", "systemd"), UNIT),
+    "systemd-apptainer": (Target("t", "f", "systemd"), APPTAINER_UNIT),
     "k8s-lws": (Target("t", "f", "k8s", container="sglang-leader"), LWS),
     "k8s-env-args": (Target("t", "f", "k8s", container="main"), KSERVE),
     "k8s-env": (Target("t", "f", "k8s", container="sglang"), ENV_ITEMS),
