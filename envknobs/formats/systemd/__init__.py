@@ -249,10 +249,13 @@ class SystemdFormat(TargetFormat):
             svc = _read(text)
         except FormatError:
             return None
-        if not is_flag_name(knob):
-            a = svc.env.get(knob)
-            return text[a.word.start : a.word.end] if a is not None else None
         launch = ex.launch_of(svc)
+        if not is_flag_name(knob):
+            try:
+                a = svc.env.get(assignment_of(svc, launch, knob))  # APPTAINERENV_K
+            except FormatError:
+                return None
+            return text[a.word.start : a.word.end] if a is not None else None
         uses = [u for u in launch.uses if u.knob == knob] if launch else []
         if not uses or uses[-1].form != "space" or len(uses[-1].values) != 1:
             return None
