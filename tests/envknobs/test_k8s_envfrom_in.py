@@ -29,12 +29,12 @@ def line_of(text: str, needle: str) -> int:
     return n
 
 
-@pytest.fixture
-def ws(tmp_path, ledger):
+def workspace(tmp_path, ledger, text: str):
+    """A workspace managing ``text`` as the k8s target ``sg``: (run, file)."""
     root = tmp_path / "ws"
     assert ledger("init", str(root), "--root", f"tmp={tmp_path}").exit_code == 0
     f = tmp_path / "sglang.yaml"
-    f.write_text(SGLANG_CM)
+    f.write_text(text)
     C = ["-C", str(root)]
     r = ledger(*C, "target", "add", "sg", str(f), "--format", "k8s", "--container", NAME)
     assert r.exit_code == 0, r.stderr
@@ -42,6 +42,11 @@ def ws(tmp_path, ledger):
     def run(*args):
         return ledger(*C, *args)
     return run, f
+
+
+@pytest.fixture
+def ws(tmp_path, ledger):
+    return workspace(tmp_path, ledger, SGLANG_CM)
 
 
 def record(run, *args):
@@ -175,14 +180,7 @@ data:
 
 @pytest.fixture
 def two(tmp_path, ledger):
-    root = tmp_path / "ws"
-    assert ledger("init", str(root), "--root", f"tmp={tmp_path}").exit_code == 0
-    f = tmp_path / "sglang.yaml"
-    f.write_text(TWO_MAPS)
-    r = ledger("-C", str(root), "target", "add", "sg", str(f), "--format", "k8s",
-               "--container", NAME)
-    assert r.exit_code == 0, r.stderr
-    return (lambda *a: ledger("-C", str(root), *a)), f
+    return workspace(tmp_path, ledger, TWO_MAPS)
 
 
 def test_several_configmaps_are_named_and_configmap_name_picks_one(two):
