@@ -229,6 +229,9 @@ any env knob."""
 @place_options
 @click.option("--unset", is_flag=True, help="Remove the flag from the launch command.")
 @string_option
+@click.option("--in", "into", default=None, metavar="args|env",
+              help="k8s targets: put a new flag in the container's command/args or in its "
+                   "env string of flags (VLLM_ADDITIONAL_ARGS) where it has both.")
 @past_options
 @check_options
 @json_option

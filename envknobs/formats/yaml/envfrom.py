@@ -163,7 +163,7 @@ def refuse_unread(knob: str, label: str, sources: list[EnvSource]) -> None:
         "--format yaml-map --key-path data), or select the env: list with --in env")
 
 
-INTO = ("env", "configmap")
+INTO = ("env", "configmap", "args")  # args: a flag's place (envargs), not a knob's
 
 
 def check_into(into: str | None) -> str | None:
@@ -172,7 +172,7 @@ def check_into(into: str | None) -> str | None:
     kind, colon, name = (into or "").partition(":")
     if into is not None and (kind not in INTO or (colon and (kind != "configmap" or not name))):
         raise FormatError(f"--in {into!r}: give --in env, --in configmap or --in "
-                          "configmap:NAME")
+                          "configmap:NAME (a flag: --in args or --in env)")
     return into
 
 
@@ -267,6 +267,8 @@ def new_place(into: str | None, knob: str, label: str, env_line: int,
     """Where a knob neither env: nor a ConfigMap of the file holds goes: the ConfigMap to
     add it to (``--in configmap``), or None for the env: list (refused without ``--in``
     where a ConfigMap of the file, or one not in it, could hold it instead)."""
+    if into == "args":
+        raise FormatError(f"--in args: {knob} is an env knob; give --in env or --in configmap")
     if _kind(into) == "configmap":
         return the_map(knob, label, sources, into.partition(":")[2])  # type: ignore[union-attr]
     if into is None:

@@ -207,6 +207,12 @@ def _block_offset(text: str, c: _Container) -> int:
     return 2
 
 
+def _argv_line(text: str, argv) -> int | None:
+    """The line of the container's ``args`` (else ``command``) list."""
+    node = argv.lists.get("args") or argv.lists.get("command")
+    return line_of(text, node.start_mark.index) if node is not None else None
+
+
 class K8sFormat(FlagPlaces, TargetFormat):
     """One container's env list in Kubernetes manifests; see the module docstring."""
 
@@ -294,7 +300,7 @@ class K8sFormat(FlagPlaces, TargetFormat):
         argv = read_argv(c.node, c.label)
         inside = edit_in_strings(text, c.items, c.label, argv.engine, knob, value,
                                  flag_lines(text, c.node, c.label).get(knob),
-                                 not argv.tokens)
+                                 not argv.tokens, _argv_line(text, argv), self.into)
         if inside is not None:
             return text if inside == text else verified(before, self.parse(inside), knob,
                                                         value, inside)
