@@ -30,6 +30,7 @@ from ledger.store.targets import source_in
 from tests.cli.test_docker_env import SGLANG_SUDO
 from tests.cli.test_docker_env import VLLM_DOCKER
 from tests.cli.test_exact_reverts import COMPOSE_FOLDED
+from tests.cli.test_wrapper_env import NOT_CLEAN
 from tests.cli.test_wrapper_env import PREFIXED
 from tests.envknobs.systemd_shapes import APPTAINER_UNIT
 from tests.cli.test_exact_reverts import LWS
@@ -105,6 +106,7 @@ CASES = {
     "bash-apptainer": (Target("t", "f", "bash"), SLURM_APPTAINER),
     "bash-docker": (Target("t", "f", "bash"), VLLM_DOCKER),
     "bash-apptainerenv": (Target("t", "f", "bash"), PREFIXED),
+    "bash-apptainer-not-clean": (Target("t", "f", "bash"), NOT_CLEAN),
     "bash-sudo-docker": (Target("t", "f", "bash"), SGLANG_SUDO),
     "skypilot-run": (Target("t", "f", "bash", key_path="run"), SKYPILOT),
     "dotenv": (Target("t", "f", "dotenv"), DOTENV),

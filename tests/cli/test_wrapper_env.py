@@ -200,3 +200,26 @@ def test_unset_removes_the_prefixed_export_and_revert_puts_it_back(ws):  # noqa:
     shown = ws.run("target", "show", "t").stdout
     assert "not the script's exports VLLM_USE_V1 (line 8) (recording one of them writes an " \
            "export APPTAINERENV_K line)" in shown
+
+
+# Without --cleanenv apptainer passes the script's env on, and APPTAINERENV_K still wins
+# over the script's own K (the shape of Slurm jobs that `srun apptainer exec --nv`).
+NOT_CLEAN = """\
+#!/bin/bash
+#SBATCH --gres=gpu:1
+export VLLM_ATTENTION_BACKEND=FLASH_ATTN
+export APPTAINERENV_VLLM_ATTENTION_BACKEND=FLASHINFER
+export VLLM_USE_V1=1
+srun apptainer exec --nv /scratch/sif/vllm.sif vllm serve /models/m --port 8000
+"""
+
+
+def test_without_cleanenv_the_prefixed_export_wins_and_is_the_place():
+    bash = get_format("bash")
+    values = bash.parse(NOT_CLEAN)
+    assert values["VLLM_ATTENTION_BACKEND"] == "FLASHINFER" and values["VLLM_USE_V1"] == "1"
+    assert "APPTAINERENV_VLLM_ATTENTION_BACKEND" not in values
+    out = bash.set(NOT_CLEAN, "VLLM_ATTENTION_BACKEND", "XFORMERS")
+    assert out == NOT_CLEAN.replace("=FLASHINFER", "=XFORMERS")  # not the export it shadows
+    out = bash.unset(NOT_CLEAN, "VLLM_ATTENTION_BACKEND")  # both, or FLASH_ATTN would show
+    assert "VLLM_ATTENTION_BACKEND" not in out and "VLLM_USE_V1=1" in out

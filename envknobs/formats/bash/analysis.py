@@ -271,6 +271,12 @@ class Analysis:
                     return self._prefixed_seen(visit, launch, name)
                 if launch.shape.clean and not env:  # `--tp $TP`: the script's TP, no prefix
                     return self._script_seen(visit, name)
+            if launch.shape is not None and launch.shape.env_prefixes:  # apptainer exec
+                if name.startswith(launch.shape.env_prefixes):
+                    return frozenset({None})  # apptainer takes it in as the name after it
+                prefixed = self._prefixed_seen(visit, launch, name)  # APPTAINERENV_K wins
+                if prefixed - {None}:
+                    return prefixed
             return self._launch_seen(visit, launch, name)
         return self._script_seen(visit, name)
 

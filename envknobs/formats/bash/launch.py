@@ -180,7 +180,18 @@ def launch_shape(words: list[Word]) -> Shape | None:
     if found is None:
         return None
     engine, first = found
-    return Shape(engine, prefixes, words[first:])
+    return Shape(engine, prefixes, words[first:], env_prefixes=_env_prefixes(words, start, k))
+
+
+def _env_prefixes(words: list[Word], start: int, end: int) -> tuple[str, ...]:
+    """``APPTAINERENV_``... where an ``apptainer exec`` without ``--cleanenv`` is among the
+    wrappers at ``words[start:end]``: its ``APPTAINERENV_K`` wins over the script's K."""
+    texts = [word_text(w) for w in words]
+    for i in range(start, end):
+        found = wrapper_at(texts, i)
+        if found is not None and found[0].env_prefixes:
+            return found[0].env_prefixes
+    return ()
 
 
 def _docker_shape(words: list[Word], run: int, prefixes: list[Word]) -> Shape:
