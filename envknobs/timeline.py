@@ -22,7 +22,6 @@ ones around it, for the caller's warning.
 from __future__ import annotations
 
 import bisect
-import difflib
 import functools
 import json
 import re

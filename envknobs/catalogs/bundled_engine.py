@@ -22,7 +22,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from envknobs.registry import KnobError
 from envknobs.registry import Registry
 
 PACKAGE = "knob-ledger-engine"

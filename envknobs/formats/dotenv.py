@@ -1,7 +1,7 @@
 """The ``dotenv`` target format: python-dotenv files and systemd ``EnvironmentFile``\\ s.
 
-Reading follows python-dotenv's grammar exactly (the parser below mirrors
-``dotenv.parser``, with source offsets kept so edits can be surgical): ``K=V`` lines, an
+Reading follows python-dotenv's grammar exactly (:mod:`envknobs.formats.dotenv_read`
+mirrors ``dotenv.parser``, with source offsets kept so edits can be surgical): ``K=V`` lines, an
 optional ``export`` prefix, single- or double-quoted values (which may span lines),
 unquoted values with `` #`` comments stripped, ``#`` comment lines.  Lines python-dotenv
 cannot parse are skipped, as it skips them.  A key without ``=`` has no value and is
@@ -40,11 +40,8 @@ a file with such strings (None, as before, for a plain file).
 
 from __future__ import annotations
 
-import bisect
 from typing import Sequence
-import functools
 import re
-from dataclasses import dataclass
 from typing import Mapping
 
 from envknobs.flags import check_flag_name
@@ -57,137 +54,18 @@ from envknobs.formats.common.places import Place
 from envknobs.formats.common.places import PlaceEdit
 from envknobs.formats.common.places import Summary
 from envknobs.formats.common import TargetFormat
-from envknobs.formats.common.sniff import might_be_foreign
-from envknobs.formats.common.sniff import refuse_foreign
 from envknobs.formats.common.text import check_assignment_args
 from envknobs.formats.common.text import insert_line
 from envknobs.formats.common.text import line_of
 from envknobs.formats.common.text import remove_lines
 from envknobs.formats.common.text import verified
 from envknobs.formats.common.text import verified_many
+from envknobs.formats.dotenv_read import Binding
+from envknobs.formats.dotenv_read import read_bindings
 
-# The regular expressions of python-dotenv's parser.
-_MULTILINE_WS = re.compile(r"\s*", re.MULTILINE)
-_WS = re.compile(r"[^\S\r\n]*")
-_EXPORT = re.compile(r"(?:export[^\S\r\n]+)?")
-_SINGLE_QUOTED_KEY = re.compile(r"'([^']+)'")
-_UNQUOTED_KEY = re.compile(r"([^=\#\s]+)")
-_EQUAL_SIGN = re.compile(r"(=[^\S\r\n]*)")
-_SINGLE_QUOTED_VALUE = re.compile(r"'((?:\\.|[^'\\])*)'", re.DOTALL)
-_DOUBLE_QUOTED_VALUE = re.compile(r'"((?:\\.|[^"\\])*)"', re.DOTALL)
-_UNQUOTED_VALUE = re.compile(r"([^\r\n]*)")
-_COMMENT = re.compile(r"(?:[^\S\r\n]*#[^\r\n]*)?")
-_END_OF_LINE = re.compile(r"[^\S\r\n]*(?:\r\n|\n|\r|$)")
-_REST_OF_LINE = re.compile(r"[^\r\n]*(?:\r|\n|\r\n)?")
-_DOUBLE_QUOTE_ESCAPES = re.compile(r"\\([\\'\"abfnrtv])")
-_SINGLE_QUOTE_ESCAPES = re.compile(r"\\([\\'])")
-_C_ESCAPES = {"a": "\a", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v"}
 # python-dotenv's interpolation pattern (dotenv.variables._posix_variable).
 _POSIX_VARIABLE = re.compile(r"\$\{[^}:]*(?::-[^}]*)?\}")
 _BARE_SAFE = re.compile(r"[A-Za-z0-9_@%+=:,./-]*\Z")
-
-
-@dataclass(frozen=True)
-class _Binding:
-    key: str
-    value: str | None
-    start: int  # first character of the binding (after blank lines)
-    end: int  # just past its line break
-    eq: int  # offset of '=' (-1 if none)
-    value_start: int
-    value_end: int
-    quote: str  # "'", '"' or "" (unquoted)
-
-
-class _NoMatch(Exception):
-    pass
-
-
-def _match(regex: re.Pattern[str], text: str, pos: int) -> re.Match[str]:
-    m = regex.match(text, pos)
-    if m is None:
-        raise _NoMatch
-    return m
-
-
-@functools.lru_cache(maxsize=32)
-def _bindings(text: str) -> tuple[_Binding, ...]:
-    """Every well-formed ``K[=V]`` binding, in order, as python-dotenv reads them.
-
-    Cached on the text: an edit reads the file before it and re-reads its result to
-    verify it, and a command editing many knobs of one file chains such edits, so the
-    same texts are read again and again (the bindings are frozen: safe to share)."""
-    bindings = tuple(_scan(text))
-    if might_be_foreign(text):
-        refuse_foreign(text, "dotenv", _binding_lines(text, bindings))
-    return bindings
-
-
-def _binding_lines(text: str, bindings: tuple[_Binding, ...]) -> tuple[int, ...]:
-    """The line numbers that hold a ``K=V`` binding (a quoted value may span several)."""
-    starts = [0] + [m.end() for m in re.finditer(r"\n", text)]
-    lines: list[int] = []
-    for b in bindings:
-        if b.value is not None:
-            first = bisect.bisect_right(starts, b.start)
-            lines += range(first, bisect.bisect_right(starts, max(b.start, b.end - 1)) + 1)
-    return tuple(lines)
-
-
-def _scan(text: str) -> list[_Binding]:
-    out: list[_Binding] = []
-    pos = 1 if text.startswith("\ufeff") else 0
-    while pos < len(text):
-        pos = _MULTILINE_WS.match(text, pos).end()  # type: ignore[union-attr]
-        if pos >= len(text):
-            break
-        start = pos
-        try:
-            pos = _EXPORT.match(text, pos).end()  # type: ignore[union-attr]
-            if text.startswith("#", pos):
-                key = None
-            else:
-                m = _match(
-                    _SINGLE_QUOTED_KEY if text.startswith("'", pos) else _UNQUOTED_KEY, text, pos
-                )
-                key, pos = m.group(1), m.end()
-            pos = _WS.match(text, pos).end()  # type: ignore[union-attr]
-            value, eq, vstart, vend, quote = None, -1, pos, pos, ""
-            if key is not None and text.startswith("=", pos):
-                eq = pos
-                m = _match(_EQUAL_SIGN, text, pos)
-                pos = vstart = vend = m.end()
-                nxt = text[pos : pos + 1]
-                if len(m.group(1)) > 1 and nxt == "#":
-                    # `K= # comment`: empty value; a new one goes right after '=', so
-                    # the blank before '#' keeps the comment a comment.
-                    value, vstart, vend = "", eq + 1, eq + 1
-                elif nxt in ("'", '"'):
-                    regex = _SINGLE_QUOTED_VALUE if nxt == "'" else _DOUBLE_QUOTED_VALUE
-                    m = _match(regex, text, pos)
-                    pos = vend = m.end()
-                    value, quote = _unescape(m.group(1), nxt), nxt
-                elif nxt in ("", "\n", "\r"):
-                    value = ""
-                else:
-                    part = _match(_UNQUOTED_VALUE, text, pos).group(1)
-                    value = re.sub(r"\s+#.*", "", part).rstrip()
-                    pos += len(part)
-                    vend = vstart + len(value)
-            pos = _COMMENT.match(text, pos).end()  # type: ignore[union-attr]
-            pos = _match(_END_OF_LINE, text, pos).end()
-        except _NoMatch:
-            pos = _REST_OF_LINE.match(text, pos).end()  # type: ignore[union-attr]
-            continue
-        if key is not None:
-            out.append(_Binding(key, value, start, pos, eq, vstart, vend, quote))
-    return out
-
-
-def _unescape(raw: str, quote: str) -> str:
-    if quote == "'":
-        return _SINGLE_QUOTE_ESCAPES.sub(lambda m: m.group(1), raw)
-    return _DOUBLE_QUOTE_ESCAPES.sub(lambda m: _C_ESCAPES.get(m.group(1), m.group(1)), raw)
 
 
 def _fits_single(value: str) -> bool:
@@ -234,10 +112,10 @@ def _render_for(knob: str, value: str, old_quote: str | None) -> str:
 
 def binding_lines(text: str) -> dict[str, int]:
     """Key -> the line of the binding python-dotenv takes its value from (the last one)."""
-    return {b.key: line_of(text, b.start) for b in _bindings(text) if b.value is not None}
+    return {b.key: line_of(text, b.start) for b in read_bindings(text) if b.value is not None}
 
 
-def _is_dynamic(b: _Binding) -> bool:
+def _is_dynamic(b: Binding) -> bool:
     return b.value is not None and bool(_POSIX_VARIABLE.search(b.value))
 
 
@@ -247,7 +125,7 @@ def _strings(text: str) -> list[tuple[ArgString, str]]:
     from envknobs.formats.common.argstring import read_string
 
     out = []
-    last = {b.key: b for b in _bindings(text)}
+    last = {b.key: b for b in read_bindings(text)}
     for b in last.values():
         if b.value is None or _is_dynamic(b) or not holds_flags(b.value):
             continue
@@ -296,7 +174,7 @@ class DotenvFormat(TargetFormat):
 
     def _keys(self, text: str) -> dict[str, str]:
         found: dict[str, str] = {}
-        for b in _bindings(text):
+        for b in read_bindings(text):
             if b.value is None or _is_dynamic(b):
                 found.pop(b.key, None)
             else:
@@ -313,7 +191,7 @@ class DotenvFormat(TargetFormat):
         check_assignment_args(knob, value)
         _refuse_holder(text, knob)
         # The last binding decides, even `K` without '=' (python-dotenv reads it as no value).
-        last = next((b for b in reversed(_bindings(text)) if b.key == knob), None)
+        last = next((b for b in reversed(read_bindings(text)) if b.key == knob), None)
         if last is None or last.value is None:
             exact = source is not None and "\n" not in source and \
                 self._keys(f"{knob}={source}\n").get(knob) == value
@@ -329,13 +207,13 @@ class DotenvFormat(TargetFormat):
         value; None for a flag, an interpolated or absent value."""
         if is_flag_name(knob):
             return None
-        b = next((b for b in reversed(_bindings(text)) if b.key == knob), None)
+        b = next((b for b in reversed(read_bindings(text)) if b.key == knob), None)
         if b is None or b.value is None or _is_dynamic(b) or b.eq < 0:
             return None
         return text[b.eq + 1 : b.value_end]
 
     def set_exact(self, text: str, knob: str, value: str, source: str | None) -> str:
-        last = next((b for b in reversed(_bindings(text)) if b.key == knob), None)
+        last = next((b for b in reversed(read_bindings(text)) if b.key == knob), None)
         if source is None or last is None or last.value is None or is_flag_name(knob):
             return self.set(text, knob, value)
         return self.edit_many(text, {knob: value}, {knob: source})
@@ -359,9 +237,9 @@ class DotenvFormat(TargetFormat):
         for knob, value in edits.items():
             check_assignment_args(knob, value)
             _refuse_holder(text, knob)
-        bindings = _bindings(text)
+        bindings = read_bindings(text)
         last = {b.key: b for b in bindings}
-        cuts: list[tuple[_Binding, str | None]] = []  # (binding, new value text | None)
+        cuts: list[tuple[Binding, str | None]] = []  # (binding, new value text | None)
         for knob, value in edits.items():
             if value is None:
                 cuts += [(b, None) for b in bindings if b.key == knob]

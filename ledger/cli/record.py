@@ -126,9 +126,10 @@ def selection(at_line: int | None, all_places: bool) -> int | str | None:
 @place_options
 @click.option("--unset", is_flag=True, help="Remove the knob (give KNOB alone).")
 @string_option
-@click.option("--in", "into", default=None, metavar="env|configmap",
+@click.option("--in", "into", default=None, metavar="env|configmap[:NAME]",
               help="k8s targets: write the knob in the container's env: list or in the "
-                   "ConfigMap of the file it takes through envFrom.")
+                   "ConfigMap of the file it takes through envFrom (configmap:NAME where "
+                   "it takes several).")
 @click.option("--adopt", is_flag=True, help="Record a change already made by hand.")
 @click.option("--before", help="With --adopt: the value before the hand edit.")
 @click.option("--before-unset", is_flag=True, help="With --adopt: the knob was unset before.")
@@ -228,6 +229,9 @@ any env knob."""
 @place_options
 @click.option("--unset", is_flag=True, help="Remove the flag from the launch command.")
 @string_option
+@click.option("--in", "into", default=None, metavar="args|env",
+              help="k8s targets: put a new flag in the container's command/args or in its "
+                   "env string of flags (VLLM_ADDITIONAL_ARGS) where it has both.")
 @past_options
 @check_options
 @json_option

@@ -13,7 +13,6 @@ from ledger.cli.common import wants_json
 from ledger.cli.live import print_live
 from ledger.cli.live import restart_option
 from ledger.cli.output import safe
-from ledger.cli.output import stale_note
 from ledger.cli.record import when_option
 from ledger.core.display import change_text
 

@@ -71,6 +71,9 @@ def target() -> None:
 @click.option("--key-path", metavar="PATH",
               help="yaml-map: where the map is, e.g. decode_environment or envs.decode "
                    "(default: the whole file).")
+@click.option("--doc", metavar="N|KIND/NAME",
+              help="yaml-map: the YAML document of a file of several, by number (from 1) "
+                   "or kind/name (Deployment/vllm); the same as --key-path DOC:PATH.")
 @click.option("--flags", type=click.Choice(list(FLAG_ENGINES)),
               help="yaml-map: the keys are this engine's server arguments (an "
                    "`sglang --config` / `vllm serve --config` file).")
@@ -79,8 +82,8 @@ def target() -> None:
 @dry_run_option
 @click.pass_context
 def target_add(ctx, name: str, path: str, fmt: str, container: str | None,
-               key_path: str | None, flags: str | None, root_name: str | None,
-               dry_run: bool) -> None:
+               key_path: str | None, doc: str | None, flags: str | None,
+               root_name: str | None, dry_run: bool) -> None:
     """Put the file PATH under management as target NAME.
 
     Inside the workspace PATH is written relative (and the file is committed with the
@@ -89,6 +92,13 @@ def target_add(ctx, name: str, path: str, fmt: str, container: str | None,
     from ledger.commands.setup import add_target
     from ledger.commands.setup import target_summary
 
+    if doc is not None:
+        from ledger.errors import UsageError
+
+        if fmt != "yaml-map":
+            raise UsageError("--doc selects a document of a yaml-map target (a k8s target's "
+                             "--container takes KIND/NAME/CONTAINER or DOC:PATH)")
+        key_path = f"{doc}:{key_path or ''}"
     s = ctx.find_object(State).session(ctx)
     t, new_root = add_target(s, name, path, fmt, container, Path.cwd(), dry_run, key_path,
                              flags, root_name)

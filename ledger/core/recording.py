@@ -190,8 +190,9 @@ class RecordOptions:
             if self.value is None or self.adopt:
                 raise UsageError("--string says how to write a new value; it does not go "
                                  "with --unset or --adopt")
-        if self.into not in (None, *INTO):
-            raise InvalidValue(f"--in {self.into!r}: give --in env or --in configmap")
+        if self.into is not None and self.into.partition(":")[0] not in INTO:
+            raise InvalidValue(f"--in {self.into!r}: give --in env or --in configmap[:NAME] "
+                               "(a flag: --in args or --in env)")
         if self.into is not None and (self.several or targets[0].format != "k8s"
                                       or self.value is None or self.adopt):
             raise UsageError("--in env|configmap selects where one k8s target's container "

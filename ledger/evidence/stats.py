@@ -47,7 +47,6 @@ The headline line of a summary is :mod:`ledger.evidence.headline`.
 
 from __future__ import annotations
 
-import hashlib
 import math
 import warnings
 from typing import TYPE_CHECKING
@@ -62,7 +61,6 @@ from ledger.evidence.load import CONCURRENCY
 from ledger.evidence.load import KINDS
 from ledger.evidence.load import RATE
 from ledger.evidence.load import LoadPoint
-from ledger.evidence.load import of_row
 from ledger.evidence.runs_csv import DIGEST_COLUMN
 from ledger.evidence.runs_csv import ID_COLUMNS
 from ledger.evidence.runs_csv import RUN_TIME

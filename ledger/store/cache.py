@@ -33,7 +33,6 @@ import os
 import pickle
 from pathlib import Path
 from typing import Any
-from typing import Iterable
 
 KEEP = 1024
 _FORMAT = 1  # the layout of a cache file; bump to retire every older one

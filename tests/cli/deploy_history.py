@@ -79,9 +79,13 @@ done < <(docker logs -f --tail=0 $server_name 2>&1)
 C11 = C9[:C9.index("python3 -m sglang")] + DOCKER_LAUNCH
 C12 = C11.replace("export SGLANG_INIT_NEW_TOKEN_RATIO=0.5\n", "").replace(
     " -e SGLANG_INIT_NEW_TOKEN_RATIO", "").replace("--mem-fraction-static 0.88 ", "")
+# The export reaches the container only with an -e of its own (docker run passes no other
+# env): a CTAS export without one would have been a change the server never saw.
 C13 = C12.replace("export SGLANG_DISAGGREGATION_QUEUE_SIZE=8\n",
                   "export SGLANG_DISAGGREGATION_QUEUE_SIZE=8\n"
-                  "export SGLANG_SM120_MMA_TARGET_CTAS=512  # +12.8% @c64\n")
+                  "export SGLANG_SM120_MMA_TARGET_CTAS=512  # +12.8% @c64\n").replace(
+    "  -e SGLANG_DISAGGREGATION_BOOTSTRAP_TIMEOUT \\\n",
+    "  -e SGLANG_DISAGGREGATION_BOOTSTRAP_TIMEOUT -e SGLANG_SM120_MMA_TARGET_CTAS \\\n")
 # c14: git revert c13
 C15 = C12.replace("CONC=${CONC:-64}", "CONC=${CONC:-128}").replace(
     "--port 30000 \"${EXTRA_ARGS", "--port 30000 --watchdog-timeout 600 \"${EXTRA_ARGS")

@@ -27,7 +27,12 @@ from ledger.store.targets import anchor_in
 from ledger.store.targets import edit_target
 from ledger.store.targets import parse_target
 from ledger.store.targets import source_in
+from tests.cli.test_docker_env import SGLANG_SUDO
+from tests.cli.test_docker_env import VLLM_DOCKER
 from tests.cli.test_exact_reverts import COMPOSE_FOLDED
+from tests.cli.test_wrapper_env import NOT_CLEAN
+from tests.cli.test_wrapper_env import PREFIXED
+from tests.envknobs.systemd_shapes import APPTAINER_UNIT
 from tests.cli.test_exact_reverts import LWS
 from tests.cli.test_exact_reverts import SGLANG_VARS
 from tests.cli.test_one_spelling import COMPOSE_ARGS
@@ -99,9 +104,14 @@ CASES = {
     "bash": (Target("t", "f", "bash"), SGLANG_VARS),
     "bash-no-newline": (Target("t", "f", "bash"), SGLANG_VARS.rstrip("\n")),
     "bash-apptainer": (Target("t", "f", "bash"), SLURM_APPTAINER),
+    "bash-docker": (Target("t", "f", "bash"), VLLM_DOCKER),
+    "bash-apptainerenv": (Target("t", "f", "bash"), PREFIXED),
+    "bash-apptainer-not-clean": (Target("t", "f", "bash"), NOT_CLEAN),
+    "bash-sudo-docker": (Target("t", "f", "bash"), SGLANG_SUDO),
     "skypilot-run": (Target("t", "f", "bash", key_path="run"), SKYPILOT),
     "dotenv": (Target("t", "f", "dotenv"), DOTENV),
     "systemd": (Target("t", "f", "systemd"), UNIT),
+    "systemd-apptainer": (Target("t", "f", "systemd"), APPTAINER_UNIT),
     "k8s-lws": (Target("t", "f", "k8s", container="sglang-leader"), LWS),
     "k8s-env-args": (Target("t", "f", "k8s", container="main"), KSERVE),
     "k8s-env": (Target("t", "f", "k8s", container="sglang"), ENV_ITEMS),

@@ -122,7 +122,10 @@ def test_target_show_names_the_wrapper_env(ws):  # noqa: F811
     ws.add("serve.sbatch", SLURM_APPTAINER, "--format", "bash")
     shown = ws.run("target", "show", "t").stdout
     assert "HF_HUB_OFFLINE" in shown
-    assert "not the script's exports MODEL (line 6), VLLM_ATTENTION_BACKEND (line 8)" in shown
+    # MODEL is expanded on the wrapper's own line ("vllm serve $MODEL"): the script's value
+    # is the server's model, so it is a knob of this launch; the backend export is not
+    assert "not the script's exports VLLM_ATTENTION_BACKEND (line 8) (recording" in shown
+    assert "MODEL" in shown.split("not the script's exports")[0]
 
 
 def test_an_env_option_holding_several_variables_is_not_edited_inside():
@@ -133,3 +136,90 @@ def test_an_env_option_holding_several_variables_is_not_edited_inside():
                                               r"in one option.*one --env K=V each by hand"):
             bash.set(script, knob, "3")
     assert bash.set(script, "--port", "8001") == script.replace("8000", "8001")
+
+
+# Issue 50: apptainer passes the script's APPTAINERENV_K / SINGULARITYENV_K in as K even
+# with --cleanenv.  The shape of public Slurm vLLM jobs (#SBATCH header, module load, an
+# `apptainer exec --nv --cleanenv` over continuation lines) with the prefix exports that
+# apptainer's docs show for passing one variable into a clean container.
+PREFIXED = """\
+#!/bin/bash
+#SBATCH --job-name=vllm
+#SBATCH --gres=gpu:4
+set -euo pipefail
+export HF_HOME=/scratch/$USER/hf
+export APPTAINERENV_VLLM_ATTENTION_BACKEND=FLASHINFER
+export SINGULARITYENV_HF_HUB_OFFLINE=1
+export VLLM_USE_V1=1  # not the server's: no prefix, no --env
+
+module load apptainer
+apptainer exec --nv --cleanenv \\
+  --env HF_HOME="$HF_HOME" \\
+  /scratch/sif/vllm.sif \\
+  vllm serve /models/llama --tensor-parallel-size 4 --port 8000
+"""
+
+
+def test_a_prefixed_export_is_the_knob_it_sets_inside():
+    bash = get_format("bash")
+    values = bash.parse(PREFIXED)
+    assert values["VLLM_ATTENTION_BACKEND"] == "FLASHINFER"
+    assert values["HF_HUB_OFFLINE"] == "1"
+    assert "VLLM_USE_V1" not in values and "APPTAINERENV_VLLM_ATTENTION_BACKEND" not in values
+    places = {k.knob: k.places[0] for k in bash.summary(PREFIXED).knobs}
+    assert places["VLLM_ATTENTION_BACKEND"].line == 6  # shown where it is set
+    assert places["HF_HUB_OFFLINE"].raw.startswith("export SINGULARITYENV_HF_HUB_OFFLINE=1")
+    out = bash.set(PREFIXED, "VLLM_ATTENTION_BACKEND", "FLASH_ATTN")
+    assert out == PREFIXED.replace("=FLASHINFER", "=FLASH_ATTN")  # edited in place
+    assert bash.set(PREFIXED, "HF_HUB_OFFLINE", "0") == PREFIXED.replace("OFFLINE=1", "OFFLINE=0")
+
+
+def test_a_new_knob_takes_the_prefix_the_script_uses():
+    bash = get_format("bash")
+    out = bash.set(PREFIXED, "VLLM_USE_V1", "0")
+    assert "export APPTAINERENV_VLLM_USE_V1=0\n" in out
+    assert "export VLLM_USE_V1=1  #" in out  # still reaches nothing: left alone
+    assert bash.parse(out)["VLLM_USE_V1"] == "0"
+    assert bash.unset(out, "VLLM_USE_V1") == PREFIXED
+    # an --env option wins over the prefix (apptainer's order)
+    both = PREFIXED.replace('--env HF_HOME="$HF_HOME"', "--env HF_HUB_OFFLINE=0")
+    assert bash.parse(both)["HF_HUB_OFFLINE"] == "0"
+    # without prefixed exports a new knob stays an --env option
+    assert "--env VLLM_USE_V1=0" in bash.set(SLURM_APPTAINER, "VLLM_USE_V1", "0")
+
+
+def test_unset_removes_the_prefixed_export_and_revert_puts_it_back(ws):  # noqa: F811
+    path = ws.add("serve.sbatch", PREFIXED, "--format", "bash")
+    ws.record("VLLM_USE_V1=0")
+    assert "export APPTAINERENV_VLLM_USE_V1=0\n" in path.read_text()
+    ws.record("VLLM_ATTENTION_BACKEND", "--unset")
+    assert "ATTENTION_BACKEND" not in path.read_text()
+    ws.record("HF_HUB_OFFLINE=0")
+    assert ws.run("revert", "--perf-only", "--why", "w").exit_code == 0
+    assert path.read_text() == PREFIXED
+    shown = ws.run("target", "show", "t").stdout
+    assert "not the script's exports VLLM_USE_V1 (line 8) (recording one of them writes an " \
+           "export APPTAINERENV_K line)" in shown
+
+
+# Without --cleanenv apptainer passes the script's env on, and APPTAINERENV_K still wins
+# over the script's own K (the shape of Slurm jobs that `srun apptainer exec --nv`).
+NOT_CLEAN = """\
+#!/bin/bash
+#SBATCH --gres=gpu:1
+export VLLM_ATTENTION_BACKEND=FLASH_ATTN
+export APPTAINERENV_VLLM_ATTENTION_BACKEND=FLASHINFER
+export VLLM_USE_V1=1
+srun apptainer exec --nv /scratch/sif/vllm.sif vllm serve /models/m --port 8000
+"""
+
+
+def test_without_cleanenv_the_prefixed_export_wins_and_is_the_place():
+    bash = get_format("bash")
+    values = bash.parse(NOT_CLEAN)
+    assert values["VLLM_ATTENTION_BACKEND"] == "FLASHINFER" and values["VLLM_USE_V1"] == "1"
+    assert "APPTAINERENV_VLLM_ATTENTION_BACKEND" not in values
+    out = bash.set(NOT_CLEAN, "VLLM_ATTENTION_BACKEND", "XFORMERS")
+    assert out == NOT_CLEAN.replace("=FLASHINFER", "=XFORMERS")  # not the export it shadows
+    out = bash.unset(NOT_CLEAN, "VLLM_ATTENTION_BACKEND")  # both, or FLASH_ATTN would show
+    assert "VLLM_ATTENTION_BACKEND" not in out and "VLLM_USE_V1=1" in out

@@ -68,6 +68,26 @@ Restart=always
 WantedBy=multi-user.target
 """
 
+# An HPC node's vLLM unit running the site's SIF image with apptainer --cleanenv (the
+# shape of public systemd units for vLLM, and of the Slurm jobs' apptainer exec line).
+APPTAINER_UNIT = """\
+[Unit]
+Description=vLLM in apptainer
+After=network-online.target
+
+[Service]
+User=vllm
+Environment=VLLM_USE_V1=1
+Environment=APPTAINERENV_VLLM_ATTENTION_BACKEND=FLASHINFER
+ExecStart=/usr/bin/apptainer exec --nv --cleanenv --env HF_HUB_OFFLINE=1 \\
+    /opt/sif/vllm-openai.sif vllm serve /models/llama --port 8000
+Restart=on-failure
+
+[Install]
+WantedBy=multi-user.target
+"""
+
+
 DOCKER_UNIT = """\
 [Unit]
 Description=vLLM in docker
@@ -116,5 +136,6 @@ UNITS = {
     "env vllm": ENV_VLLM_UNIT,
     "dynamo": DYNAMO_UNIT,
     "docker": DOCKER_UNIT,
+    "apptainer": APPTAINER_UNIT,
     "script": SCRIPT_UNIT,
 }

@@ -95,8 +95,20 @@ def test_a_flag_in_the_argv_and_a_string_is_refused_naming_both():
         k8s.set(WITH_ARGV, "--max-num-seqs", "16")
     assert "line 15 (in VLLM_ARGS: --max-num-seqs 32)" in str(e.value)
     assert "line 12 (in the container's command/args)" in str(e.value)
-    # a new flag goes on the command line, where the container has one
-    assert "$(VLLM_ARGS) --dtype bfloat16\"]" in k8s.set(WITH_ARGV, "--dtype", "bfloat16")
+    # a new flag could go on the command line or in the string: refused naming both,
+    # `record flag --in args|env` selects (it went on the command line silently before)
+    with pytest.raises(FormatError, match=r"--dtype can go in the command/args of container "
+                                          r"vllm \(line 12\) or in env VLLM_ARGS \(line 15\).*"
+                                          r"select one with --in args or --in env"):
+        k8s.set(WITH_ARGV, "--dtype", "bfloat16")
+    out = k8s.placed("args").set(WITH_ARGV, "--dtype", "bfloat16")
+    assert "$(VLLM_ARGS) --dtype bfloat16\"]" in out
+    assert k8s.placed("args").unset(out, "--dtype") == WITH_ARGV
+    out = k8s.placed("env").set(WITH_ARGV, "--dtype", "bfloat16")
+    assert k8s.parse(out)["--dtype"] == "bfloat16" and "$(VLLM_ARGS)\"]" in out
+    assert k8s.placed("env").unset(out, "--dtype") == WITH_ARGV
+    with pytest.raises(FormatError, match="--in configmap: a flag goes in the container's args"):
+        k8s.placed("configmap").set(WITH_ARGV, "--dtype", "bfloat16")
 
 
 def test_record_unset_and_revert_through_the_cli(ws):  # noqa: F811
@@ -109,3 +121,20 @@ def test_record_unset_and_revert_through_the_cli(ws):  # noqa: F811
     assert "env VLLM_ADDITIONAL_ARGS of container main" in shown
     assert ws.run("revert", "--perf-only", "--why", "w").exit_code == 0
     assert path.read_text() == KSERVE
+
+
+def test_record_flag_in_env_and_args_through_the_cli(ws):  # noqa: F811
+    path = ws.add("vllm.yaml", WITH_ARGV, "--format", "k8s", "--container", "vllm")
+    r = ws.run("record", "flag", "t", "--dtype=bfloat16", "--class", "perf", "--title", "t")
+    assert r.exit_code == 1 and str(path) in r.stderr and "--in args or --in env" in r.stderr
+    assert path.read_text() == WITH_ARGV
+    ws.record("--dtype=bfloat16", "--in", "env")
+    ws.record("--enforce-eager", "--in", "args")
+    text = path.read_text()
+    assert "--enforce-eager" in text.split("$(VLLM_ARGS)")[1].split("\n")[0]
+    assert get_format("k8s", container="vllm").parse(text)["--dtype"] == "bfloat16"
+    assert ws.run("revert", "--perf-only", "--why", "w").exit_code == 0
+    assert path.read_text() == WITH_ARGV
+    r = ws.run("restore", "--perf-only", "--why", "w")
+    assert r.exit_code == 0, r.stderr
+    assert path.read_text() == text  # each flag comes back where --in put it

@@ -29,12 +29,12 @@ def line_of(text: str, needle: str) -> int:
     return n
 
 
-@pytest.fixture
-def ws(tmp_path, ledger):
+def workspace(tmp_path, ledger, text: str):
+    """A workspace managing ``text`` as the k8s target ``sg``: (run, file)."""
     root = tmp_path / "ws"
     assert ledger("init", str(root), "--root", f"tmp={tmp_path}").exit_code == 0
     f = tmp_path / "sglang.yaml"
-    f.write_text(SGLANG_CM)
+    f.write_text(text)
     C = ["-C", str(root)]
     r = ledger(*C, "target", "add", "sg", str(f), "--format", "k8s", "--container", NAME)
     assert r.exit_code == 0, r.stderr
@@ -42,6 +42,11 @@ def ws(tmp_path, ledger):
     def run(*args):
         return ledger(*C, *args)
     return run, f
+
+
+@pytest.fixture
+def ws(tmp_path, ledger):
+    return workspace(tmp_path, ledger, SGLANG_CM)
 
 
 def record(run, *args):
@@ -146,3 +151,63 @@ def test_restore_puts_the_knob_back_where_in_put_it(ws, into):
     r = run("restore", "--perf-only")
     assert r.exit_code == 0, r.stderr
     assert f.read_bytes() == recorded
+
+
+# Two ConfigMaps of the file feed the container (a shared tuning map, then a per-model
+# one, as operators split SGLang's env): the refusal names each and --in configmap:NAME
+# picks one (issue 50).
+TWO_MAPS = SGLANG_CM.replace("""\
+  SGLANG_TORCH_PROFILER_DIR: "/tmp/profiles"
+""", """\
+  SGLANG_TORCH_PROFILER_DIR: "/tmp/profiles"
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: sglang-tuning
+data:
+  SGLANG_SET_CPU_AFFINITY: "1"
+""", 1).replace("""\
+            - configMapRef:
+                name: sglang-env
+""", """\
+            - configMapRef:
+                name: sglang-env
+            - configMapRef:
+                name: sglang-tuning
+""")
+
+
+@pytest.fixture
+def two(tmp_path, ledger):
+    return workspace(tmp_path, ledger, TWO_MAPS)
+
+
+def test_several_configmaps_are_named_and_configmap_name_picks_one(two):
+    run, f = two
+    r = record(run, "SGLANG_DISABLE_CUDNN_CHECK=1")
+    assert r.exit_code == 1 and str(f) in r.stderr
+    data = [k for k, ln in enumerate(TWO_MAPS.splitlines(), 1) if ln.strip() == "data:"]
+    assert f"ConfigMap sglang-env (line {data[0]})" in r.stderr
+    assert f"ConfigMap sglang-tuning (line {data[1]})" in r.stderr
+    assert "--in configmap:sglang-env or --in configmap:sglang-tuning" in r.stderr
+    r = record(run, "SGLANG_DISABLE_CUDNN_CHECK=1", "--in", "configmap")
+    assert r.exit_code == 1 and "name one with --in configmap:sglang-env" in r.stderr
+    assert f.read_text() == TWO_MAPS
+    r = record(run, "SGLANG_DISABLE_CUDNN_CHECK=1", "--in", "configmap:sglang-tuning")
+    assert r.exit_code == 0, r.stderr
+    assert '  SGLANG_SET_CPU_AFFINITY: "1"\n  SGLANG_DISABLE_CUDNN_CHECK: "1"\n' in f.read_text()
+    assert container_env_two(f.read_text())["SGLANG_DISABLE_CUDNN_CHECK"] == "1"
+    r = record(run, "SGLANG_X=1", "--in", "configmap:other")
+    assert r.exit_code == 1 and "none of them in this file is other" in r.stderr
+    assert run("revert", "--perf-only", "--why", "w").exit_code == 0
+    assert f.read_text() == TWO_MAPS
+
+
+def container_env_two(text: str) -> dict[str, str]:
+    docs = list(yaml.safe_load_all(text))
+    env: dict[str, str] = {}
+    for d in docs:  # envFrom order: sglang-env, then sglang-tuning (later wins)
+        if d["kind"] == "ConfigMap":
+            env.update(d["data"])
+    return env

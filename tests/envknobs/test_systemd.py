@@ -15,10 +15,14 @@ from envknobs.formats import get_format
 from envknobs.formats.common import FormatError
 from envknobs.formats.common.places import PlaceEdit
 from envknobs.formats.systemd import SystemdFormat
+from envknobs.formats.systemd.container import env_knobs
+from envknobs.formats.systemd.execstart import launch_of
+from envknobs.formats.systemd.service import read_service
 from tests.envknobs.systemd_oracle import needs_systemd
 from tests.envknobs.systemd_oracle import systemd_reads
 from tests.envknobs.systemd_shapes import DOCKER_UNIT
 from tests.envknobs.systemd_shapes import DYNAMO_UNIT
+from tests.envknobs.systemd_shapes import APPTAINER_UNIT
 from tests.envknobs.systemd_shapes import ONESHOT_UNIT
 from tests.envknobs.systemd_shapes import SCRIPT_UNIT
 from tests.envknobs.systemd_shapes import SGLANG_UNIT
@@ -45,7 +49,11 @@ def test_env_is_what_systemd_reads(tmp_path, shape):
     assert parsed.warnings == []
     computed = {k for k, s in ((k, FMT.knob(text, k)) for k in parsed.env)
                 if s is not None and s.places[0].computed}
-    assert _env_of(text) == {k: v for k, v in parsed.env.items() if k not in computed}
+    read = {k: v for k, v in parsed.env.items() if k not in computed}
+    # what systemd hands the command, as far as the server gets it: a container launch
+    # (docker run) passes none of it but its own -e options (issue 50)
+    svc = read_service(text)
+    assert _env_of(text) == env_knobs(svc, launch_of(svc), read)
 
 
 def test_flags_are_read_from_execstart():
@@ -191,3 +199,28 @@ def test_a_flag_added_after_a_computed_word_goes_last_and_wins(tmp_path):
     assert out == text.replace("$OPTS\n", "$OPTS --port 2\n")
     # systemd-analyze shows the unexpanded $OPTS (expanded at start): --port 2 is last
     assert systemd_reads(out, tmp_path).commands[0][-3:] == ["$OPTS", "--port", "2"]
+
+
+def test_a_cleanenv_apptainer_unit_takes_only_what_apptainer_passes_in():
+    """Issue 50: Environment= reaches `apptainer exec --cleanenv`, not the server, except
+    APPTAINERENV_K (the server's K); --env options are named in a note."""
+    assert _env_of(APPTAINER_UNIT) == {"VLLM_ATTENTION_BACKEND": "FLASHINFER"}
+    summary = FMT.summary(APPTAINER_UNIT)
+    place = summary.get("VLLM_ATTENTION_BACKEND").places[0]
+    assert place.line == 8 and place.raw == "APPTAINERENV_VLLM_ATTENTION_BACKEND=FLASHINFER"
+    assert any("Environment= VLLM_USE_V1 (line 7) reaches that wrapper, not the server" in n
+               for n in summary.notes)
+    assert any("--env options on that line: HF_HUB_OFFLINE=1" in n for n in summary.notes)
+    out = FMT.set(APPTAINER_UNIT, "VLLM_ATTENTION_BACKEND", "FLASH_ATTN")
+    assert out == APPTAINER_UNIT.replace("=FLASHINFER", "=FLASH_ATTN")
+    out = FMT.set(APPTAINER_UNIT, "VLLM_USE_V1", "0")  # a line that reaches the server
+    assert "Environment=APPTAINERENV_VLLM_USE_V1=0\n" in out
+    assert "Environment=VLLM_USE_V1=1\n" in out
+    assert FMT.unset(out, "VLLM_USE_V1") == APPTAINER_UNIT
+    with pytest.raises(FormatError, match=r"line 9: ExecStart= runs /usr/bin/apptainer exec "
+                                          r"--cleanenv: .*edit its --env HF_HUB_OFFLINE=VALUE "
+                                          r"on that line by hand"):
+        FMT.set(APPTAINER_UNIT, "HF_HUB_OFFLINE", "0")
+    with pytest.raises(FormatError, match=r"line 9: ExecStart= runs docker/podman run: .*"
+                                          r"write -e VLLM_USE_V1=VALUE on that line by hand"):
+        FMT.set(DOCKER_UNIT, "VLLM_USE_V1", "1")

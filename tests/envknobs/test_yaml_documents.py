@@ -83,3 +83,32 @@ def test_a_record_in_a_bundle_reverts_byte_for_byte(ws):  # noqa: F811
     assert path.read_text() == BUNDLE
     shown = ws.run("target", "show", "t").stdout
     assert "VLLM_ATTENTION_BACKEND" in shown and "vllm-llama" not in shown.split("\n", 1)[1]
+
+
+def test_a_document_is_picked_by_its_kind_and_name():
+    env = get_format("yaml-map", key_path="ConfigMap/vllm-llama-env:data", strings=True)
+    assert env.parse(BUNDLE)["VLLM_USE_V1"] == "1"
+    out = env.set(BUNDLE, "VLLM_USE_V1", "0")
+    assert out == BUNDLE.replace('VLLM_USE_V1: "1"', 'VLLM_USE_V1: "0"')
+    meta = get_format("yaml-map", key_path="Service/vllm-llama:metadata")
+    assert meta.parse(BUNDLE) == {"name": "vllm-llama"}
+    with pytest.raises(FormatError, match=r"no YAML document is Deployment/other: document 1 "
+                                          r"at line 1 \(ConfigMap/vllm-llama-env\); document 2 "
+                                          r"at line 10 \(Deployment/vllm-llama\); document 3 at "
+                                          r"line 26 \(Service/vllm-llama\); pick one with --doc N"):
+        get_format("yaml-map", key_path="Deployment/other:metadata").parse(BUNDLE)
+
+
+def test_target_add_doc_selects_the_document_and_the_refusal_offers_it(ws):  # noqa: F811
+    path = ws.add("bundle.yaml", BUNDLE, "--format", "yaml-map", "--doc",
+                  "ConfigMap/vllm-llama-env", "--key-path", "data")
+    ws.record("VLLM_USE_V1=0")
+    assert 'VLLM_USE_V1: "0"' in path.read_text()
+    assert ws.run("revert", "--perf-only", "--why", "w").exit_code == 0
+    assert path.read_text() == BUNDLE
+    r = ws.run("target", "add", "u", path, "--format", "yaml-map", "--key-path", "metadata")
+    assert r.exit_code == 1 and "bundle.yaml" in r.stderr
+    assert "document 1 at line 1 (ConfigMap/vllm-llama-env)" in r.stderr
+    assert "pick one with --doc N or --doc KIND/NAME" in r.stderr
+    r = ws.run("target", "add", "v", path, "--format", "k8s", "--doc", "1")
+    assert r.exit_code == 2 and "--doc selects a document of a yaml-map target" in r.stderr

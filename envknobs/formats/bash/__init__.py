@@ -12,7 +12,8 @@ comments, quoted strings and here-documents is never a knob.  What counts:
   last ``exec CMD`` is the launch, else the last command with ``K=V`` prefixes, else the
   end of the script (a file that is sourced).  Nothing after a launch is seen by it;
 * ``docker run`` / ``podman run``: the container's env is its ``-e K=V`` / ``--env K=V`` /
-  ``--env=K=V`` options (``-e K`` passes the shell's K through);
+  ``--env=K=V`` options only (``-e K`` passes the shell's K through; an ``export K`` or a
+  ``K=V docker run`` prefix without it never reaches the server, see :mod:`.wrappers`);
 * launch flags, as knobs named ``--flag`` (:mod:`envknobs.flags`): ``--x v``, ``--x=v``,
   switches, ``--no-x``, ``nargs`` lists, on the launch line or in an ``args=( ... )``
   array expanded there with ``"${args[@]}"``.
@@ -82,6 +83,7 @@ from envknobs.formats.bash.summary import to_places
 from envknobs.formats.common.shellwords import decode_value
 from envknobs.formats.common.shellwords import quote_value
 from envknobs.formats.bash.write import add_docker_env
+from envknobs.formats.bash.write import with_source
 from envknobs.formats.bash.write import add_flag
 from envknobs.formats.bash.write import add_prefix
 from envknobs.formats.bash.write import value_span
@@ -227,10 +229,9 @@ class BashFormat(TargetFormat):
         if state is None or len(state.places) != 1 or state.conditional:
             return self.set(text, knob, value)
         site = state.places[0]
-        span = value_span(text, site)
-        if span is None:
+        out = with_source(text, site, source)
+        if out is None:
             return self.set(text, knob, value)
-        out = text[: span[0]] + source + text[span[1]:]
         try:
             after = _read(out)
             reads = self.parse_exact(out).get(knob) == value and self.source(out, knob) == source
@@ -483,5 +484,5 @@ class BashFormat(TargetFormat):
                     out = add_prefix(out, current, knob, value)
         else:
             pos, indent = insertion_point(a, knob)
-            out = insert_line(text, pos, f"{indent}export {knob}={quote_value(value)}")
+            out = insert_line(text, pos, f"{indent}export {sel.name or knob}={quote_value(value)}")
         return verify_added(a, analyse(out), knob, value, launches)

@@ -37,6 +37,8 @@ from envknobs.formats.common.launch import flag_lookup
 from envknobs.formats.common.launch import launch_shape
 from envknobs.formats.common.launch import scan_flags
 from envknobs.formats.common.shell_lexer import Word
+from envknobs.formats.common.shellwords import expanded_names
+from envknobs.formats.common.wrappers import CONTAINER_ENV_PREFIXES
 from envknobs.formats.common.text import line_of
 
 MAX_ARGV_COMBINATIONS = 64
@@ -224,12 +226,38 @@ class Analysis:
                 env = [e for e in launch.shape.env if e.name == name]
                 if env and not env[-1].passthrough:
                     return frozenset({self.env_site(env[-1], launch.ordinal)})
-                if launch.shape.clean and not env:  # only its env options reach the server
-                    return frozenset({None})
-            prefixes = [w for w in launch.prefixes if w.assignment()[0] == name]  # type: ignore[index]
-            if prefixes:
-                d = next(d for d in self._prefix_defs(launch) if d.word is prefixes[-1])
-                return frozenset({self.def_site(d, launch.ordinal)})
+                if not self.script_reaches(launch, name):  # only its env options reach it
+                    return self._prefixed_seen(visit, launch, name)
+                if launch.shape.clean and not env:  # `--tp $TP`: the script's TP, no prefix
+                    return self._script_seen(visit, name)
+            if launch.shape is not None and launch.shape.env_prefixes:  # apptainer exec
+                if name.startswith(launch.shape.env_prefixes):
+                    return frozenset({None})  # apptainer takes it in as the name after it
+                prefixed = self._prefixed_seen(visit, launch, name)  # APPTAINERENV_K wins
+                if prefixed - {None}:
+                    return prefixed
+            return self._launch_seen(visit, launch, name)
+        return self._script_seen(visit, name)
+
+    def _launch_seen(self, visit: Visit, launch: Launch, name: str) -> frozenset:
+        prefixes = [w for w in launch.prefixes if w.assignment()[0] == name]  # type: ignore[index]
+        if prefixes:
+            d = next(d for d in self._prefix_defs(launch) if d.word is prefixes[-1])
+            return frozenset({self.def_site(d, launch.ordinal)})
+        return self._script_seen(visit, name)
+
+    def _prefixed_seen(self, visit: Visit, launch: Launch, name: str) -> frozenset:
+        """What a ``--cleanenv`` apptainer launch gets as ``name`` from the script's
+        ``APPTAINERENV_name`` (else ``SINGULARITYENV_name``), which apptainer passes in as
+        ``name`` whatever the wrapper clears; an ``--env name=V`` wins over both (read
+        before this), and APPTAINERENV_ over SINGULARITYENV_ (apptainer's order)."""
+        for prefix in launch.shape.env_prefixes:  # type: ignore[union-attr]
+            seen = self._launch_seen(visit, launch, prefix + name)
+            if seen - {None}:
+                return seen
+        return frozenset({None})
+
+    def _script_seen(self, visit: Visit, name: str) -> frozenset:
         seen = set()
         for history in visit.state.get(name):
             if not history:
@@ -237,6 +265,46 @@ class Analysis:
             elif history[-1].word.array is None:
                 seen.add(self.def_site(history[-1]))
         return frozenset(seen)
+
+    def env_prefix_in_use(self, launch: Launch) -> str:
+        """The prefix (``APPTAINERENV_``) of the script's exports that set the container's
+        env of this ``--cleanenv`` launch, where it has such exports ("" where not: a new
+        knob is then an ``--env K=V`` option)."""
+        shape = launch.shape
+        for prefix in shape.env_prefixes if shape is not None else ():
+            if any(d.name.startswith(prefix) and d.kind == "export" and d.name != prefix
+                   for v in self.visits if v.launch == launch.ordinal for d in v.state.hist):
+                return prefix
+        return ""
+
+    def script_reaches(self, launch: Launch, name: str) -> bool:
+        """Whether the script's own assignments of ``name`` are what ``launch`` takes: always,
+        but on a container launch that takes only its ``-e``/``--env`` options (``docker
+        run``, ``apptainer exec --cleanenv``): there only through an ``-e K`` pass-through
+        or the line's own ``$K`` (``--tp $TP``), and never where an ``-e K=V`` sets it
+        (nor through ``-e K`` behind ``sudo``, which hands docker none of the script's K)."""
+        shape = launch.shape
+        if shape is None or not shape.clean:
+            return True
+        env = [e for e in shape.env if e.name == name]
+        if env:
+            return env[-1].passthrough and shape.passes_script_env
+        return name in self.host_refs(launch)
+
+    def host_refs(self, launch: Launch) -> set[str]:
+        """The script variables the launch line expands in the server's own command
+        (``--tp $TP``, ``bash -lc "vllm serve $MODEL"``): a container launch takes their
+        values even where the variable never reaches the container's environment.  Those
+        in the wrapper's options (``--name $NAME``, ``-B "$HF_HOME:$HF_HOME"``) are not
+        the server's."""
+        cached = getattr(launch, "_refs", None)
+        if cached is None:
+            shape, words = launch.shape, launch.simple.words
+            first = (shape.runs or (shape.args[0] if shape.args else None)) if shape else None
+            at = next((i for i, w in enumerate(words) if w is first), len(words))
+            cached = set().union(*(expanded_names(w.text) for w in words[at:]))
+            launch._refs = cached  # type: ignore[attr-defined]
+        return cached
 
     def _prefix_defs(self, launch: Launch) -> list[Def]:
         cached = getattr(launch, "_defs", None)
@@ -301,6 +369,9 @@ class Analysis:
                 names.extend(w.assignment()[0] for w in launch.prefixes)  # type: ignore[index]
                 if launch.shape is not None:
                     names.extend(e.name for e in launch.shape.env)
+        # APPTAINERENV_K sets K in the container (see _prefixed_seen)
+        names.extend(n[len(p):] for n in list(names) for p in CONTAINER_ENV_PREFIXES
+                     if n.startswith(p) and len(n) > len(p))
         per_knob: dict[str, list[tuple[int, frozenset]]] = {}
         for name in dict.fromkeys(names):
             seen = [(v.launch, self.env_seen(v, name)) for v in self.visits]

@@ -11,10 +11,11 @@ Which commands are looked at: the script's launch commands when it has any (a wr
 front of a recognised server); else every command (a launch the reader cannot see into,
 ``apptainer exec ... bash -lc "vllm serve ..."``, is still the command that runs it).
 
-Where the wrapper is ``apptainer``/``singularity exec --cleanenv`` the launch is read as a
-container launch (:func:`.launch.container_shape`): its ``--env K=V`` options are the
-server's env and a knob is written there, so no refusal is needed; ``target show`` names
-the exports above it that do not reach the server.
+Where the wrapper is ``docker``/``podman run`` or ``apptainer``/``singularity exec
+--cleanenv`` the launch is read as a container launch (:func:`.launch.launch_shape`): its
+``-e K=V`` / ``--env K=V`` options are the server's env and a knob is written there, so no
+refusal is needed; ``target show`` names the exports above it that do not reach the
+server (an ``-e K`` passes the script's K through: that export is the knob's place).
 """
 
 from __future__ import annotations
@@ -55,16 +56,29 @@ def barrier_notes(a: Analysis) -> list[str]:
     for launch in a.launches:
         if launch.shape is None or not launch.shape.clean:
             continue
-        passed = {e.name for e in launch.shape.env}
         exported = {d.name: d for v in a.visits for d in v.state.hist
-                    if d.kind == "export" and d.name not in passed}
-        if exported:
-            listed = ", ".join(f"{n} (line {line_of(a.text, d.word.start)})"
-                               for n, d in sorted(exported.items()))
-            notes.append(f"line {line_of(a.text, launch.simple.start)}: the server gets only "
-                         f"this launch's --env options; not the script's exports {listed} "
-                         "(recording one of them writes an --env option)")
+                    if d.kind == "export" and not a.script_reaches(launch, d.name)
+                    and not d.name.startswith(launch.shape.env_prefixes or ("\0",))}
+        named = {e.name: e.passthrough for e in launch.shape.env}
+        opt, line = launch.shape.env_option, line_of(a.text, launch.simple.start)
+        plain = [n for n in exported if n not in named]
+        prefix = a.env_prefix_in_use(launch)
+        writes = f"an export {prefix}K line" if prefix else f"an {opt} option"
+        if plain:
+            also = f" and its {prefix}K exports" if prefix else ""
+            notes.append(f"line {line}: the server gets only this launch's {opt} options{also}; "
+                         f"not the script's exports {_listed(a, exported, plain)} (recording "
+                         f"one of them writes {writes})")
+        dropped = [n for n in exported if named.get(n)]
+        if dropped:
+            notes.append(f"line {line}: its {opt} K options pass on nothing of the script's "
+                         f"(the wrapper in front of it drops the environment): not its exports "
+                         f"{_listed(a, exported, dropped)}")
     return notes
+
+
+def _listed(a: Analysis, defs: dict, names: list[str]) -> str:
+    return ", ".join(f"{n} (line {line_of(a.text, defs[n].word.start)})" for n in sorted(names))
 
 
 def refuse_unreached(a: Analysis, knob: str) -> None:

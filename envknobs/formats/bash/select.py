@@ -42,6 +42,7 @@ class Selection:
     state: KnobState | None
     sites: list[Site] = field(default_factory=list)
     new_on: list[Launch] = field(default_factory=list)  # launches a new place goes on
+    name: str = ""  # the variable a new export sets, where not the knob (APPTAINERENV_K)
 
     def key(self, site: Site) -> str:
         return self.state.key(site)  # type: ignore[union-attr]
@@ -100,8 +101,29 @@ def _new_places(a: Analysis, knob: str, action: str) -> Selection:
         if len(a.launches) > 1:
             raise AmbiguousKnob(knob, [], action, "is on no launch line yet; the launch commands are at", lines)
         _env_file_refusal(docker, knob, a.text)
+        if _passed_through(a, docker[0], knob) or knob in a.host_refs(docker[0]):
+            return Selection(None)  # `-e K`, `--tp $K`: the script's K reaches it, an export
+        prefix = a.env_prefix_in_use(docker[0])
+        if prefix:  # the script passes its container env as APPTAINERENV_K: one more
+            return Selection(None, name=prefix + knob)
         return Selection(None, [], docker)
     return Selection(None)
+
+
+def _passed_through(a: Analysis, launch: Launch, knob: str) -> bool:
+    """Whether the launch's last ``-e K`` for ``knob`` passes the script's K through
+    (then a new knob is an ``export``, as without docker); refused where it passes none
+    of it (``sudo docker run -e K``): an ``-e K=V`` beside it would be a second spelling."""
+    env = [e for e in launch.shape.env if e.name == knob]  # type: ignore[union-attr]
+    if not env or not env[-1].passthrough:
+        return False
+    if not launch.shape.passes_script_env:  # type: ignore[union-attr]
+        raise FormatError(
+            f"line {line_of(a.text, env[-1].word.start)}: `-e {knob}` passes the {knob} of "
+            "the environment docker runs in, and the wrapper in front of it (sudo) gives "
+            f"docker none of the script's; write -e {knob}=VALUE there by hand (or sudo "
+            f"--preserve-env={knob}), then record {knob} again")
+    return True
 
 
 def select(a: Analysis, knob: str, at: int | str | None, action: str) -> Selection:
@@ -263,9 +285,12 @@ def _removal_cuts(a: Analysis, knob: str) -> tuple[list[tuple[int, int, bool]], 
     """What :func:`remove_everywhere` takes out of ``a.text`` (spans, each a whole
     statement's lines or one word), and the assignment statements (by id) it touches."""
     text = a.text
-    defs = {id(d): d for v in a.visits for d in v.state.hist if d.name == knob and d.kind != "unset"}
-    if a.launches and all(l.shape is not None and l.shape.clean for l in a.launches):
-        defs = {}  # behind `apptainer exec --cleanenv` the script's own assignments reach nothing
+    # APPTAINERENV_K sets K behind `apptainer exec --cleanenv`: removed with K
+    names = {knob} | {p + knob for l in a.launches if l.shape for p in l.shape.env_prefixes}
+    defs = {id(d): d for v in a.visits for d in v.state.hist if d.name in names and d.kind != "unset"}
+    if a.launches and not any(a.script_reaches(l, knob) for l in a.launches):
+        # behind `docker run`, `apptainer exec --cleanenv` (no `-e K`) K's own reach nothing
+        defs = {i: d for i, d in defs.items() if d.name != knob}
     cuts: list[tuple[int, int, bool]] = []
     by_statement: dict[int, list[Def]] = {}
     for d in defs.values():

@@ -48,13 +48,44 @@ def value_span(text: str, site: Site) -> tuple[int, int] | None:
         found = obj.word.assignment() if site.kind != "unset" else None
         return (found[2], obj.word.end) if found else None
     if isinstance(obj, DockerEnv):
-        return (obj.value_start, obj.word.end) if obj.value_start >= 0 else None
+        return (obj.value_start, obj.word.end) if obj.value_start >= 0 else _quoted_env(obj)
     if isinstance(obj, FlagUse):
         if obj.form == "space" and len(obj.values) == 1:
             return obj.values[0].start, obj.values[0].end
         if obj.form == "equals" and "=" in obj.word.text:
             return obj.word.start + obj.word.text.index("=") + 1, obj.word.end
     return None
+
+
+def _quoted_env(env: DockerEnv) -> tuple[int, int] | None:
+    """V's span inside a double-quoted ``-e "K=V"`` (``--env "HF_TOKEN=$HF_TOKEN"``, as
+    vLLM's and SGLang's docker commands write it), where V holds no quote of its own."""
+    word = env.word
+    cut = word.text.index("=") + 1 if env.option is word else 0  # --env="K=V"
+    pair = word.text[cut:]
+    head = f'"{env.name}='
+    if not (pair.startswith(head) and pair.endswith('"') and len(pair) > len(head)):
+        return None
+    inner = pair[len(head):-1]
+    if '"' in inner or "\\" in inner:
+        return None
+    return word.start + cut + len(head), word.end - 1
+
+
+def with_source(text: str, site: Site, source: str) -> str | None:
+    """``text`` with ``site``'s value written as the shell text ``source`` (what a revert
+    of a computed value writes back); None where the site has no value word.  A docker
+    ``-e 'K=V'`` whose V went in quoted whole gets ``"K=SOURCE"`` back, the form that
+    held an expansion."""
+    span = value_span(text, site)
+    if span is not None:
+        return text[: span[0]] + source + text[span[1]:]
+    env = site.obj
+    if not isinstance(env, DockerEnv) or '"' in source or "\\" in source:
+        return None
+    word = env.word
+    start = word.start + (word.text.index("=") + 1 if env.option is word else 0)
+    return text[:start] + f'"{env.name}={source}"' + text[word.end:]
 
 
 def computed_text(text: str, site: Site) -> str | None:

@@ -8,8 +8,8 @@ are in the script (a PD launcher has two, prefill and decode):
 * ``vllm serve [MODEL]`` and ``python -m vllm.entrypoints.openai.api_server``;
 * ``python3 -m dynamo.vllm`` / ``dynamo.sglang`` (Dynamo workers: the engine's flags);
 * ``python -m engine serve`` (the bundled engine);
-* ``docker run`` / ``podman run``: the container's env is in its ``-e``/``--env`` options,
-  and the server's flags follow the image (after a recognized server command inside,
+* ``docker run`` / ``podman run``: the container's env is its ``-e``/``--env`` options
+  only (the script's exports reach it through ``-e K`` alone), and the server's flags follow the image (after a recognized server command inside,
   or directly after an image whose name says ``vllm``, whose entrypoint is the server).
 
 Wrappers in front are stepped over, each with its own options (the table is in
@@ -37,6 +37,7 @@ from envknobs.formats.common.shellwords import decode_value
 from envknobs.formats.common.shellwords import quote_value
 from envknobs.formats.common.wrappers import WRAPPERS
 from envknobs.formats.common.wrappers import TWO_WORDS
+from envknobs.formats.common.wrappers import env_dropped
 from envknobs.formats.common.wrappers import skip_options
 from envknobs.formats.common.wrappers import wrapper_at
 from envknobs.formats.common.shell_lexer import Word
@@ -55,16 +56,6 @@ _MODULES = {
 }
 _NEGATIVE = re.compile(r"-\.?\d")
 _ARRAY_EXPANSION = re.compile(r'"?\$\{([A-Za-z_][A-Za-z0-9_]*)\[[@*]\]\}"?\Z')
-# docker/podman run options that take a value word (the rest are switches).
-_DOCKER_VALUED = frozenset(
-    """-e --env --env-file -v --volume -p --publish --name --gpus --shm-size --ipc --network
-    --net -w --workdir --entrypoint --ulimit --runtime --device --cap-add --cap-drop
-    --security-opt --mount -u --user -h --hostname -l --label -m --memory --cpus
-    --cpuset-cpus --restart --log-driver --log-opt --pid --platform --add-host --dns
-    --group-add --tmpfs --expose --stop-signal --stop-timeout --memory-swap --cgroupns --uts
-    --userns --pull --label-file --volumes-from --link --oom-score-adj --cidfile --ip
-    --health-cmd --env-host --annotation --pod --uidmap --gidmap""".split()
-)
 
 
 def word_text(word: Word) -> str | None:
@@ -108,6 +99,8 @@ class Shape:
     clean: bool = False  # only its env options reach the server (the script's exports do not)
     container: str = ""  # that wrapper, as ``target show`` names it
     runs: Word | None = None  # the command it runs when that is no server (``bash -lc ...``)
+    passes_script_env: bool = True  # an ``-e K`` gets the script's K (not behind ``sudo``)
+    env_prefixes: tuple[str, ...] = ()  # APPTAINERENV_K in the script is K inside
 
 
 def skip_wrappers(words: list[Word], k: int, prefixes: list[Word],
@@ -141,7 +134,7 @@ def skip_wrappers(words: list[Word], k: int, prefixes: list[Word],
                 return k
             texts = [word_text(w) for w in words]
             found = wrapper_at(texts, k)
-            if found is None:
+            if found is None or found[0].container:  # docker run: read by launch_shape
                 return k
             names: list[str] = []
             end = skip_options(texts, found[1], found[0], lambda t: t.startswith("-"), names)
@@ -176,36 +169,56 @@ def launch_shape(words: list[Word]) -> Shape | None:
         prefixes.append(words[k])
         k += 1
     clearing: list[tuple[int, int, int]] = []
-    k = skip_wrappers(words, k, prefixes, clearing)
+    start, k = k, skip_wrappers(words, k, prefixes, clearing)
     if clearing:
         return container_shape(words, clearing[-1], prefixes)
     if k >= len(words):
         return None
     program = (word_text(words[k]) or "").rsplit("/", 1)[-1]
     if program in ("docker", "podman") and k + 1 < len(words) and word_text(words[k + 1]) == "run":
-        return _docker_shape(words, k + 1, prefixes)
+        shape = _docker_shape(words, k + 1, prefixes)
+        # `sudo docker run -e K`: sudo gave docker none of the script's K to pass on
+        dropped = env_dropped([word_text(w) for w in words], start, lambda t: t.startswith("-"))
+        shape.passes_script_env = dropped is None or dropped[0] >= k
+        return shape
     found = _server_start(words, k)
     if found is None:
         return None
     engine, first = found
-    return Shape(engine, prefixes, words[first:])
+    return Shape(engine, prefixes, words[first:], env_prefixes=_env_prefixes(words, start, k))
+
+
+def _env_prefixes(words: list[Word], start: int, end: int) -> tuple[str, ...]:
+    """``APPTAINERENV_``... where an ``apptainer exec`` without ``--cleanenv`` is among the
+    wrappers at ``words[start:end]``: its ``APPTAINERENV_K`` wins over the script's K."""
+    texts = [word_text(w) for w in words]
+    for i in range(start, end):
+        found = wrapper_at(texts, i)
+        if found is not None and found[0].env_prefixes:
+            return found[0].env_prefixes
+    return ()
 
 
 def _docker_shape(words: list[Word], run: int, prefixes: list[Word]) -> Shape:
-    shape = Shape(None, prefixes, docker=True, env_anchor=words[run])
+    """``docker run`` / ``podman run``: only its ``-e`` options reach the container
+    (``clean``; the rule is the wrappers table's), unless podman's ``--env-host``."""
+    rule = WRAPPERS["docker run"]
+    shape = Shape(None, prefixes, docker=True, env_anchor=words[run], clean=True)
     k = run + 1
     while k < len(words):
         text = word_text(words[k])
         if not is_flag_word(text):
             break
         option, eq, inline = (text or "").partition("=")
+        if option in rule.keeps:
+            shape.clean = False
         if option in ("-e", "--env"):
             holder = words[k] if eq else (words[k + 1] if k + 1 < len(words) else None)
             if holder is not None:
                 _add_env(shape, words[k], holder, bool(eq))
         elif option == "--env-file":
             shape.env_files.append(words[k] if eq else words[min(k + 1, len(words) - 1)])
-        k += 1 if eq or option not in _DOCKER_VALUED else 2
+        k += 1 if eq or option not in rule.valued else 2
     if k >= len(words):
         return shape
     image = word_text(words[k]) or ""
@@ -232,7 +245,8 @@ def container_shape(words: list[Word], wrapper: tuple[int, int, int],
     clears = next(t for t in said if t in WRAPPERS["apptainer exec"].clears)
     label = f"{' '.join(said[:options - name])} {clears}"
     shape = Shape(None, prefixes, docker=True, clean=True, env_anchor=words[options - 1],
-                  env_option="--env", container=label)
+                  env_option="--env", container=label,
+                  env_prefixes=WRAPPERS["apptainer exec"].env_prefixes)
     k = options
     while k < command - 1:
         text = word_text(words[k]) or ""

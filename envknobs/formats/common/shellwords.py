@@ -107,3 +107,32 @@ def _computed(raw: str, i: int, word: bool) -> bool:
     if c == "~" and (i == 0 or raw[i - 1] == ":" and not word):
         return True  # tilde expansion happens in assignment values
     return word and c in "*?[{"
+
+
+_EXPANSION = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)")
+
+
+def expanded_names(raw: str) -> set[str]:
+    """The variables the shell expands in a word's source text (``$K``, ``${K:-d}``,
+    ``"...$K..."``), not those inside ``'...'``: the values a command line takes from the
+    script itself, before any wrapper runs (``docker run --name $NAME``, ``bash -lc
+    "vllm serve $MODEL"``)."""
+    names: set[str] = set()
+    i, double = 0, False
+    while i < len(raw):
+        c = raw[i]
+        if c == "\\":
+            i += 2
+            continue
+        if c == "'" and not double:
+            close = raw.find("'", i + 1)
+            i = len(raw) if close < 0 else close + 1
+            continue
+        if c == '"':
+            double = not double
+        elif c == "$":
+            m = _EXPANSION.match(raw, i)
+            if m is not None:
+                names.add(m.group(1))
+        i += 1
+    return names

@@ -97,7 +97,8 @@ def anchor_of(
 
 def put_back(text: str, span: tuple[int, int], anchor: dict[str, str]) -> str | None:
     """Re-insert ``anchor['removed']`` right after the unique ``anchor['before']`` within
-    ``span`` of ``text``; None when that context is not found exactly once."""
+    ``span`` of ``text`` (else right before the unique ``anchor['after']``); None when
+    neither context is found exactly once."""
     before, removed = anchor.get("before"), anchor.get("removed")
     after = anchor.get("after") or ""
     if not isinstance(before, str) or not isinstance(removed, str) or not removed:
@@ -107,15 +108,26 @@ def put_back(text: str, span: tuple[int, int], anchor: dict[str, str]) -> str | 
         if not after or not text.startswith(after, lo):
             return None
         return text[:lo] + removed + text[lo:]
-    hits = []
-    pos = text.find(before, lo)
-    while 0 <= pos and pos + len(before) <= hi:
-        hits.append(pos + len(before))
-        pos = text.find(before, pos + 1)
-    if len(hits) != 1:
-        return None
-    at = hits[0]
+    hits = _hits(text, before, lo, hi)
+    if len(hits) == 1:
+        at = hits[0] + len(before)
+    else:
+        # the word in front went in the same revert (a knob recorded after this one was
+        # added there): the text after it places it as exactly
+        later = _hits(text, after, lo, hi) if after.strip() else []
+        if len(later) != 1:
+            return None
+        at = later[0]
     return text[:at] + removed + text[at:]
+
+
+def _hits(text: str, needle: str, lo: int, hi: int) -> list[int]:
+    hits = []
+    pos = text.find(needle, lo)
+    while 0 <= pos and pos + len(needle) <= hi:
+        hits.append(pos)
+        pos = text.find(needle, pos + 1)
+    return hits
 
 
 def insert_words(text: str, after: int, words: str) -> str:

@@ -43,12 +43,24 @@ variable), rather than exit 0 after a change nobody reads:
 wrapper                  drops the environment
 =======================  ================================================================
 ``apptainer``/           with ``--cleanenv`` / ``-e`` / ``--containall`` / ``-C``: only
-``singularity exec``     ``--env K=V`` (``--env-file F``) reach the command
+``singularity exec``     ``--env K=V`` (``--env-file F``) and the script's
+                         ``APPTAINERENV_K`` / ``SINGULARITYENV_K`` (as ``K``; ``--env``
+                         wins, then ``APPTAINERENV_``) reach the command
 ``env``                  with ``-i`` / ``--ignore-environment`` / ``-``: only its
                          ``K=V`` words
 ``sudo``                 always (``env_reset``), unless ``-E`` / ``--preserve-env``:
                          ``sudo K=V cmd`` or ``--preserve-env=K`` pass one
+``docker run``/          always: the container gets only its ``-e K=V`` / ``--env K=V``
+``podman run``           (``--env-file F``) options; ``-e K`` passes the script's ``K``
+                         through; podman's ``--env-host`` passes all of it
 =======================  ================================================================
+
+``docker run`` / ``podman run`` are *container* wrappers: the launch reader does not
+step over them but reads them as a container launch (:func:`.launch.launch_shape`), whose
+``-e`` options are the server's environment and where a new knob becomes one more
+``-e K=V``; an ``export K=V`` or a ``K=V docker run`` prefix reaches the server only
+through an ``-e K`` of that launch.  ``apptainer``/``singularity exec --cleanenv`` is
+read the same way (its ``--env`` options).
 
 A long option with ``=`` (``--nodes=2``) is one word everywhere.  A wrapper's option the
 table does not know is read as a switch; a launch the reader does not recognise at all
@@ -77,6 +89,8 @@ class Wrapper:
     clears_always: bool = False  # it gets none of it unless one of ``keeps`` is given
     keeps: frozenset[str] = frozenset()
     passes: str = ""  # how one variable is passed then ("--env K=V")
+    container: bool = False  # read as a container launch, never stepped over (docker run)
+    env_prefixes: tuple[str, ...] = ()  # script variables PREFIX_K that set K inside
 
 
 def _set(words: str) -> frozenset[str]:
@@ -122,7 +136,9 @@ WRAPPERS["apptainer exec"] = Wrapper(
          "--security --network --network-args --apply-cgroups --hostname --fusemount "
          "--scratch -S --app --add-caps --drop-caps --cpus --memory --config --dns"),
     positional=1, clears=_set("--cleanenv -e --containall -C"),
-    passes="--env K=V (or --env-file F)")
+    passes="--env K=V (or --env-file F, or export APPTAINERENV_K=V)",
+    env_prefixes=("APPTAINERENV_", "SINGULARITYENV_"))
+CONTAINER_ENV_PREFIXES = WRAPPERS["apptainer exec"].env_prefixes
 for _name in ("apptainer run", "singularity exec", "singularity run"):
     WRAPPERS[_name] = WRAPPERS["apptainer exec"]
 WRAPPERS["sudo"] = Wrapper(
@@ -130,7 +146,19 @@ WRAPPERS["sudo"] = Wrapper(
          "-t --type -U --other-user -T --command-timeout"),
     clears_always=True, keeps=_set("-E --preserve-env"),
     passes="sudo K=V CMD, or sudo --preserve-env=K")
-TWO_WORDS = {"uv": ("run",), "apptainer": ("exec", "run"), "singularity": ("exec", "run")}
+# docker/podman run options that take a value word (the rest are switches).
+WRAPPERS["docker run"] = WRAPPERS["podman run"] = Wrapper(
+    _set("""-e --env --env-file -v --volume -p --publish --name --gpus --shm-size --ipc
+    --network --net -w --workdir --entrypoint --ulimit --runtime --device --cap-add --cap-drop
+    --security-opt --mount -u --user -h --hostname -l --label -m --memory --cpus
+    --cpuset-cpus --restart --log-driver --log-opt --pid --platform --add-host --dns
+    --group-add --tmpfs --expose --stop-signal --stop-timeout --memory-swap --cgroupns --uts
+    --userns --pull --label-file --volumes-from --link --oom-score-adj --cidfile --ip
+    --health-cmd --annotation --pod --uidmap --gidmap"""),
+    positional=1, clears_always=True, keeps=_set("--env-host"), container=True,
+    passes="-e K=V on the docker run line, or -e K to pass the script's K")
+TWO_WORDS = {"uv": ("run",), "apptainer": ("exec", "run"), "singularity": ("exec", "run"),
+             "docker": ("run",), "podman": ("run",)}
 
 
 def wrapper_at(texts: Sequence[str | None], k: int) -> tuple[Wrapper, int] | None:

@@ -56,6 +56,8 @@ from envknobs.formats.common.text import line_of
 from envknobs.formats.common.text import remove_lines
 from envknobs.formats.common.text import verified
 from envknobs.formats.systemd import execstart as ex
+from envknobs.formats.systemd.container import assignment_of
+from envknobs.formats.systemd.container import env_knobs
 from envknobs.formats.systemd.envfiles import Reader
 from envknobs.formats.systemd.envfiles import refuse_shadowed
 from envknobs.formats.systemd.service import Assignment
@@ -102,7 +104,7 @@ class SystemdFormat(TargetFormat):
         flags = ex.flag_values(launch) if launch is not None and launch.shape else {}
         strings = ex.launch_strings(launch)
         env = {k: v for k, v in env_values(svc).items() if k not in strings}
-        return {**env, **flags}
+        return {**env_knobs(svc, launch, env), **flags}
 
     def summary(self, text: str) -> Summary:
         """Each knob and flag with its line; the command; what the ledger cannot see."""
@@ -178,7 +180,8 @@ class SystemdFormat(TargetFormat):
             if before.get(knob) == value and (value is not None or not present):
                 return text
             self._refuse_env(text, svc, knob)
-            out = self._env(text, svc, knob, value, source)
+            name = assignment_of(svc, ex.launch_of(svc), knob)  # APPTAINERENV_K under apptainer
+            out = self._env(text, svc, name, value, source)
         return verified(before, self.parse(out), knob, value, out)
 
     def _flag(self, text: str, knob: str, value: str | None, source: str | None) -> str:
@@ -215,11 +218,7 @@ class SystemdFormat(TargetFormat):
                               "the service's environment: a value set here takes no effect")
         launch = ex.launch_of(svc)
         if launch is not None and launch.shape is not None and launch.shape.docker:
-            runs = launch.shape.container or "docker/podman run"
-            raise FormatError(
-                f"line {launch.command.directive.line}: ExecStart= runs {runs}: "
-                f"Environment= reaches that wrapper, not the container; set {knob} with "
-                f"{launch.shape.env_option} on that line by hand")
+            assignment_of(svc, launch, knob)  # refused unless an assignment reaches it
         _refuse_prefix(launch, knob)
         _refuse_string(launch, knob)
         a = svc.env.get(knob)
@@ -250,10 +249,13 @@ class SystemdFormat(TargetFormat):
             svc = _read(text)
         except FormatError:
             return None
-        if not is_flag_name(knob):
-            a = svc.env.get(knob)
-            return text[a.word.start : a.word.end] if a is not None else None
         launch = ex.launch_of(svc)
+        if not is_flag_name(knob):
+            try:
+                a = svc.env.get(assignment_of(svc, launch, knob))  # APPTAINERENV_K
+            except FormatError:
+                return None
+            return text[a.word.start : a.word.end] if a is not None else None
         uses = [u for u in launch.uses if u.knob == knob] if launch else []
         if not uses or uses[-1].form != "space" or len(uses[-1].values) != 1:
             return None

@@ -18,15 +18,20 @@ from envknobs.formats.common.places import Place
 from envknobs.formats.common.places import Summary
 from envknobs.formats.common.text import line_of
 from envknobs.formats.systemd import execstart as ex
+from envknobs.formats.systemd.container import container_notes
+from envknobs.formats.systemd.container import reaching
 from envknobs.formats.systemd.service import Service
 from envknobs.formats.systemd.unit import split_words
 
 
-def _env_places(text: str, svc: Service, strings) -> list[KnobSummary]:
+def _env_places(text: str, svc: Service, launch) -> list[KnobSummary]:
+    strings = ex.launch_strings(launch)
+    given = reaching(svc, launch)  # under a container launch: only what it passes on
+    knob_of = {n: k for k, n in given.items()} if given is not None else {n: n for n in svc.env}
     out = []
     for name, a in svc.env.items():
-        if name in strings:
-            continue  # a string of flags: its flags are the knobs
+        if name in strings or name not in knob_of:
+            continue  # a string of flags: its flags are the knobs; or it reaches no server
         words = split_words(a.directive, relax=False)
         alone = len(words) == 1
         anchor = None
@@ -38,11 +43,11 @@ def _env_places(text: str, svc: Service, strings) -> list[KnobSummary]:
         scope = f"Environment= (line {a.directive.line})"
         if unset_line:
             scope += f", removed by UnsetEnvironment= (line {unset_line})"
-        place = Place(knob=name, key="at 1", line=line_of(text, a.word.start),
+        place = Place(knob=knob_of[name], key="at 1", line=line_of(text, a.word.start),
                       kind="env" if alone else "env-word", scope=scope, value=value,
                       computed=a.value is None, launch=None,
                       raw=text[a.word.start : a.word.end], anchor=anchor)
-        out.append(KnobSummary(name, (place,), False, False))
+        out.append(KnobSummary(knob_of[name], (place,), False, False))
     return out
 
 
@@ -89,12 +94,12 @@ def _notes(text: str, svc: Service, launch: ex.Launch | None) -> list[str]:
                          "ledger cannot see into")
     if not svc.commands:
         notes.append("no ExecStart= command")
-    return notes
+    return notes + container_notes(svc, launch)
 
 
 def summarize(text: str, svc: Service) -> Summary:
     launch = ex.launch_of(svc)
-    knobs = _env_places(text, svc, ex.launch_strings(launch))
+    knobs = _env_places(text, svc, launch)
     launches: tuple[LaunchInfo, ...] = ()
     if launch is not None:
         d = launch.command.directive

@@ -108,11 +108,20 @@ def string_flags(text: str, items: Sequence, label: str, engine: str | None,
 
 
 def edit_in_strings(text: str, items: Sequence, label: str, engine: str | None, knob: str,
-                    value: str | None, argv_line: int | None, bare: bool) -> str | None:
+                    value: str | None, argv_line: int | None, bare: bool,
+                    args_line: int | None = None, into: str | None = None) -> str | None:
     """``text`` with ``knob`` set (None: removed) in the env string that holds it; a new
     flag into the one string where the container has no argv (``bare``).  None where no
-    string is concerned (the argv's edit then goes ahead)."""
+    string is concerned (the argv's edit then goes ahead).
+
+    A new flag of a container that has both an argv (its ``command``/``args`` list at
+    ``args_line``) and an env string of flags could go in either: refused naming both
+    lines, unless ``into`` (``record flag --in args|env``) selects one."""
     from envknobs.formats.common.launch import flag_lookup
+
+    if into is not None and into not in ("args", "env"):
+        raise FormatError(f"--in {into}: a flag goes in the container's args or in an env "
+                          "string of flags: give --in args or --in env")
 
     held = string_uses(text, items, label, engine).get(knob, [])
     elsewhere = [(argv_line, "in the container's command/args")] if argv_line else []
@@ -123,8 +132,17 @@ def edit_in_strings(text: str, items: Sequence, label: str, engine: str | None, 
             return remove_in(text, s, use)
         return set_in(text, s, use, knob, value, flag_lookup(engine_of(s.name, engine))(knob))
     strings = env_strings(text, items, label)
-    if value is None or not bare or not strings or argv_line:
+    if value is None or not strings or argv_line or into == "args":
+        if into == "args" and bare and value is not None:
+            raise FormatError(f"--in args: container {label} has no command/args list; "
+                              "record the flag without --in")
         return None
+    if not bare and into is None:
+        named = "; ".join(f"env {s.name} (line {line_of(text, s.start)})" for s in strings)
+        raise FormatError(
+            f"{knob} can go in the command/args of container {label} (line {args_line}) or "
+            f"in {named}, a string of flags the server also reads: select one with --in "
+            "args or --in env")
     if len(strings) > 1:
         raise StringFlagConflict(knob, [(line_of(text, s.start), f"{s.name}, no {knob} yet")
                                         for s in strings],

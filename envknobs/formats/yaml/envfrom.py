@@ -22,8 +22,9 @@ What the k8s format makes of it (decisions where Kubernetes leaves a choice to u
   the file feeds the container, could go in either place: the edit is refused naming both
   (``file:line``) and ``record ... --in env|configmap`` as the way to select (a k8s format
   made with ``into=``).  ``--in configmap`` adds the key at the end of that ConfigMap's
-  ``data:`` (a string; refused where several ConfigMaps of the file feed the container,
-  or another container takes it); ``--in env`` appends the ``env:`` item, also beside a
+  ``data:`` (a string; refused where another container takes it); where several
+  ConfigMaps of the file feed the container the refusal names each (``file:line``) and
+  ``--in configmap:NAME`` picks one; ``--in env`` appends the ``env:`` item, also beside a
   ConfigMap not in the file (the operator chose it: it shadows whatever that ConfigMap
   holds, and the ledger records the file's own ``before=unset``).  A knob set in both
   places is edited in ``env:``, the one the container reads (``env:`` wins over
@@ -162,13 +163,21 @@ def refuse_unread(knob: str, label: str, sources: list[EnvSource]) -> None:
         "--format yaml-map --key-path data), or select the env: list with --in env")
 
 
-INTO = ("env", "configmap")
+INTO = ("env", "configmap", "args")  # args: a flag's place (envargs), not a knob's
 
 
 def check_into(into: str | None) -> str | None:
-    if into is not None and into not in INTO:
-        raise FormatError(f"--in {into!r}: give --in env or --in configmap")
+    """``into`` if it is ``env``, ``configmap`` or ``configmap:NAME`` (one ConfigMap of
+    several the container takes; a colon, as ``--in`` is one word on the command line)."""
+    kind, colon, name = (into or "").partition(":")
+    if into is not None and (kind not in INTO or (colon and (kind != "configmap" or not name))):
+        raise FormatError(f"--in {into!r}: give --in env, --in configmap or --in "
+                          "configmap:NAME (a flag: --in args or --in env)")
     return into
+
+
+def _kind(into: str | None) -> str | None:
+    return into.partition(":")[0] if into is not None else None
 
 
 def read_maps(sources: list[EnvSource]) -> list[EnvSource]:
@@ -182,22 +191,29 @@ def refuse_choice(knob: str, label: str, env_line: int, sources: list[EnvSource]
     if maps:
         named = "; ".join(f"the data: of {s.label} (line {line(s.data_key or s.holder)})"
                           for s in maps)
+        way = "--in configmap" if len(maps) == 1 else \
+            " or ".join(f"--in configmap:{s.name}" for s in maps)
         raise FormatError(
             f"{knob} can go in the env: list of container {label} (line {env_line}) or in "
-            f"{named}, which it takes through envFrom: select one with --in env or "
-            "--in configmap")
+            f"{named}, which it takes through envFrom: select one with --in env or {way}")
 
 
-def the_map(knob: str, label: str, sources: list[EnvSource]) -> EnvSource:
-    """The one ConfigMap of the file ``--in configmap`` writes ``knob`` to."""
-    maps = read_maps(sources)
+def the_map(knob: str, label: str, sources: list[EnvSource], name: str = "") -> EnvSource:
+    """The one ConfigMap of the file ``--in configmap[:NAME]`` writes ``knob`` to."""
+    maps = [s for s in read_maps(sources) if not name or s.name == name]
     if len(maps) != 1:
-        named = "; ".join(f"{s.label} (envFrom, line {s.line})" for s in sources
-                          if s.kind == "ConfigMap") or "none"
-        why = ("none of them is in this file" if not maps
-               else f"{len(maps)} of them are in this file")
-        raise FormatError(f"--in configmap: container {label} takes ConfigMaps {named}, "
-                          f"and {why}: add {knob} by hand or use --in env")
+        named = "; ".join(f"{s.label} (envFrom, line {s.line}"
+                          + (f", data: line {line(s.data_key or s.holder)})" if s.holder else ")")
+                          for s in sources if s.kind == "ConfigMap") or "none"
+        if name:
+            why = f"none of them in this file is {name}"
+        else:
+            why = ("none of them is in this file" if not maps
+                   else f"{len(maps)} of them are in this file: name one with "
+                   + " or ".join(f"--in configmap:{s.name}" for s in maps))
+        raise FormatError(f"--in configmap{':' + name if name else ''}: container {label} "
+                          f"takes ConfigMaps {named}, and {why}; or add {knob} by hand, or "
+                          "use --in env")
     check_shared(knob, maps[0])
     if maps[0].data is None or maps[0].data.flow_style or not maps[0].data.value:
         raise FormatError(f"line {line(maps[0].holder)}: {maps[0].label} has no block data: "
@@ -219,11 +235,11 @@ def refuse_into(into: str | None, knob: str, label: str, env_line: int | None,
     """Refuse an ``--in`` that names a place where the write would not take effect.
     ``env_line``: the knob's env: item, if any; ``sourced``: its ConfigMap key where env:
     lacks it; ``in_map``: its ConfigMap key in any case."""
-    if into == "env" and env_line is None and sourced is not None:
+    if _kind(into) == "env" and env_line is None and sourced is not None:
         raise FormatError(
             f"--in env: {knob} is set in {sourced[1].label} (line {line(sourced[2])}); an "
             "env: item added over it would shadow it: record it without --in to edit it there")
-    if into == "configmap" and env_line is not None:
+    if _kind(into) == "configmap" and env_line is not None:
         where = f" and in {in_map[1].label} (line {line(in_map[2])})" if in_map else ""
         raise FormatError(
             f"--in configmap: {knob} is in the env: list of container {label} (line "
@@ -251,8 +267,10 @@ def new_place(into: str | None, knob: str, label: str, env_line: int,
     """Where a knob neither env: nor a ConfigMap of the file holds goes: the ConfigMap to
     add it to (``--in configmap``), or None for the env: list (refused without ``--in``
     where a ConfigMap of the file, or one not in it, could hold it instead)."""
-    if into == "configmap":
-        return the_map(knob, label, sources)
+    if into == "args":
+        raise FormatError(f"--in args: {knob} is an env knob; give --in env or --in configmap")
+    if _kind(into) == "configmap":
+        return the_map(knob, label, sources, into.partition(":")[2])  # type: ignore[union-attr]
     if into is None:
         refuse_choice(knob, label, env_line, sources)
         refuse_unread(knob, label, sources)

@@ -23,7 +23,7 @@ from envknobs.formats.yaml.edit import compose_all
 from envknobs.formats.yaml.edit import format_path
 from envknobs.formats.yaml.edit import walk_path
 from envknobs.formats.yaml.k8s import K8sFormat
-from envknobs.formats.yaml.k8s import _container
+from envknobs.formats.yaml.k8senv import container_env
 
 
 def is_name_value_list(node: Node | None, last: PathStep) -> bool:
@@ -50,7 +50,7 @@ class EnvListAt(K8sFormat):
         found = Found(doc=1, path=self.steps[:-1], kind="", object_name="", roles=(),
                       name="", node=holder, list_key=None, list_node=None,
                       address=f"at {format_path(self.steps[:-1])}")
-        return _container(found, str(self.steps[-1]))
+        return container_env(found, str(self.steps[-1]))
 
 
 __all__ = ["EnvListAt", "is_name_value_list"]

@@ -47,11 +47,7 @@ from __future__ import annotations
 
 import copy
 
-from dataclasses import dataclass
-from dataclasses import field
-
 from ruamel.yaml.nodes import MappingNode
-from ruamel.yaml.nodes import Node
 from ruamel.yaml.nodes import ScalarNode
 from ruamel.yaml.nodes import SequenceNode
 
@@ -74,7 +70,6 @@ from envknobs.formats.yaml.envargs import in_both
 from envknobs.formats.yaml.envargs import in_string_scopes
 from envknobs.formats.yaml.envargs import refuse_unread_string
 from envknobs.formats.yaml.envargs import string_uses
-from envknobs.formats.yaml.envargs import with_strings
 from envknobs.formats.yaml import envfrom
 from envknobs.formats.yaml.envfrom import EnvSource
 from envknobs.formats.yaml.envfrom import check_shared
@@ -85,13 +80,10 @@ from envknobs.formats.yaml.envfrom import unread
 from envknobs.formats.yaml.containers import check_address
 from envknobs.formats.yaml.containers import find_containers
 from envknobs.formats.yaml.containers import locate
-from envknobs.formats.common.places import KnobSummary
-from envknobs.formats.common.places import Place
 from envknobs.formats.common.places import Summary
 from envknobs.formats.common.text import check_assignment_args
 from envknobs.formats.common.text import line_end
 from envknobs.formats.common.text import line_of
-from envknobs.formats.common.text import line_start
 from envknobs.formats.common.text import newline_of
 from envknobs.formats.common.text import verified
 from envknobs.formats.yaml.edit import column
@@ -102,10 +94,17 @@ from envknobs.formats.yaml.edit import insert_at_line
 from envknobs.formats.yaml.edit import item_spans
 from envknobs.formats.yaml.edit import last_content_end
 from envknobs.formats.yaml.edit import remove_pair
-from envknobs.formats.yaml.edit import scalar_text
 from envknobs.formats.yaml.edit import splice_source
 from envknobs.formats.yaml.edit import splice_value
 from envknobs.formats.yaml.edit import value_span
+from envknobs.formats.yaml.k8senv import ContainerEnv
+from envknobs.formats.yaml.k8senv import EnvItem
+from envknobs.formats.yaml.k8senv import argv_line
+from envknobs.formats.yaml.k8senv import block_offset
+from envknobs.formats.yaml.k8senv import container_engine
+from envknobs.formats.yaml.k8senv import container_env
+from envknobs.formats.yaml.k8senv import container_knobs
+from envknobs.formats.yaml.k8senv import sourced_values
 from envknobs.formats.yaml.putback import FlagPlaces
 from envknobs.formats.yaml.putback import line_summary
 from envknobs.formats.yaml.scalar import check_yaml_text
@@ -113,98 +112,6 @@ from envknobs.formats.yaml.scalar import neighbour_style
 from envknobs.formats.yaml.scalar import node_style
 from envknobs.formats.yaml.scalar import render
 from envknobs.registry import check_knob_value
-
-
-@dataclass
-class _Item:
-    name: str
-    node: MappingNode
-    value: ScalarNode | None  # the `value:` node
-    value_key: ScalarNode | None
-    from_ref: bool  # has valueFrom
-
-
-@dataclass
-class _Container:
-    found: Found
-    env_key: ScalarNode | None
-    env: Node | None
-    items: list[_Item]
-    sources: list[EnvSource] = field(default_factory=list)  # envFrom
-    text: str = ""  # the file, for the strings of flags in env values (envargs)
-
-    @property
-    def node(self) -> MappingNode:
-        return self.found.node
-
-    @property
-    def label(self) -> str:
-        return self.found.address
-
-
-def _container(found: Found, key: str = "env") -> _Container:
-    env_pair = get(found.node, key)
-    env_key, env = env_pair if env_pair else (None, None)
-    items: list[_Item] = []
-    if isinstance(env, SequenceNode):
-        for it in env.value:
-            env_name = scalar_text((get(it, "name") or (None, None))[1])
-            if isinstance(it, MappingNode) and env_name is not None:
-                value_key, value = get(it, "value") or (None, None)
-                if value is not None and not isinstance(value, ScalarNode):
-                    raise FormatError(
-                        f"line {value.start_mark.line + 1}: env {env_name} has a non-scalar value"
-                    )
-                items.append(
-                    _Item(env_name, it, value, value_key, get(it, "valueFrom") is not None)
-                )
-    elif env is not None and scalar_text(env) != "":
-        raise FormatError(
-            f"line {env.start_mark.line + 1}: {key} of container {found.address} is not a list"
-        )
-    return _Container(found, env_key, env, items)
-
-
-def _values(c: _Container) -> dict[str, str]:
-    found: dict[str, str] = {}
-    for item in c.items:
-        found.pop(item.name, None)  # a later duplicate wins, as in Kubernetes
-        if not item.from_ref:
-            found[item.name] = (scalar_text(item.value) if item.value is not None else "") or ""
-    return found
-
-
-def _from_sources(c: _Container) -> dict[str, tuple[str, EnvSource, ScalarNode]]:
-    """The knobs ``envFrom`` ConfigMaps of the file give the container (``env:`` wins)."""
-    named = {it.name for it in c.items}
-    return {k: v for k, v in source_values(c.sources).items() if k not in named}
-
-
-def _knobs(c: _Container) -> dict[str, str]:
-    sourced = {k: v for k, (v, _, _) in _from_sources(c).items()}
-    own = with_strings(c.text, c.items, c.label, _values(c), container_flags(c.node, c.label),
-                       _engine(c))
-    return {**sourced, **own}
-
-
-def _engine(c: _Container) -> str | None:
-    try:
-        return read_argv(c.node, c.label).engine
-    except FormatError:
-        return None
-
-
-def _block_offset(text: str, c: _Container) -> int:
-    """How far a block list's '-' sits right of its key in this container's style."""
-    f = c.found
-    if f.list_key is not None and f.list_node is not None and f.list_node.value:
-        dash = dash_before(text, f.list_node.value[0].start_mark.index)
-        return max(column(text, dash) - column(text, f.list_key.start_mark.index), 0)
-    for key, value in c.node.value:
-        if isinstance(value, SequenceNode) and value.value and not value.flow_style:
-            dash = dash_before(text, value.value[0].start_mark.index)
-            return max(column(text, dash) - column(text, key.start_mark.index), 0)
-    return 2
 
 
 class K8sFormat(FlagPlaces, TargetFormat):
@@ -225,10 +132,10 @@ class K8sFormat(FlagPlaces, TargetFormat):
         other.into = envfrom.check_into(into)
         return other
 
-    def _locate(self, text: str) -> _Container:
+    def _locate(self, text: str) -> ContainerEnv:
         docs = compose_all(text)
         found, every = locate(self.container, docs)
-        c = _container(found)
+        c = container_env(found)
         c.sources = env_sources(found, docs, every)
         c.text = text
         return c
@@ -242,7 +149,7 @@ class K8sFormat(FlagPlaces, TargetFormat):
         launch flags (``--flag`` -> value) from ``command:``/``args:``
         (:mod:`envknobs.formats.yaml.argv`)."""
         c = self._locate(text)
-        return _knobs(c)
+        return container_knobs(c)
 
     def summary(self, text: str) -> Summary:
         """Each env item and launch flag of the container with the line it is on: one
@@ -251,11 +158,11 @@ class K8sFormat(FlagPlaces, TargetFormat):
         c = self._locate(text)
         lines = {it.name: line_of(text, it.node.start_mark.index) for it in c.items}
         lines.update(flag_lines(text, c.node, c.label))
-        held = string_uses(text, c.items, c.label, _engine(c))
+        held = string_uses(text, c.items, c.label, container_engine(c))
         for knob, uses in held.items():
             lines.setdefault(knob, line_of(text, uses[-1][1].word.start))
-        sourced = _from_sources(c)
-        knobs = _knobs(c)
+        sourced = sourced_values(c)
+        knobs = container_knobs(c)
         refs = [(it.name, lines[it.name], None) for it in c.items
                 if it.from_ref and it.name not in knobs]  # valueFrom: named, computed
         rows = [(k, lines.get(k, 0), v) for k, v in knobs.items() if k not in sourced]
@@ -269,7 +176,7 @@ class K8sFormat(FlagPlaces, TargetFormat):
                   f"{s.line}), not in this file" for s in unread(c.sources)]
         hidden += [f"{k} is both in the command/args (line {lines[k]}) and in an env string "
                    f"of flags of container {c.label}: the command's order decides; remove "
-                   "one by hand" for k in in_both(text, c.items, c.label, _engine(c),
+                   "one by hand" for k in in_both(text, c.items, c.label, container_engine(c),
                                                   container_flags(c.node, c.label))]
         return Summary(tuple(extra) + own.knobs, own.launches, tuple(hidden) + own.notes)
 
@@ -294,7 +201,7 @@ class K8sFormat(FlagPlaces, TargetFormat):
         argv = read_argv(c.node, c.label)
         inside = edit_in_strings(text, c.items, c.label, argv.engine, knob, value,
                                  flag_lines(text, c.node, c.label).get(knob),
-                                 not argv.tokens)
+                                 not argv.tokens, argv_line(text, argv), self.into)
         if inside is not None:
             return text if inside == text else verified(before, self.parse(inside), knob,
                                                         value, inside)
@@ -307,7 +214,7 @@ class K8sFormat(FlagPlaces, TargetFormat):
         out = edit_container_flag(text, c.node, c.label, knob, value)
         return verified(before, self.parse(out), knob, value, out)
 
-    def _refuse_shadowed(self, text: str, c: _Container, knob: str) -> None:
+    def _refuse_shadowed(self, text: str, c: ContainerEnv, knob: str) -> None:
         if knob in script_env(c.node, c.label):
             raise FormatError(
                 f"{knob} is also set by the shell script in the command of container "
@@ -325,7 +232,7 @@ class K8sFormat(FlagPlaces, TargetFormat):
             knob = canonical_flag_in(c.node, c.label, text, knob)
             return argv_value_source(text, read_argv(c.node, c.label), knob)
         item = next((it for it in reversed(c.items) if it.name == knob), None)
-        sourced = _from_sources(c).get(knob)
+        sourced = sourced_values(c).get(knob)
         if item is None and sourced is not None:
             key = sourced[2]
             start, end = value_span(text, key, get(sourced[1].data, key.value)[1])  # type: ignore[index]
@@ -335,7 +242,7 @@ class K8sFormat(FlagPlaces, TargetFormat):
         start, end = value_span(text, item.value_key, item.value)
         return text[start:end]
 
-    def _check_editable(self, text: str, c: _Container, item: _Item, knob: str) -> None:
+    def _check_editable(self, text: str, c: ContainerEnv, item: EnvItem, knob: str) -> None:
         line = line_of(text, item.node.start_mark.index)
         if item.from_ref:
             raise FormatError(
@@ -365,9 +272,9 @@ class K8sFormat(FlagPlaces, TargetFormat):
         holder = holder_refusal(text, c.items, c.label, knob)
         if holder is not None:
             raise FormatError(holder)
-        before = _knobs(c)
+        before = container_knobs(c)
         item = next((it for it in reversed(c.items) if it.name == knob), None)
-        sourced = _from_sources(c).get(knob)
+        sourced = sourced_values(c).get(knob)
         at = None if item is None else line_of(text, item.node.start_mark.index)
         envfrom.refuse_into(self.into, knob, c.label, at, sourced,
                             source_values(c.sources).get(knob))
@@ -429,7 +336,7 @@ class K8sFormat(FlagPlaces, TargetFormat):
             return None
 
     def _add(
-        self, text: str, c: _Container, knob: str, source: str | None, value: str = ""
+        self, text: str, c: ContainerEnv, knob: str, source: str | None, value: str = ""
     ) -> str:
         eol = newline_of(text)
         style, quote = neighbour_style(it.value for it in c.items)
@@ -459,7 +366,7 @@ class K8sFormat(FlagPlaces, TargetFormat):
                 "in flow style; add its env list by hand"
             )
         key_col = column(text, c.node.start_mark.index)
-        dash_col = key_col + _block_offset(text, c)
+        dash_col = key_col + block_offset(text, c)
         items = f"{' ' * dash_col}- name: {name}{eol}{' ' * (dash_col + 2)}{val}{eol}"
         if c.env_key is not None and env is not None:  # `env:` or `env: ~` with no list
             start, end = env.start_mark.index, env.end_mark.index
@@ -509,7 +416,7 @@ class K8sFormat(FlagPlaces, TargetFormat):
             check_shared(knob, src)
             node = get(src.data, key.value)[1]  # type: ignore[index]
             out = remove_pair(text, src.data, key, node)  # type: ignore[arg-type]
-            return verified(_knobs(c), self.parse(out), knob, None, out)
+            return verified(container_knobs(c), self.parse(out), knob, None, out)
         if not doomed:
             refuse_unread(knob, c.label, c.sources)
             return text
@@ -532,5 +439,5 @@ class K8sFormat(FlagPlaces, TargetFormat):
                 # line break before it, so the file still ends without one.
                 start -= 2 if start > 1 and out[start - 2] == "\r" else 1
             out = out[:start] + out[end:]
-        return verified(_knobs(c), self.parse(out), knob, None, out)
+        return verified(container_knobs(c), self.parse(out), knob, None, out)
 

@@ -46,7 +46,6 @@ keys of a ``--config`` file against a flag catalog on every set and unset.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 
 from ruamel.yaml.nodes import MappingNode
 from ruamel.yaml.nodes import Node
@@ -60,11 +59,8 @@ from envknobs.formats.common import TargetFormat
 from envknobs.formats.yaml.keys import KEY_RE
 from envknobs.formats.yaml.keys import check_key_name
 from envknobs.formats.yaml.keys import negation_conflict
-from envknobs.formats.common.text import line_end
 from envknobs.formats.common.text import line_of
-from envknobs.formats.common.text import newline_of
 from envknobs.formats.common.text import verified
-from envknobs.formats.yaml.edit import column
 from envknobs.formats.yaml.argv import edit_list_flag
 from envknobs.formats.yaml.argv import flag_values
 from envknobs.formats.yaml.argv import list_argv
@@ -82,8 +78,6 @@ from envknobs.formats.yaml.merges import merged_values
 from envknobs.formats.yaml.merges import refuse_merged
 from envknobs.formats.yaml.documents import split_doc
 from envknobs.formats.yaml.edit import format_path
-from envknobs.formats.yaml.edit import insert_at_line
-from envknobs.formats.yaml.edit import last_content_end
 from envknobs.formats.yaml.edit import parse_path
 from envknobs.formats.yaml.edit import remove_pair
 from envknobs.formats.yaml.edit import scalar_text
@@ -103,44 +97,17 @@ from envknobs.formats.yaml.compose import compose_places
 from envknobs.formats.yaml.compose import edit_compose_flag
 from envknobs.formats.yaml.compose import is_command_path
 from envknobs.formats.yaml.flagedit import repeated_note
+from envknobs.formats.yaml.mapedit import MapAt
+from envknobs.formats.yaml.mapedit import add_pair
+from envknobs.formats.yaml.mapedit import check_editable
+from envknobs.formats.yaml.mapedit import typed_value
 from envknobs.formats.yaml.putback import FlagPlaces
 from envknobs.formats.yaml.putback import line_summary
-from envknobs.formats.yaml.scalar import DOUBLE
-from envknobs.formats.yaml.scalar import NULL_TAG
-from envknobs.formats.yaml.scalar import SINGLE
-from envknobs.formats.yaml.scalar import STR_TAG
 from envknobs.formats.yaml.scalar import check_yaml_text
 from envknobs.formats.yaml.scalar import neighbour_style
-from envknobs.formats.yaml.scalar import plain_tag
-from envknobs.formats.yaml.scalar import quoted
-from envknobs.formats.yaml.scalar import render
-from envknobs.formats.yaml.scalar import resolved_tag
 from envknobs.registry import KeyCheck
-from envknobs.registry import KnobError
 from envknobs.registry import check_knob_value
 from envknobs.registry import key_checker
-
-@dataclass
-class _Map:
-    node: MappingNode | None  # None: an empty file, or a null value at the key path
-    holder: ScalarNode | None  # the key the map sits under (None: the whole file)
-    holder_value: Node | None  # the null scalar there, when the map is empty
-    service: MappingNode | None = None  # a compose service, for services.NAME.command
-
-
-def _typed(value: str, old: ScalarNode, quote: str | None) -> str:
-    """``value`` replacing the scalar ``old``, keeping its type (the module docstring);
-    a new key's value: :func:`envknobs.formats.yaml.newvalue.new_scalar`."""
-    check_yaml_text(value)
-    if old.style in (SINGLE, DOUBLE):
-        return quoted(value, old.style)
-    tag = plain_tag(value)
-    if tag == NULL_TAG:  # `~` or `null` asked for as text: plain, it would read back as ""
-        tag = None
-    if tag is None or (resolved_tag(old) == STR_TAG and tag != STR_TAG):
-        return quoted(value, quote)
-    return value
-
 
 # The keys of a Helm values map that hold the server's extra arguments as a list of words
 # (vLLM production-stack ``vllmConfig.extraArgs``, KubeAI ``args``, ``vllm_args``).
@@ -166,7 +133,7 @@ class YamlMapFormat(FlagPlaces, TargetFormat):
     def _where(self) -> str:
         return f"key path {self.key_path!r}" if self.steps else "the file"
 
-    def _locate(self, text: str) -> _Map:
+    def _locate(self, text: str) -> MapAt:
         root = pick_document(compose_all(text), self.doc, self.steps)
         if not self.steps:
             return self._as_map(root, None, None)
@@ -174,7 +141,7 @@ class YamlMapFormat(FlagPlaces, TargetFormat):
         last = self.steps[-1]
         if is_command_path(self.steps) and isinstance(parent, MappingNode) and any(
                 scalar_text(k) in PARTS for k, _ in parent.value):
-            return _Map(None, None, None, service=parent)
+            return MapAt(None, None, None, service=parent)
         pair = None
         if isinstance(parent, MappingNode) and isinstance(last, str):
             pair = next(((k, v) for k, v in parent.value if scalar_text(k) == last), None)
@@ -193,21 +160,21 @@ class YamlMapFormat(FlagPlaces, TargetFormat):
             )
         return self._as_map(pair[1], pair[0], pair[1])
 
-    def _as_map(self, node: Node | None, holder, holder_value) -> _Map:
+    def _as_map(self, node: Node | None, holder, holder_value) -> MapAt:
         if node is None or (isinstance(node, ScalarNode) and scalar_text(node) == ""):
-            return _Map(None, holder, holder_value)
+            return MapAt(None, holder, holder_value)
         if isinstance(node, SequenceNode):
             # an env map: compose's `- K=V` list (envlist); else a list of argument
             # words (Helm values `extraArgs`: argv)
-            return _Map(node, holder, holder_value)
+            return MapAt(node, holder, holder_value)
         if not isinstance(node, MappingNode):
             kind = "a list" if not isinstance(node, ScalarNode) else f"the scalar {node.value!r}"
             raise FormatError(
                 f"line {node.start_mark.line + 1}: {self._where()} holds {kind}, not a mapping"
             )
-        return _Map(node, holder, holder_value)
+        return MapAt(node, holder, holder_value)
 
-    def _pairs(self, m: _Map) -> dict[str, tuple[ScalarNode, Node]]:
+    def _pairs(self, m: MapAt) -> dict[str, tuple[ScalarNode, Node]]:
         pairs: dict[str, tuple[ScalarNode, Node]] = {}
         for k, v in m.node.value if m.node is not None else ():
             if not isinstance(k, ScalarNode) or k.value == "<<":
@@ -294,7 +261,7 @@ class YamlMapFormat(FlagPlaces, TargetFormat):
             return Summary((*mine.knobs, *inner.knobs), (), (*mine.notes, *inner.notes))
         return self._plain_summary(text, m)
 
-    def _plain_summary(self, text: str, m: _Map) -> Summary:
+    def _plain_summary(self, text: str, m: MapAt) -> Summary:
         lines = self._lines(text, m)
         values = self.parse(text)
         rows = [(k, lines.get(k, 0), v) for k, v in values.items() if not is_flag_name(k)
@@ -303,7 +270,7 @@ class YamlMapFormat(FlagPlaces, TargetFormat):
                                         if k.startswith("no-") and k[3:] in lines]
         return line_summary(text, rows, self._where(), notes=[*both, *merged_notes(m.node)])
 
-    def _lines(self, text: str, m: _Map) -> dict[str, int]:
+    def _lines(self, text: str, m: MapAt) -> dict[str, int]:
         if isinstance(m.node, SequenceNode):
             return {n.value.partition("=")[0]: line_of(text, n.start_mark.index)
                     for n in m.node.value if isinstance(n, ScalarNode)}
@@ -330,7 +297,7 @@ class YamlMapFormat(FlagPlaces, TargetFormat):
         flag = flag_lookup(self.engine)(knob)
         return flag.name if flag is not None else canonical_flag(knob)  # type: ignore[attr-defined]
 
-    def _compose_edit(self, text: str, m: _Map, knob: str, value: str | None) -> str:
+    def _compose_edit(self, text: str, m: MapAt, knob: str, value: str | None) -> str:
         name = str(self.steps[1])
         if not is_flag_name(knob):
             raise FormatError(f"{self._where()} is the launch command of compose service "
@@ -343,7 +310,7 @@ class YamlMapFormat(FlagPlaces, TargetFormat):
         out = edit_compose_flag(text, m.service, name, knob, value)  # type: ignore[arg-type]
         return verified(before, self.parse(out), knob, value, out)
 
-    def _compose_back(self, text: str, m: _Map, knob: str, value: str,
+    def _compose_back(self, text: str, m: MapAt, knob: str, value: str,
                       source: str) -> str | None:
         """A compose flag's value word written back as it was (``source``: a list item in
         its own style, or the ``${MAX_MODEL_LEN:-8192}`` compose interpolates), in place;
@@ -444,19 +411,19 @@ class YamlMapFormat(FlagPlaces, TargetFormat):
         attempts = []
         if knob in pairs:
             key, node = pairs[knob]
-            self._check_editable(text, m, key, node, knob)
+            check_editable(text, key, node, knob)
             if source is not None:
                 attempts.append(lambda: splice_source(text, key, node, source))
             style_, quote = neighbour_style(v for _, v in pairs.values())
-            rendered = _typed(value, node, quote)
+            rendered = typed_value(value, node, quote)
             attempts.append(lambda: splice_value(text, key, node, rendered))
         else:
             if source is not None and "\n" not in source:
-                attempts.append(lambda: self._add(text, m, pairs, knob, f":{source}"))
+                attempts.append(lambda: add_pair(text, m, knob, f":{source}"))
             style_, quote = neighbour_style(v for _, v in pairs.values())
             scalars = [v for _, v in pairs.values() if isinstance(v, ScalarNode)]
             rendered = new_scalar(value, knob, scalars, style_, quote, self.strings, self.engine)
-            attempts.append(lambda: self._add(text, m, pairs, knob, f": {rendered}"))
+            attempts.append(lambda: add_pair(text, m, knob, f": {rendered}"))
         for i, attempt in enumerate(attempts):
             out = attempt()
             try:
@@ -482,40 +449,6 @@ class YamlMapFormat(FlagPlaces, TargetFormat):
         if why is not None:
             raise FormatError(why)
 
-    def _check_editable(self, text: str, m: _Map, key: ScalarNode, node: Node, knob: str) -> None:
-        line = line_of(text, key.start_mark.index)
-        if not isinstance(node, ScalarNode):
-            raise FormatError(f"line {line}: {knob} holds a list or a map, not a value")
-        if node.anchor or node.start_mark.index < key.end_mark.index:
-            raise FormatError(
-                f"line {line}: {knob} is shared through a YAML anchor; edit it by hand"
-            )
-
-    def _add(self, text: str, m: _Map, pairs: dict, knob: str, tail: str) -> str:
-        eol = newline_of(text)
-        entry = f"{render(knob)}{tail}"
-        node = m.node
-        if node is not None and node.flow_style:
-            if node.value:
-                pos = node.value[-1][1].end_mark.index
-                return text[:pos] + ", " + entry + text[pos:]
-            close = text.rfind("}", node.start_mark.index, node.end_mark.index)
-            return text[:close] + entry + text[close:]
-        if node is not None:
-            col = column(text, node.start_mark.index)
-            pos = line_end(text, last_content_end(text, node))
-            return insert_at_line(text, pos, f"{' ' * col}{entry}{eol}", eol)
-        if m.holder is None:  # an empty file (comments at most): the map starts at the end
-            if text and not text.endswith("\n"):
-                text += eol
-            return text + entry + eol
-        col = column(text, m.holder.start_mark.index) + 2
-        hv = m.holder_value
-        if hv is not None and hv.end_mark.index > hv.start_mark.index:  # `key: ~`
-            text = text[: hv.start_mark.index].rstrip(" \t") + text[hv.end_mark.index :]
-        pos = line_end(text, m.holder.start_mark.index)
-        return insert_at_line(text, pos, f"{' ' * col}{entry}{eol}", eol)
-
     def unset(self, text: str, knob: str) -> str:
         """Remove ``knob`` from the map (same text if it is absent)."""
         self._check_args(knob)
@@ -538,7 +471,7 @@ class YamlMapFormat(FlagPlaces, TargetFormat):
         if knob not in pairs:
             return text
         key, node = pairs[knob]
-        self._check_editable(text, m, key, node, knob)
+        check_editable(text, key, node, knob)
         out = remove_pair(text, m.node, key, node)  # type: ignore[arg-type]
         return verified(self.parse(text), self.parse(out), knob, None, out)
 
