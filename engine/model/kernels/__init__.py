@@ -91,7 +91,8 @@ variants they differ in the last bits (summation orders, the exp), inside the HF
 bounds the tests hold every variant to.
 
 Build: ``torch.utils.cpp_extension.load`` compiles the kernels' sources (:data:`SOURCES`:
-``cpu_ops.cpp`` and one file per kernel family) once per variant and machine: ``avx512``
+``cpu_ops.cpp`` and one file per kernel family, included into the one unit
+``all_kernels.cpp``) once per variant and machine: ``avx512``
 with ``-march=native`` (AVX512-BF16 where the CPU has it), ``avx2`` with ``-mavx2 -mfma
 -mf16c`` and ``portable`` with no ISA flag at all (it builds for any target, aarch64
 included), each with ``-DKERNEL_ISA_<variant>`` and its own torch library
@@ -122,8 +123,11 @@ from engine.model.linear import Linear
 from engine.model.rmsnorm import rms_norm
 from engine.model.rope import rotate
 
-# One build compiles every family (cpu_ops.cpp registers them); kernels.h is their shared
-# layer, hashed with them so that an edit of any builds afresh (build_directory).
+# One build compiles every family (cpu_ops.cpp registers them) as one translation unit,
+# all_kernels.cpp, which includes them (torch's headers are parsed once a variant, not once
+# a family); kernels.h is their shared layer.  All of them are hashed, so that an edit of
+# any builds afresh (build_directory).
+UNIT = Path(__file__).with_name("all_kernels.cpp")
 SOURCES = tuple(Path(__file__).with_name(f) for f in (
     "cpu_ops.cpp", "attention.cpp", "norm_rope.cpp", "elementwise.cpp", "gemm.cpp"))
 HEADERS = (Path(__file__).with_name("kernels.h"),)
@@ -208,7 +212,7 @@ def build_directory(variant: str | None = None) -> Path:
     builds afresh beside the old ones instead of over them)."""
     variant = variant or default_variant()
     root = os.environ.get("TORCH_EXTENSIONS_DIR") or Path.home() / ".cache" / "torch_extensions"
-    sources = b"".join(p.read_bytes() for p in SOURCES + HEADERS)
+    sources = b"".join(p.read_bytes() for p in (UNIT, *SOURCES, *HEADERS))
     digest = hashlib.sha256(sources).hexdigest()[:12]
     return Path(root) / f"{NAME}-{variant}-{digest}-torch{torch.__version__}"
 
@@ -227,7 +231,7 @@ def _build(variant: str) -> None:
     with open(where / "build.flock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         (where / "lock").unlink(missing_ok=True)
-        build(name=f"{NAME}_{variant}", sources=[str(p) for p in SOURCES],
+        build(name=f"{NAME}_{variant}", sources=[str(UNIT)],
               is_python_module=False, build_directory=str(where),
               extra_cflags=[*_COMMON_FLAGS, *_VARIANT_FLAGS[variant],
                             f"-DKERNEL_NS={namespace(variant)}"],
