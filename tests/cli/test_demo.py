@@ -36,7 +36,7 @@ def played(tmp_path_factory):
     return root, runs
 
 
-@pytest.mark.slow
+@pytest.mark.slow(minutes=4)  # the module's: the demo played a few times
 def test_the_readme_demo_command_replaces_an_earlier_demo(played):
     root, (first, second) = played
     assert first.returncode == 0, first.stdout[-3000:] + first.stderr

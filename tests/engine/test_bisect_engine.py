@@ -18,7 +18,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 TOOLS = REPO / "ledger" / "demo_tools"
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.slow(minutes=3)
 
 
 @pytest.fixture

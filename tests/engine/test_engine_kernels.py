@@ -269,7 +269,7 @@ def test_kernels_refuse_what_they_cannot_compute(fused):
         fused.dense_decode_attention(q, q[:, :1], q[:, :1], kd, kd, torch.tensor([2]), None, 1.0)
 
 
-@pytest.mark.slow
+@pytest.mark.slow(minutes=5.5)  # the module's: three variants built and run
 @needs_kernels
 def test_a_build_killed_mid_compile_does_not_block_later_builds(tmp_path):
     """torch's plain lock file, left by a killed builder, is cleared by the next builder

@@ -36,7 +36,7 @@ if not upgrade_model.__dict__.get("ENGINE_SPEC_RE") or not upgrade_model.ENGINE_
     pytest.skip("upgrade entries of the bundled engine (knob-ledger-engine==X) are not "
                 "wired into the upgrade machinery here", allow_module_level=True)
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.slow(minutes=1.5)
 
 REPO = Path(__file__).resolve().parents[2]
 GATE = REPO / "ledger" / "demo_tools" / "bench_gate.py"
