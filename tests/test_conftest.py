@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import hypothesis
+import pytest
 from hypothesis import given
 from hypothesis import settings
 from hypothesis import strategies as st
@@ -18,9 +19,14 @@ class Item:
     nodeid: str
     slow: bool = False
     obj: Any = None
+    minutes: float | None = None  # slow(minutes=N)
 
-    def get_closest_marker(self, name: str):
-        return name if name == "slow" and self.slow else None
+    def iter_markers(self, name: str):
+        if name != "slow" or not self.slow:
+            return iter(())
+        mark = pytest.mark.slow if self.minutes is None else pytest.mark.slow(
+            minutes=self.minutes)
+        return iter([mark.mark])
 
 
 def test_modules_with_a_slow_test_come_first_in_their_own_order():
@@ -29,6 +35,15 @@ def test_modules_with_a_slow_test_come_first_in_their_own_order():
     conftest.pytest_collection_modifyitems(items)
     assert [i.nodeid for i in items] == ["tests/b.py::t1", "tests/b.py::t2", "tests/c.py::t1",
                                          "tests/a.py::t1", "tests/a.py::t2"]
+
+
+def test_the_longest_slow_modules_come_first():
+    items = [Item("tests/a.py::t1", slow=True), Item("tests/b.py::t1"),
+             Item("tests/c.py::t1", slow=True, minutes=6.5), Item("tests/d.py::t1"),
+             Item("tests/d.py::t2", slow=True, minutes=3), Item("tests/c.py::t2")]
+    conftest.pytest_collection_modifyitems(items)
+    assert [i.nodeid for i in items] == ["tests/c.py::t1", "tests/c.py::t2", "tests/d.py::t1",
+                                         "tests/d.py::t2", "tests/a.py::t1", "tests/b.py::t1"]
 
 
 def test_the_long_profile_multiplies_each_property_tests_own_count(monkeypatch):
