@@ -239,7 +239,9 @@ def run_ab(
     concs, rates = _load_plan(concurrency, rate)
     if runs < 1:
         raise EvidenceError(f"--runs must be at least 1, got {runs}")
-    seq = _sequential(runs, max_runs, metric, judging_of(ws))
+    judging = judging_of(ws)
+    seq = _sequential(runs, max_runs, metric, judging)
+    pairs = runs if seq is None else seq.last  # the most pairs the runner may run
     bench_args = {"progress": progress, "rates": rates,
                   "until": None if seq is None else seq.look}
     with WriterLock(ws, s.command):
@@ -248,12 +250,10 @@ def run_ab(
         try:
             if e.kind == "knob":
                 side_a, side_b, context = _knob_sides(ws, e, command)
-                result = run_bench(command, side_a, side_b, concs, seq.last if seq else runs,
-                                   **bench_args)
+                result = run_bench(command, side_a, side_b, concs, pairs, **bench_args)
             else:
                 with _patch_sides(ws, e) as (side_a, side_b, context):
-                    result = run_bench(command, side_a, side_b, concs,
-                                       seq.last if seq else runs, **bench_args)
+                    result = run_bench(command, side_a, side_b, concs, pairs, **bench_args)
         except KeyboardInterrupt as err:
             # The runner killed the bench's process group; the sides never touched a file.
             raise Interrupted(f"ab {e.id}", "its bench runs are stopped; the entry, its files "
@@ -262,8 +262,7 @@ def run_ab(
                               f"`ledger ab {e.id}`)") from err
         summary = record_ab(ws.root, e.id, result, metric=metric,
                             engine_commit=current_engine_commit(ws), context=context,
-                            judging=judging_of(ws),
-                            sequential=None if seq is None else seq.record())
+                            judging=judging, sequential=None if seq is None else seq.record())
         commit_evidence(ws, e, f"ab {e.id}: {summary.get('headline', '')}")
     return summary
 
