@@ -1,12 +1,13 @@
 """`ledger demo` end to end on the bundled engine (issues 6 and 29), and its final state.
 
-The demo is run as the console script, twice in a row on one directory (the second run
-replaces the first); the tests read the second run's transcript, its workspace and the
-docs it rendered.  The second run is the README's command exactly; the first is the same
-command with ``--runs 2``: nothing of the first run is read but its exit and its first
-line, and what a second run replaces (the marker, the engine repo, the workspace, the
-docs, the server's run directory, a server to stop) does not depend on how many A/B runs
-the first one measured, while 12 fewer runs take some 35 s off the module's ~215 s.
+The demo is run as the console script, twice on one directory; the tests read the second
+run's transcript, its workspace and the docs it rendered.  The second run is the README's
+command exactly.  The first is the same command, killed (SIGKILL, as a closed terminal or
+an operator's kill leaves it) once its decode server is up: the second run must replace
+an earlier demo that did not finish -- its marker, engine repo, deploy files, patches,
+workspace and run directory, and a server still serving -- which is everything a finished
+demo leaves but the rendered docs (the same ``_clear`` removes those), without playing a
+whole demo first (some 50 s of the module's ~215 s on a quiet 2-core machine).
 """
 
 from __future__ import annotations
@@ -27,22 +28,52 @@ LEDGER = str(Path(sys.executable).parent / "ledger")
 def played(tmp_path_factory):
     root = tmp_path_factory.mktemp("demo") / "knob-ledger-demo"
     env = {k: v for k, v in os.environ.items() if k != "LEDGER_WORKSPACE"}
-    runs = []
-    # a short demo, then the README's command on the same directory (module docstring)
-    for extra in (["--runs", "2"], []):
-        runs.append(subprocess.run([LEDGER, "demo", str(root), *extra], capture_output=True,
-                                   text=True, timeout=600, env=env, cwd=root.parent,
-                                   check=False))
-    return root, runs
+    first = _killed_once_serving(root, env)
+    second = subprocess.run([LEDGER, "demo", str(root)], capture_output=True, text=True,
+                            timeout=600, env=env, cwd=root.parent, check=False)
+    return root, (first, second)
 
 
-@pytest.mark.slow(minutes=4)  # the module's: the demo played a few times
+def _killed_once_serving(root: Path, env: dict) -> tuple[int, str, int | None]:
+    """The README's demo, killed once its decode server is up (the transcript has gone
+    on to the next command): its exit status, its first line and the server's pid."""
+    proc = subprocess.Popen([LEDGER, "demo", str(root)], stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, text=True, env=env, cwd=root.parent)
+    lines = []
+    try:
+        for line in proc.stdout:
+            lines.append(line)
+            if line.startswith("$ ") and lines and any(
+                    x.startswith("$ bash ../run/decode-service.sh start") for x in lines[:-1]):
+                break
+    finally:
+        proc.kill()
+        proc.wait(timeout=60)
+        proc.stdout.close()
+    pid_file = root / "run" / "decode.pid"
+    pid = int(pid_file.read_text().split()[0]) if pid_file.is_file() else None
+    return proc.returncode, lines[0] if lines else "", pid
+
+
+def _running(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie that nobody reaped in a container does not)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+
+
+@pytest.mark.slow(minutes=3)  # the module's: the demo played once, and once killed early
 def test_the_readme_demo_command_replaces_an_earlier_demo(played):
-    root, (first, second) = played
-    assert first.returncode == 0, first.stdout[-3000:] + first.stderr
+    root, ((killed, first_line, server), second) = played
+    assert killed == -9 and first_line.startswith("# "), first_line
+    assert server is not None, "the killed demo's decode server never wrote its pid"
     assert second.returncode == 0, second.stdout[-3000:] + second.stderr
     assert "held an earlier demo: replaced it" in second.stdout.splitlines()[0]
-    assert "replaced" not in first.stdout.splitlines()[0]
+    assert "replaced" not in first_line
+    # The killed demo's server was stopped, not left serving beside the new one.
+    assert not _running(server), f"the killed demo's server (pid {server}) still runs"
     # One workspace, one story: the second run started from nothing.
     log = subprocess.run([LEDGER, "-C", str(root / "ledger"), "log", "--json"],
                          capture_output=True, text=True, check=True).stdout

@@ -273,20 +273,27 @@ def test_kernels_refuse_what_they_cannot_compute(fused):
 @needs_kernels
 def test_a_build_killed_mid_compile_does_not_block_later_builds(tmp_path):
     """torch's plain lock file, left by a killed builder, is cleared by the next builder
-    (which holds the OS lock); a fresh process then builds and runs the kernels."""
+    (which holds the OS lock); a fresh process then takes the build and runs the kernels.
+
+    torch's loader takes its lock file before every ninja run, an up-to-date one included,
+    so a copy of this machine's finished build (the other tests' ``load()``) with the
+    leftover lock beside it waits forever unless the lock is cleared, exactly as a half-built
+    one does, and costs no fourth compile of the sources."""
     import os
+    import shutil
     import subprocess
     import sys
 
+    assert kernels.load() is None  # this machine's build, which the copy starts from
+    where = tmp_path / kernels.build_directory().name
+    shutil.copytree(kernels.build_directory(), where)
+    (where / "lock").write_text("")  # what a builder killed mid-compile leaves
     env = {**os.environ, "TORCH_EXTENSIONS_DIR": str(tmp_path)}
     code = ("from engine.model import kernels; import torch; assert kernels.load() is None;"
             "print(kernels.build_directory());"
             "lib = kernels.FusedCpuOps().lib;"
             "x = torch.randn(2, 32); print(float(lib.rmsnorm(x, "
             "torch.ones(32), 1e-6).pow(2).mean()))")
-    where = tmp_path / kernels.build_directory().name
-    where.mkdir()
-    (where / "lock").write_text("")  # what a builder killed mid-compile leaves
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                          timeout=300, cwd=str(REPO))
     assert out.returncode == 0, out.stderr
