@@ -58,6 +58,22 @@ the run, plus ``--load 3``; ``--trials 3 --runs 8``, 12 pairs a trial, 1343 s): 
 intervals ±7-15% wide: at a load of 15-20 several runs of each trial were slowed, more
 than one pair in 8 or 12, which no interval of 12 pairs absorbs).  A short, loaded run:
 the integrator's 10-trial run on a quieter machine is the measurement.
+
+Where the A/A's spread comes from (2026-12-07 13:59-14:07, 2 cores, ``--load``-style 3 busy
+loops, ambient load 2-4; 9 rounds of A, A, B on the demo's bench, every decode step's time
+kept): the fastest step of the shipped side (CTAS 16, ~1.4 ms a step) spread 8-9% from run
+to run (571-747 tok/s) and 10.9% within an A/A pair (-21.6..+16.3%), the knob's side (CTAS 2,
+~0.95 ms) 1.5% (1012-1059).  The slow runs are slow at every step (their 10th percentile
+fell with their fastest), so neither the mean of the fastest 10% (A/A spread 21.7%) nor a
+low percentile (p05 22.8%, p10 29.3%) was steadier than the fastest step, and one thread
+was checked to run the whole step (``top -H``: one busy thread).  At 11% a pair, an
+interval inside ±2% needs some 100 pairs: at such a spread an A/A of this bench can only
+read ``inconclusive``, which is what it says (never a false call).
+
+The tally with all of it (2026-12-07, ``--trials 10 --runs 8 --load 3``, 1069 s, ambient
+load ~4 before the busy loops): A/B ``gain`` 10/10; A/A ``neutral`` 8/10 and
+``inconclusive`` 2/10 (-19.5..+9.3% and -6.4..+27.4%: the last two trials, which ran 30-40%
+slower than the first eight), never a false call.
 """
 
 from __future__ import annotations

@@ -118,16 +118,20 @@ def pytest_collection_modifyitems(items):
     """Modules with a ``slow`` test run first, the longest first; under the ``long``
     hypothesis profile every property test runs LONG_FACTOR times its own example count.
 
-    Slow first: the workers (``-n 4 --dist loadscope``, pyproject.toml) take whole modules
-    in collection order, so a long module collected last (the demo, the engine's PD runs)
-    would start when the others are done and run alone; started first, the quick
-    modules fill the other workers around it.  Among the slow ones the longest go first
-    (``slow(minutes=N)``: the module's measured wall time on the 2-core CI machine, 1
-    unsaid), the longest-processing-time-first rule: the real-Prometheus module, mostly
-    waiting out its windows, collected 13th of 16 slow modules, started ~4 min in and
-    ended the run alone.  The order is the same in every worker, as xdist requires.  An explicit ``@settings(max_examples=N)`` overrides a profile, so
-    the profile alone would only reach the tests that set none: the counts are scaled
-    here."""
+    Slow first: the workers (``-n 4 --dist loadscope --no-loadscope-reorder``,
+    pyproject.toml) take whole modules in collection order, so a long module collected
+    last (the demo, the engine's PD runs) would start when the others are done and run
+    alone; started first, the quick modules fill the other workers around it.  Among the
+    slow ones the longest go first (``slow(minutes=N)``: the module's measured wall time on
+    the 2-core CI machine, 1 unsaid), the longest-processing-time-first rule.  Without
+    ``--no-loadscope-reorder`` (xdist 3.8) xdist sorts the modules by their number of
+    tests instead and this order is lost: the real-Prometheus module (5 tests, ~5 min,
+    mostly waiting out its windows) then started some 6 minutes in and ended the run
+    alone (measured at ``-n 6``: 10m39s).  The order is the same in every worker, as xdist
+    requires.
+
+    An explicit ``@settings(max_examples=N)`` overrides a profile, so the profile alone
+    would only reach the tests that set none: the counts are scaled here."""
     minutes: dict[str, float] = {}
     for item in items:
         for mark in item.iter_markers("slow"):
