@@ -118,17 +118,17 @@ def pytest_collection_modifyitems(items):
     """Modules with a ``slow`` test run first, the longest first; under the ``long``
     hypothesis profile every property test runs LONG_FACTOR times its own example count.
 
-    Slow first: the workers (``-n 4 --dist loadscope --no-loadscope-reorder``,
-    pyproject.toml) take whole modules in collection order, so a long module collected
-    last (the demo, the engine's PD runs) would start when the others are done and run
-    alone; started first, the quick modules fill the other workers around it.  Among the
-    slow ones the longest go first (``slow(minutes=N)``: the module's measured wall time on
-    the 2-core CI machine, 1 unsaid), the longest-processing-time-first rule.  Without
-    ``--no-loadscope-reorder`` (xdist 3.8) xdist sorts the modules by their number of
-    tests instead and this order is lost: the real-Prometheus module (5 tests, ~5 min,
-    mostly waiting out its windows) then started some 6 minutes in and ended the run
-    alone (measured at ``-n 6``: 10m39s).  The order is the same in every worker, as xdist
-    requires.
+    Slow first, the longest first (``slow(minutes=N)``: the module's measured wall time on
+    the 2-core CI machine, 1 unsaid): the order of a serial run (``-n 0``) and of modules
+    xdist ranks alike.  Under the suite's ``-n 4 --dist loadscope`` (pyproject.toml) xdist
+    (3.8) hands the workers whole modules ranked by their number of tests, and only its
+    ``--no-loadscope-reorder`` would keep this order.  That was tried and is not used:
+    with the real-Prometheus module (5 tests, ~5 min of windows) started first, a warm
+    tree ran in 9m24s against 10m01s, but on a clean clone its windows overlapped the
+    kernel builds, the demo and the engine bisects, and its harmless change read
+    ``inconclusive +26.8% (CI +4.4..+54.1%)`` in both pairs of windows (CI 11m32s).  Ranked
+    by xdist it starts ~6 minutes in, beside lighter modules, where its windows are
+    steadier.  The order is the same in every worker, as xdist requires.
 
     An explicit ``@settings(max_examples=N)`` overrides a profile, so the profile alone
     would only reach the tests that set none: the counts are scaled here."""

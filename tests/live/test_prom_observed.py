@@ -35,7 +35,7 @@ from tests.engine.conftest import free_port
 
 PROMETHEUS = shutil.which("prometheus")
 pytestmark = [
-    pytest.mark.slow(minutes=6.5),  # mostly waiting out windows: started first
+    pytest.mark.slow(minutes=6.5),  # mostly waiting out windows (tests/conftest.py: its place)
     pytest.mark.skipif(PROMETHEUS is None, reason="no `prometheus` binary: install Debian's "
                        "prometheus package (.ci/run does) to run the observed-evidence tests"),
 ]
