@@ -64,11 +64,6 @@ def detect_shape(obj: Mapping[str, Any]) -> str | None:
     return None
 
 
-def read_objects(path: Path) -> list[dict[str, Any]]:
-    """The JSON objects in ``path``: one document (vLLM, possibly pretty-printed) or JSON lines."""
-    return parse_objects(read_text(path), str(path))
-
-
 def read_text(path: Path) -> str:
     """The text of a result file (refused when too large, unreadable or not UTF-8)."""
     where = str(path)
