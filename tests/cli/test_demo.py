@@ -39,13 +39,14 @@ def _killed_once_serving(root: Path, env: dict) -> tuple[int, str, int | None]:
     on to the next command): its exit status, its first line and the server's pid."""
     proc = subprocess.Popen([LEDGER, "demo", str(root)], stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL, text=True, env=env, cwd=root.parent)
-    lines = []
+    lines, serving = [], False
     try:
         for line in proc.stdout:
             lines.append(line)
-            if line.startswith("$ ") and lines and any(
-                    x.startswith("$ bash ../run/decode-service.sh start") for x in lines[:-1]):
-                break
+            if line.startswith("$ "):
+                if serving:
+                    break
+                serving = line.startswith("$ bash ../run/decode-service.sh start")
     finally:
         proc.kill()
         proc.wait(timeout=60)
