@@ -34,7 +34,9 @@ SECTIONS = ("knobs", "flags", "removed", "fields")
 # whole-release facts, by release range: the bool words of SGLang's EnvBool; the env-var
 # prefixes a release rewrites at startup ({"SGL_": "SGLANG_"}: SGL_X is read as SGLANG_X)
 RELEASE_KEYS = ("bool_words", "prefix_renames")
-ENGINES = ("sglang", "vllm")
+# The engines with a committed timeline: SGLang's and vLLM's releases, and the bundled
+# engine's own (envknobs/catalogs/bundled_engine.py writes knob-ledger-engine.json).
+ENGINES = ("sglang", "vllm", "knob-ledger-engine")
 
 
 def version_key(version: str) -> tuple:

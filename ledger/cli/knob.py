@@ -8,7 +8,7 @@ from ledger.cli.common import emit_json
 from ledger.cli.common import json_option
 from ledger.cli.common import wants_json
 
-_LABELS = {"sglang": "SGLang", "vllm": "vLLM"}
+_LABELS = {"sglang": "SGLang", "vllm": "vLLM", "knob-ledger-engine": "knob-ledger-engine"}
 _KINDS = {"knobs": "env var", "flags": "flag", "fields": "config field", "removed": "removed name"}
 
 
@@ -25,6 +25,7 @@ def knob(ctx, name, engine, json_out) -> None:
       ledger knob SGLANG_ENABLE_JIT_DEEPGEMM
       ledger knob --max-num-seqs --engine vllm
       ledger knob --compilation-config.cudagraph_mode
+      ledger knob ENGINE_MAX_RUNNING_REQUESTS --engine knob-ledger-engine
 
     A flag is named as written (``--max-num-seqs``); a config-object key as
     ``--flag.key``.  No workspace is read and nothing is fetched: the history is

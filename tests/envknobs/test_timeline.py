@@ -191,3 +191,16 @@ def test_ledger_knob_prints_a_history_and_refuses_an_unknown_name():
            "VLLM_ATTENTION_BACKEND" in bad.output
     wrong_engine = runner.invoke(cli, ["knob", "VLLM_USE_V1", "--engine", "sglang"])
     assert wrong_engine.exit_code == 1 and "not in the sglang timeline" in wrong_engine.output
+
+
+def test_ledger_knob_reads_the_bundled_engines_releases_too():
+    """The bundled engine's timeline (its RELEASES) answers like SGLang's and vLLM's: the
+    default 1.1.0 moved, which `upgrade plan` and `bisect --upgrade` act on."""
+    runner = CliRunner()
+    for args in (["knob", "ENGINE_MAX_RUNNING_REQUESTS"],
+                 ["knob", "ENGINE_MAX_RUNNING_REQUESTS", "--engine", "knob-ledger-engine"]):
+        result = runner.invoke(cli, args)
+        assert result.exit_code == 0, result.output
+        lines = result.output.splitlines()
+        assert lines[0] == "ENGINE_MAX_RUNNING_REQUESTS (knob-ledger-engine env var)"
+        assert "  default 64 until 1.0.0, 4 from 1.1.0" in lines, result.output
