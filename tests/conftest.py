@@ -119,16 +119,15 @@ def pytest_collection_modifyitems(items):
     hypothesis profile every property test runs LONG_FACTOR times its own example count.
 
     Slow first, the longest first (``slow(minutes=N)``: the module's measured wall time on
-    the 2-core CI machine, 1 unsaid): the order of a serial run (``-n 0``) and of modules
-    xdist ranks alike.  Under the suite's ``-n 4 --dist loadscope`` (pyproject.toml) xdist
-    (3.8) hands the workers whole modules ranked by their number of tests, and only its
-    ``--no-loadscope-reorder`` would keep this order.  That was tried and is not used:
-    with the real-Prometheus module (5 tests, ~5 min of windows) started first, a warm
-    tree ran in 9m24s against 10m01s, but on a clean clone its windows overlapped the
-    kernel builds, the demo and the engine bisects, and its harmless change read
-    ``inconclusive +26.8% (CI +4.4..+54.1%)`` in both pairs of windows (CI 11m32s).  Ranked
-    by xdist it starts ~6 minutes in, beside lighter modules, where its windows are
-    steadier.  The order is the same in every worker, as xdist requires.
+    the 2-core CI machine, 1 unsaid), in every worker alike, as xdist requires.  Under the
+    suite's ``-n 4 --dist loadscope`` xdist (3.8) would rank the modules by their number of
+    tests instead; ``--no-loadscope-reorder`` (pyproject.toml) keeps this order, so the
+    four slowest modules start at once and no long module runs alone at the end.  The
+    real-Prometheus module (5 tests, ~3.5 min of windows) ranked by xdist started ~6 min
+    in and ran its last minutes alone, one core idle; started first, beside the kernel
+    builds, the demo and the engine bisects, its harmless change once read ``inconclusive
+    +26.8%``, until its engine, load and Prometheus got a higher priority than the suite
+    (tests/live/test_prom_observed.py: PRIORITY).
 
     An explicit ``@settings(max_examples=N)`` overrides a profile, so the profile alone
     would only reach the tests that set none: the counts are scaled here."""

@@ -4,9 +4,12 @@ with ``--restart`` judged by ``ledger evidence prom`` over short windows, and a
 ``--bake`` that rolls a slow change back.
 
 One Prometheus, one engine and one load for the module; the tests run in order, each
-change waiting out the previous restart's warmup before its "before" window (36 s each
-side after a 20 s warmup, a sample every 3 s; a before window inside a warmup would be
-shortened by ``evidence prom``).  The slow change is a real knob value: ``ENGINE_PREFILL_CHUNK_TOKENS=1``
+change waiting out the previous restart's warmup before its "before" window (24 s each
+side after a 12 s warmup, a sample every 2 s: 12 samples a side, where a load bin needs 5;
+a before window inside a warmup would be shortened by ``evidence prom``).  The engine, its
+load and Prometheus run at a higher priority than the rest of the suite (``PRIORITY``), so
+the module can run beside the heaviest modules (it starts first: tests/conftest.py)
+without a neighbour's burst landing in one window only.  The slow change is a real knob value: ``ENGINE_PREFILL_CHUNK_TOKENS=1``
 prefills a 64-token prompt one token per step instead of in one chunk (about -90% output
 tok/s at concurrency 4, p99 TTFT x15).  Tolerance 50% (ledger.yaml): on the shared 2-core
 machine (load average 13) two identical 40-prompt bench runs differed by 30-40%, and a 3 s
@@ -35,12 +38,20 @@ from tests.engine.conftest import free_port
 
 PROMETHEUS = shutil.which("prometheus")
 pytestmark = [
-    pytest.mark.slow(minutes=6.5),  # mostly waiting out windows (tests/conftest.py: its place)
+    pytest.mark.slow(minutes=4),  # mostly waiting out windows (tests/conftest.py: its place)
     pytest.mark.skipif(PROMETHEUS is None, reason="no `prometheus` binary: install Debian's "
                        "prometheus package (.ci/run does) to run the observed-evidence tests"),
 ]
 
-WINDOW, WARMUP, STEP = 36, 20, 3
+WINDOW, WARMUP, STEP = 24, 12, 2
+SAID = f"observed in production, {WINDOW} s each side"
+# The "production" processes (the engine, its load, Prometheus) run at a higher priority
+# than the test workers around them, standing for the machine of their own a production
+# engine has: on the shared 2-core machine a neighbour module's kernel build or engine
+# bisect otherwise slows one window and not the other (a harmless change read
+# "inconclusive +26.8%").  Raising priority needs root (CI runs as root); elsewhere
+# nice(1) says it cannot and runs the command at the normal priority.
+PRIORITY = ["nice", "-n", "-10"]
 SLOW = "ENGINE_PREFILL_CHUNK_TOKENS=1"
 HARMLESS = "ENGINE_INFLIGHT_TIMEOUT_S=60"
 SERVE = """#!/usr/bin/env bash
@@ -76,7 +87,7 @@ class Stack:
                 "--grace", "5", *extra]
 
     def launch(self) -> list[str]:
-        return ["env", f"PORT={self.port}", f"PYTHON={sys.executable}", f"PYTHONPATH={REPO}",
+        return [*PRIORITY, "env", f"PORT={self.port}", f"PYTHON={sys.executable}", f"PYTHONPATH={REPO}",
                 "bash", str(self.script)]
 
 
@@ -100,7 +111,7 @@ def _start_prometheus(st: Stack) -> None:
         "scrape_configs:\n  - job_name: engine\n    static_configs:\n"
         f"      - targets: ['127.0.0.1:{st.port}']\n")
     st.procs.append(subprocess.Popen(
-        [PROMETHEUS, f"--config.file={config}", f"--storage.tsdb.path={st.root / 'tsdb'}",
+        [*PRIORITY, PROMETHEUS, f"--config.file={config}", f"--storage.tsdb.path={st.root / 'tsdb'}",
          f"--web.listen-address=127.0.0.1:{st.prom_port}", "--log.level=warn"],
         stdout=subprocess.DEVNULL, stderr=open(st.root / "prometheus.log", "wb"),
         start_new_session=True))
@@ -118,7 +129,7 @@ def _start_load(st: Stack) -> None:
                         "--url", st.url, "--concurrency", "1", "--num-prompts", "3000",
                         "--input-len", "256", "--output-len", "16", "--json", os.devnull])
     st.procs.append(subprocess.Popen(
-        ["bash", "-c", f"while true; do {bench} >/dev/null 2>&1 || sleep 0.5; done"],
+        [*PRIORITY, "bash", "-c", f"while true; do {bench} >/dev/null 2>&1 || sleep 0.5; done"],
         env={**os.environ, "PYTHONPATH": str(REPO)}, start_new_session=True))
 
 
@@ -189,11 +200,11 @@ def test_a_slower_engine_is_judged_a_regression_from_production_metrics(stack):
     r = _observe(st, "slow")
     assert r.exit_code == 0, r.output
     line = r.stdout.splitlines()[0]
-    assert "observed in production, 36 s each side (not a controlled A/B): regression" in line
+    assert f"{SAID} (not a controlled A/B): regression" in line
     assert "output_throughput @load" in line
     assert "histogram buckets A" in r.stdout and "interpolated inside a bucket" in r.stdout
     shown = st.ledger("show", "slow").stdout
-    assert "observed in production, 36 s each side" in shown
+    assert SAID in shown
     runs = _json(st.ledger("evidence", "show", "slow", "--json"))["runs"]
     (run,) = runs
     assert run["source"] == "observed" and run["verdict"] == "regression"
@@ -201,11 +212,11 @@ def test_a_slower_engine_is_judged_a_regression_from_production_metrics(stack):
     assert run["observed"]["counter_resets"] == "handled by rate()"
     assert any("not a controlled A/B" in w for w in run["warnings"])
     text = st.ledger("evidence", "show", "slow").stdout
-    assert "LOAD" in text and "observed in production, 36 s each side: not a controlled " \
+    assert "LOAD" in text and f"{SAID}: not a controlled " \
         "A/B (A before, B after the change" in text
     assert st.ledger("render", "--out", st.root / "docs").exit_code == 0
     page = (st.root / "docs" / "entries" / f"{_entry(st, 'slow')['id']}.md").read_text()
-    assert "observed in production, 36 s each side: not a controlled A/B" in page
+    assert f"{SAID}: not a controlled A/B" in page
     assert "| Requests in the engine |" in page and "bootstrap" not in page
     r = st.ledger("revert", "slow", "--why", "slower in production", "--restart")
     assert r.exit_code == 0, r.output
@@ -234,7 +245,7 @@ def test_a_change_that_does_not_touch_speed_is_neutral(stack):
         assert r.exit_code == 0, r.output
     runs = _json(st.ledger("evidence", "show", "longer-inflight-timeout", "--json"))["runs"]
     said = f"{r.stdout}\n{runs[-1]['by_concurrency']}"
-    assert "observed in production, 36 s each side (not a controlled A/B): neutral" in \
+    assert f"{SAID} (not a controlled A/B): neutral" in \
         r.stdout and "output_throughput @load" in r.stdout, said
     assert "within ±50%" in r.stdout, said
 
@@ -246,8 +257,7 @@ def test_a_bake_rolls_the_slow_change_back(stack):
                   "--prometheus", st.prom, "--match", '{job="engine"}', "--bake-step",
                   f"{STEP}s")
     assert r.exit_code == 1, r.output
-    assert "bake 36 s: observed in production, 36 s each side (not a controlled A/B): " \
-        "regression" in r.stdout
+    assert f"bake {WINDOW} s: {SAID} (not a controlled A/B): regression" in r.stdout
     assert "rolled back: workspace commit" in r.stdout
     assert "the bake found a regression after the change; rolled back (the service is " \
         "healthy on the old configuration)" in r.stderr
