@@ -85,11 +85,12 @@ way (+40..+80%); A/A never a false call, but neutral only 1/10 as shipped (CTAS 
 ``inconclusive`` with intervals of ±5-25%.  The same hour's quick check (8 runs a side
 under 3 busy loops) spread 10.7% at CTAS 16 and 0.6% at CTAS 2; with glibc's malloc
 thresholds pinned CTAS 16 still spread 7.3%, slow in the same rounds (so not mainly the
-per-step allocations): the split path (for the tiny preset, torch's eager ops: a gather of the whole context
-per layer per step) is moved by whatever else the host runs, the unsplit dense path far
-less, but at this hour not enough for ±2% either.  The A/A goal is not met on this VM:
-it needs a quieter machine than a shared 2-core VM gives, and the verdict says so
-(``inconclusive``, with the pairs it would take) instead of a neutral it cannot show.
+per-step allocations): the split path (for the tiny preset, torch's eager ops: a gather
+of the whole context per layer per step) is moved by whatever else the host runs, the
+unsplit dense path far less, but at this hour not enough for ±2% either.  The A/A goal
+is not met on this VM: it needs a quieter machine than a shared 2-core VM gives, and the
+verdict says so (``inconclusive``, with the pairs it would take) instead of a neutral it
+cannot show.
 """
 
 from __future__ import annotations

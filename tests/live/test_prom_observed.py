@@ -9,12 +9,13 @@ side after a 12 s warmup, a sample every 2 s: 12 samples a side, where a load bi
 a before window inside a warmup would be shortened by ``evidence prom``).  The engine, its
 load and Prometheus run at a higher priority than the rest of the suite (``PRIORITY``), so
 the module can run beside the heaviest modules (it starts first: tests/conftest.py)
-without a neighbour's burst landing in one window only.  The slow change is a real knob value: ``ENGINE_PREFILL_CHUNK_TOKENS=1``
-prefills a 64-token prompt one token per step instead of in one chunk (about -90% output
-tok/s at concurrency 4, p99 TTFT x15).  Tolerance 50% (ledger.yaml): on the shared 2-core
-machine (load average 13) two identical 40-prompt bench runs differed by 30-40%, and a 3 s
-step's throughput moves about as much; observed evidence is judged with the same rule,
-so a tolerance narrower than the noise could only ever say ``inconclusive``."""
+without a neighbour's burst landing in one window only.  The slow change is a real knob
+value: ``ENGINE_PREFILL_CHUNK_TOKENS=1`` prefills the load's 256-token prompts one token
+per step instead of in one chunk (about -90% output tok/s at concurrency 1: _start_load).
+Tolerance 50% (ledger.yaml): on the shared 2-core machine (load average 13) two identical
+40-prompt bench runs differed by 30-40%, and a 3 s step's throughput moves about as much;
+observed evidence is judged with the same rule, so a tolerance narrower than the noise
+could only ever say ``inconclusive``."""
 
 from __future__ import annotations
 
@@ -87,8 +88,8 @@ class Stack:
                 "--grace", "5", *extra]
 
     def launch(self) -> list[str]:
-        return [*PRIORITY, "env", f"PORT={self.port}", f"PYTHON={sys.executable}", f"PYTHONPATH={REPO}",
-                "bash", str(self.script)]
+        return [*PRIORITY, "env", f"PORT={self.port}", f"PYTHON={sys.executable}",
+                f"PYTHONPATH={REPO}", "bash", str(self.script)]
 
 
 def _wait_ok(url: str, timeout: float, what: str) -> None:
@@ -111,7 +112,8 @@ def _start_prometheus(st: Stack) -> None:
         "scrape_configs:\n  - job_name: engine\n    static_configs:\n"
         f"      - targets: ['127.0.0.1:{st.port}']\n")
     st.procs.append(subprocess.Popen(
-        [*PRIORITY, PROMETHEUS, f"--config.file={config}", f"--storage.tsdb.path={st.root / 'tsdb'}",
+        [*PRIORITY, PROMETHEUS, f"--config.file={config}",
+         f"--storage.tsdb.path={st.root / 'tsdb'}",
          f"--web.listen-address=127.0.0.1:{st.prom_port}", "--log.level=warn"],
         stdout=subprocess.DEVNULL, stderr=open(st.root / "prometheus.log", "wb"),
         start_new_session=True))
