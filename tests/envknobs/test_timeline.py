@@ -204,3 +204,15 @@ def test_ledger_knob_reads_the_bundled_engines_releases_too():
         lines = result.output.splitlines()
         assert lines[0] == "ENGINE_MAX_RUNNING_REQUESTS (knob-ledger-engine env var)"
         assert "  default 64 until 1.0.0, 4 from 1.1.0" in lines, result.output
+
+
+def test_ledger_knob_offers_every_engine_with_a_timeline():
+    """`--engine` lists exactly the engines whose timeline is committed (a new one left
+    out of the CLI could never be asked for by name)."""
+    from envknobs.timeline import ENGINES
+
+    result = CliRunner().invoke(cli, ["knob", "--help"])
+    assert result.exit_code == 0, result.output
+    offered = result.output.split("--engine [", 1)[1].split("]", 1)[0].split("|")
+    assert sorted(offered) == sorted(ENGINES)
+    assert all((TIMELINES / f"{engine}.json").is_file() for engine in ENGINES)
