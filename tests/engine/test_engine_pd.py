@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 
@@ -51,6 +52,18 @@ def test_router_and_workers_refuse_bad_requests_and_keep_serving(cluster, call):
     status, body = call(rurl, "/generate", {"prompt": "hello", "max_new_tokens": 3})
     assert status == 200 and len(body["output_ids"]) <= 3 and isinstance(body["text"], str)
 
+
+
+def test_only_the_workers_load_torch(cluster, module_servers):
+    """The router forwards HTTP: a start-up without torch (each PD launch pays it once
+    less, and the router's memory is a few MiB of Python, not torch's)."""
+    maps = Path("/proc/self/maps")
+    if not maps.exists():
+        pytest.skip("needs /proc (Linux)")
+    prefill, decode, router = module_servers.procs[-3:]  # the order pd_cluster starts them
+    loaded = {name: "libtorch_cpu" in Path(f"/proc/{proc.pid}/maps").read_text()
+              for name, proc in (("prefill", prefill), ("decode", decode), ("router", router))}
+    assert loaded == {"prefill": True, "decode": True, "router": False}
 
 @pytest.mark.slow
 def test_dropped_transfers_fail_fast_free_pages_and_servers_recover(servers, call):

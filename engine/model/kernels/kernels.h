@@ -5,7 +5,10 @@
 // are and how they are built: cpu_ops.cpp and engine/model/kernels/__init__.py.
 #pragma once
 
-#include <ATen/ATen.h>
+// Only the headers the kernels use: <ATen/ATen.h> declares every ATen op, and compiling
+// it took ~4 s more of each variant's ~21 s build (measured, g++ -O3, torch 2.13).
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/empty.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/core/stack.h>
 #include <ATen/Parallel.h>
