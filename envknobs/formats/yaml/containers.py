@@ -37,6 +37,7 @@ Addresses (``--container``)
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from dataclasses import field
 
@@ -201,7 +202,7 @@ class _Walker:
         )
 
 
-def find_containers(docs: list[Node | None]) -> list[Found]:
+def find_containers(docs: Sequence[Node | None]) -> list[Found]:
     """Every container in the documents, each with its shortest working address."""
     found: list[Found] = []
     for i, doc in enumerate(docs, 1):
@@ -311,7 +312,7 @@ class ContainerAmbiguous(_Candidates):
     """Several containers fit the address; ``candidates`` are those containers."""
 
 
-def _inventory(docs: list[Node | None]) -> str:
+def _inventory(docs: Sequence[Node | None]) -> str:
     """What the documents hold, for a file with no container at all."""
     parts = []
     for i, doc in enumerate(docs, 1):
@@ -331,7 +332,7 @@ def _inventory(docs: list[Node | None]) -> str:
     return "; ".join(parts) or "no documents"
 
 
-def locate(address: str, docs: list[Node | None]) -> tuple[Found, list[Found]]:
+def locate(address: str, docs: Sequence[Node | None]) -> tuple[Found, list[Found]]:
     """The one container ``address`` selects, and every container of the file.
 
     FormatError (ContainerNotFound / ContainerAmbiguous) naming the candidates, each with

@@ -38,6 +38,7 @@ What the k8s format makes of it (decisions where Kubernetes leaves a choice to u
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ruamel.yaml.nodes import MappingNode
@@ -97,7 +98,7 @@ def _namespace(node: Node | None) -> str:
     return scalar_text(walk_path(node, ("metadata", "namespace"))) or ""
 
 
-def _config_maps(docs: list[Node | None]) -> dict[str, list[MappingNode]]:
+def _config_maps(docs: Sequence[Node | None]) -> dict[str, list[MappingNode]]:
     found: dict[str, list[MappingNode]] = {}
     for doc in docs:
         if scalar_text(get_value(doc, "kind")) == "ConfigMap":
@@ -106,7 +107,7 @@ def _config_maps(docs: list[Node | None]) -> dict[str, list[MappingNode]]:
     return found
 
 
-def env_sources(container, docs: list[Node | None], every) -> list[EnvSource]:
+def env_sources(container, docs: Sequence[Node | None], every) -> list[EnvSource]:
     """The ``envFrom`` sources of ``container`` (a ``Found``), ConfigMaps of the file read,
     each with the other containers of ``every`` that take it too."""
     sources = _refs(container.node)
