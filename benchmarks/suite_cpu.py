@@ -28,6 +28,16 @@ through ``CI=true bash -c 'time bash .ci/run'`` with the kernels' build cache mo
 (as on a fresh machine), with the upgrade story's gate at 64 prompts of 32 tokens: pytest
 8m48s, 10m02s with the installs.  That gate saved 47 s of CPU but read a cured deployment
 at 0.56 of itself on the next clean clone, and is not used (its module's docstring).
+
+Then (a later session, 2 cores): 826 s in the tests with the kernels' three variants
+rebuilt, 9m10s of wall.  Four cuts, none of them coverage: YAML composed once per text
+(a manifest's summary composed it ~20 times: tests/cli/test_exact_property.py 43 -> 4 s),
+the router's start-up without torch (~1.1 s a PD launch), the kernels' build without
+<ATen/ATen.h> (a variant 21 -> 16.6 s of g++), and the project's bytecode compiled once
+before the workers start (PYTHONDONTWRITEBYTECODE, set on these machines, had every
+process compile the project from source).  Warm tree, kernels rebuilt: 709 s in the tests,
+8m06s of wall.  Clean clones through ``.ci/run``: pytest 8m47s / 10m11s in all before the
+bytecode, 8m21s / 9m44s after.
 """
 
 from __future__ import annotations

@@ -45,6 +45,11 @@ pytestmark = [
 ]
 
 WINDOW, WARMUP, STEP = 24, 12, 2
+# Pairs of windows the harmless change gets to read neutral.  In the suite its windows
+# can overlap the upgrade story's c32 benches and the kernels' builds, which slow the
+# engine through the shared caches and memory, where no priority reaches: one pair in
+# two read `inconclusive` (+27.7%, +73% in the worst), a later pair neutral.
+PAIRS = 3
 SAID = f"observed in production, {WINDOW} s each side"
 # The "production" processes (the engine, its load, Prometheus) run at a higher priority
 # than the test workers around them, standing for the machine of their own a production
@@ -236,17 +241,21 @@ def test_a_change_that_does_not_touch_speed_is_neutral(stack):
     r = st.ledger("record", "knob", "engine", HARMLESS, "--class", "bugfix", "--title",
                   "longer inflight timeout", "--restart")
     assert r.exit_code == 0, r.output
-    r = _observe(st, "longer-inflight-timeout")
-    assert r.exit_code == 0, r.output
-    assert ": regression" not in r.stdout and ": gain" not in r.stdout, r.stdout
-    if ": inconclusive" in r.stdout:
+    ref = "longer-inflight-timeout"
+    for _ in range(PAIRS - 1):
+        r = _observe(st, ref)
+        assert r.exit_code == 0, r.output
+        # never a false call, whatever the neighbours do
+        assert ": regression" not in r.stdout and ": gain" not in r.stdout, r.stdout
+        if ": inconclusive" not in r.stdout:
+            break
         # A neighbour's burst (other test workers on this 2-core machine) in one window can
-        # leave the interval wide: the same change is taken off and put back once, and the
-        # second pair of windows must read neutral.
-        ref = "longer-inflight-timeout"
+        # leave the interval wide: the same change is taken off and put back, and a later
+        # pair of windows must read neutral.
         assert st.ledger("revert", ref, "--why", "again", "--restart").exit_code == 0
         time.sleep(WINDOW + WARMUP + 2)  # the revert's warmup out of the restore's "before"
         assert st.ledger("restore", ref, "--restart").exit_code == 0
+    else:
         r = _observe(st, ref)
         assert r.exit_code == 0, r.output
     runs = _json(st.ledger("evidence", "show", "longer-inflight-timeout", "--json"))["runs"]
