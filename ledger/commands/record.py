@@ -36,6 +36,8 @@ from ledger.commands.live import restartable
 from ledger.commands.session import Session
 from ledger.commands.session import writing
 from ledger.core import planner
+from ledger.core.layers import knob_layers
+from ledger.core.layers import removed_lines
 from ledger.core.recording import Asked
 from ledger.core.recording import NewEntry
 from ledger.core.recording import before_value
@@ -122,9 +124,11 @@ def _edited(entries, opts: RecordOptions, checked: Catalogs, files: Mapping[str,
             befores: Mapping[str, str | None]) -> dict:
     """Each target edited once, its knobs where the ledger had them."""
     anchors, places, knob = layer_anchors(entries), layer_places(entries), checked.knob
+    stacks = knob_layers(entries)
     return {name: edited(tf, knob, opts.value, anchors=anchors.get(name) or {},
                          places=places.get(name), source=checked.source, into=opts.into,
-                         without=wants_without(tf, opts, knob, befores[name]))
+                         without=wants_without(tf, opts, knob, befores[name]),
+                         lines=removed_lines(stacks.get((name, knob), ())))
             for name, tf in files.items()}
 
 

@@ -121,6 +121,14 @@ def layer_lines(layer: Sequence[Entry], applied: Mapping[str, bool] | None = Non
     return _pick(layer, applied, "after_lines", "before_lines")
 
 
+def removed_lines(layer: Sequence[Entry]) -> str | None:
+    """The lines a knob had where the last applied entry of ``layer`` removed it (its
+    ``before_lines``), else None: what a knob that comes back with a new value is written
+    as, so that removing and re-adding it leaves the bytes a change in place would."""
+    last = next((e for e in reversed(layer) if e.applied), None)
+    return last.before_lines if last is not None and last.after is None else None
+
+
 def knob_sources(entries: Iterable[Entry], *, full: bool = False) -> dict[KnobKey, str | None]:
     """The value text per (target, knob) with the entries' states (``full``: all applied)."""
     return {
@@ -184,6 +192,7 @@ __all__ = [
     "knob_sources",
     "layer_lines",
     "layer_source",
+    "removed_lines",
     "layer_value",
     "target_view",
 ]

@@ -245,9 +245,17 @@ def add_knob(
         return placed
     exact = "".join(old[:ops[0][1]]) + lines + "".join(old[ops[0][1]:])
     try:
-        if fmt.parse_exact(exact) == fmt.parse_exact(placed):
+        want = fmt.parse_exact(placed)
+        if fmt.parse_exact(exact) == want:
             return exact
-    except ValueError:
+        # The knob comes back with another value than it had: its old lines (a comment
+        # beside it, its quoting), given the new value, as a change in place would have
+        # left them.  So unset-then-set and a set in place give the same bytes, whichever
+        # way a clone reached them (a pull replays the layers; the operator recorded both).
+        exact = fmt.set_exact(exact, knob, value, source)
+        if fmt.parse_exact(exact) == want:
+            return exact
+    except ValueError:  # a format's FormatError too
         pass
     return placed
 

@@ -103,15 +103,18 @@ def source_in(target: Target, text: str, knob: str) -> str | None:
 
 def edited(tf: TargetFile, knob: str, value: str | None, *, anchors: Mapping[str, dict | None],
            places: Mapping[str, dict] | None = None, source: str | None = None,
-           without: bool = False, into: str | None = None) -> Edited:
+           without: bool = False, into: str | None = None,
+           lines: str | None = None) -> Edited:
     """``tf`` with ``knob`` set to ``value`` (or unset): the one edit a recorded change makes,
     as :func:`edit_target` writes it (``anchors``/``places``: the target's ledger knobs, so
     a knob the ledger had goes back where it was), with where the knob sits and the exact
     text of its value before and after.  ``source``: the exact text to write the value
     with (a YAML string: :attr:`envknobs.assign.Checked.source`); ``without``: also the
-    text without the knob (:attr:`Edited.without`)."""
+    text without the knob (:attr:`Edited.without`); ``lines``: the lines the knob had when
+    the ledger removed it, for a knob that comes back (:func:`ledger.core.layout.add_knob`)."""
     sources = {knob: source} if source is not None else None
-    raw = edit_target(tf, {knob: value}, anchors, places, sources, into=into)
+    raw = edit_target(tf, {knob: value}, anchors, places, sources,
+                      lines={knob: lines} if lines is not None else None, into=into)
     text = raw.decode(ENCODING, ERRORS)
     apart = edit_target(tf, {knob: None}).decode(ENCODING, ERRORS) if without else None
     # The anchor is taken where the file holds the knob; the text without it is the edit
