@@ -10,6 +10,8 @@ manifest (SGLang's ``lws.yaml``: a comment line between a flag and its plain val
 
 from __future__ import annotations
 
+import subprocess
+
 import pytest
 
 SGLANG_VARS = """\
@@ -138,3 +140,56 @@ def test_list_items_come_back_in_their_own_style(ws):
     assert "- mlx5_0\n" in text and '- "0.7"\n' in text
     assert ws.run("revert", "--perf-only", "--why", "w").exit_code == 0
     assert path.read_text() == LWS
+
+
+SERVE_COMMENTED = """\
+#!/usr/bin/env bash
+export SGLANG_DISAGGREGATION_QUEUE_SIZE=4
+export SGLANG_SM120_MMA_TARGET_CTAS=256   # wave quantisation at c64
+exec python -m sglang.launch_server --model-path /models/m --port 30001
+"""
+DEPLOY_COMMENTED = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: decode}
+spec:
+  template:
+    spec:
+      containers:
+        - name: sglang
+          image: lmsysorg/sglang:v0.5.4
+          env:
+            - name: SGLANG_DISAGGREGATION_QUEUE_SIZE
+              value: "4"
+            - name: SGLANG_SM120_MMA_TARGET_CTAS
+              value: '256'  # wave quantisation at c64
+"""
+
+
+@pytest.mark.parametrize("file, text, how, line", [
+    ("serve.sh", SERVE_COMMENTED, ("--format", "bash"),
+     "export SGLANG_SM120_MMA_TARGET_CTAS=512   # wave quantisation at c64\n"),
+    ("deploy.yaml", DEPLOY_COMMENTED, ("--format", "k8s", "--container", "sglang"),
+     "              value: '512'  # wave quantisation at c64\n"),
+])
+def test_a_knob_unset_then_set_again_comes_back_as_its_own_lines(ws, file, text, how, line):
+    """Unset, then set to a new value: the knob's old lines with that value, the bytes a
+    change in place gives (a clone that pulls both entries changes the line in place), and
+    every revert gives back the bytes before it."""
+    path = ws.add(file, text, *how)
+    ws.record("SGLANG_SM120_MMA_TARGET_CTAS", "--unset")
+    unset = path.read_text()
+    assert "SGLANG_SM120_MMA_TARGET_CTAS" not in unset
+    ws.record("SGLANG_SM120_MMA_TARGET_CTAS=512")
+    assert path.read_text() == text.replace(line.replace("512", "256"), line)
+    assert line in path.read_text()
+    if file == "serve.sh":  # what bash sees
+        seen = subprocess.run(["bash", "-c", f"source <(grep ^export {path}); "
+                               "echo $SGLANG_SM120_MMA_TARGET_CTAS"],
+                              capture_output=True, text=True, check=True).stdout
+        assert seen == "512\n"
+    assert ws.run("revert", "change-sglang-sm120-mma-target-ctas-512", "--why", "w").exit_code == 0
+    assert path.read_text() == unset
+    assert ws.run("revert", "--perf-only", "--why", "w").exit_code == 0
+    assert path.read_text() == text
+    assert "drift" not in ws.run("status").stdout.lower()
