@@ -192,7 +192,7 @@ __all__ = [
     "knob_sources",
     "layer_lines",
     "layer_source",
-    "removed_lines",
     "layer_value",
+    "removed_lines",
     "target_view",
 ]

@@ -114,7 +114,7 @@ def relative(args: argparse.Namespace) -> int:
         first = ratio if first is None else first
         if decided(ratio, rounds, args.min_ratio, args.best_of, args.settle):
             break
-    mine, ref = (float(best[k]["output_throughput"]) for k in ("script", "reference"))
+    mine, ref = _speeds(best)
     ok = ratio >= args.min_ratio
     settled = "" if rounds <= max(1, args.best_of) else (
         f" (best of {rounds} runs a side: the first {max(1, args.best_of)} read "
@@ -134,8 +134,14 @@ def decided(ratio: float, rounds: int, min_ratio: float, best_of: int, settle: i
     return not close or rounds >= max(1, best_of) + max(0, settle)
 
 
-def _ratio(best: dict[str, dict]) -> float:
+def _speeds(best: dict[str, dict]) -> tuple[float, float]:
+    """Output tok/s of the script and of the reference, the best run of each."""
     mine, ref = (float(best[k]["output_throughput"]) for k in ("script", "reference"))
+    return mine, ref
+
+
+def _ratio(best: dict[str, dict]) -> float:
+    mine, ref = _speeds(best)
     return mine / ref if ref > 0 else 0.0
 
 
