@@ -91,6 +91,15 @@ unsplit dense path far less, but at this hour not enough for ±2% either.  The A
 is not met on this VM: it needs a quieter machine than a shared 2-core VM gives, and the
 verdict says so (``inconclusive``, with the pairs it would take) instead of a neutral it
 cannot show.
+
+A quiet VM of its own (2026-12-07 23:59-00:09, nothing else running, ambient load 0.7,
+``--trials 10 --runs 8 --load 3``, stopped after 3 trials, 9 comparisons of ~60 s, load
+3.1-4.1): A/B ``gain`` 3/3 (+40.9..+54.1%, decided after 8 pairs each time); A/A never a
+false call, ``neutral`` 0/6: as shipped -1.4% (CI -4.0..+1.2%), -0.5% (-6.0..+18.0%),
+-1.4% (-17.8..+0.8%); at the knob's value -0.1% (-13.8..+13.9%), +0.8% (-17.2..+35.1%),
+-0.3% (-17.4..+9.1%), all after 12 pairs.  Why, run by run: ``benchmarks/ab_noise.py``
+(spells of runs 30-47% slow with or without address-space randomisation, and ~2% a run
+between the fast ones: a ±2% neutral is 11-18 pairs away before a slow run lands).
 """
 
 from __future__ import annotations
