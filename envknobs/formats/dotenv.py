@@ -55,6 +55,7 @@ from envknobs.formats.common.places import PlaceEdit
 from envknobs.formats.common.places import Summary
 from envknobs.formats.common import TargetFormat
 from envknobs.formats.common.text import check_assignment_args
+from envknobs.formats.common.text import flags_string_refusal
 from envknobs.formats.common.text import insert_line
 from envknobs.formats.common.text import line_of
 from envknobs.formats.common.text import remove_lines
@@ -376,10 +377,7 @@ def _refuse_new_string(text: str, out: str) -> None:
     become the flags, and the ledger's entry would name a knob the file no longer has."""
     new = {s.name for s, _ in _strings(out)} - {s.name for s, _ in _strings(text)}
     if new:
-        name = sorted(new)[0]
-        raise FormatError(f"{name}: the new value is a string of launch flags, whose flags "
-                          "are knobs of their own: record them as flags (ledger record flag "
-                          "TARGET --FLAG=V) once the string holds one, or edit it by hand")
+        raise flags_string_refusal(sorted(new)[0])
 
 
 def _refuse_holder(text: str, knob: str) -> None:

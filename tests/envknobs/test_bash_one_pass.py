@@ -26,14 +26,32 @@ def _single_place_knobs(text: str) -> list[str]:
 
 
 def _one_at_a_time(text: str, edits: dict[str, str | None]) -> str | Exception:
-    try:
-        for knob, value in edits.items():
-            if value is None:
-                text = BASH.unset(text, knob)
-        for knob, value in edits.items():
-            if value is not None:
-                text = BASH.set(text, knob, value)
+    """The edits one knob at a time through ``unset``/``set``, removals first, as the batch
+    promises to write them: a knob refused only because another edit is not made yet is
+    tried again after the rest (unsetting ``--model "$MODEL"`` alone leaves MODEL read by
+    nothing, a change of MODEL the check refuses; with MODEL unset first it is asked for);
+    stuck, the first pending knob's refusal on the text as given."""
+    def in_turn(text: str, knobs: list[str], edit) -> str:
+        original = text
+        while knobs:
+            refused, errors = [], []
+            for knob in knobs:
+                try:
+                    text = edit(text, knob)
+                except FormatError as e:
+                    refused.append(knob)
+                    errors.append(e)
+            if refused and len(refused) == len(knobs):
+                for knob in refused:
+                    edit(original, knob)  # raises with the lines of the text as given
+                raise errors[0]
+            knobs = refused
         return text
+
+    try:
+        text = in_turn(text, [k for k, v in edits.items() if v is None], BASH.unset)
+        return in_turn(text, [k for k, v in edits.items() if v is not None],
+                       lambda t, k: BASH.set(t, k, edits[k]))
     except FormatError as e:
         return e
 
@@ -241,3 +259,34 @@ def test_an_unset_of_a_knob_being_added_goes_one_at_a_time(monkeypatch):
     monkeypatch.undo()
     assert out == _added_one_at_a_time(text, {"NEW_1": "1", "NEW_2": "2"})
     assert BASH.parse(out)["NEW_1"] == "1"
+
+
+def test_a_batch_does_not_depend_on_the_order_of_its_edits():
+    """``--model "$MODEL"`` alone cannot go (MODEL would be read by nothing, a change of
+    MODEL); with MODEL in the same batch it can, in either order."""
+    text = SCRIPTS["docker_vllm"]
+    with pytest.raises(FormatError, match="changes MODEL"):
+        BASH.unset(text, "--model")
+    out = BASH.edit_many(text, {"--model": None, "MODEL": None})
+    assert BASH.edit_many(text, {"MODEL": None, "--model": None}) == out
+    assert not {"--model", "MODEL"} & set(BASH.parse(out))
+    assert out == BASH.unset(BASH.unset(text, "MODEL"), "--model")
+    # With two wrapper env flags beside them the one-pass batch gives way to one edit at a
+    # time, which once took them in the order given and refused --model.
+    more = {"--model": None, "MODEL": None, "HUGGING_FACE_HUB_TOKEN": None,
+            "VLLM_ATTENTION_BACKEND": None}
+    out = BASH.edit_many(text, more)
+    assert not set(more) & set(BASH.parse(out))
+
+
+def test_a_refused_batch_names_the_lines_of_the_file_as_given():
+    """A batch whose first edit removes a line and whose second is refused names the
+    places as the file has them, not as the half-made batch had them (it said lines 5 and
+    12 of a file that has them at 6 and 13)."""
+    text = SCRIPTS["functions_and_loops"]
+    lines = text.splitlines()
+    assert lines[5] == "export SGLANG_X=1" and lines[12] == "SGLANG_X=2"
+    with pytest.raises(FormatError) as refused:
+        BASH.edit_many(text, {"port": None, "SGLANG_X": None})
+    assert "line 6 (top level: export SGLANG_X=1); line 13 (top level: SGLANG_X=2)" in \
+        str(refused.value)

@@ -97,6 +97,7 @@ from envknobs.formats.bash.strings import string_edit
 from envknobs.formats.bash.strings import string_uses
 from envknobs.formats.bash.strings import with_strings
 from envknobs.formats.common.sniff import refuse_foreign
+from envknobs.formats.common.text import each_in_turn
 from envknobs.formats.common.text import verified
 from envknobs.formats.common.text import insert_line
 from envknobs.formats.common.text import line_of
@@ -153,6 +154,7 @@ def resolve_knob(a: Analysis, knob: str) -> str:
         if flag is not None:
             return flag.name  # type: ignore[attr-defined]
     return canonical_flag(knob) if knob.startswith("--") else knob
+
 
 
 class BashFormat(TargetFormat):
@@ -325,7 +327,7 @@ class BashFormat(TargetFormat):
         """Every removal and change in one pass, read and verified once, where that is
         sure to write what editing one knob at a time writes (:func:`~.select.edit_batch`);
         else the removals in one pass, then the changes in one pass, else one at a time
-        (which says precisely why an edit is refused)."""
+        (which says precisely why an edit is refused; :func:`~.common.text.each_in_turn`)."""
         for knob, value in edits.items():
             _check(knob, value)
         removals = [k for k, v in edits.items() if v is None]
@@ -340,15 +342,12 @@ class BashFormat(TargetFormat):
             out = self._batch(text, removals, {})
             if out is not None:
                 text, removals = out, []
-        for knob in removals:
-            text = self.unset(text, knob)
+        text = each_in_turn(text, removals, self.unset)
         if len(changes) > 1:
             out = self._batch(text, [], changes)
             if out is not None:
                 return out
-        for knob, value in changes.items():
-            text = self.set(text, knob, value)
-        return text
+        return each_in_turn(text, list(changes), lambda t, k: self.set(t, k, changes[k]))
 
     def add_many(self, text: str, values: Mapping[str, str]) -> str:
         """Absent knobs added in one pass and read once where they all go where ``set``

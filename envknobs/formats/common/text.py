@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from collections.abc import Mapping
+from collections.abc import Sequence
 
 from envknobs.formats.common import FormatError
 from envknobs.registry import check_knob_name
@@ -97,6 +99,44 @@ def verified(
     return verified_many(before, after, {knob: value}, out)
 
 
+def each_in_turn(text: str, knobs: Sequence[str], edit: Callable[[str, str], str]) -> str:
+    """``edit(text, knob)`` for each knob, each verified on its own; one refused only
+    because another edit of the same batch is not made yet is tried again after the rest
+    (removing ``--model "$MODEL"`` before ``MODEL`` would leave MODEL read by nothing, a
+    change the check refuses; after it, it is the change asked for).  So the batch does
+    not depend on the order its edits are given in.  A round that makes no edit raises a
+    refusal, nothing written: the first pending knob's as it reads in the file as given
+    (its lines are the file's, not those of the batch half made), else the one it met."""
+    original, pending = text, list(knobs)
+    while pending:
+        refused: list[str] = []
+        first: FormatError | None = None
+        for knob in pending:
+            try:
+                text = edit(text, knob)
+            except FormatError as e:
+                refused.append(knob)
+                first = first or e
+        if first is not None and len(refused) == len(pending):
+            for knob in refused:
+                try:
+                    edit(original, knob)
+                except FormatError as e:
+                    raise e from None
+            raise first
+        pending = refused
+    return text
+
+
+def flags_string_refusal(knob: str) -> FormatError:
+    """The refusal of an edit that makes ``knob``'s value a string of launch flags (every
+    format says it alike): the file would read the string's flags as knobs of their own,
+    and the ledger's entry would name a knob the file no longer has."""
+    return FormatError(f"{knob}: the new value is a string of launch flags, whose flags are "
+                       "knobs of their own: record them as flags (ledger record flag TARGET "
+                       "--FLAG=V) once the string holds one, or edit it by hand")
+
+
 def verified_many(
     before: Mapping[str, str], after: Mapping[str, str], edits: Mapping[str, str | None],
     out: str,
@@ -110,6 +150,13 @@ def verified_many(
             expected[knob] = value
     if dict(after) != expected:
         wrong = sorted(k for k in set(after) | set(expected) if after.get(k) != expected.get(k))
+        for knob, value in edits.items():
+            # The value made a string of launch flags (``--x 1``): the file now reads its
+            # flags as knobs instead of the knob; say that, not "an unclosed quote".
+            if value is not None and not knob.startswith("-") and \
+                    value.lstrip().startswith("--") and knob in wrong and \
+                    all(k == knob or (k.startswith("-") and k not in before) for k in wrong):
+                raise flags_string_refusal(knob)
         what = " and ".join(f"{'unset' if v is None else 'set'} {k}"
                             for k, v in list(edits.items())[:3])
         if len(edits) > 3:
