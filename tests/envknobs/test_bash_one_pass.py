@@ -265,7 +265,7 @@ def test_a_batch_does_not_depend_on_the_order_of_its_edits():
     """``--model "$MODEL"`` alone cannot go (MODEL would be read by nothing, a change of
     MODEL); with MODEL in the same batch it can, in either order."""
     text = SCRIPTS["docker_vllm"]
-    with pytest.raises(FormatError, match="changes MODEL"):
+    with pytest.raises(FormatError, match="nothing would read MODEL, which only --model reads"):
         BASH.unset(text, "--model")
     out = BASH.edit_many(text, {"--model": None, "MODEL": None})
     assert BASH.edit_many(text, {"MODEL": None, "--model": None}) == out

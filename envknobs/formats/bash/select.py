@@ -466,10 +466,12 @@ def _explain(before: Analysis, after: Analysis, knob: str, wrong: list[str]) -> 
             f"cannot change {knob} safely: after the edit a launch would still see it from "
             f"{', '.join(seen) or 'nowhere'} (select those places too with --all, or edit by hand)"
         )
-    return (
-        f"cannot change {knob} safely: re-reading the edited file changes "
-        f"{', '.join(wrong)} (is there an unclosed quote or block near the edit?)"
-    )
+    if all(k in before.knobs and k not in after.knobs for k in wrong):  # `--model "$MODEL"`
+        return (f"cannot change {knob} safely: after the edit nothing would read "
+                f"{', '.join(wrong)}, which only {knob} reads (change both in one change, "
+                "e.g. one revert of both entries, or edit by hand)")
+    return (f"cannot change {knob} safely: re-reading the edited file changes "
+            f"{', '.join(wrong)} (is there an unclosed quote or block near the edit?)")
 
 
 def verify_added(before: Analysis, after: Analysis, knob: str, value: str, launches: list[Launch]) -> str:
