@@ -56,6 +56,7 @@ from envknobs.formats.common.places import Summary
 from envknobs.formats.common import TargetFormat
 from envknobs.formats.common.text import check_assignment_args
 from envknobs.formats.common.text import flags_string_refusal
+from envknobs.formats.common.text import holds_flags
 from envknobs.formats.common.text import insert_line
 from envknobs.formats.common.text import line_of
 from envknobs.formats.common.text import remove_lines
@@ -122,7 +123,6 @@ def _is_dynamic(b: Binding) -> bool:
 
 def _strings(text: str) -> list[tuple[ArgString, str]]:
     """The file's strings of flags, each with the engine its name says."""
-    from envknobs.formats.common.argstring import holds_flags
     from envknobs.formats.common.argstring import read_string
 
     out = []

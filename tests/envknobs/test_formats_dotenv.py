@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from envknobs.formats import FormatError
 from envknobs.formats import get_format
-from envknobs.formats.common.argstring import holds_flags
+from envknobs.formats.common.text import holds_flags
 from envknobs.formats.dotenv import render_value
 from envknobs.registry import KnobError
 from tests.envknobs.knob_oracles import bash_source_values

@@ -20,7 +20,7 @@ from ruamel.yaml import YAML
 
 from envknobs.formats import FormatError
 from envknobs.formats import get_format
-from envknobs.formats.common.argstring import holds_flags
+from envknobs.formats.common.text import holds_flags
 from envknobs.formats.yaml.scalar import double_quoted
 from envknobs.formats.yaml.scalar import plain_is_string
 from envknobs.formats.yaml.scalar import single_quoted

@@ -17,7 +17,7 @@ from dataclasses import replace
 from envknobs.formats.bash.analysis import Analysis
 from envknobs.formats.common.launch import flag_lookup
 from envknobs.formats.common.argstring import ArgString
-from envknobs.formats.common.argstring import holds_flags
+from envknobs.formats.common.text import holds_flags
 from envknobs.formats.common.argstring import last_uses
 from envknobs.formats.common.argstring import place_of
 from envknobs.formats.common.argstring import read_string

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import Callable
 from typing import Sequence
 
+from envknobs.formats.common.text import holds_flags
 from envknobs.formats.common.word_edit import anchor_of
 from envknobs.formats.common.launch import FlagUse
 from envknobs.formats.common.launch import scan_flags
@@ -74,15 +75,6 @@ def read_string(text: str, name: str, start: int, end: int, value: str, where: s
         return None, (f"{name} holds {odd[0]!r}, which bash, systemd and Python split "
                       "differently: its flags are not read")
     return ArgString(name, start, end, where, pieces), None
-
-
-_FIRST_FLAG = re.compile(r"--[A-Za-z][A-Za-z0-9_.-]*(=|\Z)")
-
-
-def holds_flags(value: str) -> bool:
-    """Whether a value reads as argument words that start with a flag (``--x ...``)."""
-    first = value.split(None, 1)[:1]
-    return bool(first) and _FIRST_FLAG.match(first[0]) is not None
 
 
 def uses_of(s: ArgString, lookup: Callable[[str], object]) -> list[FlagUse]:

@@ -128,6 +128,15 @@ def each_in_turn(text: str, knobs: Sequence[str], edit: Callable[[str, str], str
     return text
 
 
+_FIRST_FLAG = re.compile(r"--[A-Za-z][A-Za-z0-9_.-]*(=|\Z)")
+
+
+def holds_flags(value: str) -> bool:
+    """Whether a value reads as argument words that start with a flag (``--x ...``)."""
+    first = value.split(None, 1)[:1]
+    return bool(first) and _FIRST_FLAG.match(first[0]) is not None
+
+
 def flags_string_refusal(knob: str) -> FormatError:
     """The refusal of an edit that makes ``knob``'s value a string of launch flags (every
     format says it alike): the file would read the string's flags as knobs of their own,
@@ -153,8 +162,8 @@ def verified_many(
         for knob, value in edits.items():
             # The value made a string of launch flags (``--x 1``): the file now reads its
             # flags as knobs instead of the knob; say that, not "an unclosed quote".
-            if value is not None and not knob.startswith("-") and \
-                    value.lstrip().startswith("--") and knob in wrong and \
+            if value is not None and not knob.startswith("-") and holds_flags(value) and \
+                    knob in wrong and \
                     all(k == knob or (k.startswith("-") and k not in before) for k in wrong):
                 raise flags_string_refusal(knob)
         what = " and ".join(f"{'unset' if v is None else 'set'} {k}"

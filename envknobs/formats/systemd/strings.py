@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 
 from envknobs.formats.common.argstring import ArgString
-from envknobs.formats.common.argstring import holds_flags
+from envknobs.formats.common.text import holds_flags
 from envknobs.formats.common.argstring import read_string
 from envknobs.formats.systemd.service import Assignment
 from envknobs.formats.systemd.service import Command

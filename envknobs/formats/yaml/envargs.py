@@ -35,7 +35,7 @@ from envknobs.formats.common.argstring import PLAIN
 from envknobs.formats.common.argstring import ArgString
 from envknobs.formats.common.argstring import StringFlagConflict
 from envknobs.formats.common.argstring import add_in
-from envknobs.formats.common.argstring import holds_flags
+from envknobs.formats.common.text import holds_flags
 from envknobs.formats.common.argstring import last_uses
 from envknobs.formats.common.argstring import owner
 from envknobs.formats.common.argstring import remove_in
