@@ -10,6 +10,8 @@ from pathlib import Path
 
 from hypothesis import strategies as st
 
+from envknobs.formats.common.text import holds_flags
+
 BASH = "/bin/bash"
 
 # Values a knob may hold: anything but NUL and line breaks (and lone surrogates, which
@@ -57,6 +59,10 @@ values = st.one_of(
     st.text(_chars, max_size=24),
     st.lists(st.sampled_from(HAZARDS + ["a", "1", "x_y"]), max_size=4).map("".join),
 )
+# The values a knob holds as itself: a value that reads as a string of launch flags
+# (``--x 1``) makes a k8s or .env variable a holder of flags, knobs of their own (refused
+# as a new value, read as flags where it is found: their own tests).
+plain_values = values.filter(lambda v: not holds_flags(v))
 knob_names = st.from_regex(r"[A-Z][A-Z0-9_]{0,12}", fullmatch=True)
 
 

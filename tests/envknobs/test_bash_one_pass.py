@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from envknobs.formats import FormatError
 from envknobs.formats import get_format
 from envknobs.formats.bash import analysis
+from envknobs.formats.common.text import each_in_turn
 from tests.envknobs.bash_fixtures import ALL
 from tests.envknobs.test_formats_bash import DECODE_SCRIPT
 
@@ -26,32 +27,14 @@ def _single_place_knobs(text: str) -> list[str]:
 
 
 def _one_at_a_time(text: str, edits: dict[str, str | None]) -> str | Exception:
-    """The edits one knob at a time through ``unset``/``set``, removals first, as the batch
-    promises to write them: a knob refused only because another edit is not made yet is
-    tried again after the rest (unsetting ``--model "$MODEL"`` alone leaves MODEL read by
-    nothing, a change of MODEL the check refuses; with MODEL unset first it is asked for);
-    stuck, the first pending knob's refusal on the text as given."""
-    def in_turn(text: str, knobs: list[str], edit) -> str:
-        original = text
-        while knobs:
-            refused, errors = [], []
-            for knob in knobs:
-                try:
-                    text = edit(text, knob)
-                except FormatError as e:
-                    refused.append(knob)
-                    errors.append(e)
-            if refused and len(refused) == len(knobs):
-                for knob in refused:
-                    edit(original, knob)  # raises with the lines of the text as given
-                raise errors[0]
-            knobs = refused
-        return text
-
+    """The edits one knob at a time through ``unset``/``set``, removals first, in the order
+    the batch promises (:func:`~envknobs.formats.common.text.each_in_turn`: a knob refused
+    only because another edit is not made yet goes after the rest; its own tests are
+    test_a_batch_does_not_depend_on_the_order_of_its_edits and the one after it)."""
     try:
-        text = in_turn(text, [k for k, v in edits.items() if v is None], BASH.unset)
-        return in_turn(text, [k for k, v in edits.items() if v is not None],
-                       lambda t, k: BASH.set(t, k, edits[k]))
+        text = each_in_turn(text, [k for k, v in edits.items() if v is None], BASH.unset)
+        return each_in_turn(text, [k for k, v in edits.items() if v is not None],
+                            lambda t, k: BASH.set(t, k, edits[k]))
     except FormatError as e:
         return e
 

@@ -18,6 +18,7 @@ from envknobs.registry import KnobError
 from tests.envknobs.knob_oracles import bash_source_values
 from tests.envknobs.knob_oracles import dotenv_read
 from tests.envknobs.knob_oracles import knob_names
+from tests.envknobs.knob_oracles import plain_values
 from tests.envknobs.knob_oracles import values
 
 DOTENV = get_format("dotenv")
@@ -51,10 +52,6 @@ def representable(value: str) -> bool:
     return True
 
 
-def plain(value: str) -> bool:
-    """A value written as itself: representable, and not a string of launch flags (which
-    makes the knob a holder of flags: refused, see the test below)."""
-    return representable(value) and not holds_flags(value)
 
 
 def test_a_value_that_makes_a_string_of_flags_is_refused_naming_the_knob() -> None:
@@ -150,7 +147,7 @@ def test_written_hostile_value_is_data_in_bash(tmp_path: Path) -> None:
 
 
 @ORACLE
-@given(st.dictionaries(knob_names, values.filter(plain), min_size=1, max_size=4))
+@given(st.dictionaries(knob_names, plain_values.filter(representable), min_size=1, max_size=4))
 def test_written_values_read_back_through_python_dotenv_and_bash(
     tmp_path: Path, assignments: dict[str, str]
 ) -> None:
@@ -183,7 +180,7 @@ def test_every_value_is_either_written_exactly_or_refused(value: str) -> None:
 
 
 @settings(max_examples=100, derandomize=True, deadline=None)
-@given(knob_names, values.filter(plain))
+@given(knob_names, plain_values.filter(representable))
 def test_set_then_unset_of_an_absent_knob_restores_the_file(knob: str, value: str) -> None:
     if knob in ENV_FILE:
         return

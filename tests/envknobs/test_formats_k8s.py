@@ -14,7 +14,7 @@ from envknobs.formats import FormatError
 from envknobs.formats import get_format
 from envknobs.registry import KnobError
 from tests.envknobs.knob_oracles import knob_names
-from tests.envknobs.knob_oracles import values
+from tests.envknobs.knob_oracles import plain_values
 from tests.envknobs.knob_oracles import yaml11_env
 
 PROPERTY = settings(max_examples=30, derandomize=True, deadline=None)
@@ -230,7 +230,7 @@ def test_surrogates_and_newlines_are_refused() -> None:
 
 
 @PROPERTY
-@given(st.dictionaries(knob_names, values, min_size=1, max_size=4))
+@given(st.dictionaries(knob_names, plain_values, min_size=1, max_size=4))
 def test_written_values_read_back_as_strings_in_yaml_11_and_12(assignments: dict[str, str]) -> None:
     text = MANIFESTS
     for knob, value in assignments.items():
@@ -243,7 +243,7 @@ def test_written_values_read_back_as_strings_in_yaml_11_and_12(assignments: dict
 
 
 @PROPERTY
-@given(knob_names, values, st.sampled_from(["decode/sglang", "exporter", "bench/bench", "warmup"]))
+@given(knob_names, plain_values, st.sampled_from(["decode/sglang", "exporter", "bench/bench", "warmup"]))
 def test_set_then_unset_of_an_absent_knob_restores_the_file(
     knob: str, value: str, selector: str
 ) -> None:
@@ -260,7 +260,7 @@ def test_set_then_unset_of_an_absent_knob_restores_the_file(
     st.sampled_from(
         ["SGLANG_SM120_MMA_TARGET_CTAS", "SGLANG_DISAGGREGATION_WAITING_TIMEOUT", "FLOW_ITEM"]
     ),
-    values,
+    plain_values,
 )
 def test_set_existing_touches_only_its_line(knob: str, value: str) -> None:
     out = DECODE.set(MANIFESTS, knob, value)

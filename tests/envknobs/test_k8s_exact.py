@@ -25,7 +25,7 @@ from envknobs.formats.yaml.scalar import double_quoted
 from envknobs.formats.yaml.scalar import plain_is_string
 from envknobs.formats.yaml.scalar import single_quoted
 
-from tests.envknobs.knob_oracles import values
+from tests.envknobs.knob_oracles import plain_values
 
 PROPERTY = settings(max_examples=40, derandomize=True, deadline=None)
 
@@ -103,15 +103,13 @@ def _with_comment(src: str, comment: str) -> str:
     return src + comment
 
 
-# A value that reads as a string of launch flags (``--x 1``) makes TARGET a holder of
-# flags, knobs of their own (tests/envknobs/test_k8s_env_args.py reads those): the
-# byte-exact properties below are about the values TARGET holds as itself.
-plain = values.filter(lambda v: not holds_flags(v))
+# The byte-exact properties below are about the values TARGET holds as itself (strings of
+# launch flags: tests/envknobs/test_k8s_env_args.py, and the refusal below).
 generated = st.one_of(
     st.text(max_size=12).filter(lambda v: plain_is_string(v) and not holds_flags(v))
     .map(lambda v: (" " + v, v)),
-    plain.filter(lambda v: single_quoted(v) is not None).map(lambda v: (" " + single_quoted(v), v)),
-    plain.map(lambda v: (" " + double_quoted(v), v)),
+    plain_values.filter(lambda v: single_quoted(v) is not None).map(lambda v: (" " + single_quoted(v), v)),
+    plain_values.map(lambda v: (" " + double_quoted(v), v)),
 )
 sources = st.one_of(st.sampled_from(CRAFTED), generated)
 
@@ -152,7 +150,7 @@ def test_crafted_sources_parse_as_intended() -> None:
 
 
 @PROPERTY
-@given(sources, st.sampled_from(COMMENTS), plain)
+@given(sources, st.sampled_from(COMMENTS), plain_values)
 def test_record_then_revert_is_byte_identical(source, comment, new: str) -> None:
     src, old = source
     src = _with_comment(src, comment)
@@ -172,7 +170,7 @@ def test_record_then_revert_is_byte_identical(source, comment, new: str) -> None
 
 
 @PROPERTY
-@given(sources, plain)
+@given(sources, plain_values)
 def test_restore_after_revert_is_byte_identical(source, new: str) -> None:
     """record → revert → restore → revert: each state's bytes come back exactly."""
     src, old = source
@@ -188,7 +186,7 @@ def test_restore_after_revert_is_byte_identical(source, new: str) -> None:
 
 
 @PROPERTY
-@given(plain)
+@given(plain_values)
 def test_new_knob_then_removal_is_byte_identical_and_read_by_both(value: str) -> None:
     text = TEMPLATE.replace("{SRC}", " $HF_TOKEN")
     out = FMT.set(text, "NEW_KNOB", value)

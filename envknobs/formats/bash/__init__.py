@@ -156,7 +156,6 @@ def resolve_knob(a: Analysis, knob: str) -> str:
     return canonical_flag(knob) if knob.startswith("--") else knob
 
 
-
 class BashFormat(TargetFormat):
     """Serve scripts; see the module docstring for the rules."""
 

@@ -468,8 +468,8 @@ def _explain(before: Analysis, after: Analysis, knob: str, wrong: list[str]) -> 
         )
     if all(k in before.knobs and k not in after.knobs for k in wrong):  # `--model "$MODEL"`
         return (f"cannot change {knob} safely: after the edit nothing would read "
-                f"{', '.join(wrong)}, which only {knob} reads (change both in one change, "
-                "e.g. one revert of both entries, or edit by hand)")
+                f"{', '.join(wrong)}, which only {knob} reads (they go only together, in one "
+                "revert or restore of the entries of both, or by hand)")
     return (f"cannot change {knob} safely: re-reading the edited file changes "
             f"{', '.join(wrong)} (is there an unclosed quote or block near the edit?)")
 

@@ -109,22 +109,17 @@ def each_in_turn(text: str, knobs: Sequence[str], edit: Callable[[str, str], str
     (its lines are the file's, not those of the batch half made), else the one it met."""
     original, pending = text, list(knobs)
     while pending:
-        refused: list[str] = []
-        first: FormatError | None = None
+        refused: list[tuple[str, FormatError]] = []
         for knob in pending:
             try:
                 text = edit(text, knob)
             except FormatError as e:
-                refused.append(knob)
-                first = first or e
-        if first is not None and len(refused) == len(pending):
-            for knob in refused:
-                try:
-                    edit(original, knob)
-                except FormatError as e:
-                    raise e from None
-            raise first
-        pending = refused
+                refused.append((knob, e))
+        if len(refused) == len(pending):
+            for knob, _ in refused:
+                edit(original, knob)  # raises, where it does, with the file's own lines
+            raise refused[0][1]
+        pending = [knob for knob, _ in refused]
     return text
 
 
