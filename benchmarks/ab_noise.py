@@ -73,12 +73,11 @@ def describe(values: list[float], tolerance: float) -> str:
     import numpy as np
 
     median = float(np.median(values))
-    slow = [v for v in values if v < (1 - SLOW) * median]
+    fast = [v for v in values if v >= (1 - SLOW) * median]
     lines = [" ".join(f"{v:.0f}" for v in values),
-             f"median {median:.0f}, {len(slow)} of {len(values)} runs slow "
+             f"median {median:.0f}, {len(values) - len(fast)} of {len(values)} runs slow "
              f"(more than {SLOW:.0%} below it)"]
-    for name, kept in (("all runs", values), ("without the slow runs",
-                                              [v for v in values if v not in slow])):
+    for name, kept in (("all runs", values), ("without the slow runs", fast)):
         if len(kept) < 3:
             continue
         sd = robust_sd(np.log(kept))
