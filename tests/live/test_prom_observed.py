@@ -179,10 +179,11 @@ def stack(tmp_path_factory):
         subprocess.run(st.control("stop"), capture_output=True, timeout=60)
 
 
-def _observe(st: Stack, ref: str):
+def _observe(st: Stack, ref: str, *metric: str):
     """``evidence prom`` once the after window is over (the command says when)."""
     args = ("evidence", "prom", ref, "--prometheus", st.prom, "--window", f"{WINDOW}s",
-            "--warmup", f"{WARMUP}s", "--step", f"{STEP}s", "--match", '{job="engine"}')
+            "--warmup", f"{WARMUP}s", "--step", f"{STEP}s", "--match", '{job="engine"}',
+            *metric)
     for _ in range(3):
         r = st.ledger(*args)
         wait = re.search(r"\(in (\d+) s\): wait", r.output)
@@ -236,6 +237,12 @@ def test_a_slower_engine_is_judged_a_regression_from_production_metrics(stack):
 
 
 def test_a_change_that_does_not_touch_speed_is_neutral(stack):
+    """Judged on the median inter-token latency, which the engine times itself.  The
+    closed loop's output throughput at one request in the engine also counts the bench
+    client's own time between requests, so a client slowed by a neighbour reads as a
+    slower engine: in one CI run a pair read +36% output_throughput @load 1 (median 584
+    against 816 tok/s) while the same windows' median ITL moved -5.5%.  The regression
+    test above judges throughput, where the slow change costs ~90%."""
     st = stack
     time.sleep(WINDOW + WARMUP + 2)  # the revert's restart and warmup out of the "before"
     r = st.ledger("record", "knob", "engine", HARMLESS, "--class", "bugfix", "--title",
@@ -243,7 +250,7 @@ def test_a_change_that_does_not_touch_speed_is_neutral(stack):
     assert r.exit_code == 0, r.output
     ref = "longer-inflight-timeout"
     for pair in range(1, PAIRS + 1):
-        r = _observe(st, ref)
+        r = _observe(st, ref, "--metric", "median_itl_ms")
         assert r.exit_code == 0, r.output
         # never a false call, whatever the neighbours do
         assert ": regression" not in r.stdout and ": gain" not in r.stdout, r.stdout
@@ -258,7 +265,7 @@ def test_a_change_that_does_not_touch_speed_is_neutral(stack):
     runs = _json(st.ledger("evidence", "show", "longer-inflight-timeout", "--json"))["runs"]
     said = f"{r.stdout}\n{runs[-1]['by_concurrency']}"
     assert f"{SAID} (not a controlled A/B): neutral" in \
-        r.stdout and "output_throughput @load" in r.stdout, said
+        r.stdout and "median_itl_ms @load" in r.stdout, said
     assert "within ±50%" in r.stdout, said
 
 
