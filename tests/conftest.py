@@ -156,7 +156,9 @@ def pytest_collection_modifyitems(items):
     (tests/live/test_prom_observed.py: PRIORITY).
 
     An explicit ``@settings(max_examples=N)`` overrides a profile, so the profile alone
-    would only reach the tests that set none: the counts are scaled here."""
+    would only reach the tests that set none: the counts are scaled here, once per test
+    function (the items of a parametrized test share one: scaled once per item, a test
+    of 25 parameters asked for 25 x 10^25 examples and never finished)."""
     minutes: dict[str, float] = {}
     for item in items:
         for mark in item.iter_markers("slow"):
@@ -165,8 +167,12 @@ def pytest_collection_modifyitems(items):
     items.sort(key=lambda i: -minutes.get(_module_of(i), 0.0))  # stable: the order within stays
     if PROFILE != "long":
         return
+    scaled: set[int] = set()
     for item in items:
         test = getattr(item, "obj", None)
+        if id(test) in scaled:
+            continue
+        scaled.add(id(test))
         own = getattr(test, "_hypothesis_internal_use_settings", None)
         if (getattr(test, "is_hypothesis_test", False) and own is not None
                 and own.max_examples != hypothesis.settings.default.max_examples):

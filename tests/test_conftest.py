@@ -63,3 +63,16 @@ def test_the_long_profile_multiplies_each_property_tests_own_count(monkeypatch):
     # no count of its own: the loaded profile's default, not multiplied again
     assert default._hypothesis_internal_use_settings.max_examples == \
         hypothesis.settings.default.max_examples
+
+
+def test_the_long_profile_multiplies_a_parametrized_test_once(monkeypatch):
+    """The items of a parametrized test share its function: one scaling, not one each."""
+    @settings(max_examples=7)
+    @given(st.integers())
+    def each(case, x):
+        pass
+
+    monkeypatch.setattr(conftest, "PROFILE", "long")
+    conftest.pytest_collection_modifyitems([Item(f"p.py::each[{c}]", obj=each)
+                                            for c in ("a", "b", "c")])
+    assert each._hypothesis_internal_use_settings.max_examples == 7 * conftest.LONG_FACTOR
