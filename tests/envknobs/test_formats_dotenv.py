@@ -52,8 +52,6 @@ def representable(value: str) -> bool:
     return True
 
 
-
-
 def test_a_value_that_makes_a_string_of_flags_is_refused_naming_the_knob() -> None:
     for knob in ("SGLANG_SM120_MMA_TARGET_CTAS", "NEW_ARGS"):  # a value replaced, a new line
         with pytest.raises(FormatError, match=f"^{knob}: the new value is a string of launch "
